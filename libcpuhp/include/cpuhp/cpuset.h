@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CPU sets, the kernel's range-list syntax ("0-3,8,10-11"), and the sysfs
+ * files of CPU hotplug.
+ *
+ * A struct cpuhp_cpuset is a plain bitmap value: put it on the stack, copy
+ * it, compare it.  Its size is part of the ABI.  Every parser and formatter
+ * of CPU lists in libcpuhp, cpuhpd, cpuhpctl and the Python binding is the
+ * one here.
+ */
+#ifndef CPUHP_CPUSET_H
+#define CPUHP_CPUSET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cpuhp/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kernel's largest NR_CPUS; CPU numbers must be below it. */
+#define CPUHP_CPUSET_MAX 8192
+
+struct cpuhp_cpuset {
+	uint64_t bits[CPUHP_CPUSET_MAX / 64];
+};
+
+/* The sysfs masks under <root>/devices/system/cpu/. */
+enum cpuhp_mask {
+	CPUHP_MASK_ONLINE,
+	CPUHP_MASK_OFFLINE,
+	CPUHP_MASK_POSSIBLE,
+	CPUHP_MASK_PRESENT,
+};
+
+CPUHP_EXPORT void cpuhp_cpuset_zero(struct cpuhp_cpuset *set);
+/** Return: 0, or -ERANGE if @cpu >= CPUHP_CPUSET_MAX (the set is unchanged). */
+CPUHP_EXPORT int cpuhp_cpuset_add(struct cpuhp_cpuset *set, unsigned cpu);
+CPUHP_EXPORT void cpuhp_cpuset_del(struct cpuhp_cpuset *set, unsigned cpu);
+CPUHP_EXPORT bool cpuhp_cpuset_has(const struct cpuhp_cpuset *set, unsigned cpu);
+CPUHP_EXPORT unsigned cpuhp_cpuset_count(const struct cpuhp_cpuset *set);
+CPUHP_EXPORT bool cpuhp_cpuset_equal(const struct cpuhp_cpuset *a, const struct cpuhp_cpuset *b);
+/** Return: the lowest CPU in @set above @after (pass -1 to start), or -1. */
+CPUHP_EXPORT int cpuhp_cpuset_next(const struct cpuhp_cpuset *set, int after);
+
+/**
+ * cpuhp_cpuset_parse() - parse a kernel range list.
+ * @str: e.g. "0-3,8,10-11"; leading/trailing whitespace and a final newline
+ *       are accepted; an empty (or all-whitespace) string is the empty set.
+ * @out: written only on success.
+ *
+ * Return: 0; -EINVAL for anything else (garbage, "3-1", "1,,2", "-1", "1-");
+ * -ERANGE for a CPU number >= CPUHP_CPUSET_MAX.
+ */
+CPUHP_EXPORT int cpuhp_cpuset_parse(const char *str, struct cpuhp_cpuset *out);
+
+/**
+ * cpuhp_cpuset_format() - write @set as a range list ("" for the empty set),
+ * NUL-terminated, with no newline.
+ *
+ * Return: the length written (without the NUL), or -ENOSPC if @buf (of @len
+ * bytes) is too small; then @buf holds "" if @len > 0.
+ */
+CPUHP_EXPORT int cpuhp_cpuset_format(const struct cpuhp_cpuset *set, char *buf, size_t len);
+
+/*
+ * sysfs.  @root is the sysfs mount point; NULL means "/sys".  A simulated
+ * tree only needs the same files under <root>/devices/system/cpu/.
+ */
+
+/** Return: 0, -errno from open/read, or -EINVAL if the file is not a range list. */
+CPUHP_EXPORT int cpuhp_sysfs_read_mask(const char *root, enum cpuhp_mask which,
+				       struct cpuhp_cpuset *out);
+
+/**
+ * cpuhp_sysfs_read_online() - read cpuN/online.
+ * Return: 0 with *@online set; -ENOENT if the CPU has no online file (it does
+ * not exist, or it cannot be hotplugged); another -errno, or -EINVAL if the
+ * file holds something other than 0 or 1.
+ */
+CPUHP_EXPORT int cpuhp_sysfs_read_online(const char *root, unsigned cpu, bool *online);
+
+/**
+ * cpuhp_sysfs_set_online() - write cpuN/online and read it back.
+ *
+ * Context: blocks for as long as the kernel takes (tens of milliseconds).
+ * Return: 0 once the file reads back @online; otherwise the kernel's error:
+ * -ENOENT (no such CPU, or not hotpluggable), -EINVAL, -EPERM, -EBUSY (last
+ * online CPU, hotplug disabled), -EACCES (not root), -EOPNOTSUPP, ...;
+ * -EIO if the write succeeded but the file reads back the other value.
+ */
+CPUHP_EXPORT int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CPUHP_CPUSET_H */

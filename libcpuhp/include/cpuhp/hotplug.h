@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The process-wide CPU hotplug lock, with the kernel's old API.
+ *
+ * Readers ("the set of online CPUs must not change under me") bracket their
+ * work with cpuhp_get_online_cpus()/cpuhp_put_online_cpus(); the code that
+ * changes the set brackets it with cpuhp_hotplug_begin()/cpuhp_hotplug_done().
+ * It is one cpuhp_rwsem, so readers cost a per-thread increment while no
+ * hotplug is in progress.
+ */
+#ifndef CPUHP_HOTPLUG_H
+#define CPUHP_HOTPLUG_H
+
+#include <cpuhp/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cpuhp_rwsem;
+
+/**
+ * cpuhp_get_online_cpus() - hold off CPU hotplug.
+ *
+ * Recursive within a thread: a nested get never waits, even while a writer
+ * waits.  Each get needs a put on the same thread.
+ * Context: may block while a hotplug is in progress.
+ */
+CPUHP_EXPORT void cpuhp_get_online_cpus(void);
+
+/** cpuhp_put_online_cpus() - undo one cpuhp_get_online_cpus() of this thread. */
+CPUHP_EXPORT void cpuhp_put_online_cpus(void);
+
+/**
+ * cpuhp_hotplug_begin() - start changing the set of online CPUs.
+ *
+ * Waits until no thread holds cpuhp_get_online_cpus(); one writer at a time.
+ * Context: may block; not while this thread holds cpuhp_get_online_cpus().
+ */
+CPUHP_EXPORT void cpuhp_hotplug_begin(void);
+
+/**
+ * cpuhp_hotplug_begin_timeout() - cpuhp_hotplug_begin() with a bound.
+ * Return: 0, or -ETIMEDOUT with nothing changed.
+ */
+CPUHP_EXPORT int cpuhp_hotplug_begin_timeout(unsigned timeout_ms);
+
+/** cpuhp_hotplug_done() - end the change begun by cpuhp_hotplug_begin(). */
+CPUHP_EXPORT void cpuhp_hotplug_done(void);
+
+/**
+ * cpuhp_hotplug_lock() - the process-wide lock itself, for code that wants
+ * the plain cpuhp_rwsem calls (for instance the read trylock).  Never freed.
+ */
+CPUHP_EXPORT struct cpuhp_rwsem *cpuhp_hotplug_lock(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CPUHP_HOTPLUG_H */

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * rcu_sync: lets readers skip synchronisation while no updater is around.
+ *
+ * Readers call cpuhp_rcu_sync_is_idle() inside cpuhp_rcu_read_lock() and take a
+ * fast path while it returns true.  An updater brackets its work with
+ * cpuhp_rcu_sync_enter()/cpuhp_rcu_sync_exit().  After enter returns, every
+ * reader that starts later sees "not idle" and every reader that saw "idle"
+ * has left its read-side section.  exit never waits: the return to idle is a
+ * call_rcu() callback one grace period later, so an enter that arrives while
+ * that callback is pending costs no grace period at all.
+ *
+ * State machine (each transition is commented where it happens in
+ * libcpuhp/src/rcu_sync.c):
+ *
+ *   IDLE --enter--> ENTER --grace period--> PASSED --last exit--> EXIT
+ *   EXIT --callback, no users--> IDLE        EXIT --enter--> (count>0) PASSED
+ *   EXIT --enter, last exit--> REPLAY --callback--> EXIT (one more period)
+ */
+#ifndef CPUHP_RCU_SYNC_H
+#define CPUHP_RCU_SYNC_H
+
+#include <stdbool.h>
+
+#include <cpuhp/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cpuhp_rcu_sync;
+
+/**
+ * cpuhp_rcu_sync_new() - allocate an idle rcu_sync.
+ * @out: receives the new object on success; untouched on failure.
+ *
+ * Context: any thread.
+ * Return: 0, or -ENOMEM.
+ */
+CPUHP_EXPORT int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out);
+
+/**
+ * cpuhp_rcu_sync_free() - destroy an rcu_sync.
+ *
+ * Waits for a pending exit callback (about one call_rcu batch, ~10 ms), so
+ * that the callback never touches freed memory.  Every enter must have been
+ * matched by an exit.
+ *
+ * Context: may block; not inside cpuhp_rcu_read_lock().
+ */
+CPUHP_EXPORT void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss);
+
+/**
+ * cpuhp_rcu_sync_enter() - switch readers to their slow path.
+ *
+ * Counted: nested or concurrent enters need as many exits.  Waits for one
+ * grace period only when the object was idle; otherwise waits, if at all, for
+ * the grace period another enter already started.  On return every reader
+ * that saw "idle" has left its read-side section (full memory ordering).
+ *
+ * Context: may block; not inside cpuhp_rcu_read_lock().
+ */
+CPUHP_EXPORT void cpuhp_rcu_sync_enter(struct cpuhp_rcu_sync *rss);
+
+/**
+ * cpuhp_rcu_sync_exit() - drop one enter.
+ *
+ * Never waits.  After the last exit, readers go back to the fast path one
+ * grace period later (a call_rcu() callback).
+ *
+ * Context: any thread, including one inside cpuhp_rcu_read_lock().
+ */
+CPUHP_EXPORT void cpuhp_rcu_sync_exit(struct cpuhp_rcu_sync *rss);
+
+/**
+ * cpuhp_rcu_sync_is_idle() - may the caller take the reader fast path?
+ *
+ * Context: only between cpuhp_rcu_read_lock() and cpuhp_rcu_read_unlock();
+ * the answer holds until the unlock.
+ */
+CPUHP_EXPORT bool cpuhp_rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss);
+
+/**
+ * cpuhp_rcu_read_lock() - enter an RCU read-side section (liburcu memb).
+ *
+ * Registers the calling thread with liburcu on first use and unregisters it
+ * when the thread exits, so any thread may call it.  Nests.  Must not block
+ * inside: grace periods wait for the section to end.
+ */
+CPUHP_EXPORT void cpuhp_rcu_read_lock(void);
+
+/** cpuhp_rcu_read_unlock() - leave the section cpuhp_rcu_read_lock() began. */
+CPUHP_EXPORT void cpuhp_rcu_read_unlock(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CPUHP_RCU_SYNC_H */

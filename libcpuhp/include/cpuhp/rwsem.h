@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhp_rwsem: a reader/writer semaphore whose readers are almost free.
+ *
+ * While no writer is around, a reader increments a counter of its own thread
+ * (no atomic read-modify-write on shared memory, no syscall, no lock).  A
+ * writer switches readers to a slow path with rcu_sync, blocks new readers,
+ * and waits for the summed counters to reach zero.
+ *
+ * Guarantees:
+ *  - Writer preference: once a writer holds the block (it waits only for
+ *    readers already inside), new readers wait, so overlapping readers cannot
+ *    starve it.
+ *  - Fairness: every reader that waited on writer W enters before the next
+ *    writer W2 gets the lock; writers are served in arrival order.
+ *  - A read lock may be released by another thread than the one that took
+ *    it (only the sum of the counters matters).
+ *  - Any thread may use the lock; liburcu registration is automatic and is
+ *    undone when the thread exits.
+ *  - fork(): parent and child keep working locks if no writer is active at
+ *    the fork.  In the child, read locks held by threads other than the
+ *    forking one do not exist.
+ *
+ * Read locks do not nest while a writer may be waiting (the inner lock would
+ * wait behind the writer, which waits for the outer one): use
+ * cpuhp_get_online_cpus() for a recursive read side.
+ */
+#ifndef CPUHP_RWSEM_H
+#define CPUHP_RWSEM_H
+
+#include <stdbool.h>
+
+#include <cpuhp/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cpuhp_rwsem;
+
+/**
+ * cpuhp_rwsem_new() - allocate an unlocked semaphore.
+ * @out: receives the new object on success; untouched on failure.
+ *
+ * Return: 0, or -ENOMEM.
+ */
+CPUHP_EXPORT int cpuhp_rwsem_new(struct cpuhp_rwsem **out);
+
+/**
+ * cpuhp_rwsem_free() - destroy an unlocked semaphore.
+ *
+ * Context: may block (about 10 ms) to let a pending rcu_sync callback finish.
+ */
+CPUHP_EXPORT void cpuhp_rwsem_free(struct cpuhp_rwsem *sem);
+
+/**
+ * cpuhp_rwsem_read_lock() - take the lock shared.
+ *
+ * Acquire ordering: the reader sees everything the last writer did.
+ * Context: may block while a writer holds or waits for the lock.
+ */
+CPUHP_EXPORT void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem);
+
+/**
+ * cpuhp_rwsem_read_trylock() - take the lock shared unless a writer holds it
+ * or waits for readers to drain.
+ *
+ * Return: true if the read lock is now held.  Never blocks.
+ */
+CPUHP_EXPORT bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem);
+
+/**
+ * cpuhp_rwsem_read_unlock() - drop a read lock, possibly taken by another
+ * thread.  Release ordering.  Never blocks.
+ */
+CPUHP_EXPORT void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem);
+
+/**
+ * cpuhp_rwsem_write_lock() - take the lock exclusive.
+ *
+ * Context: may block; the calling thread must not hold a read lock on @sem.
+ */
+CPUHP_EXPORT void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem);
+
+/**
+ * cpuhp_rwsem_write_lock_timeout() - cpuhp_rwsem_write_lock() with a bound.
+ * @timeout_ms: how long to wait for earlier writers and for readers to leave.
+ *
+ * The first grace period (at most tens of microseconds) is not cut short.
+ * On timeout the lock is left exactly as before: readers that this writer
+ * blocked are let in and the next waiting writer, if any, is served.
+ *
+ * Return: 0 with the lock held, or -ETIMEDOUT.
+ */
+CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigned timeout_ms);
+
+/**
+ * cpuhp_rwsem_write_unlock() - drop the write lock.
+ *
+ * Every reader waiting at this moment is let in before the next writer.
+ * Readers use the slow path for one more grace period (~10 ms with liburcu's
+ * call_rcu batching), which lets back-to-back writers skip grace periods.
+ * Context: the thread that took the write lock.  Never blocks.
+ */
+CPUHP_EXPORT void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CPUHP_RWSEM_H */
