@@ -73,7 +73,7 @@ CPUHP_EXPORT int cpuhp_cpuset_format(const struct cpuhp_cpuset *set, char *buf, 
 
 /** Return: 0, -errno from open/read, or -EINVAL if the file is not a range list. */
 CPUHP_EXPORT int cpuhp_sysfs_read_mask(const char *root, enum cpuhp_mask which,
-				       struct cpuhp_cpuset *out);
+                                       struct cpuhp_cpuset *out);
 
 /**
  * cpuhp_sysfs_read_online() - read cpuN/online.

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fork() support.  Precondition (documented in rwsem.h): no writer is active.
+ *
+ * Before the fork, pause liburcu's call_rcu workers (so none is half-way
+ * through a callback) and take the registry lock (so no thread is half-way
+ * through registering with liburcu or with us).  In the child only the
+ * forking thread exists: forget the others (marking their liburcu reader
+ * records quiescent, or the child's first grace period would wait for dead
+ * threads forever) and restart the call_rcu workers, which carry over any
+ * rcu_sync callback pending at the fork.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void prepare(void)
+{
+	urcu_memb_call_rcu_before_fork();
+	cpuhp__registry_lock();
+}
+
+static void parent(void)
+{
+	cpuhp__registry_unlock();
+	urcu_memb_call_rcu_after_fork_parent();
+}
+
+static void child(void)
+{
+	cpuhp__registry_forget_others();
+	cpuhp__registry_unlock();
+	urcu_memb_call_rcu_after_fork_child();
+}
+
+void cpuhp__fork_init(void)
+{
+	int err = pthread_atfork(prepare, parent, child);
+
+	CPUHP_BUG_ON(err, "libcpuhp", "pthread_atfork failed: %s", strerror(err));
+}

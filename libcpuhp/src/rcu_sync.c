@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * rcu_sync: the reader fast path switch, after the kernel's kernel/rcu/sync.c
+ * (semantics only).
+ *
+ * Readers test cpuhp__rcu_sync_is_idle() inside an RCU read-side section.
+ * An updater's enter moves the state off IDLE and, if it was IDLE, waits for
+ * a grace period (G): afterwards no reader is still inside a section in
+ * which it saw IDLE, and every later section sees "not idle".  The last exit
+ * does not wait: a call_rcu() callback returns the state to IDLE a grace
+ * period later, and an enter that arrives before the callback runs finds
+ * readers still on the slow path and skips the grace period.
+ *
+ * liburcu's call_rcu worker batches callbacks (~10 ms here), so readers stay
+ * slow for about 10 ms after the last exit: a burst of updaters pays one
+ * grace period in all.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static void set_state(struct cpuhp_rcu_sync *rss, enum cpuhp__gp_state s)
+{
+	/* Release: pairs with the readers' acquire in cpuhp__rcu_sync_is_idle(). */
+	atomic_store_explicit(&rss->state, s, memory_order_release);
+}
+
+static enum cpuhp__gp_state get_state(struct cpuhp_rcu_sync *rss)
+{
+	return atomic_load_explicit(&rss->state, memory_order_relaxed);
+}
+
+void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
+{
+	pthread_condattr_t ca;
+
+	atomic_init(&rss->state, CPUHP__GP_IDLE);
+	rss->count = 0;
+	rss->nr_sync = 0;
+	rss->nr_callbacks = 0;
+	pthread_mutex_init(&rss->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rss->cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* The call_rcu() callback: a grace period has passed since the last exit. */
+static void rcu_sync_func(struct rcu_head *head)
+{
+	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, cb);
+
+	pthread_mutex_lock(&rss->lock);
+	rss->nr_callbacks++;
+	if (rss->count) {
+		/*
+		 * EXIT/REPLAY -> PASSED: an enter came after the exit that queued
+		 * us.  Readers have been on the slow path all along, so the
+		 * updater needs no period of its own.
+		 */
+		set_state(rss, CPUHP__GP_PASSED);
+	} else if (get_state(rss) == CPUHP__GP_REPLAY) {
+		/*
+		 * REPLAY -> EXIT: an enter and its exit came and went while we
+		 * were pending.  Readers that start now must still see that
+		 * updater's work, so wait one more period before going idle.
+		 */
+		set_state(rss, CPUHP__GP_EXIT);
+		urcu_memb_call_rcu(&rss->cb, rcu_sync_func);
+	} else {
+		/*
+		 * EXIT -> IDLE: a full grace period after the last exit, every
+		 * reader that starts now sees everything the updaters did.
+		 */
+		set_state(rss, CPUHP__GP_IDLE);
+		pthread_cond_broadcast(&rss->cond);
+	}
+	pthread_mutex_unlock(&rss->lock);
+}
+
+void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
+{
+	enum cpuhp__gp_state was;
+
+	/* call_rcu() and synchronize_rcu() want a registered thread. */
+	cpuhp__thread_get();
+	pthread_mutex_lock(&rss->lock);
+	was = get_state(rss);
+	CPUHP_BUG_ON(rss->count < 0 || rss->count == INT32_MAX, "rcu_sync", "enter with count %d",
+	             rss->count);
+	rss->count++;
+	if (was == CPUHP__GP_IDLE) {
+		/* IDLE -> ENTER: new readers go slow; old ones may still be fast. */
+		set_state(rss, CPUHP__GP_ENTER);
+		rss->nr_sync++;
+		pthread_mutex_unlock(&rss->lock);
+		/*
+		 * G: the grace period orders our state change before the end of
+		 * every reader section that saw IDLE, including the fast-path
+		 * increments and the critical sections before fast-path
+		 * decrements in rwsem.c.
+		 */
+		urcu_memb_synchronize_rcu();
+		pthread_mutex_lock(&rss->lock);
+		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
+		set_state(rss, CPUHP__GP_PASSED);
+		pthread_cond_broadcast(&rss->cond);
+		pthread_mutex_unlock(&rss->lock);
+		return;
+	}
+	/*
+	 * ENTER: another enter waits for the grace period; wait for it too.
+	 * PASSED, EXIT, REPLAY: readers are on the slow path already, no wait.
+	 */
+	while (get_state(rss) == CPUHP__GP_ENTER)
+		pthread_cond_wait(&rss->cond, &rss->lock);
+	pthread_mutex_unlock(&rss->lock);
+}
+
+void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
+{
+	cpuhp__thread_get();
+	pthread_mutex_lock(&rss->lock);
+	CPUHP_BUG_ON(rss->count <= 0, "rcu_sync", "exit without enter (count %d)", rss->count);
+	if (--rss->count == 0) {
+		enum cpuhp__gp_state s = get_state(rss);
+
+		if (s == CPUHP__GP_PASSED) {
+			/* PASSED -> EXIT: go idle one grace period from now. */
+			set_state(rss, CPUHP__GP_EXIT);
+			urcu_memb_call_rcu(&rss->cb, rcu_sync_func);
+		} else if (s == CPUHP__GP_EXIT) {
+			/* EXIT -> REPLAY: the pending callback is too early for us. */
+			set_state(rss, CPUHP__GP_REPLAY);
+		}
+		/* REPLAY stays REPLAY; ENTER cannot be: enter returned. */
+	}
+	pthread_mutex_unlock(&rss->lock);
+}
+
+void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
+{
+	pthread_mutex_lock(&rss->lock);
+	CPUHP_BUG_ON(rss->count, "rcu_sync", "freed with %d enter(s) not exited", rss->count);
+	/* No reader is left to need the extra period REPLAY asked for. */
+	if (get_state(rss) == CPUHP__GP_REPLAY)
+		set_state(rss, CPUHP__GP_EXIT);
+	while (get_state(rss) != CPUHP__GP_IDLE)
+		pthread_cond_wait(&rss->cond, &rss->lock);
+	pthread_mutex_unlock(&rss->lock);
+	pthread_cond_destroy(&rss->cond);
+	pthread_mutex_destroy(&rss->lock);
+}
+
+int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out)
+{
+	struct cpuhp_rcu_sync *rss = malloc(sizeof(*rss));
+
+	if (!rss)
+		return -ENOMEM;
+	cpuhp__rcu_sync_init(rss);
+	*out = rss;
+	return 0;
+}
+
+void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss)
+{
+	if (!rss)
+		return;
+	cpuhp__rcu_sync_destroy(rss);
+	free(rss);
+}
+
+void cpuhp_rcu_sync_enter(struct cpuhp_rcu_sync *rss)
+{
+	cpuhp__rcu_sync_enter(rss);
+}
+
+void cpuhp_rcu_sync_exit(struct cpuhp_rcu_sync *rss)
+{
+	cpuhp__rcu_sync_exit(rss);
+}
+
+bool cpuhp_rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss)
+{
+	return cpuhp__rcu_sync_is_idle(rss);
+}
+
+void cpuhp_rcu_read_lock(void)
+{
+	struct cpuhp__thread *t = cpuhp__thread_get();
+
+	CPUHP_BUG_ON(!t, "rcu_sync", "out of memory registering the thread with liburcu");
+	urcu_memb_read_lock();
+}
+
+void cpuhp_rcu_read_unlock(void)
+{
+	urcu_memb_read_unlock();
+}

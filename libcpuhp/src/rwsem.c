@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhp_rwsem: a reader/writer semaphore with per-thread reader counts and an
+ * rcu_sync-switched fast path, after the kernel's percpu-rwsem (semantics
+ * only).
+ *
+ * Reader fast path (rcu_sync idle): inside an RCU read-side section, bump
+ * this thread's slot.  No barrier: the writer's grace period (G, rcu_sync.c)
+ * orders us.  Slow path (rcu_sync not idle): bump the slot, full barrier,
+ * look at ->block; if a writer holds it, undo and queue under ->lock.
+ *
+ * Writer: rcu_sync enter (readers go slow), take ->block (FIFO among
+ * writers), full barrier, wait until the summed counts are zero.  Unlock:
+ * let in every reader queued at this moment (counting them in ->shared on
+ * their behalf), then hand ->block to the next queued writer or clear it,
+ * then rcu_sync exit.
+ *
+ * Barriers (letters as tabled in internal.h):
+ *   A (read_trylock_slow) pairs with D (write_lock): a reader bumps its slot
+ *     then reads ->block; the writer sets ->block then sums the slots.  Either
+ *     the reader sees ->block and backs out, or the writer counts it.
+ *   B (read_unlock_slow) pairs with C (wait_for_readers): the reader's
+ *     section happens before its decrement; a writer that summed zero
+ *     orders its own section after.
+ *   E (read_unlock_slow) pairs with F (wait_for_readers): the reader drops
+ *     its count then reads ->wwait; the writer sets ->wwait then sums.
+ *     Either the writer sees the drop or the reader sees it must wake it:
+ *     no lost wake-up.
+ *
+ * ->block changes only under ->lock, and a reader queues only after failing
+ * A-D under ->lock, so a queued reader is always seen by the unlock that
+ * will let it in.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* A writer waiting for ->block; lives on its stack. */
+struct cpuhp__wwaiter {
+	struct cpuhp__wwaiter *next;
+	pthread_cond_t cond;
+	bool granted; /* ->block was handed to us; under sem->lock */
+};
+
+static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
+static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
+static void debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
+static void debug_write_locked(struct cpuhp_rwsem *sem);
+static void debug_write_unlocked(struct cpuhp_rwsem *sem);
+
+int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
+{
+	pthread_condattr_t ca;
+	int err = cpuhp__pcount_init(&sem->readers, name);
+
+	if (err)
+		return err;
+	cpuhp__rcu_sync_init(&sem->rss);
+	atomic_init(&sem->block, 0);
+	atomic_init(&sem->wwait, 0);
+	atomic_init(&sem->wseq, 0);
+	pthread_mutex_init(&sem->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sem->rcond, &ca);
+	pthread_condattr_destroy(&ca);
+	sem->rgen = 0;
+	sem->nr_rwait = 0;
+	sem->whead = sem->wtail = NULL;
+	sem->name = name;
+#if CPUHP_DEBUG
+	atomic_init(&sem->dbg_readers, 0);
+	atomic_init(&sem->dbg_owned, 0);
+#endif
+	return 0;
+}
+
+void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem)
+{
+	long readers;
+
+	CPUHP_BUG_ON(atomic_load(&sem->block) || sem->whead, sem->name,
+	             "freed while a writer holds or waits for it");
+	readers = cpuhp__pcount_sum(&sem->readers);
+	CPUHP_BUG_ON(readers, sem->name, "freed while %ld read lock(s) are held", readers);
+	cpuhp__rcu_sync_destroy(&sem->rss);
+	cpuhp__pcount_destroy(&sem->readers);
+	pthread_cond_destroy(&sem->rcond);
+	pthread_mutex_destroy(&sem->lock);
+}
+
+int cpuhp_rwsem_new(struct cpuhp_rwsem **out)
+{
+	struct cpuhp_rwsem *sem = aligned_alloc(CPUHP__FALSE_SHARING, sizeof(*sem));
+	int err;
+
+	if (!sem)
+		return -ENOMEM;
+	err = cpuhp__rwsem_init(sem, "cpuhp_rwsem");
+	if (err) {
+		free(sem);
+		return err;
+	}
+	*out = sem;
+	return 0;
+}
+
+void cpuhp_rwsem_free(struct cpuhp_rwsem *sem)
+{
+	if (!sem)
+		return;
+	cpuhp__rwsem_destroy(sem);
+	free(sem);
+}
+
+/* ------------------------------------------------------------------ readers */
+
+/* The calling thread's slot for @sem; NULL if it cannot have one (ENOMEM). */
+static struct cpuhp__slot *reader_slot(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__thread *t = cpuhp__thread_get();
+
+	return t ? cpuhp__slot_slow(t, &sem->readers) : NULL;
+}
+
+/* Count +/-1 in @s, or in ->shared for a thread without a slot. */
+static void count_add(struct cpuhp_rwsem *sem, struct cpuhp__slot *s, long v)
+{
+	if (s)
+		cpuhp__slot_add(s, v, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&sem->readers.shared, v, memory_order_relaxed);
+}
+
+static void wake_writer(struct cpuhp_rwsem *sem)
+{
+	atomic_fetch_add_explicit(&sem->wseq, 1, memory_order_relaxed);
+	cpuhp__futex_wake(&sem->wseq, 1);
+}
+
+static void read_unlock_slow(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	/*
+	 * B: our critical section (or failed attempt) before the decrement;
+	 * pairs with C in wait_for_readers().  Release on the store is not
+	 * enough for E below, and the barrier serves both sides of it.
+	 */
+	cpuhp__smp_mb();
+	if (s)
+		cpuhp__slot_add(s, -1, memory_order_release);
+	else
+		atomic_fetch_sub_explicit(&sem->readers.shared, 1, memory_order_release);
+	/*
+	 * E: the decrement before reading ->wwait; pairs with F.  If the writer
+	 * summed before our decrement, it set ->wwait first and we see it.
+	 */
+	cpuhp__smp_mb();
+	if (atomic_load_explicit(&sem->wwait, memory_order_relaxed))
+		wake_writer(sem);
+}
+
+/* One attempt of the slow path; on failure the count is as before. */
+static bool read_trylock_slow(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	count_add(sem, s, 1);
+	/*
+	 * A: the increment before reading ->block; pairs with D in
+	 * write_lock_common().  If we miss the writer's ->block, it sees our
+	 * increment and waits for us.
+	 */
+	cpuhp__smp_mb();
+	if (cpuhp__likely(!atomic_load_explicit(&sem->block, memory_order_acquire)))
+		return true;
+	/* Like an unlock: a writer may have counted us and be waiting. */
+	read_unlock_slow(sem, s);
+	return false;
+}
+
+static bool read_lock_slow(struct cpuhp_rwsem *sem, bool try)
+{
+	struct cpuhp__slot *s = reader_slot(sem);
+	unsigned long gen;
+
+	if (read_trylock_slow(sem, s))
+		goto locked;
+	if (try)
+		return false;
+
+	pthread_mutex_lock(&sem->lock);
+	/* ->block changes only under ->lock: this answer holds until we sleep. */
+	if (read_trylock_slow(sem, s)) {
+		pthread_mutex_unlock(&sem->lock);
+		goto locked;
+	}
+	debug_recursive_wait(sem, s);
+	gen = sem->rgen;
+	sem->nr_rwait++;
+	/* The unlock that bumps ->rgen counted us in ->shared for us. */
+	while (sem->rgen == gen)
+		pthread_cond_wait(&sem->rcond, &sem->lock);
+	pthread_mutex_unlock(&sem->lock);
+	/* Our count sits in ->shared; our own slot takes the unlock (sums agree). */
+locked:
+	debug_read_locked(sem, s);
+	return true;
+}
+
+void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__thread *t = cpuhp__self;
+	struct cpuhp__slot *s;
+
+	if (cpuhp__likely(t) && cpuhp__likely(s = cpuhp__slot_fast(t, &sem->readers))) {
+		/* Fast path: see the file comment and G in rcu_sync.c. */
+		urcu_memb_read_lock();
+		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
+			cpuhp__slot_add(s, 1, memory_order_relaxed);
+			urcu_memb_read_unlock();
+			debug_read_locked(sem, s);
+			return;
+		}
+		urcu_memb_read_unlock();
+	}
+	read_lock_slow(sem, false);
+}
+
+bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__thread *t = cpuhp__self;
+	struct cpuhp__slot *s;
+
+	if (cpuhp__likely(t) && cpuhp__likely(s = cpuhp__slot_fast(t, &sem->readers))) {
+		urcu_memb_read_lock();
+		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
+			cpuhp__slot_add(s, 1, memory_order_relaxed);
+			urcu_memb_read_unlock();
+			debug_read_locked(sem, s);
+			return true;
+		}
+		urcu_memb_read_unlock();
+	}
+	return read_lock_slow(sem, true);
+}
+
+void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__thread *t = cpuhp__self;
+	struct cpuhp__slot *s;
+
+	if (cpuhp__likely(t) && cpuhp__likely(s = cpuhp__slot_fast(t, &sem->readers))) {
+		debug_read_unlocked(sem, s);
+		urcu_memb_read_lock();
+		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
+			/*
+			 * No barrier: a writer's grace period (G) orders our
+			 * section before anything it does after entering.
+			 * Release only tells ThreadSanitizer the same thing.
+			 */
+			cpuhp__slot_add(s, -1, memory_order_release);
+			urcu_memb_read_unlock();
+			return;
+		}
+		urcu_memb_read_unlock();
+		read_unlock_slow(sem, s);
+		return;
+	}
+	s = reader_slot(sem);
+	debug_read_unlocked(sem, s);
+	read_unlock_slow(sem, s);
+}
+
+/* ------------------------------------------------------------------ writers */
+
+/* Sleep until every reader is out, or @deadline (NULL: forever) passes. */
+static int wait_for_readers(struct cpuhp_rwsem *sem, const struct timespec *deadline)
+{
+	int err = 0;
+
+	for (;;) {
+		unsigned seq = atomic_load_explicit(&sem->wseq, memory_order_relaxed);
+
+		atomic_store_explicit(&sem->wwait, 1, memory_order_relaxed);
+		/* F: ->wwait before the sum; pairs with E in read_unlock_slow(). */
+		cpuhp__smp_mb();
+		/*
+		 * Readers arriving now see ->block and back out at once, so a
+		 * zero sum is stable (kernel: readers_active_check()).
+		 */
+		if (cpuhp__pcount_sum(&sem->readers) == 0)
+			break;
+		if (err == -ETIMEDOUT)
+			break;
+		err = cpuhp__futex_wait(&sem->wseq, seq, deadline);
+	}
+	atomic_store_explicit(&sem->wwait, 0, memory_order_relaxed);
+	/* C: the readers' sections before ours; pairs with B. */
+	cpuhp__smp_mb();
+	return err == -ETIMEDOUT && cpuhp__pcount_sum(&sem->readers) ? -ETIMEDOUT : 0;
+}
+
+/* Under ->lock: let queued readers in, then pass ->block on or clear it. */
+static void release_block(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__wwaiter *w;
+
+	if (sem->nr_rwait) {
+		/*
+		 * Readers queued behind us enter before any later writer: count
+		 * them now, so the next writer waits for them to leave.
+		 */
+		atomic_fetch_add_explicit(&sem->readers.shared, sem->nr_rwait,
+		                          memory_order_relaxed);
+		sem->nr_rwait = 0;
+		sem->rgen++;
+		pthread_cond_broadcast(&sem->rcond);
+	}
+	w = sem->whead;
+	if (w) {
+		/* ->block stays set: new readers keep waiting (writer preference). */
+		sem->whead = w->next;
+		if (!sem->whead)
+			sem->wtail = NULL;
+		w->granted = true;
+		pthread_cond_signal(&w->cond);
+	} else {
+		/* Release: our section before readers that see ->block clear. */
+		atomic_store_explicit(&sem->block, 0, memory_order_release);
+	}
+}
+
+static void unqueue_writer(struct cpuhp_rwsem *sem, struct cpuhp__wwaiter *w)
+{
+	struct cpuhp__wwaiter **pp = &sem->whead, *prev = NULL;
+
+	while (*pp != w) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	*pp = w->next;
+	if (sem->wtail == w)
+		sem->wtail = prev;
+}
+
+/* Take ->block in arrival order.  0, or -ETIMEDOUT still queued = not taken. */
+static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
+{
+	struct cpuhp__wwaiter w = {.next = NULL, .granted = false};
+	pthread_condattr_t ca;
+	int err = 0;
+
+	pthread_mutex_lock(&sem->lock);
+	if (!atomic_load_explicit(&sem->block, memory_order_relaxed)) {
+		atomic_store_explicit(&sem->block, 1, memory_order_relaxed);
+		pthread_mutex_unlock(&sem->lock);
+		return 0;
+	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (sem->wtail)
+		sem->wtail->next = &w;
+	else
+		sem->whead = &w;
+	sem->wtail = &w;
+	while (!w.granted) {
+		if (!deadline) {
+			pthread_cond_wait(&w.cond, &sem->lock);
+		} else if (pthread_cond_timedwait(&w.cond, &sem->lock, deadline) == ETIMEDOUT &&
+		           !w.granted) {
+			unqueue_writer(sem, &w);
+			err = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sem->lock);
+	pthread_cond_destroy(&w.cond);
+	return err;
+}
+
+static int write_lock_common(struct cpuhp_rwsem *sem, const struct timespec *deadline)
+{
+	int err;
+
+	/* Readers to the slow path; waits a grace period only if idle. */
+	cpuhp__rcu_sync_enter(&sem->rss);
+	err = take_block(sem, deadline);
+	if (err) {
+		/* We never held ->block and blocked nobody: just leave. */
+		cpuhp__rcu_sync_exit(&sem->rss);
+		return err;
+	}
+	/*
+	 * D: ->block (set by us or handed to us) before summing the counts;
+	 * pairs with A.  The mutex unlock in take_block() is only a release.
+	 */
+	cpuhp__smp_mb();
+	err = wait_for_readers(sem, deadline);
+	if (err) {
+		/* Timed out: let in the readers we blocked, serve the next writer. */
+		pthread_mutex_lock(&sem->lock);
+		release_block(sem);
+		pthread_mutex_unlock(&sem->lock);
+		cpuhp__rcu_sync_exit(&sem->rss);
+		return err;
+	}
+	debug_write_locked(sem);
+	return 0;
+}
+
+void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem)
+{
+	write_lock_common(sem, NULL);
+}
+
+int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigned timeout_ms)
+{
+	struct timespec deadline;
+
+	cpuhp__deadline(&deadline, timeout_ms);
+	return write_lock_common(sem, &deadline);
+}
+
+void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem)
+{
+	debug_write_unlocked(sem);
+	pthread_mutex_lock(&sem->lock);
+	CPUHP_BUG_ON(!atomic_load_explicit(&sem->block, memory_order_relaxed), sem->name,
+	             "write unlock of a lock that is not write-locked");
+	release_block(sem);
+	pthread_mutex_unlock(&sem->lock);
+	/* Readers may take the fast path again a grace period from now. */
+	cpuhp__rcu_sync_exit(&sem->rss);
+}
+
+/* ------------------------------------------------------------- debug checks */
+
+#if CPUHP_DEBUG
+static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	atomic_fetch_add_explicit(&sem->dbg_readers, 1, memory_order_relaxed);
+	if (s)
+		s->held++;
+}
+
+static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	long before = atomic_fetch_sub_explicit(&sem->dbg_readers, 1, memory_order_relaxed);
+
+	CPUHP_BUG_ON(before <= 0, sem->name,
+	             "read unlock without a read lock (more unlocks than locks)");
+	if (s)
+		s->held--;
+}
+
+static void debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	CPUHP_BUG_ON(s && s->held > 0, sem->name,
+	             "recursive read lock while a writer waits: the writer waits for this "
+	             "thread's outer read lock, this thread waits for the writer (deadlock); use "
+	             "cpuhp_get_online_cpus() for recursion");
+}
+
+static void debug_write_locked(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__thread *t = cpuhp__thread_get();
+
+	atomic_store(&sem->dbg_owner, pthread_self());
+	atomic_store(&sem->dbg_owned, 1);
+	if (t)
+		t->write_held++;
+}
+
+static void debug_write_unlocked(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__thread *t = cpuhp__self;
+
+	CPUHP_BUG_ON(!atomic_load(&sem->dbg_owned) ||
+	                 !pthread_equal(atomic_load(&sem->dbg_owner), pthread_self()),
+	             sem->name, "write unlock by a thread that does not hold the write lock");
+	atomic_store(&sem->dbg_owned, 0);
+	if (t)
+		t->write_held--;
+}
+
+static void debug_exit_check(struct cpuhp__pcount *pc, long held)
+{
+	struct cpuhp_rwsem *sem = cpuhp__container_of(pc, struct cpuhp_rwsem, readers);
+
+	CPUHP_BUG_ON(atomic_load(&sem->dbg_readers) > 0, sem->name,
+	             "thread exits inside a read-side critical section (%ld read lock(s) "
+	             "taken and not released)",
+	             held);
+}
+
+void cpuhp__debug_thread_exit(struct cpuhp__thread *t)
+{
+	CPUHP_BUG_ON(t->write_held, "cpuhp_rwsem", "thread exits holding %u write lock(s)",
+	             t->write_held);
+	cpuhp__pcount_debug_exit(t, debug_exit_check);
+}
+#else
+static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+}
+static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+}
+static void debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+}
+static void debug_write_locked(struct cpuhp_rwsem *sem)
+{
+}
+static void debug_write_unlocked(struct cpuhp_rwsem *sem)
+{
+}
+void cpuhp__debug_thread_exit(struct cpuhp__thread *t)
+{
+}
+#endif
