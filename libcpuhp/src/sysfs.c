@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The CPU hotplug files of sysfs: the range-list masks under
+ * <root>/devices/system/cpu/ and each CPU's online switch.
+ *
+ * Files are read whole into a bounded buffer: a file larger than any the
+ * kernel can produce (or one that never ends, like /dev/zero) is not a
+ * sysfs file we understand, and is -EINVAL rather than an unbounded read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cpuhp/cpuset.h>
+
+/*
+ * The longest mask the kernel prints for CPUHP_CPUSET_MAX CPUs is every
+ * other CPU, "0,2,4,...,8190\n": about 20 KB.  The cap leaves room for that
+ * with a wide margin, and is small enough to allocate without a second
+ * thought.
+ */
+#define MASK_FILE_MAX (64 * 1024)
+
+/* "0\n" or "1\n"; anything longer than this is not an online file. */
+#define ONLINE_FILE_MAX 16
+
+static const char *const mask_names[] = {
+    [CPUHP_MASK_ONLINE] = "online",
+    [CPUHP_MASK_OFFLINE] = "offline",
+    [CPUHP_MASK_POSSIBLE] = "possible",
+    [CPUHP_MASK_PRESENT] = "present",
+};
+
+/* <root>/devices/system/cpu/<rel> into @path, or -ENAMETOOLONG. */
+static int cpu_path(char *path, size_t size, const char *root, const char *rel)
+{
+	int n = snprintf(path, size, "%s/devices/system/cpu/%s", root ? root : "/sys", rel);
+
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * Read all of @path into @buf (of @size bytes) and NUL-terminate it.
+ * Return: 0; -errno from open/read; -EINVAL if the file does not fit in
+ * size - 1 bytes or holds a NUL byte (neither can be a sysfs text file).
+ */
+static int read_small_file(const char *path, char *buf, size_t size)
+{
+	size_t len = 0;
+	int fd, ret = 0;
+
+	do
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+
+	/* Ask for one byte more than fits, so that a full buffer means "too big". */
+	for (;;) {
+		ssize_t n = read(fd, buf + len, size - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == size) {
+			ret = -EINVAL;
+			break;
+		}
+	}
+	/* close() on Linux releases the fd even when it reports EINTR: never retry it. */
+	close(fd);
+	if (ret)
+		return ret;
+	if (memchr(buf, '\0', len))
+		return -EINVAL;
+	buf[len] = '\0';
+	return 0;
+}
+
+int cpuhp_sysfs_read_mask(const char *root, enum cpuhp_mask which, struct cpuhp_cpuset *out)
+{
+	char path[PATH_MAX];
+	char *buf;
+	int ret;
+
+	if ((unsigned)which >= sizeof(mask_names) / sizeof(mask_names[0]))
+		return -EINVAL;
+	ret = cpu_path(path, sizeof(path), root, mask_names[which]);
+	if (ret)
+		return ret;
+	/* The heap, not the stack: callers may run on small thread stacks. */
+	buf = malloc(MASK_FILE_MAX);
+	if (!buf)
+		return -ENOMEM;
+	ret = read_small_file(path, buf, MASK_FILE_MAX);
+	if (!ret)
+		ret = cpuhp_cpuset_parse(buf, out);
+	free(buf);
+	/* A number too big for the set is still a file we cannot represent. */
+	return ret == -ERANGE ? -EINVAL : ret;
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+int cpuhp_sysfs_read_online(const char *root, unsigned cpu, bool *online)
+{
+	char path[PATH_MAX], rel[32], buf[ONLINE_FILE_MAX];
+	char *p, *end;
+	int ret;
+
+	snprintf(rel, sizeof(rel), "cpu%u/online", cpu);
+	ret = cpu_path(path, sizeof(path), root, rel);
+	if (ret)
+		return ret;
+	ret = read_small_file(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
+
+	/* Same whitespace tolerance as the masks: the kernel writes "1\n". */
+	p = buf;
+	end = buf + strlen(buf);
+	while (p < end && is_space(*p))
+		p++;
+	while (end > p && is_space(end[-1]))
+		end--;
+	if (end - p != 1 || (*p != '0' && *p != '1'))
+		return -EINVAL;
+	*online = *p == '1';
+	return 0;
+}
+
+int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
+{
+	char path[PATH_MAX], rel[32];
+	const char *val = online ? "1\n" : "0\n";
+	ssize_t n;
+	bool now;
+	int fd, ret;
+
+	snprintf(rel, sizeof(rel), "cpu%u/online", cpu);
+	ret = cpu_path(path, sizeof(path), root, rel);
+	if (ret)
+		return ret;
+
+	/* No O_CREAT: a missing file means a missing or non-hotpluggable CPU. */
+	do
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	/*
+	 * One write() carries the whole value: the kernel acts on each write
+	 * call, so a value split over two calls would be two requests.  The
+	 * kernel's refusal (EBUSY, EPERM, ...) comes back as this write's errno.
+	 */
+	do
+		n = write(fd, val, 2);
+	while (n < 0 && errno == EINTR);
+	ret = n < 0 ? -errno : n != 2 ? -EIO : 0;
+	close(fd);
+	if (ret)
+		return ret;
+
+	/*
+	 * The write was accepted; the file must now say so.  A read-back that
+	 * is not a 0/1 value is as much a failed verification as the wrong
+	 * value: -EINVAL here would wrongly suggest the kernel refused @online.
+	 */
+	ret = cpuhp_sysfs_read_online(root, cpu, &now);
+	if (ret == -EINVAL)
+		return -EIO;
+	if (ret)
+		return ret;
+	return now == online ? 0 : -EIO;
+}
