@@ -65,6 +65,8 @@ static const struct parse_case parse_cases[] = {
     /* Out of range wins over reversed; malformed wins over out of range. */
     {"9000-1", -ERANGE, NULL},
     {"8192,a", -EINVAL, NULL},
+    {"3-1,9000", -EINVAL, NULL},
+    {"9000,3-1", -EINVAL, NULL},
     {"a,8192", -EINVAL, NULL},
     /* Malformed. */
     {"3-1", -EINVAL, NULL},
