@@ -18,10 +18,10 @@
 #include <cpuhp/cpuset.h>
 
 /*
- * The longest mask the kernel prints for CPUHP_CPUSET_MAX CPUs is every
- * other CPU, "0,2,4,...,8190\n": about 20 KB.  The cap leaves room for that
- * with a wide margin, and is small enough to allocate without a second
- * thought.
+ * The longest canonical list of CPUHP_CPUSET_MAX CPUs is pairs with gaps,
+ * "0-1,3-4,...,8190-8191": 26,568 bytes (the kernel itself stops at a page).
+ * The cap leaves room for that with a wide margin, and is small enough to
+ * allocate without a second thought.
  */
 #define MASK_FILE_MAX (64 * 1024)
 

@@ -339,18 +339,11 @@ static void cpuset_format_longest_list_round_trips(void)
 	static char buf[32768];
 	int n;
 
-	/* Every other CPU: the longest canonical list of CPUHP_CPUSET_MAX CPUs. */
-	cpuhp_cpuset_zero(&set);
-	for (unsigned cpu = 0; cpu < CPUHP_CPUSET_MAX; cpu += 2)
-		cpuhp_cpuset_add(&set, cpu);
-	check_round_trip(&set);
-	n = cpuhp_cpuset_format(&set, buf, sizeof(buf));
-	CHECK(n > 19000 && n < 20000);
-	CHECK_EQ_INT(cpuhp_cpuset_format(&set, buf, (size_t)n + 1), n);
-	CHECK_EQ_INT(cpuhp_cpuset_format(&set, buf, (size_t)n), -ENOSPC);
-	CHECK_EQ_STR(buf, "");
-
-	/* Pairs: every range is exactly two CPUs, "a-b" never "a,b". */
+	/*
+	 * Pairs with gaps, "0-1,3-4,...,8190-8191", are the longest canonical
+	 * list of CPUHP_CPUSET_MAX CPUs: per CPU, a pair costs two thirds of
+	 * (digits + 1) where a singleton every other CPU costs one half.
+	 */
 	cpuhp_cpuset_zero(&set);
 	for (unsigned cpu = 0; cpu < CPUHP_CPUSET_MAX; cpu += 3) {
 		cpuhp_cpuset_add(&set, cpu);
@@ -358,8 +351,20 @@ static void cpuset_format_longest_list_round_trips(void)
 	}
 	check_round_trip(&set);
 	n = cpuhp_cpuset_format(&set, buf, sizeof(buf));
-	CHECK(n > 0);
+	CHECK_EQ_INT(n, 26568);
 	CHECK_EQ_INT(strncmp(buf, "0-1,3-4,6-7,", 12), 0);
+	CHECK_EQ_STR(buf + n - 10, ",8190-8191");
+	CHECK_EQ_INT(cpuhp_cpuset_format(&set, buf, (size_t)n + 1), n);
+	CHECK_EQ_INT(cpuhp_cpuset_format(&set, buf, (size_t)n), -ENOSPC);
+	CHECK_EQ_STR(buf, "");
+
+	/* Every other CPU: singletons only. */
+	cpuhp_cpuset_zero(&set);
+	for (unsigned cpu = 0; cpu < CPUHP_CPUSET_MAX; cpu += 2)
+		cpuhp_cpuset_add(&set, cpu);
+	check_round_trip(&set);
+	n = cpuhp_cpuset_format(&set, buf, sizeof(buf));
+	CHECK_EQ_INT(n, 19924);
 }
 
 /* xorshift64: deterministic, so a failure reproduces. */
