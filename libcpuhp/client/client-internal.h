@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The client handle and its transport, shared by conn.c (socket, frames,
+ * request/reply matching, the event queue) and client.c (one function per
+ * request).  Not installed.
+ */
+#ifndef CPUHP_CLIENT_INTERNAL_H
+#define CPUHP_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cpuhp/client.h>
+
+#include "frame.h"
+
+struct cpuhp_client {
+	pthread_mutex_t lock; /* held by every public call, for its whole length */
+	int fd;
+	/*
+	 * Sticky: once the connection is unusable (closed, bad frame) every
+	 * call fails with this at once, since the stream cannot resynchronise.
+	 */
+	int dead;
+	uint64_t next_id;
+	uint64_t watch_id;  /* id of the accepted Watch request, 0 before */
+	uint32_t max_frame; /* the daemon's limit, from HelloReply */
+
+	/* Bytes read ahead: rbuf[rpos, rlen) is not yet fed to dec. */
+	struct cpuhp_frame_decoder dec;
+	size_t rpos, rlen;
+	uint8_t rbuf[16384];
+
+	/* Events read while a call waited for its reply, oldest at qhead. */
+	Cpuhp__Response *queue[CPUHP_CLIENT_EVENT_QUEUE_MAX];
+	unsigned qhead, qlen;
+	unsigned lost; /* dropped since the queue was last drained */
+
+	char message[CPUHP_CLIENT_MESSAGE_MAX];
+};
+
+/* Set c->message (printf format) and return @err, for `return cpuhp__client_error(...)`. */
+int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The connection cannot be used again: remember @err for every later call. */
+int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what);
+
+/* An Error from the daemon: its code as -errno, its message (or a generic one) kept. */
+int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e);
+
+/*
+ * cpuhp__client_call() - send @req (its id is assigned here) and wait for
+ * the reply, queueing events that arrive first.
+ * @expect: the body case of a successful reply.
+ * @out:    the reply, to free with cpuhp__response__free_unpacked(); written
+ *          only on success.
+ * Return: 0; the daemon's Error as -errno (message set); -EPROTO for a reply
+ * of another kind; a connection -errno.
+ */
+int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
+                       Cpuhp__Response__BodyCase expect, Cpuhp__Response **out);
+
+/*
+ * cpuhp__client_read() - the next Response, from the read-ahead or the socket.
+ * @timeout_ms: -1 blocks; 0 returns -EAGAIN if no whole frame is there;
+ *              else -ETIMEDOUT when it runs out.
+ */
+int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out);
+
+/* Queue an event response (takes ownership); drops and counts when full. */
+void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev);
+
+/* Pop the oldest queued event; NULL if none. */
+Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c);
+
+/* Send Hello and check the version; called by connect. */
+int cpuhp__client_hello(struct cpuhp_client *c);
+
+#endif /* CPUHP_CLIENT_INTERNAL_H */

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One function per cpuhpd request: build the Request, make the call
+ * (conn.c), turn the reply into the public structs of <cpuhp/client.h>.
+ * CPU lists from the daemon are parsed by cpuhp_cpuset_parse(), the one
+ * parser of them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client-internal.h"
+#include "errmap.h"
+
+/* Every public call runs under the handle's mutex with a fresh message. */
+static void enter(struct cpuhp_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->message[0] = '\0';
+}
+
+static int leave(struct cpuhp_client *c, int ret)
+{
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+static int parse_list(struct cpuhp_client *c, const char *what, const char *str,
+                      struct cpuhp_cpuset *out)
+{
+	if (cpuhp_cpuset_parse(str ? str : "", out) < 0)
+		return cpuhp__client_error(c, -EPROTO,
+		                           "cpuhpd sent a %s list that does not parse: \"%.64s\"",
+		                           what, str ? str : "");
+	return 0;
+}
+
+int cpuhp__client_hello(struct cpuhp_client *c)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello hello = CPUHP__HELLO__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	hello.version = CPUHP_PROTO_VERSION;
+	hello.client_name = program_invocation_short_name;
+	req.body_case = CPUHP__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_HELLO, &resp);
+	if (ret < 0)
+		return ret;
+	if (resp->hello->version != CPUHP_PROTO_VERSION)
+		ret = -EPROTONOSUPPORT;
+	else if (resp->hello->max_frame && resp->hello->max_frame < c->max_frame)
+		c->max_frame = resp->hello->max_frame;
+	cpuhp__response__free_unpacked(resp, NULL);
+	return ret;
+}
+
+int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t *lease_id)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	enter(c);
+	acq.timeout_ms = timeout_ms;
+	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+	req.lease_acquire = &acq;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_GRANTED, &resp);
+	if (ret == 0) {
+		*lease_id = resp->lease_granted->lease_id;
+		cpuhp__response__free_unpacked(resp, NULL);
+	}
+	return leave(c, ret);
+}
+
+int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	enter(c);
+	rel.lease_id = lease_id;
+	req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
+	req.lease_release = &rel;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_RELEASED, &resp);
+	if (ret == 0)
+		cpuhp__response__free_unpacked(resp, NULL);
+	return leave(c, ret);
+}
+
+static int convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
+                           struct cpuhp_client_cpu_result **results, size_t *n_results)
+{
+	struct cpuhp_client_cpu_result *r;
+	size_t i;
+
+	/* calloc(0) may return NULL: allocate one so success always has an array. */
+	r = calloc(reply->n_results ? reply->n_results : 1, sizeof(*r));
+	if (!r)
+		return cpuhp__client_error(c, -ENOMEM, "out of memory for %zu CPU results",
+		                           reply->n_results);
+	for (i = 0; i < reply->n_results; i++) {
+		const Cpuhp__CpuResult *in = reply->results[i];
+
+		r[i].cpu = in->cpu;
+		r[i].error = in->ok ? 0 : cpuhp_errmap_from_wire(in->code);
+		r[i].changed = in->ok && in->changed;
+		snprintf(r[i].message, sizeof(r[i].message), "%s", in->message ? in->message : "");
+	}
+	*results = r;
+	*n_results = reply->n_results;
+	return 0;
+}
+
+/* The request, without the handle's lock or message handling. */
+static int set_online_locked(struct cpuhp_client *c, const char *cpus, bool online,
+                             unsigned timeout_ms, struct cpuhp_client_cpu_result **results,
+                             size_t *n_results)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	so.cpus = (char *)cpus;
+	so.online = online;
+	so.timeout_ms = timeout_ms;
+	req.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
+	req.set_online = &so;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, &resp);
+	if (ret < 0)
+		return ret;
+	ret = convert_results(c, resp->set_online, results, n_results);
+	cpuhp__response__free_unpacked(resp, NULL);
+	return ret;
+}
+
+int cpuhp_client_set_online_results(struct cpuhp_client *c, const char *cpus, bool online,
+                                    unsigned timeout_ms, struct cpuhp_client_cpu_result **results,
+                                    size_t *n_results)
+{
+	enter(c);
+	return leave(c, set_online_locked(c, cpus, online, timeout_ms, results, n_results));
+}
+
+void cpuhp_client_results_free(struct cpuhp_client_cpu_result *results)
+{
+	free(results);
+}
+
+int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool online,
+                            unsigned timeout_ms)
+{
+	struct cpuhp_client_cpu_result *r;
+	size_t n, i;
+	int ret;
+
+	enter(c);
+	ret = set_online_locked(c, cpus, online, timeout_ms, &r, &n);
+	if (ret < 0)
+		return leave(c, ret);
+	for (i = 0; i < n; i++) {
+		if (r[i].error) {
+			ret = cpuhp__client_error(c, r[i].error, "CPU %u: %s", r[i].cpu,
+			                          r[i].message[0] ? r[i].message
+			                                          : strerror(-r[i].error));
+			break;
+		}
+	}
+	free(r);
+	return leave(c, ret);
+}
+
+static int convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
+                          struct cpuhp_client_status *out)
+{
+	int ret;
+
+	if ((ret = parse_list(c, "online", s->online, &out->online)) < 0 ||
+	    (ret = parse_list(c, "offline", s->offline, &out->offline)) < 0 ||
+	    (ret = parse_list(c, "possible", s->possible, &out->possible)) < 0 ||
+	    (ret = parse_list(c, "present", s->present, &out->present)) < 0)
+		return ret;
+	out->leases_held = s->leases_held;
+	switch (s->writer) {
+	case CPUHP__WRITER_STATE__WRITER_WAITING:
+		out->writer = CPUHP_CLIENT_WRITER_WAITING;
+		break;
+	case CPUHP__WRITER_STATE__WRITER_RUNNING:
+		out->writer = CPUHP_CLIENT_WRITER_RUNNING;
+		break;
+	default:
+		out->writer = CPUHP_CLIENT_WRITER_IDLE;
+		break;
+	}
+	out->pending_leases = s->pending_leases;
+	out->pending_hotplugs = s->pending_hotplugs;
+	out->connections = s->connections;
+	snprintf(out->daemon_version, sizeof(out->daemon_version), "%s",
+	         s->daemon_version ? s->daemon_version : "");
+	return 0;
+}
+
+int cpuhp_client_status(struct cpuhp_client *c, struct cpuhp_client_status *out)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__StatusRequest sr = CPUHP__STATUS_REQUEST__INIT;
+	Cpuhp__Response *resp;
+	struct cpuhp_client_status *st;
+	int ret;
+
+	/* Over 4 KiB of masks: build it on the heap so @out stays untouched on failure. */
+	st = malloc(sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	enter(c);
+	req.body_case = CPUHP__REQUEST__BODY_STATUS;
+	req.status = &sr;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_STATUS, &resp);
+	if (ret == 0) {
+		ret = convert_status(c, resp->status, st);
+		cpuhp__response__free_unpacked(resp, NULL);
+	}
+	if (ret == 0)
+		*out = *st;
+	free(st);
+	return leave(c, ret);
+}
+
+int cpuhp_client_watch(struct cpuhp_client *c)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Watch w = CPUHP__WATCH__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	enter(c);
+	if (c->watch_id)
+		return leave(c,
+		             cpuhp__client_error(c, -EALREADY, "this connection already watches"));
+	req.body_case = CPUHP__REQUEST__BODY_WATCH;
+	req.watch = &w;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_WATCH_STARTED, &resp);
+	if (ret == 0) {
+		c->watch_id = req.id;
+		cpuhp__response__free_unpacked(resp, NULL);
+	}
+	return leave(c, ret);
+}
+
+/* 1 with @ev filled; 0 for an event kind this client does not know; -EPROTO. */
+static int convert_event(struct cpuhp_client *c, const Cpuhp__Event *in,
+                         struct cpuhp_client_event *ev)
+{
+	size_t i;
+	int ret;
+
+	memset(ev, 0, sizeof(*ev));
+	switch (in->kind_case) {
+	case CPUHP__EVENT__KIND_HOTPLUG_STARTED:
+		ev->type = CPUHP_CLIENT_EVENT_HOTPLUG_STARTED;
+		ev->online = in->hotplug_started->online;
+		ret = parse_list(c, "hotplug", in->hotplug_started->cpus, &ev->cpus);
+		break;
+	case CPUHP__EVENT__KIND_HOTPLUG_FINISHED:
+		ev->type = CPUHP_CLIENT_EVENT_HOTPLUG_FINISHED;
+		ev->online = in->hotplug_finished->online;
+		ev->ok = in->hotplug_finished->ok;
+		ret = parse_list(c, "hotplug", in->hotplug_finished->cpus, &ev->cpus);
+		for (i = 0; ret == 0 && i < in->hotplug_finished->n_results; i++) {
+			const Cpuhp__CpuResult *r = in->hotplug_finished->results[i];
+
+			if (!r->ok && cpuhp_cpuset_add(&ev->failed, r->cpu) < 0)
+				ret = cpuhp__client_error(c, -EPROTO, "cpuhpd sent CPU %u", r->cpu);
+		}
+		break;
+	case CPUHP__EVENT__KIND_ONLINE_CHANGED:
+		ev->type = CPUHP_CLIENT_EVENT_ONLINE_CHANGED;
+		ev->external = in->online_changed->external;
+		ret = parse_list(c, "online", in->online_changed->online, &ev->online_cpus);
+		break;
+	default:
+		return 0; /* a newer daemon's event: skip it */
+	}
+	return ret < 0 ? ret : 1;
+}
+
+/* The next event from the queue or the socket, skipping kinds we do not know. */
+static int next_event_locked(struct cpuhp_client *c, int timeout_ms, struct cpuhp_client_event *ev)
+{
+	for (;;) {
+		Cpuhp__Response *resp = cpuhp__client_dequeue_event(c);
+		int ret;
+
+		if (!resp && c->lost) {
+			memset(ev, 0, sizeof(*ev));
+			ev->type = CPUHP_CLIENT_EVENT_LOST;
+			ev->lost = c->lost;
+			c->lost = 0;
+			return 0;
+		}
+		if (!resp) {
+			if (c->dead)
+				return cpuhp__client_error(c, c->dead,
+				                           "the connection to cpuhpd "
+				                           "failed earlier; reconnect");
+			/* Calls read until their reply, so no reply can be pending here. */
+			ret = cpuhp__client_read(c, timeout_ms, &resp);
+			if (ret < 0)
+				return ret;
+			if (resp->body_case == CPUHP__RESPONSE__BODY_ERROR && resp->id == 0) {
+				/* About the connection (shutdown...), which the daemon now closes.
+				 */
+				c->dead = cpuhp__client_take_error(c, resp->error);
+				cpuhp__response__free_unpacked(resp, NULL);
+				return c->dead;
+			}
+			if (resp->body_case != CPUHP__RESPONSE__BODY_EVENT ||
+			    resp->id != c->watch_id) {
+				cpuhp__response__free_unpacked(resp, NULL);
+				return cpuhp__client_kill(c, -EPROTO,
+				                          "cpuhpd sent a reply nobody asked for");
+			}
+		}
+		ret = convert_event(c, resp->event, ev);
+		cpuhp__response__free_unpacked(resp, NULL);
+		if (ret != 0)
+			return ret < 0 ? ret : 0;
+	}
+}
+
+int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms, struct cpuhp_client_event *ev)
+{
+	/* Over 3 KiB of masks: filled on the heap so @ev stays untouched on failure. */
+	struct cpuhp_client_event *tmp = malloc(sizeof(*tmp));
+	int ret;
+
+	if (!tmp)
+		return -ENOMEM;
+	enter(c);
+	if (!c->watch_id)
+		ret = cpuhp__client_error(c, -EINVAL,
+		                          "not watching: call cpuhp_client_watch() first");
+	else
+		ret = next_event_locked(c, timeout_ms, tmp);
+	if (ret == 0)
+		memcpy(ev, tmp, sizeof(*ev));
+	free(tmp);
+	return leave(c, ret);
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The client's transport: connecting, the hello, sending frames, reading
+ * ahead and matching replies to requests by id.  Events that arrive while
+ * a call waits for its reply are queued for cpuhp_client_next_event().
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client-internal.h"
+#include "errmap.h"
+
+int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->message, sizeof(c->message), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what)
+{
+	c->dead = err;
+	return cpuhp__client_error(c, err, "%s", what);
+}
+
+static int send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until the socket is readable: 0, or -EAGAIN / -ETIMEDOUT when @deadline passed. */
+static int wait_readable(struct cpuhp_client *c, int timeout_ms, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+		int64_t left = timeout_ms <= 0 ? timeout_ms : deadline - now_ms();
+		int n;
+
+		if (timeout_ms > 0 && left < 0)
+			left = 0;
+		n = poll(&pfd, 1, (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n == 0)
+			return timeout_ms == 0 ? -EAGAIN : -ETIMEDOUT;
+	}
+}
+
+/* Decode the next whole frame already read ahead: 1 with *@out, 0 if none, or -errno. */
+static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
+{
+	while (c->rpos < c->rlen) {
+		const uint8_t *payload;
+		size_t plen;
+		ssize_t n = cpuhp_frame_decoder_feed(&c->dec, c->rbuf + c->rpos, c->rlen - c->rpos,
+		                                     &payload, &plen);
+
+		if (n < 0)
+			return cpuhp__client_kill(c, (int)n,
+			                          n == -EMSGSIZE
+			                              ? "cpuhpd sent a frame over the size limit"
+			                              : "cpuhpd sent a malformed frame");
+		c->rpos += (size_t)n;
+		if (payload) {
+			/* Unpack now: an in-place payload lives in rbuf until the next recv. */
+			if (cpuhp_frame_unpack_response(payload, plen, out) < 0)
+				return cpuhp__client_kill(
+				    c, -EPROTO,
+				    "cpuhpd sent a message that does not decode as a "
+				    "Response (protocol mismatch?)");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out)
+{
+	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+
+	for (;;) {
+		ssize_t n;
+		int ret = decode_ahead(c, out);
+
+		if (ret != 0)
+			return ret < 0 ? ret : 0;
+		if (timeout_ms >= 0) {
+			ret = wait_readable(c, timeout_ms, deadline);
+			if (ret == -EAGAIN || ret == -ETIMEDOUT)
+				return cpuhp__client_error(c, ret, "no event within %d ms",
+				                           timeout_ms);
+			if (ret < 0)
+				return cpuhp__client_kill(c, ret,
+				                          "polling the cpuhpd socket failed");
+		}
+		n = recv(c->fd, c->rbuf, sizeof(c->rbuf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return cpuhp__client_kill(c, -errno, "reading from cpuhpd failed");
+		if (n == 0)
+			return cpuhp__client_kill(
+			    c, -ECONNRESET,
+			    cpuhp_frame_decoder_idle(&c->dec)
+			        ? "cpuhpd closed the connection"
+			        : "cpuhpd closed the connection in the middle of a frame");
+		c->rpos = 0;
+		c->rlen = (size_t)n;
+	}
+}
+
+void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev)
+{
+	if (c->qlen == CPUHP_CLIENT_EVENT_QUEUE_MAX) {
+		c->lost++;
+		cpuhp__response__free_unpacked(ev, NULL);
+		return;
+	}
+	c->queue[(c->qhead + c->qlen) % CPUHP_CLIENT_EVENT_QUEUE_MAX] = ev;
+	c->qlen++;
+}
+
+Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c)
+{
+	Cpuhp__Response *ev;
+
+	if (!c->qlen)
+		return NULL;
+	ev = c->queue[c->qhead];
+	c->qhead = (c->qhead + 1) % CPUHP_CLIENT_EVENT_QUEUE_MAX;
+	c->qlen--;
+	return ev;
+}
+
+int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e)
+{
+	int err = cpuhp_errmap_from_wire(e->code);
+
+	if (e->message && e->message[0])
+		return cpuhp__client_error(c, err, "%s", e->message);
+	return cpuhp__client_error(c, err, "cpuhpd: %s", cpuhp_errmap_describe(e->code));
+}
+
+/*
+ * After a failed send the daemon may have said why before closing (too
+ * many connections, shutting down): prefer its word over EPIPE.
+ */
+static int send_failed(struct cpuhp_client *c, int err)
+{
+	Cpuhp__Response *resp;
+
+	if (cpuhp__client_read(c, 0, &resp) == 0) {
+		bool said = resp->body_case == CPUHP__RESPONSE__BODY_ERROR;
+
+		if (said)
+			c->dead = cpuhp__client_take_error(c, resp->error);
+		cpuhp__response__free_unpacked(resp, NULL);
+		if (said)
+			return c->dead;
+	}
+	return cpuhp__client_kill(c, err,
+	                          "sending to cpuhpd failed: the daemon closed the connection");
+}
+
+int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
+                       Cpuhp__Response__BodyCase expect, Cpuhp__Response **out)
+{
+	uint8_t *frame;
+	size_t len;
+	int ret;
+
+	if (c->dead)
+		return cpuhp__client_error(c, c->dead,
+		                           "the connection to cpuhpd failed earlier; reconnect");
+	req->id = ++c->next_id;
+	ret = cpuhp_frame_pack_request(req, &frame, &len);
+	if (ret == 0 && len - CPUHP_FRAME_HDR > c->max_frame) {
+		free(frame);
+		ret = -EMSGSIZE;
+	}
+	if (ret == -EMSGSIZE)
+		return cpuhp__client_error(c, ret,
+		                           "request too large: over the daemon's frame limit of %u "
+		                           "bytes",
+		                           c->max_frame);
+	if (ret < 0)
+		return cpuhp__client_error(c, ret, "cannot encode the request");
+	ret = send_all(c, frame, len);
+	free(frame);
+	if (ret < 0)
+		return send_failed(c, ret);
+
+	for (;;) {
+		Cpuhp__Response *resp;
+
+		ret = cpuhp__client_read(c, -1, &resp);
+		if (ret < 0)
+			return ret;
+		if (resp->body_case == CPUHP__RESPONSE__BODY_EVENT && c->watch_id &&
+		    resp->id == c->watch_id) {
+			cpuhp__client_queue_event(c, resp);
+			continue;
+		}
+		if (resp->id == req->id ||
+		    (resp->id == 0 && resp->body_case == CPUHP__RESPONSE__BODY_ERROR)) {
+			if (resp->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+				ret = cpuhp__client_take_error(c, resp->error);
+				/* Id 0: about the connection, which the daemon now closes. */
+				if (resp->id == 0)
+					c->dead = ret;
+			} else if (resp->body_case != expect) {
+				ret = cpuhp__client_error(c, -EPROTO,
+				                          "cpuhpd answered with a reply of another "
+				                          "kind (%d, expected %d)",
+				                          (int)resp->body_case, (int)expect);
+			} else {
+				*out = resp;
+				return 0;
+			}
+			cpuhp__response__free_unpacked(resp, NULL);
+			return ret;
+		}
+		/* Only one request is ever outstanding: any other id is a daemon bug. */
+		cpuhp__response__free_unpacked(resp, NULL);
+		return cpuhp__client_kill(c, -EPROTO,
+		                          "cpuhpd answered a request that was not asked");
+	}
+}
+
+/* Blocking connect; a signal during it leaves the connect going on: wait for its end. */
+static int connect_unix(int fd, const struct sockaddr_un *sa)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+		return 0;
+	if (errno != EINTR)
+		return -errno;
+	while (poll(&pfd, 1, -1) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return -errno;
+	return -err;
+}
+
+int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct cpuhp_client *c;
+	int ret;
+
+	if (!path) {
+		path = getenv(CPUHP_CLIENT_SOCKET_ENV);
+		if (!path || !path[0])
+			path = CPUHP_CLIENT_DEFAULT_SOCKET;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ret = -pthread_mutex_init(&c->lock, NULL);
+	if (ret < 0)
+		goto err_free;
+	cpuhp_frame_decoder_init(&c->dec, CPUHP_FRAME_MAX);
+	c->max_frame = CPUHP_FRAME_MAX;
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		ret = -errno;
+		goto err_mutex;
+	}
+	ret = connect_unix(c->fd, &sa);
+	if (ret < 0)
+		goto err_close;
+	ret = cpuhp__client_hello(c);
+	if (ret < 0)
+		goto err_close;
+	c->message[0] = '\0';
+	*out = c;
+	return 0;
+
+err_close:
+	close(c->fd);
+err_mutex:
+	cpuhp_frame_decoder_fini(&c->dec);
+	pthread_mutex_destroy(&c->lock);
+err_free:
+	free(c);
+	return ret;
+}
+
+void cpuhp_client_close(struct cpuhp_client *c)
+{
+	Cpuhp__Response *ev;
+
+	if (!c)
+		return;
+	close(c->fd);
+	while ((ev = cpuhp__client_dequeue_event(c)))
+		cpuhp__response__free_unpacked(ev, NULL);
+	cpuhp_frame_decoder_fini(&c->dec);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+int cpuhp_client_fd(struct cpuhp_client *c)
+{
+	return c->fd;
+}
+
+const char *cpuhp_client_last_message(struct cpuhp_client *c)
+{
+	return c->message;
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libcpuhp-client: talk to cpuhpd, the daemon that owns CPU hotplug on this
+ * machine, so that separate processes share one hotplug lock.
+ *
+ * A process that must not see the set of online CPUs change under it (it
+ * sized per-CPU resources, or pins one worker per online CPU) holds a
+ * reader lease; cpuhpd takes CPUs offline or online only while no lease is
+ * held.  Leases die with their connection, so a crashed holder never blocks
+ * hotplug.
+ *
+ * Link with `pkg-config --libs libcpuhp-client`.  Every call that can fail
+ * returns 0 or a negative errno, and writes its out-parameters only on
+ * success; cpuhp_client_last_message() then says what went wrong in words.
+ *
+ * Threads: every call takes the handle's mutex, so a handle may be shared,
+ * but its calls run one at a time: a thread blocked in
+ * cpuhp_client_lease_acquire() or cpuhp_client_next_event() holds up the
+ * others on the same handle, and cpuhp_client_last_message() describes the
+ * last failed call by any thread.  Give each thread that blocks its own
+ * handle.  Calls are plain blocking socket I/O with no threads of their
+ * own; a signal does not interrupt them (they resume after EINTR), the
+ * timeouts bound them.  SIGPIPE is never raised.
+ */
+#ifndef CPUHP_CLIENT_H
+#define CPUHP_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cpuhp/cpuset.h>
+#include <cpuhp/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where cpuhpd listens unless CPUHP_SOCKET or the path argument says otherwise. */
+#define CPUHP_CLIENT_DEFAULT_SOCKET "/run/cpuhpd/cpuhpd.sock"
+#define CPUHP_CLIENT_SOCKET_ENV     "CPUHP_SOCKET"
+
+/* Size of the message buffers below, NUL included; longer texts are cut. */
+#define CPUHP_CLIENT_MESSAGE_MAX 256
+
+/* Events the client keeps while a call waits for its reply; see CPUHP_CLIENT_EVENT_LOST. */
+#define CPUHP_CLIENT_EVENT_QUEUE_MAX 1024
+
+/* A connection to cpuhpd.  Opaque. */
+struct cpuhp_client;
+
+enum cpuhp_client_writer_state {
+	CPUHP_CLIENT_WRITER_IDLE = 0,
+	CPUHP_CLIENT_WRITER_WAITING = 1, /* a hotplug waits for leases and readers to go */
+	CPUHP_CLIENT_WRITER_RUNNING = 2, /* sysfs writes in progress */
+};
+
+struct cpuhp_client_status {
+	struct cpuhp_cpuset online;
+	struct cpuhp_cpuset offline;
+	struct cpuhp_cpuset possible;
+	struct cpuhp_cpuset present;
+	unsigned leases_held; /* by every client */
+	enum cpuhp_client_writer_state writer;
+	unsigned pending_leases;   /* lease requests waiting behind a hotplug */
+	unsigned pending_hotplugs; /* hotplug requests waiting, the running one included */
+	unsigned connections;
+	char daemon_version[64];
+};
+
+/* What happened to one CPU of a hotplug request. */
+struct cpuhp_client_cpu_result {
+	unsigned cpu;
+	int error;    /* 0: the CPU is in the asked state; else a negative errno */
+	bool changed; /* false if it already was in that state (or error) */
+	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* the daemon's words when error != 0 */
+};
+
+enum cpuhp_client_event_type {
+	CPUHP_CLIENT_EVENT_HOTPLUG_STARTED = 1,
+	CPUHP_CLIENT_EVENT_HOTPLUG_FINISHED = 2,
+	CPUHP_CLIENT_EVENT_ONLINE_CHANGED = 3,
+	/*
+	 * More than CPUHP_CLIENT_EVENT_QUEUE_MAX events arrived while a call
+	 * waited for its reply; @lost were dropped here.  Re-read the state
+	 * with cpuhp_client_status().
+	 */
+	CPUHP_CLIENT_EVENT_LOST = 4,
+};
+
+struct cpuhp_client_event {
+	enum cpuhp_client_event_type type;
+	bool online;                     /* HOTPLUG_*: the state asked for */
+	bool ok;                         /* HOTPLUG_FINISHED: every CPU reached it */
+	bool external;                   /* ONLINE_CHANGED: not done by cpuhpd (chcpu, SMT...) */
+	unsigned lost;                   /* LOST */
+	struct cpuhp_cpuset cpus;        /* HOTPLUG_*: the CPUs asked for */
+	struct cpuhp_cpuset failed;      /* HOTPLUG_FINISHED: those that did not get there */
+	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED: the new online set */
+};
+
+/**
+ * cpuhp_client_connect() - connect to cpuhpd and agree on a protocol version.
+ * @path: the daemon's socket; NULL: $CPUHP_SOCKET if set and not empty,
+ *        else CPUHP_CLIENT_DEFAULT_SOCKET.
+ * @out:  the new handle, for cpuhp_client_close().
+ *
+ * Context: blocks until the daemon answers the hello.
+ * Return: 0; -ENOENT (no socket there), -ECONNREFUSED (nobody listening),
+ * -EACCES (socket permissions) when the daemon is unreachable;
+ * -EPROTONOSUPPORT if the daemon speaks another protocol version; -EUSERS
+ * if it has too many connections; -ENAMETOOLONG, -ENOMEM, other -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_connect(const char *path, struct cpuhp_client **out);
+
+/**
+ * cpuhp_client_close() - close the connection and free @c (NULL is a no-op).
+ *
+ * Every lease @c holds ends with it; the daemon sees the connection close.
+ * Context: must not race with another call on @c.
+ */
+CPUHP_EXPORT void cpuhp_client_close(struct cpuhp_client *c);
+
+/**
+ * cpuhp_client_lease_acquire() - take a reader lease: the set of online CPUs
+ * will not change until it is released or @c is closed.
+ * @timeout_ms: how long to wait while a hotplug is waiting or running;
+ *              0: do not wait.
+ * @lease_id:   the lease, for cpuhp_client_lease_release().
+ *
+ * Leases are not exclusive: any number of clients hold them at once.
+ * Context: blocks up to @timeout_ms (plus a round trip).
+ * Return: 0; -EAGAIN (@timeout_ms 0 and a hotplug in the way);
+ * -ETIMEDOUT; -EDQUOT (this connection's lease limit); -ECONNRESET and
+ * other -errno if the connection failed.
+ */
+CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms,
+                                            uint64_t *lease_id);
+
+/**
+ * cpuhp_client_lease_release() - end a lease taken on @c.
+ * Context: blocks for a round trip.
+ * Return: 0; -ESRCH if @c holds no such lease; -errno if the connection
+ * failed (and with it every lease).
+ */
+CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
+
+/**
+ * cpuhp_client_set_online_results() - bring CPUs online or take them offline,
+ * and say what happened to each.
+ * @cpus:       a range list, "2-3,5".
+ * @online:     the state asked for.
+ * @timeout_ms: how long to wait for leases and in-process readers to go;
+ *              0: do not wait.
+ * @results:    one per CPU named, in ascending order, to free with
+ *              cpuhp_client_results_free().
+ * @n_results:  how many.
+ *
+ * The daemon needs the caller to be root or in its admin group.  All the
+ * CPUs change in one writer section: no lease is granted in between.
+ *
+ * Context: blocks up to @timeout_ms plus the sysfs writes (tens of ms per CPU).
+ * Return: 0 when the request ran, whatever became of each CPU (see
+ * @results); otherwise nothing changed: -EINVAL (bad list), -EPERM (not
+ * allowed), -EAGAIN (@timeout_ms 0 and a lease held), -ETIMEDOUT (leases
+ * still held after @timeout_ms), -ERANGE, -ENOMEM, or a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_set_online_results(struct cpuhp_client *c, const char *cpus,
+                                                 bool online, unsigned timeout_ms,
+                                                 struct cpuhp_client_cpu_result **results,
+                                                 size_t *n_results);
+
+/** cpuhp_client_results_free() - free what set_online_results gave (NULL: no-op). */
+CPUHP_EXPORT void cpuhp_client_results_free(struct cpuhp_client_cpu_result *results);
+
+/**
+ * cpuhp_client_set_online() - cpuhp_client_set_online_results() for callers
+ * that only want to know whether every CPU got there.
+ *
+ * Context: as cpuhp_client_set_online_results().
+ * Return: 0 if every CPU named is now in the asked state; the errors of
+ * set_online_results; else the error of the first CPU that failed
+ * (cpuhp_client_last_message() says which and why).
+ */
+CPUHP_EXPORT int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool online,
+                                         unsigned timeout_ms);
+
+/**
+ * cpuhp_client_status() - the daemon's view: CPU masks, leases, writer.
+ * Context: blocks for a round trip; answered even while a hotplug runs.
+ * Return: 0; -EPROTO if the daemon sent a mask that does not parse; a
+ * connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_status(struct cpuhp_client *c, struct cpuhp_client_status *out);
+
+/**
+ * cpuhp_client_watch() - subscribe @c to events, read with
+ * cpuhp_client_next_event().  Once per connection.
+ *
+ * @c stays usable for other calls; events that arrive while they wait are
+ * kept for cpuhp_client_next_event().
+ * Context: blocks for a round trip.
+ * Return: 0; -EALREADY if @c already watches; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_watch(struct cpuhp_client *c);
+
+/**
+ * cpuhp_client_next_event() - the next event, oldest first.
+ * @timeout_ms: -1: wait as long as it takes; 0: only what already arrived.
+ * @ev:         written on success.
+ *
+ * Context: blocks up to @timeout_ms.
+ * Return: 0; -EAGAIN (@timeout_ms 0, nothing yet); -ETIMEDOUT; -EINVAL if
+ * cpuhp_client_watch() was not called; -ECONNRESET if the daemon went away,
+ * or its error (-ECANCELED: shutting down).
+ */
+CPUHP_EXPORT int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms,
+                                         struct cpuhp_client_event *ev);
+
+/**
+ * cpuhp_client_fd() - the socket, to poll() for POLLIN in an event loop.
+ *
+ * The client reads ahead and keeps events that came during other calls, so
+ * readiness of the fd is not the whole story: drain with
+ * cpuhp_client_next_event(@c, 0, ...) until -EAGAIN before each poll().
+ * Do not read, write or close the fd.
+ * Return: the file descriptor.
+ */
+CPUHP_EXPORT int cpuhp_client_fd(struct cpuhp_client *c);
+
+/**
+ * cpuhp_client_last_message() - why the last call on @c failed, in words:
+ * the daemon's message ("leases still held after 500 ms ..."), or the
+ * client's own for local failures.  "" after a call that succeeded.
+ *
+ * Return: a string owned by @c, valid until the next call on @c.
+ */
+CPUHP_EXPORT const char *cpuhp_client_last_message(struct cpuhp_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CPUHP_CLIENT_H */
