@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The designs bench-locks runs, in table order. */
+#include "bench.h"
+
+extern const struct bench_lock_ops bench_floor;
+extern const struct bench_lock_ops bench_mutex;
+extern const struct bench_lock_ops bench_percpu2013;
+extern const struct bench_lock_ops bench_cpuhp;
+extern const struct bench_lock_ops bench_cpuhp_static;
+extern const struct bench_lock_ops bench_rwlock;
+extern const struct bench_lock_ops bench_rwlock_wr;
+
+const struct bench_lock_ops *const bench_designs[] = {
+    &bench_floor,        &bench_mutex,  &bench_percpu2013, &bench_cpuhp,
+    &bench_cpuhp_static, &bench_rwlock, &bench_rwlock_wr,
+};
+
+const unsigned bench_ndesigns = sizeof(bench_designs) / sizeof(bench_designs[0]);
