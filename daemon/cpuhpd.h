@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpd: the daemon object that every module of the daemon shares.
+ *
+ * Threads: everything here belongs to the libuv loop thread, except what
+ * cpuhpd_worker.h says the worker thread touches.  The loop thread never
+ * blocks on sysfs or on the hotplug lock.
+ */
+#ifndef CPUHPD_H
+#define CPUHPD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "cpuhpd_cpus.h"
+#include "cpuhpd_hotplug.h"
+#include "cpuhpd_lease.h"
+#include "cpuhpd_list.h"
+#include "cpuhpd_server.h"
+#include "cpuhpd_uevent.h"
+#include "cpuhpd_watch.h"
+#include "cpuhpd_worker.h"
+
+struct cpuhpd_options {
+	const char *socket_path;
+	const char *sysfs_root;
+	const char *admin_group; /* NULL: only uid 0 may hotplug */
+	gid_t admin_gid;
+	mode_t socket_mode;
+	unsigned max_connections;
+	const char *uevent_socket; /* NULL: kernel uevents only */
+	bool no_netlink;
+	bool verbose;
+};
+
+struct cpuhpd {
+	uv_loop_t *loop;
+	struct cpuhpd_options opt;
+	struct cpuhpd_server server;
+	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
+	unsigned nconns;
+	unsigned next_conn_id;
+	struct cpuhpd_leases leases;
+	struct cpuhpd_hotplug hotplug;
+	struct cpuhpd_worker worker;
+	struct cpuhpd_watchers watch;
+	struct cpuhpd_uevent uevent;
+	/* Last view read by the worker; status answers from it, never from sysfs. */
+	struct cpuhpd_cpus view;
+	uv_signal_t sigterm, sigint;
+	bool stopping; /* cpuhpd_stop() ran: refuse new work */
+	bool stopped;  /* cpuhpd_stop_finish() ran: handles are closing */
+};
+
+/* Begin an orderly stop (signal, or fatal error after start): see cpuhpd_stop.c. */
+void cpuhpd_stop(struct cpuhpd *d);
+
+/* Called when the last hotplug left the worker during a stop: close what remains. */
+void cpuhpd_stop_finish(struct cpuhpd *d);
+
+#endif /* CPUHPD_H */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The daemon's view of the CPUs: which are possible, present and online.
+ *
+ * Online state is read per CPU from cpuN/online where that file exists, and
+ * from the `online` mask for the CPUs without one (cpu0 on most machines).
+ * On a real sysfs both agree; on a simulated tree nothing rewrites the mask
+ * when cpuN/online is written, so the per-CPU files are what counts.  The
+ * `offline` file is never read: offline is possible minus online.
+ *
+ * Reading can block behind a hotplug in progress (the kernel holds the CPU
+ * device's lock while it runs), so only the worker thread calls
+ * cpuhpd_cpus_read(); the loop keeps a copy.
+ */
+#ifndef CPUHPD_CPUS_H
+#define CPUHPD_CPUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cpuhp/cpuset.h>
+
+struct cpuhpd_cpus {
+	struct cpuhp_cpuset possible;
+	struct cpuhp_cpuset present;
+	struct cpuhp_cpuset online;
+};
+
+/**
+ * cpuhpd_cpus_read() - read the view from <@root>/devices/system/cpu.
+ * Context: blocks on sysfs; worker thread, or main before the loop runs.
+ * Return: 0, or the -errno of the mask that could not be read (*@which names it).
+ */
+int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **which);
+
+/* @set as a range list in a malloc()ed string, or NULL when out of memory. */
+char *cpuhpd_cpus_to_str(const struct cpuhp_cpuset *set);
+
+/* @out = @possible minus @online. */
+void cpuhpd_cpus_offline(const struct cpuhpd_cpus *v, struct cpuhp_cpuset *out);
+
+#endif /* CPUHPD_CPUS_H */
