@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpctl: ask cpuhpd for status, CPU hotplug and reader leases from the
+ * shell.  This file is main() and the helpers the commands share; see
+ * ctl.h for the exit codes.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpuhp/cpuset.h>
+
+#include "ctl.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "Usage: cpuhpctl [--socket PATH] COMMAND [ARGS...]\n"
+	        "\n"
+	        "Talk to cpuhpd, the daemon that owns CPU hotplug and hands out reader\n"
+	        "leases: while any lease is held, the set of online CPUs does not change.\n"
+	        "\n"
+	        "Commands:\n"
+	        "  status                        CPU masks, leases, the writer's state\n"
+	        "  online [--timeout MS] LIST    bring the CPUs in LIST (e.g. 2-3,5) online\n"
+	        "  offline [--timeout MS] LIST   take them offline\n"
+	        "  watch [--count N]             print hotplug events as they happen\n"
+	        "  hold [--timeout MS] -- CMD [ARGS...]\n"
+	        "                                run CMD while holding a lease\n"
+	        "Run 'cpuhpctl COMMAND --help' for more on each.\n"
+	        "\n"
+	        "Options:\n"
+	        "  -s, --socket PATH  cpuhpd's socket (default: $%s, else %s)\n"
+	        "  -h, --help         this text\n"
+	        "\n"
+	        "Exit status:\n"
+	        "  %d   done\n"
+	        "  %d   failed (nothing done)\n"
+	        "  %d   bad command line\n"
+	        "  %d  partly done: some CPUs changed, some failed\n"
+	        "  %d  cpuhpd unreachable (not running, socket permissions, version)\n"
+	        "  %d  timed out: leases still held, or a hotplug in the way; nothing changed\n"
+	        "  hold: CMD's exit status, 128+N if a signal N killed it, 126/127 if it\n"
+	        "        could not be run\n",
+	        CPUHP_CLIENT_SOCKET_ENV, CPUHP_CLIENT_DEFAULT_SOCKET, CPUHPCTL_EXIT_OK,
+	        CPUHPCTL_EXIT_FAILED, CPUHPCTL_EXIT_USAGE, CPUHPCTL_EXIT_PARTIAL,
+	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT);
+}
+
+/* The socket connect() will use, for messages. */
+static const char *socket_path(const struct cpuhpctl *ctl)
+{
+	const char *env = getenv(CPUHP_CLIENT_SOCKET_ENV);
+
+	if (ctl->socket)
+		return ctl->socket;
+	return env && env[0] ? env : CPUHP_CLIENT_DEFAULT_SOCKET;
+}
+
+int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out)
+{
+	const char *path = socket_path(ctl);
+	int err = cpuhp_client_connect(path, out);
+
+	if (err == 0)
+		return 0;
+	fprintf(stderr, "cpuhpctl: cannot connect to cpuhpd at %s: %s\n", path, strerror(-err));
+	switch (err) {
+	case -ENOENT:
+	case -ECONNREFUSED:
+		fprintf(stderr,
+		        "cpuhpctl: is cpuhpd running? Choose another socket with "
+		        "--socket PATH or $%s.\n",
+		        CPUHP_CLIENT_SOCKET_ENV);
+		break;
+	case -EACCES:
+		fprintf(stderr, "cpuhpctl: the socket's permissions keep you out: run as root or "
+		                "join the socket's group.\n");
+		break;
+	case -EPROTONOSUPPORT:
+		fprintf(stderr, "cpuhpctl: cpuhpd speaks another protocol version; use the "
+		                "cpuhpctl that came with it.\n");
+		break;
+	case -EUSERS:
+		fprintf(stderr, "cpuhpctl: cpuhpd has too many connections; try again later.\n");
+		break;
+	}
+	return CPUHPCTL_EXIT_UNREACHABLE;
+}
+
+int cpuhpctl_fail(struct cpuhp_client *c, int err, const char *what)
+{
+	const char *msg = c ? cpuhp_client_last_message(c) : "";
+
+	fprintf(stderr, "cpuhpctl: %s: %s\n", what, msg[0] ? msg : strerror(-err));
+	switch (err) {
+	case -ETIMEDOUT:
+	case -EAGAIN:
+		fprintf(stderr, "cpuhpctl: try a longer --timeout; 'cpuhpctl status' shows the "
+		                "leases held and the hotplugs pending.\n");
+		return CPUHPCTL_EXIT_TIMEDOUT;
+	case -EPERM:
+	case -EACCES:
+		fprintf(stderr, "cpuhpctl: hotplug needs root or membership in cpuhpd's admin "
+		                "group (cpuhpd --admin-group).\n");
+		return CPUHPCTL_EXIT_FAILED;
+	case -ECONNRESET:
+	case -EPIPE:
+	case -ECANCELED:
+		fprintf(stderr, "cpuhpctl: lost the connection to cpuhpd.\n");
+		return CPUHPCTL_EXIT_UNREACHABLE;
+	default:
+		return CPUHPCTL_EXIT_FAILED;
+	}
+}
+
+int cpuhpctl_parse_timeout(const char *arg, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v > 0xffffffffUL) {
+		fprintf(stderr, "cpuhpctl: --timeout wants milliseconds, 0 to %lu, not '%s'\n",
+		        0xffffffffUL, arg);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+char *cpuhpctl_format(const struct cpuhp_cpuset *set)
+{
+	size_t len = 64;
+
+	for (;;) {
+		char *buf = malloc(len);
+
+		if (!buf)
+			return NULL;
+		if (cpuhp_cpuset_format(set, buf, len) >= 0)
+			return buf;
+		free(buf);
+		len *= 4;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"socket", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	struct cpuhpctl ctl = {0};
+	const char *cmd;
+	int opt;
+
+	/* '+': options after the command belong to the command. */
+	while ((opt = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			ctl.socket = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return CPUHPCTL_EXIT_OK;
+		default:
+			usage(stderr);
+			return CPUHPCTL_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr,
+		        "cpuhpctl: which command? (status, online, offline, watch, hold)\n");
+		usage(stderr);
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	cmd = argv[optind];
+	argc -= optind;
+	argv += optind;
+	optind = 0; /* glibc: restart getopt for the command's options */
+
+	if (!strcmp(cmd, "status"))
+		return cpuhpctl_status(&ctl, argc, argv);
+	if (!strcmp(cmd, "online"))
+		return cpuhpctl_set_online(&ctl, argc, argv, true);
+	if (!strcmp(cmd, "offline"))
+		return cpuhpctl_set_online(&ctl, argc, argv, false);
+	if (!strcmp(cmd, "watch"))
+		return cpuhpctl_watch(&ctl, argc, argv);
+	if (!strcmp(cmd, "hold"))
+		return cpuhpctl_hold(&ctl, argc, argv);
+	if (!strcmp(cmd, "help")) {
+		usage(stdout);
+		return CPUHPCTL_EXIT_OK;
+	}
+	fprintf(stderr, "cpuhpctl: unknown command '%s'; try 'cpuhpctl --help'\n", cmd);
+	return CPUHPCTL_EXIT_USAGE;
+}

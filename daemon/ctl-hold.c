@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpctl hold: run a command while holding a reader lease, like
+ * systemd-inhibit.  The lease is taken before the command starts and lives
+ * as long as this process's connection, so it ends when the command ends,
+ * or when cpuhpctl itself dies.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "Usage: cpuhpctl hold [--timeout MS] [--] CMD [ARGS...]\n"
+	        "\n"
+	        "Take a reader lease from cpuhpd, run CMD, and release the lease when it\n"
+	        "exits: while CMD runs, the set of online CPUs does not change.  Exits with\n"
+	        "CMD's status (128+N if signal N killed it; 127 if CMD was not found, 126\n"
+	        "if it could not be run), or with %d/%d/%d if the lease was not granted.\n"
+	        "\n"
+	        "  -t, --timeout MS  wait at most MS ms for a hotplug in progress to end\n"
+	        "                    (default %u; 0: do not wait)\n",
+	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT, CPUHPCTL_EXIT_FAILED,
+	        CPUHPCTL_DEFAULT_TIMEOUT_MS);
+}
+
+static volatile sig_atomic_t child_pid;
+
+/* Termination requests for cpuhpctl go to CMD; we keep the lease until it exits. */
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+static void set_parent_signals(void)
+{
+	struct sigaction sa = {.sa_handler = forward_signal};
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* The terminal sends these to CMD too (same process group), as system() does. */
+	sigaction(SIGINT, &ign, NULL);
+	sigaction(SIGQUIT, &ign, NULL);
+}
+
+/*
+ * Fork and exec @cmd.  The termination signals stay blocked from before the
+ * fork until the parent's handlers are in place, so none can kill
+ * cpuhpctl (and end the lease) or go unforwarded in between; the child gets
+ * the dispositions and mask cpuhpctl started with.
+ */
+static pid_t spawn(char **cmd)
+{
+	sigset_t block, old;
+	pid_t pid;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	pid = fork();
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		/* The client's socket is close-on-exec: CMD cannot end the lease early. */
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "cpuhpctl hold: cannot run %s: %s\n", cmd[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	if (pid > 0) {
+		child_pid = pid;
+		set_parent_signals();
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return pid;
+}
+
+/*
+ * Wait for CMD, and meanwhile watch the connection: if cpuhpd goes away the
+ * lease is gone, which CMD's user must hear about.  Needs pidfd_open
+ * (Linux 5.3); without it just wait.
+ */
+static int wait_child(struct cpuhp_client *c, pid_t pid)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	bool watching = true;
+	int status;
+
+	while (pidfd >= 0) {
+		struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN},
+		                      {.fd = cpuhp_client_fd(c), .events = POLLIN}};
+
+		if (poll(p, watching ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[0].revents)
+			break;
+		if (watching && p[1].revents) {
+			fprintf(stderr,
+			        "cpuhpctl hold: lost the connection to cpuhpd: the lease is "
+			        "no longer held, and CPUs may change while the command runs\n");
+			watching = false;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return CPUHPCTL_EXIT_FAILED;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
+	struct cpuhp_client *c;
+	uint64_t lease;
+	pid_t pid;
+	int opt, ret, err;
+
+	while ((opt = getopt_long(argc, argv, "+t:h", opts, NULL)) != -1) {
+		if (opt == 't') {
+			if (cpuhpctl_parse_timeout(optarg, &timeout_ms) < 0)
+				return CPUHPCTL_EXIT_USAGE;
+			continue;
+		}
+		usage(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "cpuhpctl hold: which command? e.g. cpuhpctl hold -- ./job args\n");
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret)
+		return ret;
+	err = cpuhp_client_lease_acquire(c, timeout_ms, &lease);
+	if (err < 0) {
+		ret = cpuhpctl_fail(c, err, "hold: lease");
+		cpuhp_client_close(c);
+		return ret;
+	}
+	fflush(NULL); /* nothing buffered may be written twice after fork */
+	pid = spawn(argv + optind);
+	if (pid < 0) {
+		fprintf(stderr, "cpuhpctl hold: fork: %s\n", strerror(errno));
+		cpuhp_client_close(c);
+		return CPUHPCTL_EXIT_FAILED;
+	}
+	ret = wait_child(c, pid);
+	/* Release explicitly when we can; closing would end it all the same. */
+	cpuhp_client_lease_release(c, lease);
+	cpuhp_client_close(c);
+	return ret;
+}

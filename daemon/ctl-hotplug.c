@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpctl online / offline: one request to cpuhpd, then one chcpu-like line
+ * per CPU ("CPU 3 disabled", "CPU 0 is not hot pluggable") and chcpu's exit
+ * codes: 0 all done, 1 none, 64 some.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpuhp/cpuset.h>
+
+#include "ctl.h"
+
+static void usage(FILE *f, const char *cmd)
+{
+	fprintf(f,
+	        "Usage: cpuhpctl %s [--timeout MS] LIST\n"
+	        "\n"
+	        "%s the CPUs in LIST, a range list such as 2-3,5, in one hotplug:\n"
+	        "cpuhpd waits until no reader lease is held, then writes each CPU's\n"
+	        "online file.  Needs root or membership in cpuhpd's admin group.\n"
+	        "\n"
+	        "  -t, --timeout MS  wait at most MS ms for leases to be released, then\n"
+	        "                    give up with nothing changed (default %u; 0: do\n"
+	        "                    not wait)\n",
+	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",
+	        CPUHPCTL_DEFAULT_TIMEOUT_MS);
+}
+
+/*
+ * The present mask, to tell a CPU that does not exist from one that cannot
+ * be hotplugged (the kernel says ENOENT or EINVAL for both).  NULL if
+ * nothing needs it or the daemon cannot say.
+ */
+static struct cpuhp_client_status *
+status_if_needed(struct cpuhp_client *c, const struct cpuhp_client_cpu_result *r, size_t n)
+{
+	struct cpuhp_client_status *st;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (r[i].error == -ENOENT || r[i].error == -EINVAL)
+			break;
+	if (i == n)
+		return NULL;
+	st = malloc(sizeof(*st));
+	if (st && cpuhp_client_status(c, st) < 0) {
+		free(st);
+		st = NULL;
+	}
+	return st;
+}
+
+static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
+                       const struct cpuhp_client_status *st)
+{
+	const char *verb = online ? "enable" : "disable";
+
+	if (!r->error) {
+		printf(r->changed ? "CPU %u %sd\n" : "CPU %u is already %sd\n", r->cpu, verb);
+		return;
+	}
+	if ((r->error == -ENOENT || r->error == -EINVAL) && st &&
+	    !cpuhp_cpuset_has(&st->present, r->cpu))
+		fprintf(stderr, "CPU %u does not exist\n", r->cpu);
+	else if (r->error == -ENOENT)
+		fprintf(stderr, "CPU %u is not hot pluggable\n", r->cpu);
+	else if (r->error == -EBUSY && !online && !r->message[0])
+		fprintf(stderr, "CPU %u disable failed (last online CPU, or hotplug disabled)\n",
+		        r->cpu);
+	else
+		fprintf(stderr, "CPU %u %s failed: %s\n", r->cpu, verb,
+		        r->message[0] ? r->message : strerror(-r->error));
+}
+
+/* Parse the options and LIST.  Return: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **list)
+{
+	static const struct option opts[] = {
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	struct cpuhp_cpuset set;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+t:h", opts, NULL)) != -1) {
+		if (opt == 't') {
+			if (cpuhpctl_parse_timeout(optarg, timeout_ms) < 0)
+				return CPUHPCTL_EXIT_USAGE;
+			continue;
+		}
+		usage(opt == 'h' ? stdout : stderr, argv[0]);
+		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "cpuhpctl %s: %s; see 'cpuhpctl %s --help'\n", argv[0],
+		        optind == argc ? "which CPUs? give a list such as 2-3,5"
+		                       : "give one CPU list (no spaces, e.g. 2-3,5)",
+		        argv[0]);
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	*list = argv[optind];
+	/* Say what is wrong with the list here, before bothering the daemon. */
+	if (cpuhp_cpuset_parse(*list, &set) < 0 || !cpuhp_cpuset_count(&set)) {
+		fprintf(stderr,
+		        "cpuhpctl %s: '%s' is not a CPU list; expected e.g. 2-3,5 (CPU numbers "
+		        "below %d)\n",
+		        argv[0], *list, CPUHP_CPUSET_MAX);
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	return -1;
+}
+
+int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online)
+{
+	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
+	struct cpuhp_client_cpu_result *r;
+	struct cpuhp_client_status *st;
+	struct cpuhp_client *c;
+	size_t n, i, done = 0;
+	const char *list;
+	char what[128];
+	int ret, err;
+
+	ret = parse_args(argc, argv, &timeout_ms, &list);
+	if (ret >= 0)
+		return ret;
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret)
+		return ret;
+	err = cpuhp_client_set_online_results(c, list, online, timeout_ms, &r, &n);
+	if (err < 0) {
+		snprintf(what, sizeof(what), "%s %s", argv[0], list);
+		ret = cpuhpctl_fail(c, err, what);
+		cpuhp_client_close(c);
+		return ret;
+	}
+	st = status_if_needed(c, r, n);
+	for (i = 0; i < n; i++) {
+		report_cpu(&r[i], online, st);
+		done += !r[i].error;
+	}
+	free(st);
+	cpuhp_client_results_free(r);
+	cpuhp_client_close(c);
+	if (done == n)
+		return CPUHPCTL_EXIT_OK;
+	return done ? CPUHPCTL_EXIT_PARTIAL : CPUHPCTL_EXIT_FAILED;
+}

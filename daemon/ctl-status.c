@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cpuhpctl status and cpuhpctl watch: print the daemon's state and its events. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static void status_usage(FILE *f)
+{
+	fprintf(f, "Usage: cpuhpctl status\n"
+	           "\n"
+	           "Print cpuhpd's view: online, offline, possible and present CPUs, the\n"
+	           "leases held, whether a hotplug is waiting or running, what is queued.\n");
+}
+
+static void watch_usage(FILE *f)
+{
+	fprintf(f, "Usage: cpuhpctl watch [--count N]\n"
+	           "\n"
+	           "Print one line per event: a hotplug started or finished, the online set\n"
+	           "changed (\"external\" when done behind cpuhpd's back, e.g. by chcpu).\n"
+	           "The first line says the subscription is active.\n"
+	           "\n"
+	           "  -n, --count N  exit 0 after N events (default: run until killed)\n");
+}
+
+/* Only --help: the commands without options of their own. */
+static int parse_no_options(int argc, char **argv, void (*help)(FILE *))
+{
+	static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		help(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cpuhpctl %s: unexpected argument '%s'\n", argv[0], argv[optind]);
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	return -1;
+}
+
+static void print_set(const char *label, const struct cpuhp_cpuset *set)
+{
+	char *s = cpuhpctl_format(set);
+
+	printf("%-13s %s\n", label, !s ? "(out of memory)" : s[0] ? s : "(none)");
+	free(s);
+}
+
+static const char *writer_text(enum cpuhp_client_writer_state w)
+{
+	switch (w) {
+	case CPUHP_CLIENT_WRITER_WAITING:
+		return "waiting for leases to be released";
+	case CPUHP_CLIENT_WRITER_RUNNING:
+		return "hotplug running";
+	default:
+		return "idle";
+	}
+}
+
+int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	struct cpuhp_client_status *st;
+	struct cpuhp_client *c;
+	int ret, err;
+
+	ret = parse_no_options(argc, argv, status_usage);
+	if (ret >= 0)
+		return ret;
+	st = malloc(sizeof(*st));
+	if (!st) {
+		fprintf(stderr, "cpuhpctl: out of memory\n");
+		return CPUHPCTL_EXIT_FAILED;
+	}
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret) {
+		free(st);
+		return ret;
+	}
+	err = cpuhp_client_status(c, st);
+	if (err < 0) {
+		ret = cpuhpctl_fail(c, err, "status");
+	} else {
+		printf("%-13s %s\n", "daemon:", st->daemon_version[0] ? st->daemon_version : "?");
+		print_set("online:", &st->online);
+		print_set("offline:", &st->offline);
+		print_set("possible:", &st->possible);
+		print_set("present:", &st->present);
+		printf("%-13s %u\n", "leases held:", st->leases_held);
+		printf("%-13s %s\n", "writer:", writer_text(st->writer));
+		printf("%-13s %u lease request(s), %u hotplug request(s)\n",
+		       "pending:", st->pending_leases, st->pending_hotplugs);
+		printf("%-13s %u\n", "connections:", st->connections);
+	}
+	cpuhp_client_close(c);
+	free(st);
+	return ret;
+}
+
+static void print_event(const struct cpuhp_client_event *ev)
+{
+	char *cpus = cpuhpctl_format(&ev->cpus);
+	char *other = cpuhpctl_format(
+	    ev->type == CPUHP_CLIENT_EVENT_ONLINE_CHANGED ? &ev->online_cpus : &ev->failed);
+	const char *dir = ev->online ? "online" : "offline";
+
+	if (!cpus || !other) {
+		printf("event (out of memory formatting it)\n");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_STARTED) {
+		printf("hotplug started: %s %s\n", dir, cpus);
+	} else if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_FINISHED) {
+		if (ev->ok)
+			printf("hotplug finished: %s %s: ok\n", dir, cpus);
+		else
+			printf("hotplug finished: %s %s: failed for %s\n", dir, cpus,
+			       other[0] ? other : "(none)");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_ONLINE_CHANGED) {
+		printf("online changed: %s%s\n", other[0] ? other : "(none)",
+		       ev->external ? " (external)" : "");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_LOST) {
+		printf("events lost: %u (run 'cpuhpctl status' for the current state)\n", ev->lost);
+	}
+	free(cpus);
+	free(other);
+}
+
+static int parse_count(const char *arg, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || *out == 0) {
+		fprintf(stderr, "cpuhpctl watch: --count wants a positive number, not '%s'\n", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"count", required_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	struct cpuhp_client_event *ev;
+	struct cpuhp_client *c;
+	unsigned long count = 0, seen = 0;
+	int opt, ret, err;
+
+	while ((opt = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
+		if (opt == 'n' && parse_count(optarg, &count) == 0)
+			continue;
+		watch_usage(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cpuhpctl watch: unexpected argument '%s'\n", argv[optind]);
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	ev = malloc(sizeof(*ev));
+	if (!ev) {
+		fprintf(stderr, "cpuhpctl: out of memory\n");
+		return CPUHPCTL_EXIT_FAILED;
+	}
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret) {
+		free(ev);
+		return ret;
+	}
+	/* Line by line, so a pipe reader sees each event when it happens. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	err = cpuhp_client_watch(c);
+	if (err < 0) {
+		ret = cpuhpctl_fail(c, err, "watch");
+		goto out;
+	}
+	printf("watching cpuhpd events\n");
+	while (!count || seen < count) {
+		err = cpuhp_client_next_event(c, -1, ev);
+		if (err < 0) {
+			ret = cpuhpctl_fail(c, err, "watch");
+			goto out;
+		}
+		print_event(ev);
+		seen++;
+	}
+	ret = CPUHPCTL_EXIT_OK;
+out:
+	cpuhp_client_close(c);
+	free(ev);
+	return ret;
+}
