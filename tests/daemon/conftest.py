@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pytest glue for the cpuhpd tests: fixtures, and exit status 77 (meson's
+SKIP) for a file whose every test skipped, so that a skip shows as one."""
+import pytest
+
+import fixture
+
+_outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
+
+
+def pytest_runtest_logreport(report):
+    if report.when == 'call' or report.outcome != 'passed':
+        _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0 and _outcomes['skipped'] and not _outcomes['passed'] \
+            and not _outcomes['failed']:
+        session.exitstatus = 77
+
+
+@pytest.fixture
+def tmp():
+    path = fixture.short_tmpdir()
+    yield path
+    fixture.cleanup_dir(path)
+
+
+@pytest.fixture
+def sim(tmp):
+    """A simulated tree mirroring this machine's CPUs.  The tests hotplug CPU
+    1: on a machine without a hotpluggable CPU 1 the tree has CPUs 0-1."""
+    s = fixture.SimSysfs(tmp / 'sys')
+    if 1 not in s.hotpluggable():
+        print('this machine has no hotpluggable CPU 1: simulating CPUs 0-1 instead')
+        fixture.cleanup_dir(tmp / 'sys')
+        s = fixture.SimSysfs(tmp / 'sys', cpus='0-1')
+    s.write_online(1, 1)
+    return s
+
+
+@pytest.fixture
+def sim4(tmp):
+    """A simulated tree with CPUs 0-3 (0 not hotpluggable), whatever this machine has."""
+    return fixture.SimSysfs(tmp / 'sys', cpus='0-3')
+
+
+def _daemon(tmp, root, request, args=()):
+    d = fixture.Daemon(tmp, root, args=args)
+    d.start()
+    yield d
+    rc = d.stop()
+    print(d.log())
+    # Every test also proves that the daemon stops cleanly after it.
+    assert rc == 0, f'cpuhpd exited with {rc} after the test'
+
+
+@pytest.fixture
+def daemon(tmp, sim, request):
+    yield from _daemon(tmp, sim.root, request)
+
+
+@pytest.fixture
+def daemon4(tmp, sim4, request):
+    yield from _daemon(tmp, sim4.root, request)
+
+
+@pytest.fixture
+def probe(request):
+    """A probe on the daemon of the test (daemon or daemon4)."""
+    d = request.getfixturevalue('daemon4' if 'daemon4' in request.fixturenames else 'daemon')
+    p = fixture.Probe(d.socket)
+    yield p
+    p.kill()

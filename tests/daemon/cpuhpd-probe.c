@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpd-probe: a scriptable protocol client for the daemon tests.
+ *
+ * It reads commands on stdin, one per line, and answers each with exactly
+ * one JSON line on stdout, so a Python test drives any number of named
+ * connections in lock step.  Requests are pipelined: "send" does not wait,
+ * and since cpuhpd handles one connection's requests in order, a "status"
+ * sent after a waiting "acquire" on the same connection proves the acquire
+ * is queued.  That is how the tests order events without sleeping.
+ * Framing is proto/frame.c's, the one implementation.
+ *
+ * Commands (NAME names a connection):
+ *   connect NAME            connect and say Hello (prints the HelloReply)
+ *   rawconnect NAME         connect only
+ *   send NAME REQ...        send a request, print its id; REQ is one of
+ *                           hello VERSION | acquire MS | release ID | status | watch
+ *                           | online CPUS MS | offline CPUS MS | empty
+ *   call NAME REQ...        send, then wait for the reply with that id (other
+ *                           responses that arrive meanwhile are kept for recv)
+ *   recv NAME               the oldest response not yet printed (waits for one)
+ *   raw NAME HEX            write bytes as they are
+ *   shutwr NAME             shutdown(SHUT_WR)
+ *   eof NAME                read to the end: prints the responses left and how it ended
+ *   close NAME              close the connection
+ *   many PREFIX N MS        open N connections, Hello + acquire MS on each; wait for all
+ *   closemany PREFIX K      close the first K still open of those
+ *   pid                     this process's pid
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cpuhp.pb-c.h"
+#include "frame.h"
+
+struct queued {
+	struct queued *next;
+	Cpuhp__Response *resp;
+};
+
+struct conn {
+	char name[64];
+	int fd;
+	uint64_t next_id;
+	struct cpuhp_frame_decoder dec;
+	struct queued *head, *tail;
+	uint8_t buf[8192];
+	size_t have, off;
+	bool eof;
+	int err; /* positive errno once reading failed */
+};
+
+static struct conn **conns;
+static size_t nconns, capconns;
+static const char *sock_path;
+
+/* ---- JSON output ---- */
+
+static void jstr(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static const char *code_name(int code)
+{
+	const ProtobufCEnumValue *v =
+	    protobuf_c_enum_descriptor_get_value(&cpuhp__error_code__descriptor, code);
+
+	return v ? v->name : "?";
+}
+
+static const char *writer_name(int w)
+{
+	const ProtobufCEnumValue *v =
+	    protobuf_c_enum_descriptor_get_value(&cpuhp__writer_state__descriptor, w);
+
+	return v ? v->name : "?";
+}
+
+static void print_results(Cpuhp__CpuResult **r, size_t n)
+{
+	printf("[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"cpu\":%u,\"ok\":%s,\"changed\":%s,\"code\":\"%s\",\"message\":",
+		       i ? "," : "", r[i]->cpu, r[i]->ok ? "true" : "false",
+		       r[i]->changed ? "true" : "false", code_name(r[i]->code));
+		jstr(r[i]->message);
+		printf("}");
+	}
+	printf("]");
+}
+
+static void print_response(const Cpuhp__Response *r)
+{
+	printf("{\"id\":%" PRIu64 ",", r->id);
+	switch (r->body_case) {
+	case CPUHP__RESPONSE__BODY_ERROR:
+		printf("\"kind\":\"error\",\"code\":\"%s\",\"message\":",
+		       code_name(r->error->code));
+		jstr(r->error->message);
+		break;
+	case CPUHP__RESPONSE__BODY_HELLO:
+		printf("\"kind\":\"hello\",\"version\":%u,\"max_frame\":%u,\"daemon_version\":",
+		       r->hello->version, r->hello->max_frame);
+		jstr(r->hello->daemon_version);
+		break;
+	case CPUHP__RESPONSE__BODY_LEASE_GRANTED:
+		printf("\"kind\":\"lease_granted\",\"lease_id\":%" PRIu64,
+		       r->lease_granted->lease_id);
+		break;
+	case CPUHP__RESPONSE__BODY_LEASE_RELEASED:
+		printf("\"kind\":\"lease_released\",\"lease_id\":%" PRIu64,
+		       r->lease_released->lease_id);
+		break;
+	case CPUHP__RESPONSE__BODY_SET_ONLINE:
+		printf("\"kind\":\"set_online\",\"online\":");
+		jstr(r->set_online->online);
+		printf(",\"results\":");
+		print_results(r->set_online->results, r->set_online->n_results);
+		break;
+	case CPUHP__RESPONSE__BODY_STATUS: {
+		const Cpuhp__Status *s = r->status;
+
+		printf("\"kind\":\"status\",\"online\":");
+		jstr(s->online);
+		printf(",\"offline\":");
+		jstr(s->offline);
+		printf(",\"possible\":");
+		jstr(s->possible);
+		printf(",\"present\":");
+		jstr(s->present);
+		printf(",\"leases_held\":%u,\"writer\":\"%s\",\"pending_leases\":%u,"
+		       "\"pending_hotplugs\":%u,\"connections\":%u",
+		       s->leases_held, writer_name(s->writer), s->pending_leases,
+		       s->pending_hotplugs, s->connections);
+		break;
+	}
+	case CPUHP__RESPONSE__BODY_WATCH_STARTED:
+		printf("\"kind\":\"watch_started\"");
+		break;
+	case CPUHP__RESPONSE__BODY_EVENT: {
+		const Cpuhp__Event *e = r->event;
+
+		printf("\"kind\":\"event\",");
+		if (e->kind_case == CPUHP__EVENT__KIND_HOTPLUG_STARTED) {
+			printf("\"event\":\"hotplug_started\",\"online\":%s,\"cpus\":",
+			       e->hotplug_started->online ? "true" : "false");
+			jstr(e->hotplug_started->cpus);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_HOTPLUG_FINISHED) {
+			printf("\"event\":\"hotplug_finished\",\"online\":%s,\"ok\":%s,\"cpus\":",
+			       e->hotplug_finished->online ? "true" : "false",
+			       e->hotplug_finished->ok ? "true" : "false");
+			jstr(e->hotplug_finished->cpus);
+			printf(",\"results\":");
+			print_results(e->hotplug_finished->results, e->hotplug_finished->n_results);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_ONLINE_CHANGED) {
+			printf("\"event\":\"online_changed\",\"external\":%s,\"online\":",
+			       e->online_changed->external ? "true" : "false");
+			jstr(e->online_changed->online);
+		} else {
+			printf("\"event\":\"unknown\"");
+		}
+		break;
+	}
+	default:
+		printf("\"kind\":\"unknown\"");
+		break;
+	}
+	printf("}");
+}
+
+static void reply_err(const char *what, int err)
+{
+	printf("{\"ok\":false,\"what\":");
+	jstr(what);
+	printf(",\"errno\":");
+	jstr(strerrorname_np(err) ? strerrorname_np(err) : "?");
+	printf(",\"error\":");
+	jstr(strerror(err));
+	printf("}\n");
+}
+
+/* ---- connections ---- */
+
+static struct conn *find(const char *name)
+{
+	for (size_t i = 0; i < nconns; i++)
+		if (conns[i] && !strcmp(conns[i]->name, name))
+			return conns[i];
+	return NULL;
+}
+
+static void drop(struct conn *c)
+{
+	for (size_t i = 0; i < nconns; i++)
+		if (conns[i] == c)
+			conns[i] = NULL;
+	while (c->head) {
+		struct queued *q = c->head;
+
+		c->head = q->next;
+		cpuhp__response__free_unpacked(q->resp, NULL);
+		free(q);
+	}
+	cpuhp_frame_decoder_fini(&c->dec);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+static struct conn *open_conn(const char *name, int *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct conn *c;
+
+	if (find(name))
+		drop(find(name));
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->next_id = 1;
+	cpuhp_frame_decoder_init(&c->dec, 0);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	strncpy(sa.sun_path, sock_path, sizeof(sa.sun_path) - 1);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		*err = errno;
+		drop(c);
+		return NULL;
+	}
+	if (nconns == capconns) {
+		capconns = capconns ? capconns * 2 : 16;
+		conns = realloc(conns, capconns * sizeof(*conns));
+	}
+	conns[nconns++] = c;
+	return c;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Read until one more response is queued, or the stream ends.
+ * Return: 0 with a response queued; else EOF as -1 or a positive errno.
+ */
+static int read_one(struct conn *c)
+{
+	for (;;) {
+		if (c->off < c->have) {
+			const uint8_t *payload;
+			size_t plen;
+			ssize_t n = cpuhp_frame_decoder_feed(&c->dec, c->buf + c->off,
+			                                     c->have - c->off, &payload, &plen);
+			Cpuhp__Response *resp;
+			struct queued *q;
+
+			if (n < 0)
+				return (int)-n;
+			c->off += (size_t)n;
+			if (!payload)
+				continue;
+			if (cpuhp_frame_unpack_response(payload, plen, &resp))
+				return EPROTO;
+			q = calloc(1, sizeof(*q));
+			q->resp = resp;
+			if (c->tail)
+				c->tail->next = q;
+			else
+				c->head = q;
+			c->tail = q;
+			return 0;
+		}
+		if (c->eof)
+			return -1;
+		if (c->err)
+			return c->err;
+		{
+			ssize_t n = recv(c->fd, c->buf, sizeof(c->buf), 0);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				c->err = errno;
+				return c->err;
+			}
+			if (n == 0) {
+				c->eof = true;
+				return -1;
+			}
+			c->have = (size_t)n;
+			c->off = 0;
+		}
+	}
+}
+
+static Cpuhp__Response *pop(struct conn *c)
+{
+	struct queued *q = c->head;
+	Cpuhp__Response *r;
+
+	if (!q)
+		return NULL;
+	c->head = q->next;
+	if (!c->head)
+		c->tail = NULL;
+	r = q->resp;
+	free(q);
+	return r;
+}
+
+/* Remove and return the queued response with @id, reading more as needed. */
+static Cpuhp__Response *wait_id(struct conn *c, uint64_t id, int *err)
+{
+	for (;;) {
+		struct queued **pp;
+
+		for (pp = &c->head; *pp; pp = &(*pp)->next) {
+			struct queued *q = *pp;
+
+			/* Id 0 errors concern the connection: they answer every pending request. */
+			if (q->resp->id == id ||
+			    (q->resp->id == 0 &&
+			     q->resp->body_case == CPUHP__RESPONSE__BODY_ERROR)) {
+				Cpuhp__Response *r = q->resp;
+
+				*pp = q->next;
+				if (c->tail == q) {
+					c->tail = NULL;
+					for (struct queued *t = c->head; t; t = t->next)
+						c->tail = t;
+				}
+				free(q);
+				return r;
+			}
+		}
+		*err = read_one(c);
+		if (*err)
+			return NULL;
+	}
+}
+
+/* Build and send the request in @argv; Return: its id, or 0 on error (printed). */
+static uint64_t send_req(struct conn *c, int argc, char **argv)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello hello = CPUHP__HELLO__INIT;
+	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
+	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
+	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	Cpuhp__StatusRequest st = CPUHP__STATUS_REQUEST__INIT;
+	Cpuhp__Watch w = CPUHP__WATCH__INIT;
+	const char *k = argc > 0 ? argv[0] : "";
+	uint8_t *frame;
+	size_t len;
+	int err;
+
+	req.id = c->next_id++;
+	if (!strcmp(k, "hello") && argc >= 2) {
+		hello.version = (uint32_t)strtoul(argv[1], NULL, 10);
+		hello.client_name = (char *)"cpuhpd-probe";
+		req.body_case = CPUHP__REQUEST__BODY_HELLO;
+		req.hello = &hello;
+	} else if (!strcmp(k, "acquire") && argc >= 2) {
+		acq.timeout_ms = (uint32_t)strtoul(argv[1], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+		req.lease_acquire = &acq;
+	} else if (!strcmp(k, "release") && argc >= 2) {
+		rel.lease_id = strtoull(argv[1], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
+		req.lease_release = &rel;
+	} else if ((!strcmp(k, "online") || !strcmp(k, "offline")) && argc >= 3) {
+		so.cpus = argv[1];
+		so.online = !strcmp(k, "online");
+		so.timeout_ms = (uint32_t)strtoul(argv[2], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
+		req.set_online = &so;
+	} else if (!strcmp(k, "status")) {
+		req.body_case = CPUHP__REQUEST__BODY_STATUS;
+		req.status = &st;
+	} else if (!strcmp(k, "watch")) {
+		req.body_case = CPUHP__REQUEST__BODY_WATCH;
+		req.watch = &w;
+	} else if (strcmp(k, "empty")) {
+		printf("{\"ok\":false,\"what\":\"bad request kind\"}\n");
+		return 0;
+	}
+	err = cpuhp_frame_pack_request(&req, &frame, &len);
+	if (err) {
+		reply_err("pack", -err);
+		return 0;
+	}
+	err = write_all(c->fd, frame, len);
+	free(frame);
+	/*
+	 * The daemon may have answered and closed before this request (connection
+	 * limit, shutdown): its id-0 error is still in our receive queue, and
+	 * wait_id() takes it as the answer.
+	 */
+	if ((err == EPIPE || err == ECONNRESET) && read_one(c) == 0)
+		return req.id;
+	if (err) {
+		reply_err("send", err);
+		return 0;
+	}
+	return req.id;
+}
+
+static void print_end(int err)
+{
+	if (err == -1)
+		printf("{\"ok\":false,\"eof\":true}\n");
+	else
+		reply_err("recv", err);
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+static void cmd_many(const char *prefix, unsigned n, const char *ms)
+{
+	char name[64];
+	char *args[2] = {(char *)"hello", (char *)"1"};
+	char *acq[2] = {(char *)"acquire", (char *)ms};
+	unsigned granted = 0;
+	int err;
+
+	/* Connect and send everything first: the daemon sees n clients at once. */
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c;
+
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		c = open_conn(name, &err);
+		if (!c) {
+			reply_err("connect", err);
+			return;
+		}
+		if (!send_req(c, 2, args) || !send_req(c, 2, acq))
+			return;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c;
+		Cpuhp__Response *r;
+
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		c = find(name);
+		for (uint64_t id = 1; id <= 2; id++) {
+			r = wait_id(c, id, &err);
+			if (!r) {
+				print_end(err);
+				return;
+			}
+			if (id == 2 && r->body_case == CPUHP__RESPONSE__BODY_LEASE_GRANTED)
+				granted++;
+			cpuhp__response__free_unpacked(r, NULL);
+		}
+	}
+	printf("{\"ok\":true,\"granted\":%u}\n", granted);
+}
+
+static void cmd_closemany(const char *prefix, unsigned k)
+{
+	size_t plen = strlen(prefix);
+	unsigned closed = 0;
+
+	for (size_t i = 0; i < nconns && closed < k; i++) {
+		if (conns[i] && !strncmp(conns[i]->name, prefix, plen)) {
+			drop(conns[i]);
+			closed++;
+		}
+	}
+	printf("{\"ok\":true,\"closed\":%u}\n", closed);
+}
+
+static void run(int argc, char **argv)
+{
+	const char *cmd = argv[0];
+	struct conn *c = argc > 1 ? find(argv[1]) : NULL;
+	Cpuhp__Response *r;
+	uint64_t id;
+	int err;
+
+	if (!strcmp(cmd, "pid")) {
+		printf("{\"ok\":true,\"pid\":%d}\n", (int)getpid());
+	} else if ((!strcmp(cmd, "connect") || !strcmp(cmd, "rawconnect")) && argc >= 2) {
+		char *hello[2] = {(char *)"hello", (char *)"1"};
+
+		c = open_conn(argv[1], &err);
+		if (!c) {
+			reply_err("connect", err);
+			return;
+		}
+		if (!strcmp(cmd, "rawconnect")) {
+			printf("{\"ok\":true}\n");
+			return;
+		}
+		id = send_req(c, 2, hello);
+		if (!id)
+			return;
+		r = wait_id(c, id, &err);
+		if (!r) {
+			print_end(err);
+			return;
+		}
+		print_response(r);
+		printf("\n");
+		cpuhp__response__free_unpacked(r, NULL);
+	} else if (!strcmp(cmd, "many") && argc >= 4) {
+		cmd_many(argv[1], (unsigned)strtoul(argv[2], NULL, 10), argv[3]);
+	} else if (!strcmp(cmd, "closemany") && argc >= 3) {
+		cmd_closemany(argv[1], (unsigned)strtoul(argv[2], NULL, 10));
+	} else if (!c) {
+		printf("{\"ok\":false,\"what\":\"no such connection or command\"}\n");
+	} else if (!strcmp(cmd, "send") && argc >= 3) {
+		id = send_req(c, argc - 2, argv + 2);
+		if (id)
+			printf("{\"ok\":true,\"sent\":%" PRIu64 "}\n", id);
+	} else if (!strcmp(cmd, "call") && argc >= 3) {
+		id = send_req(c, argc - 2, argv + 2);
+		if (!id)
+			return;
+		r = wait_id(c, id, &err);
+		if (!r) {
+			print_end(err);
+			return;
+		}
+		print_response(r);
+		printf("\n");
+		cpuhp__response__free_unpacked(r, NULL);
+	} else if (!strcmp(cmd, "recv")) {
+		if (!c->head && (err = read_one(c))) {
+			print_end(err);
+			return;
+		}
+		r = pop(c);
+		print_response(r);
+		printf("\n");
+		cpuhp__response__free_unpacked(r, NULL);
+	} else if (!strcmp(cmd, "raw") && argc >= 3) {
+		size_t n = strlen(argv[2]) / 2;
+		uint8_t *b = malloc(n + 1);
+
+		for (size_t i = 0; i < n; i++)
+			b[i] = (uint8_t)(hexval(argv[2][2 * i]) << 4 | hexval(argv[2][2 * i + 1]));
+		err = write_all(c->fd, b, n);
+		free(b);
+		if (err)
+			reply_err("send", err);
+		else
+			printf("{\"ok\":true,\"bytes\":%zu}\n", n);
+	} else if (!strcmp(cmd, "shutwr")) {
+		shutdown(c->fd, SHUT_WR);
+		printf("{\"ok\":true}\n");
+	} else if (!strcmp(cmd, "eof")) {
+		bool first = true;
+
+		printf("{\"ok\":true,\"responses\":[");
+		for (;;) {
+			while ((r = pop(c))) {
+				printf("%s", first ? "" : ",");
+				first = false;
+				print_response(r);
+				cpuhp__response__free_unpacked(r, NULL);
+			}
+			err = read_one(c);
+			if (err)
+				break;
+		}
+		printf("],\"end\":");
+		jstr(err == -1 ? "eof" : (strerrorname_np(err) ? strerrorname_np(err) : "?"));
+		printf("}\n");
+	} else if (!strcmp(cmd, "close")) {
+		drop(c);
+		printf("{\"ok\":true}\n");
+	} else {
+		printf("{\"ok\":false,\"what\":\"bad command\"}\n");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char line[70000];
+	struct rlimit rl;
+
+	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fprintf(argc == 2 ? stdout : stderr,
+		        "Usage: cpuhpd-probe SOCKET\n"
+		        "Scriptable cpuhpd client for the tests: commands on stdin, one JSON line\n"
+		        "per command on stdout (see the comment at the top of cpuhpd-probe.c).\n");
+		return argc == 2 ? 0 : 2;
+	}
+	sock_path = argv[1];
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (fgets(line, sizeof(line), stdin)) {
+		char *args[16];
+		int n = 0;
+
+		for (char *tok = strtok(line, " \t\n"); tok && n < 16; tok = strtok(NULL, " \t\n"))
+			args[n++] = tok;
+		if (n)
+			run(n, args);
+		fflush(stdout);
+	}
+	return 0;
+}

@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Test fixture for cpuhpd: a simulated sysfs tree, a private daemon, and
+cpuhpd-probe, the scriptable protocol client.
+
+Everything here synchronises on events, never on time: the daemon is ready
+when it sends READY=1 on our NOTIFY_SOCKET (the sd_notify protocol), a
+probe command returns when its one JSON answer line has arrived.
+"""
+import json
+import os
+import pathlib
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+
+SOURCE = pathlib.Path(os.environ.get('CPUHP_SOURCE_ROOT',
+                                     pathlib.Path(__file__).resolve().parents[2]))
+BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
+CPUHPD = BUILD / 'daemon' / 'cpuhpd'
+CPUHPCTL = BUILD / 'daemon' / 'cpuhpctl'
+SIMSYSFS = BUILD / 'daemon' / 'cpuhpd-simsysfs'
+PROBE = BUILD / 'tests' / 'daemon' / 'cpuhpd-probe'
+
+# How long a test may wait for the daemon to start or stop before calling it
+# broken.  A guard against hangs, not a synchronisation: nothing sleeps.
+GUARD_S = 30
+
+
+def short_tmpdir():
+    """A private directory with a short path: socket paths must stay under 108 bytes."""
+    return pathlib.Path(tempfile.mkdtemp(prefix='cpuhpd-'))
+
+
+class SimSysfs:
+    """A simulated DIR/devices/system/cpu tree, built by cpuhpd-simsysfs."""
+
+    def __init__(self, root, cpus=None):
+        self.root = pathlib.Path(root)
+        argv = [str(SIMSYSFS)]
+        if cpus:
+            argv += ['--cpus', cpus]
+        subprocess.run(argv + [str(self.root)], check=True)
+        self.cpu = self.root / 'devices' / 'system' / 'cpu'
+
+    def online_file(self, n):
+        return self.cpu / f'cpu{n}' / 'online'
+
+    def read_online(self, n):
+        return self.online_file(n).read_text().strip()
+
+    def write_online(self, n, value):
+        """Change a CPU behind the daemon's back (what chcpu would do)."""
+        self.online_file(n).write_text(f'{value}\n')
+
+    def hotpluggable(self):
+        return sorted(int(p.parent.name[3:]) for p in self.cpu.glob('cpu[0-9]*/online'))
+
+
+class Daemon:
+    """A private cpuhpd on a temporary socket."""
+
+    def __init__(self, tmp, sysfs_root, args=(), socket_path=None, uevents=True):
+        self.tmp = pathlib.Path(tmp)
+        self.sysfs_root = str(sysfs_root)
+        self.socket = str(socket_path or self.tmp / 'cpuhpd.sock')
+        self.uevent_socket = str(self.tmp / 'uevent.sock') if uevents else None
+        self.args = list(args)
+        self.logpath = self.tmp / 'cpuhpd.log'
+        self.proc = None
+        self.rc = None
+
+    def argv(self):
+        argv = [str(CPUHPD), '--socket', self.socket, '--sysfs-root', self.sysfs_root,
+                '--verbose']
+        if self.uevent_socket:
+            argv += ['--uevent-socket', self.uevent_socket]
+        return argv + self.args
+
+    def start(self, argv=None, pass_fds=(), expect_ready=True):
+        notify_path = str(self.tmp / 'notify.sock')
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+        with open(self.logpath, 'ab') as log:
+            self.proc = subprocess.Popen(argv or self.argv(), stderr=log, env=env,
+                                         pass_fds=pass_fds)
+        try:
+            if expect_ready:
+                self._wait_ready(notify)
+        finally:
+            notify.close()
+            os.unlink(notify_path)
+        return self
+
+    def _wait_ready(self, notify):
+        pidfd = os.pidfd_open(self.proc.pid)
+        try:
+            while True:
+                ready, _, _ = select.select([notify, pidfd], [], [], GUARD_S)
+                if not ready:
+                    raise AssertionError(f'cpuhpd sent no READY=1 in {GUARD_S} s:\n{self.log()}')
+                if pidfd in ready:
+                    self.rc = self.proc.wait()
+                    raise AssertionError(f'cpuhpd exited with {self.rc} before it was ready:\n'
+                                         f'{self.log()}')
+                if b'READY=1' in notify.recv(4096):
+                    return
+        finally:
+            os.close(pidfd)
+
+    def log(self):
+        try:
+            return self.logpath.read_text()
+        except FileNotFoundError:
+            return ''
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def wait(self):
+        self.rc = self.proc.wait(timeout=GUARD_S)
+        return self.rc
+
+    def stop(self, sig=signal.SIGTERM):
+        """Stop it the way systemd would; Return: its exit status."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.wait() if self.proc else None
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def inject_uevent(self, action, devpath):
+        """Send a uevent in the kernel's format to --uevent-socket."""
+        msg = (f'{action}@{devpath}\0ACTION={action}\0DEVPATH={devpath}\0'
+               f'SUBSYSTEM=cpu\0SEQNUM=1\0').encode()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(msg, self.uevent_socket)
+
+
+class Probe:
+    """cpuhpd-probe: named connections driven one command (one JSON line) at a time."""
+
+    def __init__(self, socket_path, prefix_argv=()):
+        self.proc = subprocess.Popen(list(prefix_argv) + [str(PROBE), str(socket_path)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     bufsize=1)
+        self.pid = self.proc.pid
+
+    def __call__(self, line):
+        self.proc.stdin.write(line + '\n')
+        self.proc.stdin.flush()
+        out = self.proc.stdout.readline()
+        if not out:
+            raise AssertionError(f'cpuhpd-probe died (exit {self.proc.wait()}) on: {line}')
+        return json.loads(out)
+
+    # Shorthands.  Each returns the decoded answer.
+    def connect(self, name):
+        r = self(f'connect {name}')
+        assert r.get('kind') == 'hello', r
+        return r
+
+    def call(self, name, *req):
+        return self(f'call {name} ' + ' '.join(str(x) for x in req))
+
+    def send(self, name, *req):
+        r = self(f'send {name} ' + ' '.join(str(x) for x in req))
+        assert r.get('ok'), r
+        return r['sent']
+
+    def recv(self, name):
+        return self(f'recv {name}')
+
+    def status(self, name):
+        r = self.call(name, 'status')
+        assert r['kind'] == 'status', r
+        return r
+
+    def lease(self, name, timeout_ms=0):
+        r = self.call(name, 'acquire', timeout_ms)
+        assert r['kind'] == 'lease_granted', r
+        return r['lease_id']
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=GUARD_S)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def error_code(r):
+    """The ErrorCode name of an error answer, or None for any other answer."""
+    return r['code'] if r.get('kind') == 'error' else None
+
+
+def cleanup_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
