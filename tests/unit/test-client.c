@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libcpuhp-client against a scripted fake daemon: a thread of this test
+ * that accepts one connection on a temporary socket and plays a script
+ * (read this request, send these frames).  Proves the client's own logic:
+ * the hello and version check, errors and their messages, events that
+ * arrive during a call, bad frames and a vanishing daemon, the conversions
+ * into the public structs.  The real daemon is tested in tests/daemon.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cpuhp/client.h>
+
+#include "frame.h"
+
+#include "check.h"
+
+/* --- the fake daemon ------------------------------------------------------- */
+
+struct fake {
+	char dir[64];
+	char path[96];
+	int lfd;
+	pthread_t thread;
+	void (*script)(int fd);
+};
+
+static void read_exact(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		CHECK(n > 0);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void write_exact(int fd, const void *buf, size_t len)
+{
+	CHECK_EQ_INT(send(fd, buf, len, MSG_NOSIGNAL), len);
+}
+
+static Cpuhp__Request *srv_read(int fd)
+{
+	uint8_t hdr[CPUHP_FRAME_HDR], *payload;
+	Cpuhp__Request *req;
+	size_t len;
+
+	read_exact(fd, hdr, sizeof(hdr));
+	len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+	CHECK(len > 0 && len <= CPUHP_FRAME_MAX);
+	payload = malloc(len);
+	CHECK(payload != NULL);
+	read_exact(fd, payload, len);
+	CHECK_EQ_INT(cpuhp_frame_unpack_request(payload, len, &req), 0);
+	free(payload);
+	return req;
+}
+
+/* Read a request, check its kind, return its id. */
+static uint64_t srv_expect(int fd, Cpuhp__Request__BodyCase body)
+{
+	Cpuhp__Request *req = srv_read(fd);
+	uint64_t id = req->id;
+
+	CHECK_EQ_INT(req->body_case, body);
+	CHECK(id != 0);
+	cpuhp__request__free_unpacked(req, NULL);
+	return id;
+}
+
+static void srv_send(int fd, const Cpuhp__Response *resp)
+{
+	uint8_t *frame;
+	size_t len;
+
+	CHECK_EQ_INT(cpuhp_frame_pack_response(resp, &frame, &len), 0);
+	write_exact(fd, frame, len);
+	free(frame);
+}
+
+static void srv_error(int fd, uint64_t id, Cpuhp__ErrorCode code, const char *msg)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Error e = CPUHP__ERROR__INIT;
+
+	e.code = code;
+	e.message = (char *)msg;
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_ERROR;
+	r.error = &e;
+	srv_send(fd, &r);
+}
+
+static void srv_hello_reply(int fd, uint32_t version)
+{
+	Cpuhp__Request *req = srv_read(fd);
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__HelloReply h = CPUHP__HELLO_REPLY__INIT;
+
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_HELLO);
+	CHECK_EQ_INT(req->hello->version, CPUHP_PROTO_VERSION);
+	CHECK_EQ_STR(req->hello->client_name, "test-client");
+	h.version = version;
+	h.daemon_version = "fake";
+	h.max_frame = CPUHP_FRAME_MAX;
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
+	r.hello = &h;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+}
+
+static void srv_hello(int fd)
+{
+	srv_hello_reply(fd, CPUHP_PROTO_VERSION);
+}
+
+/* Wait for the client to close: the script ends only after the client is done. */
+static void srv_wait_close(int fd)
+{
+	char b;
+
+	CHECK_EQ_INT(read(fd, &b, 1), 0);
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	int fd = accept(f->lfd, NULL, NULL);
+
+	CHECK(fd >= 0);
+	f->script(fd);
+	close(fd);
+	return NULL;
+}
+
+static void fake_start(struct fake *f, void (*script)(int fd))
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/cpuhp-test-client.XXXXXX");
+	CHECK(mkdtemp(f->dir) != NULL);
+	snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(f->lfd >= 0);
+	CHECK_EQ_INT(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ_INT(listen(f->lfd, 4), 0);
+	f->script = script;
+	CHECK_EQ_INT(pthread_create(&f->thread, NULL, fake_main, f), 0);
+}
+
+static void fake_finish(struct fake *f)
+{
+	CHECK_EQ_INT(pthread_join(f->thread, NULL), 0);
+	close(f->lfd);
+	unlink(f->path);
+	rmdir(f->dir);
+}
+
+static struct cpuhp_client *connect_ok(struct fake *f)
+{
+	struct cpuhp_client *c = NULL;
+
+	CHECK_EQ_INT(cpuhp_client_connect(f->path, &c), 0);
+	CHECK(c != NULL);
+	CHECK_EQ_STR(cpuhp_client_last_message(c), "");
+	return c;
+}
+
+/* --- connecting ------------------------------------------------------------ */
+
+static void script_hello_then_close(int fd)
+{
+	srv_hello(fd);
+	srv_wait_close(fd);
+}
+
+static void client_connect_says_hello_with_version_and_name(void)
+{
+	struct fake f;
+
+	fake_start(&f, script_hello_then_close);
+	cpuhp_client_close(connect_ok(&f));
+	fake_finish(&f);
+}
+
+static void client_connect_path_null_uses_cpuhp_socket_env(void)
+{
+	struct cpuhp_client *c = NULL;
+	struct fake f;
+
+	fake_start(&f, script_hello_then_close);
+	CHECK_EQ_INT(setenv(CPUHP_CLIENT_SOCKET_ENV, f.path, 1), 0);
+	CHECK_EQ_INT(cpuhp_client_connect(NULL, &c), 0);
+	unsetenv(CPUHP_CLIENT_SOCKET_ENV);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
+static void script_hello_v2(int fd)
+{
+	srv_hello_reply(fd, 2);
+	srv_wait_close(fd);
+}
+
+static void script_hello_refused(int fd)
+{
+	uint64_t id = srv_expect(fd, CPUHP__REQUEST__BODY_HELLO);
+
+	srv_error(fd, id, CPUHP__ERROR_CODE__ERR_EPROTONOSUPPORT, "version 1 not supported");
+	srv_wait_close(fd);
+}
+
+static void script_too_many_connections(int fd)
+{
+	srv_error(fd, 0, CPUHP__ERROR_CODE__ERR_EUSERS, "too many connections");
+}
+
+static void client_connect_fails_on_version_mismatch_or_refusal(void)
+{
+	struct cpuhp_client *c = (struct cpuhp_client *)1;
+	struct fake f;
+
+	fake_start(&f, script_hello_v2);
+	CHECK_EQ_INT(cpuhp_client_connect(f.path, &c), -EPROTONOSUPPORT);
+	fake_finish(&f);
+	fake_start(&f, script_hello_refused);
+	CHECK_EQ_INT(cpuhp_client_connect(f.path, &c), -EPROTONOSUPPORT);
+	fake_finish(&f);
+	/* An error about the connection (id 0), whether or not the hello got through. */
+	fake_start(&f, script_too_many_connections);
+	CHECK_EQ_INT(cpuhp_client_connect(f.path, &c), -EUSERS);
+	fake_finish(&f);
+	CHECK(c == (struct cpuhp_client *)1); /* out-param untouched on failure */
+}
+
+static void client_connect_reports_unreachable_daemon(void)
+{
+	struct cpuhp_client *c = NULL;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[] = "/tmp/cpuhp-test-client.XXXXXX";
+	char path[64], longpath[200];
+	int fd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	CHECK_EQ_INT(cpuhp_client_connect(path, &c), -ENOENT);
+	/* A socket file nobody listens on any more. */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_EQ_INT(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	CHECK_EQ_INT(cpuhp_client_connect(path, &c), -ECONNREFUSED);
+	memset(longpath, 'x', sizeof(longpath) - 1);
+	longpath[sizeof(longpath) - 1] = '\0';
+	CHECK_EQ_INT(cpuhp_client_connect(longpath, &c), -ENAMETOOLONG);
+	CHECK(c == NULL);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* --- leases, errors, events ------------------------------------------------- */
+
+static void send_lease_granted(int fd, uint64_t id, uint64_t lease)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseGranted g = CPUHP__LEASE_GRANTED__INIT;
+
+	g.lease_id = lease;
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
+	r.lease_granted = &g;
+	srv_send(fd, &r);
+}
+
+static void script_leases(int fd)
+{
+	Cpuhp__Request *req;
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
+
+	srv_hello(fd);
+	req = srv_read(fd);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LEASE_ACQUIRE);
+	CHECK_EQ_INT(req->lease_acquire->timeout_ms, 250);
+	send_lease_granted(fd, req->id, 42);
+	cpuhp__request__free_unpacked(req, NULL);
+
+	req = srv_read(fd);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LEASE_RELEASE);
+	CHECK_EQ_INT(req->lease_release->lease_id, 42);
+	rel.lease_id = 42;
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
+	r.lease_released = &rel;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+
+	/* A try-acquire that finds a hotplug in the way. */
+	srv_error(fd, srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_ACQUIRE),
+	          CPUHP__ERROR_CODE__ERR_EAGAIN, "a hotplug of CPU 3 is waiting");
+	/* A release of a lease this connection does not hold, without a message. */
+	srv_error(fd, srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_RELEASE),
+	          CPUHP__ERROR_CODE__ERR_ESRCH, NULL);
+	/* A reply of the wrong kind. */
+	send_lease_granted(fd, srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_RELEASE), 1);
+	srv_wait_close(fd);
+}
+
+static void client_lease_calls_map_replies_and_errors(void)
+{
+	struct cpuhp_client *c;
+	uint64_t lease = 0;
+	struct fake f;
+
+	fake_start(&f, script_leases);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_lease_acquire(c, 250, &lease), 0);
+	CHECK_EQ_INT(lease, 42);
+	CHECK_EQ_INT(cpuhp_client_lease_release(c, 42), 0);
+
+	lease = 7;
+	CHECK_EQ_INT(cpuhp_client_lease_acquire(c, 0, &lease), -EAGAIN);
+	CHECK_EQ_INT(lease, 7);
+	CHECK_EQ_STR(cpuhp_client_last_message(c), "a hotplug of CPU 3 is waiting");
+	CHECK_EQ_INT(cpuhp_client_lease_release(c, 99), -ESRCH);
+	CHECK(strstr(cpuhp_client_last_message(c), "no such lease") != NULL);
+	CHECK_EQ_INT(cpuhp_client_lease_release(c, 99), -EPROTO);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
+static void send_event_online_changed(int fd, uint64_t watch_id, const char *online)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+	Cpuhp__OnlineChanged oc = CPUHP__ONLINE_CHANGED__INIT;
+
+	oc.online = (char *)online;
+	oc.external = true;
+	ev.kind_case = CPUHP__EVENT__KIND_ONLINE_CHANGED;
+	ev.online_changed = &oc;
+	r.id = watch_id;
+	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
+	r.event = &ev;
+	srv_send(fd, &r);
+}
+
+static void send_hotplug_finished(int fd, uint64_t watch_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+	Cpuhp__HotplugFinished hf = CPUHP__HOTPLUG_FINISHED__INIT;
+	Cpuhp__CpuResult res[2] = {CPUHP__CPU_RESULT__INIT, CPUHP__CPU_RESULT__INIT};
+	Cpuhp__CpuResult *rp[2] = {&res[0], &res[1]};
+
+	res[0].cpu = 2;
+	res[0].ok = true;
+	res[1].cpu = 5;
+	res[1].code = CPUHP__ERROR_CODE__ERR_EBUSY;
+	hf.cpus = "2,5";
+	hf.online = false;
+	hf.ok = false;
+	hf.n_results = 2;
+	hf.results = rp;
+	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_FINISHED;
+	ev.hotplug_finished = &hf;
+	r.id = watch_id;
+	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
+	r.event = &ev;
+	srv_send(fd, &r);
+}
+
+static void send_watch_started(int fd, uint64_t id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__WatchStarted ws = CPUHP__WATCH_STARTED__INIT;
+
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_WATCH_STARTED;
+	r.watch_started = &ws;
+	srv_send(fd, &r);
+}
+
+/* Events come before the reply the client waits for, and after. */
+static void script_events(int fd)
+{
+	uint64_t watch_id, id;
+
+	srv_hello(fd);
+	watch_id = srv_expect(fd, CPUHP__REQUEST__BODY_WATCH);
+	send_watch_started(fd, watch_id);
+	id = srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_ACQUIRE);
+	send_event_online_changed(fd, watch_id, "0-1,4");
+	send_hotplug_finished(fd, watch_id);
+	send_lease_granted(fd, id, 5);
+	send_event_online_changed(fd, watch_id, "0");
+	srv_wait_close(fd);
+}
+
+static void client_events_arriving_during_a_call_are_kept_in_order(void)
+{
+	struct cpuhp_client_event ev;
+	struct cpuhp_client *c;
+	uint64_t lease;
+	struct fake f;
+
+	fake_start(&f, script_events);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), -EINVAL); /* not watching yet */
+	CHECK_EQ_INT(cpuhp_client_watch(c), 0);
+	CHECK_EQ_INT(cpuhp_client_watch(c), -EALREADY);
+	CHECK_EQ_INT(cpuhp_client_lease_acquire(c, 1000, &lease), 0);
+	CHECK_EQ_INT(lease, 5);
+
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), 0);
+	CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_ONLINE_CHANGED);
+	CHECK(ev.external);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&ev.online_cpus), 3);
+	CHECK(cpuhp_cpuset_has(&ev.online_cpus, 4));
+
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), 0);
+	CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_HOTPLUG_FINISHED);
+	CHECK(!ev.ok && !ev.online);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&ev.cpus), 2);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&ev.failed), 1);
+	CHECK(cpuhp_cpuset_has(&ev.failed, 5));
+
+	/* This one came after the reply: read from the socket, not the queue. */
+	CHECK_EQ_INT(cpuhp_client_next_event(c, -1, &ev), 0);
+	CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_ONLINE_CHANGED);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&ev.online_cpus), 1);
+
+	ev.type = 0;
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), -EAGAIN);
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 1, &ev), -ETIMEDOUT);
+	CHECK_EQ_INT(ev.type, 0); /* untouched on failure */
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
+static void script_event_flood(int fd)
+{
+	uint64_t watch_id, id;
+	unsigned i;
+
+	srv_hello(fd);
+	watch_id = srv_expect(fd, CPUHP__REQUEST__BODY_WATCH);
+	send_watch_started(fd, watch_id);
+	id = srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_ACQUIRE);
+	for (i = 0; i < CPUHP_CLIENT_EVENT_QUEUE_MAX + 10; i++)
+		send_event_online_changed(fd, watch_id, "0");
+	send_lease_granted(fd, id, 1);
+	send_event_online_changed(fd, watch_id, "0-1");
+	srv_wait_close(fd);
+}
+
+static void client_event_queue_overflow_is_reported_as_lost(void)
+{
+	struct cpuhp_client_event ev;
+	struct cpuhp_client *c;
+	uint64_t lease;
+	struct fake f;
+	unsigned i;
+
+	fake_start(&f, script_event_flood);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_watch(c), 0);
+	CHECK_EQ_INT(cpuhp_client_lease_acquire(c, 0, &lease), 0);
+	for (i = 0; i < CPUHP_CLIENT_EVENT_QUEUE_MAX; i++) {
+		CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), 0);
+		CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_ONLINE_CHANGED);
+	}
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), 0);
+	CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_LOST);
+	CHECK_EQ_INT(ev.lost, 10);
+	CHECK_EQ_INT(cpuhp_client_next_event(c, -1, &ev), 0);
+	CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_ONLINE_CHANGED);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&ev.online_cpus), 2);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
+/* --- hotplug and status ---------------------------------------------------- */
+
+static void script_set_online(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__SetOnlineReply reply = CPUHP__SET_ONLINE_REPLY__INIT;
+	Cpuhp__CpuResult res[3] = {CPUHP__CPU_RESULT__INIT, CPUHP__CPU_RESULT__INIT,
+	                           CPUHP__CPU_RESULT__INIT};
+	Cpuhp__CpuResult *rp[3] = {&res[0], &res[1], &res[2]};
+	Cpuhp__Request *req;
+	int round;
+
+	srv_hello(fd);
+	res[0].cpu = 1;
+	res[0].ok = true;
+	res[0].changed = false;
+	res[1].cpu = 2;
+	res[1].ok = true;
+	res[1].changed = true;
+	res[2].cpu = 3;
+	res[2].code = CPUHP__ERROR_CODE__ERR_EBUSY;
+	res[2].message = "cpu3/online: Device or resource busy";
+	reply.n_results = 3;
+	reply.results = rp;
+	reply.online = "0-1";
+	for (round = 0; round < 2; round++) {
+		req = srv_read(fd);
+		CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_SET_ONLINE);
+		CHECK_EQ_STR(req->set_online->cpus, "1-3");
+		CHECK(!req->set_online->online);
+		CHECK_EQ_INT(req->set_online->timeout_ms, 300);
+		r.id = req->id;
+		r.body_case = CPUHP__RESPONSE__BODY_SET_ONLINE;
+		r.set_online = &reply;
+		srv_send(fd, &r);
+		cpuhp__request__free_unpacked(req, NULL);
+	}
+	srv_error(fd, srv_expect(fd, CPUHP__REQUEST__BODY_SET_ONLINE),
+	          CPUHP__ERROR_CODE__ERR_ETIMEDOUT, "2 leases still held after 300 ms");
+	srv_wait_close(fd);
+}
+
+static void client_set_online_gives_per_cpu_results(void)
+{
+	struct cpuhp_client_cpu_result *r = NULL;
+	struct cpuhp_client *c;
+	size_t n = 0;
+	struct fake f;
+
+	fake_start(&f, script_set_online);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_set_online_results(c, "1-3", false, 300, &r, &n), 0);
+	CHECK_EQ_INT(n, 3);
+	CHECK(r[0].cpu == 1 && r[0].error == 0 && !r[0].changed);
+	CHECK(r[1].cpu == 2 && r[1].error == 0 && r[1].changed);
+	CHECK(r[2].cpu == 3 && r[2].error == -EBUSY && !r[2].changed);
+	CHECK_EQ_STR(r[2].message, "cpu3/online: Device or resource busy");
+	cpuhp_client_results_free(r);
+
+	/* The simple form fails with the first CPU's error and names it. */
+	CHECK_EQ_INT(cpuhp_client_set_online(c, "1-3", false, 300), -EBUSY);
+	CHECK(strstr(cpuhp_client_last_message(c), "CPU 3") != NULL);
+
+	r = NULL;
+	CHECK_EQ_INT(cpuhp_client_set_online_results(c, "1-3", false, 300, &r, &n), -ETIMEDOUT);
+	CHECK(r == NULL);
+	CHECK_EQ_STR(cpuhp_client_last_message(c), "2 leases still held after 300 ms");
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
+static void send_status(int fd, uint64_t id, char *online)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Status s = CPUHP__STATUS__INIT;
+
+	s.online = online;
+	s.offline = "2-3\n";
+	s.possible = "0-3";
+	s.present = "0-3";
+	s.leases_held = 4;
+	s.writer = CPUHP__WRITER_STATE__WRITER_WAITING;
+	s.pending_leases = 2;
+	s.pending_hotplugs = 1;
+	s.connections = 9;
+	s.daemon_version = "0.1.0";
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATUS;
+	r.status = &s;
+	srv_send(fd, &r);
+}
+
+static void script_status(int fd)
+{
+	srv_hello(fd);
+	send_status(fd, srv_expect(fd, CPUHP__REQUEST__BODY_STATUS), "0-1");
+	send_status(fd, srv_expect(fd, CPUHP__REQUEST__BODY_STATUS), "0-1,zebra");
+	srv_wait_close(fd);
+}
+
+static void client_status_parses_masks_and_refuses_bad_ones(void)
+{
+	struct cpuhp_client_status *st = calloc(1, sizeof(*st));
+	struct cpuhp_client *c;
+	struct fake f;
+
+	CHECK(st != NULL);
+	fake_start(&f, script_status);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_status(c, st), 0);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&st->online), 2);
+	CHECK(cpuhp_cpuset_has(&st->offline, 3));
+	CHECK_EQ_INT(cpuhp_cpuset_count(&st->possible), 4);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&st->present), 4);
+	CHECK_EQ_INT(st->leases_held, 4);
+	CHECK_EQ_INT(st->writer, CPUHP_CLIENT_WRITER_WAITING);
+	CHECK_EQ_INT(st->pending_leases, 2);
+	CHECK_EQ_INT(st->pending_hotplugs, 1);
+	CHECK_EQ_INT(st->connections, 9);
+	CHECK_EQ_STR(st->daemon_version, "0.1.0");
+
+	st->leases_held = 1234;
+	CHECK_EQ_INT(cpuhp_client_status(c, st), -EPROTO);
+	CHECK(strstr(cpuhp_client_last_message(c), "zebra") != NULL);
+	CHECK_EQ_INT(st->leases_held, 1234); /* untouched on failure */
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	free(st);
+}
+
+/* --- a daemon that misbehaves or goes away ------------------------------------ */
+
+static void script_close_mid_call(int fd)
+{
+	srv_hello(fd);
+	srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_ACQUIRE);
+	/* Half a frame, then gone. */
+	write_exact(fd, "\0\0\0\x10\x08", 5);
+}
+
+static void client_vanishing_daemon_fails_calls_for_good(void)
+{
+	struct cpuhp_client *c;
+	uint64_t lease;
+	struct fake f;
+
+	fake_start(&f, script_close_mid_call);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_lease_acquire(c, 0, &lease), -ECONNRESET);
+	CHECK(strstr(cpuhp_client_last_message(c), "middle of a frame") != NULL);
+	fake_finish(&f);
+	/* Sticky: no write to a dead socket, same error, no SIGPIPE. */
+	CHECK_EQ_INT(cpuhp_client_lease_release(c, 1), -ECONNRESET);
+	CHECK(strstr(cpuhp_client_last_message(c), "reconnect") != NULL);
+	cpuhp_client_close(c);
+}
+
+static void script_bad_frames(int fd)
+{
+	srv_hello(fd);
+	srv_expect(fd, CPUHP__REQUEST__BODY_STATUS);
+	write_exact(fd, "\0\0\0\0", 4);
+	srv_wait_close(fd);
+}
+
+static void script_oversize_frame(int fd)
+{
+	srv_hello(fd);
+	srv_expect(fd, CPUHP__REQUEST__BODY_STATUS);
+	write_exact(fd, "\0\x01\0\x01", 4);
+	srv_wait_close(fd);
+}
+
+static void script_garbage_payload(int fd)
+{
+	srv_hello(fd);
+	srv_expect(fd, CPUHP__REQUEST__BODY_STATUS);
+	write_exact(fd, "\0\0\0\x03\x0a\x40\x01", 7);
+	srv_wait_close(fd);
+}
+
+static void client_bad_frames_from_daemon_are_protocol_errors(void)
+{
+	struct cpuhp_client_status *st = malloc(sizeof(*st));
+	struct cpuhp_client *c;
+	struct fake f;
+
+	CHECK(st != NULL);
+	fake_start(&f, script_bad_frames);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_status(c, st), -EPROTO);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+
+	fake_start(&f, script_oversize_frame);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_status(c, st), -EMSGSIZE);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+
+	fake_start(&f, script_garbage_payload);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_status(c, st), -EPROTO);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	free(st);
+}
+
+static void script_shutdown_while_watching(int fd)
+{
+	srv_hello(fd);
+	send_watch_started(fd, srv_expect(fd, CPUHP__REQUEST__BODY_WATCH));
+	srv_error(fd, 0, CPUHP__ERROR_CODE__ERR_ECANCELED, "cpuhpd is shutting down");
+}
+
+static void client_watch_ends_with_the_daemons_shutdown_error(void)
+{
+	struct cpuhp_client_event ev;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	fake_start(&f, script_shutdown_while_watching);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_watch(c), 0);
+	CHECK_EQ_INT(cpuhp_client_next_event(c, -1, &ev), -ECANCELED);
+	CHECK_EQ_STR(cpuhp_client_last_message(c), "cpuhpd is shutting down");
+	CHECK_EQ_INT(cpuhp_client_next_event(c, -1, &ev), -ECANCELED);
+	fake_finish(&f);
+	cpuhp_client_close(c);
+}
+
+int main(void)
+{
+	RUN_TEST(client_connect_says_hello_with_version_and_name);
+	RUN_TEST(client_connect_path_null_uses_cpuhp_socket_env);
+	RUN_TEST(client_connect_fails_on_version_mismatch_or_refusal);
+	RUN_TEST(client_connect_reports_unreachable_daemon);
+	RUN_TEST(client_lease_calls_map_replies_and_errors);
+	RUN_TEST(client_events_arriving_during_a_call_are_kept_in_order);
+	RUN_TEST(client_event_queue_overflow_is_reported_as_lost);
+	RUN_TEST(client_set_online_gives_per_cpu_results);
+	RUN_TEST(client_status_parses_masks_and_refuses_bad_ones);
+	RUN_TEST(client_vanishing_daemon_fails_calls_for_good);
+	RUN_TEST(client_bad_frames_from_daemon_are_protocol_errors);
+	RUN_TEST(client_watch_ends_with_the_daemons_shutdown_error);
+	return 0;
+}
