@@ -76,7 +76,9 @@ class Daemon:
         argv = [str(CPUHPD), '--socket', self.socket, '--sysfs-root', self.sysfs_root,
                 '--verbose']
         if self.uevent_socket:
-            argv += ['--uevent-socket', self.uevent_socket]
+            # A simulated tree: its uevents come from the test, and the real
+            # kernel's (another test hotplugging for real) would only add noise.
+            argv += ['--uevent-socket', self.uevent_socket, '--no-netlink']
         return argv + self.args
 
     def start(self, argv=None, pass_fds=(), expect_ready=True):
@@ -205,3 +207,35 @@ def error_code(r):
 
 def cleanup_dir(path):
     shutil.rmtree(path, ignore_errors=True)
+
+
+class StalledOnlineFile:
+    """Holds the daemon's worker inside a hotplug, deterministically.
+
+    cpuN/online becomes a FIFO.  The first thing a hotplug does once it holds
+    the lock (state RUNNING) is to re-read the online set, which blocks in
+    open() on the FIFO until wait_for_reader() opens the other end, and then
+    in read() until release() writes the value, puts a regular file back at
+    the path (so every later open finds a plain file) and closes the FIFO.
+    Use it with a daemon that gets no uevents (their re-reads would block too).
+    """
+
+    def __init__(self, sim, cpu):
+        self.path = sim.online_file(cpu)
+        self.value = sim.read_online(cpu)
+        self.path.unlink()
+        os.mkfifo(self.path)
+        self.fd = None
+
+    def wait_for_reader(self):
+        self.fd = os.open(self.path, os.O_WRONLY)
+
+    def release(self):
+        tmp = self.path.with_name('online.tmp')
+        tmp.write_text(self.value + '\n')
+        if self.fd is not None:
+            os.write(self.fd, (self.value + '\n').encode())
+        os.rename(tmp, self.path)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

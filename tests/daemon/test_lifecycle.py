@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Starting and stopping: signals, the socket file (stale, live, too long,
+activated by systemd), options and --help, and the systemd units."""
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+
+import pytest
+
+import fixture
+from fixture import error_code
+
+
+def run(*argv):
+    return subprocess.run([str(fixture.CPUHPD), *argv], capture_output=True, text=True,
+                          timeout=fixture.GUARD_S)
+
+
+def test_sigterm_while_a_hotplug_waits_cancels_it_exits_0_and_removes_the_socket(tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
+    p = fixture.Probe(d.socket)
+    try:
+        for n in 'ahb':
+            p.connect(n)
+        p.lease('a')
+        hp = p.send('h', 'offline', 1, 60000)
+        p.status('h')
+        lw = p.send('b', 'acquire', 60000)
+        p.status('b')
+        d.send_signal(signal.SIGTERM)
+        r = p.recv('h')
+        assert r['id'] == hp and error_code(r) == 'ERR_ECANCELED', r
+        r = p.recv('b')
+        assert r['id'] == lw and error_code(r) == 'ERR_ECANCELED', r
+        # Every client then hears the id-0 shutdown error, and the end of the stream.
+        end = p('eof a')
+        assert [x['code'] for x in end['responses']] == ['ERR_ECANCELED'], end
+        assert d.wait() == 0, d.log()
+        assert not os.path.exists(d.socket)
+        assert sim.read_online(1) == '1'
+    finally:
+        p.kill()
+        d.kill()
+
+
+def test_sigterm_lets_a_hotplug_already_writing_sysfs_finish(tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
+    p = fixture.Probe(d.socket)
+    stall = fixture.StalledOnlineFile(sim, 1)
+    try:
+        p.connect('h')
+        p.connect('w')
+        hp = p.send('h', 'offline', 1, 60000)
+        stall.wait_for_reader()  # the hotplug is writing sysfs
+        lw = p.send('w', 'acquire', 60000)
+        assert p.status('w')['pending_leases'] == 1
+        d.send_signal(signal.SIGTERM)
+        # The waiting lease is cancelled: the stop has begun...
+        r = p.recv('w')
+        assert r['id'] == lw and error_code(r) == 'ERR_ECANCELED', r
+        # ...and clients are still served while the hotplug finishes.
+        assert p.status('w')['writer'] == 'WRITER_RUNNING'
+        stall.release()
+        r = p.recv('h')  # it completes and is answered
+        assert r['id'] == hp and r['results'][0]['changed'], r
+        assert d.wait() == 0, d.log()
+        assert sim.read_online(1) == '0'
+        assert 'waiting for the hotplug in progress' in d.log()
+    finally:
+        stall.release()
+        p.kill()
+        d.kill()
+
+
+def test_sigint_stops_cleanly(tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
+    assert d.stop(signal.SIGINT) == 0, d.log()
+    assert not os.path.exists(d.socket)
+
+
+def test_socket_directory_is_created_and_mode_applied(tmp, sim):
+    path = tmp / 'run' / 'cpuhpd' / 's.sock'
+    d = fixture.Daemon(tmp, sim.root, socket_path=path, args=['--socket-mode', '0600']).start()
+    try:
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+        assert os.stat(path).st_mode & 0o777 == 0o600
+    finally:
+        assert d.stop() == 0
+
+
+def test_stale_socket_file_is_replaced(tmp, sim):
+    path = str(tmp / 'cpuhpd.sock')
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.close()  # the file stays, nobody listens: what a crashed daemon leaves
+    d = fixture.Daemon(tmp, sim.root).start()
+    try:
+        assert 'removed the stale socket' in d.log()
+        p = fixture.Probe(d.socket)
+        p.connect('a')
+        p.kill()
+    finally:
+        assert d.stop() == 0
+
+
+def test_second_daemon_on_a_live_socket_refuses_to_start(tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
+    try:
+        r = run('--socket', d.socket, '--sysfs-root', str(sim.root), '--no-netlink')
+        assert r.returncode == 1
+        assert 'already listening' in r.stderr
+        assert os.path.exists(d.socket)
+    finally:
+        assert d.stop() == 0
+
+
+def test_non_socket_file_at_the_socket_path_is_left_alone(tmp, sim):
+    path = tmp / 'notasocket'
+    path.write_text('precious')
+    r = run('--socket', str(path), '--sysfs-root', str(sim.root), '--no-netlink')
+    assert r.returncode == 1 and 'is not a socket' in r.stderr
+    assert path.read_text() == 'precious'
+
+
+def test_socket_path_over_107_bytes_is_refused_with_a_hint(tmp, sim):
+    r = run('--socket', '/tmp/' + 'x' * 120, '--sysfs-root', str(sim.root), '--no-netlink')
+    assert r.returncode == 1 and 'too long' in r.stderr and '--socket' in r.stderr
+
+
+def test_wrong_sysfs_root_fails_with_a_hint(tmp):
+    r = run('--socket', str(tmp / 's'), '--sysfs-root', str(tmp / 'nothing'), '--no-netlink')
+    assert r.returncode == 1 and '--sysfs-root' in r.stderr
+    assert not os.path.exists(tmp / 's')
+
+
+def test_help_version_and_bad_options():
+    r = run('--help')
+    assert r.returncode == 0
+    for opt in ('--socket', '--sysfs-root', '--admin-group', '--socket-mode',
+                '--max-connections', '--uevent-socket', '--verbose', '--version'):
+        assert opt in r.stdout
+    r = run('--version')
+    assert r.returncode == 0 and r.stdout.startswith('cpuhpd ')
+    r = run('--no-such-option')
+    assert r.returncode == 2 and '--help' in r.stderr
+    r = run('--socket-mode', '999')
+    assert r.returncode == 2 and '--socket-mode' in r.stderr
+    r = run('--admin-group', 'no-such-group-here')
+    assert r.returncode == 2 and 'no-such-group-here' in r.stderr
+
+
+def test_socket_activation_uses_the_passed_socket_and_leaves_its_file(tmp, sim):
+    path = str(tmp / 'activated.sock')
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    d = fixture.Daemon(tmp, sim.root, socket_path=tmp / 'unused.sock')
+    # What systemd does: the socket on fd 3, LISTEN_FDS=1, LISTEN_PID=the daemon's pid
+    # (known only after fork, hence the exec from a tiny wrapper).
+    wrapper = ('import os, sys\n'
+               'os.dup2(int(sys.argv[1]), 3)\n'
+               'os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))\n'
+               'os.execv(sys.argv[2], sys.argv[2:])\n')
+    argv = ['/usr/bin/python3', '-c', wrapper, str(listener.fileno())] + d.argv()
+    d.start(argv=argv, pass_fds=[listener.fileno()])
+    listener.close()
+    try:
+        assert 'socket activation' in d.log()
+        p = fixture.Probe(path)
+        p.connect('a')
+        assert p.status('a')['connections'] == 1
+        p.kill()
+        assert not os.path.exists(tmp / 'unused.sock')
+    finally:
+        assert d.stop() == 0, d.log()
+    # systemd owns the file: the daemon must not remove it.
+    assert os.path.exists(path)
+
+
+def test_systemd_units_pass_systemd_analyze_verify(tmp):
+    tool = shutil.which('systemd-analyze')
+    if not tool:
+        pytest.skip('systemd-analyze is not installed: the units were not linted')
+    units = fixture.BUILD / 'daemon'
+    for name in ('cpuhpd.service', 'cpuhpd.socket'):
+        text = (units / name).read_text()
+        # Point ExecStart at the built binary: verify checks that it exists.
+        lines = [f'ExecStart={fixture.CPUHPD}' if ln.startswith('ExecStart=') else ln
+                 for ln in text.splitlines()]
+        (tmp / name).write_text('\n'.join(lines) + '\n')
+    r = subprocess.run([tool, 'verify', str(tmp / 'cpuhpd.socket'), str(tmp / 'cpuhpd.service')],
+                       capture_output=True, text=True, timeout=60)
+    ours = [ln for ln in (r.stdout + r.stderr).splitlines() if 'cpuhpd' in ln]
+    assert r.returncode == 0 and not ours, r.stdout + r.stderr
