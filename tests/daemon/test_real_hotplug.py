@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Real CPU hotplug through cpuhpd on this machine's /sys.
+
+Runs when it is root and some CPU other than 0 is online with a writable
+cpuN/online; otherwise every test here skips, saying why (exit 77).  The
+CPU's original state is restored whatever happens: in a finally, at exit,
+and on SIGTERM (meson's timeout)."""
+import atexit
+import os
+import pathlib
+import signal
+import subprocess
+
+import pytest
+
+import fixture
+from fixture import error_code
+
+SYS = pathlib.Path('/sys')
+CPU_DIR = SYS / 'devices' / 'system' / 'cpu'
+
+
+def pick_cpu():
+    if os.geteuid() != 0:
+        return None, 'not running as root'
+    files = sorted(CPU_DIR.glob('cpu[0-9]*/online'), key=lambda p: int(p.parent.name[3:]))
+    for f in files:
+        n = int(f.parent.name[3:])
+        if n != 0 and os.access(f, os.W_OK) and f.read_text().strip() == '1':
+            return n, None
+    return None, 'no online CPU other than 0 has a writable online file'
+
+
+CPU, WHY = pick_cpu()
+if CPU is None:
+    print(f'SKIP real hotplug: {WHY}; nothing was hotplugged')
+pytestmark = pytest.mark.skipif(CPU is None, reason=f'real hotplug skipped: {WHY}')
+
+
+def online_file():
+    return CPU_DIR / f'cpu{CPU}' / 'online'
+
+
+def restore():
+    """Put the CPU back online if it is not (it was online when we started)."""
+    if CPU is None:
+        return
+    try:
+        if online_file().read_text().strip() != '1':
+            online_file().write_text('1\n')
+            print(f'restored CPU {CPU} online')
+    except OSError as e:
+        print(f'COULD NOT RESTORE CPU {CPU} online: {e}')
+
+
+if CPU is not None:
+    atexit.register(restore)
+    # meson stops a test that runs too long with SIGTERM: exit through atexit.
+    signal.signal(signal.SIGTERM, lambda *_: (restore(), os._exit(1)))
+
+
+def nproc():
+    return int(subprocess.run(['nproc'], capture_output=True, text=True, check=True).stdout)
+
+
+def sys_online():
+    return (CPU_DIR / 'online').read_text().strip()
+
+
+def test_real_offline_waits_for_a_lease_then_takes_the_cpu_away_and_back(tmp):
+    before_online, before_nproc = sys_online(), nproc()
+    # A process confined away from CPU (taskset, cpuset) does not lose it.
+    lost = 1 if CPU in os.sched_getaffinity(0) else 0
+    d = fixture.Daemon(tmp, SYS, uevents=False).start()
+    p = fixture.Probe(d.socket)
+    try:
+        for n in ('a', 'h', 'w'):
+            p.connect(n)
+        p.call('w', 'watch')
+        lease = p.lease('a')
+        hp = p.send('h', 'offline', CPU, 10000)
+        s = p.status('h')
+        assert s['writer'] == 'WRITER_WAITING' and s['leases_held'] == 1, s
+        assert online_file().read_text().strip() == '1'  # the lease holds it
+        assert p.call('a', 'release', lease)['kind'] == 'lease_released'
+        r = p.recv('h')
+        assert r['id'] == hp and r['results'][0] == {
+            'cpu': CPU, 'ok': True, 'changed': True, 'code': 'ERR_UNKNOWN', 'message': ''}, r
+        # The kernel agrees, and so does the scheduler.
+        assert online_file().read_text().strip() == '0'
+        assert r['online'] == sys_online() != before_online
+        assert CPU not in os.sched_getaffinity(0)
+        assert nproc() == before_nproc - lost
+        events = [p.recv('w')['event'] for _ in range(3)]
+        assert events == ['hotplug_started', 'hotplug_finished', 'online_changed']
+
+        # A lease asked for now is granted at once; the CPU comes back only after it goes.
+        lease = p.lease('a')
+        hp = p.send('h', 'online', CPU, 10000)
+        assert p.status('h')['writer'] == 'WRITER_WAITING'
+        p.call('a', 'release', lease)
+        r = p.recv('h')
+        assert r['id'] == hp and r['results'][0]['changed'], r
+        assert online_file().read_text().strip() == '1'
+        assert sys_online() == before_online == r['online']
+    finally:
+        p.kill()
+        restore()
+        assert d.stop() == 0, d.log()
+
+
+def test_real_change_behind_the_daemon_is_noticed_from_kernel_uevents(tmp):
+    d = fixture.Daemon(tmp, SYS, uevents=False).start()
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('w')
+        p.call('w', 'watch')
+        online_file().write_text('0\n')  # what chcpu -d would do
+        ev = p.recv('w')
+        assert ev['event'] == 'online_changed' and ev['external'], ev
+        assert ev['online'] == sys_online()
+        online_file().write_text('1\n')
+        ev = p.recv('w')
+        assert ev['event'] == 'online_changed' and ev['external'], ev
+        assert ev['online'] == sys_online()
+    finally:
+        p.kill()
+        restore()
+        assert d.stop() == 0, d.log()
+
+
+def test_real_last_online_cpu_error_is_reported_per_cpu(tmp):
+    """Offlining every hotpluggable CPU but 0 works; CPU 0 itself is refused as not
+    hotpluggable (or the kernel refuses the last one): a clear per-CPU error."""
+    d = fixture.Daemon(tmp, SYS, uevents=False).start()
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('h')
+        r = p.call('h', 'offline', f'0,{CPU}', 10000)
+        assert r['kind'] == 'set_online', r
+        res = {x['cpu']: x for x in r['results']}
+        assert res[CPU]['ok'] and res[CPU]['changed']
+        assert not res[0]['ok'] and res[0]['code'] in ('ERR_ENOENT', 'ERR_EBUSY', 'ERR_EPERM')
+        assert res[0]['message']
+        r = p.call('h', 'online', CPU, 10000)
+        assert r['results'][0]['changed']
+        assert error_code(p.call('h', 'online', 'garbage', 0)) == 'ERR_EINVAL'
+    finally:
+        p.kill()
+        restore()
+        assert d.stop() == 0, d.log()
