@@ -269,7 +269,8 @@ int main(int argc, char **argv)
 		O_NOCHECK,
 		O_LOOP,
 		O_LIST,
-		O_QUICK
+		O_QUICK,
+		O_READONLY
 	};
 	static const struct option longopts[] = {
 	    {"quick", no_argument, NULL, O_QUICK},
@@ -278,6 +279,7 @@ int main(int argc, char **argv)
 	    {"csv", required_argument, NULL, O_CSV},
 	    {"callgrind", optional_argument, NULL, O_CALLGRIND},
 	    {"plot", required_argument, NULL, O_PLOT},
+	    {"read-only", no_argument, NULL, O_READONLY},
 	    {"check", no_argument, NULL, O_CHECK},
 	    {"no-check", no_argument, NULL, O_NOCHECK},
 	    {"callgrind-loop", required_argument, NULL, O_LOOP},
@@ -294,7 +296,7 @@ int main(int argc, char **argv)
 	    .watchdog_s = 10,
 	};
 	const char *only = NULL, *csv = NULL, *plot = NULL, *callgrind = NULL, *loop = NULL;
-	bool check_only = false, check = true;
+	bool check_only = false, check = true, read_only = false;
 	double instr[64];
 	bool run[64];
 	uint64_t n[64];
@@ -324,6 +326,9 @@ int main(int argc, char **argv)
 			break;
 		case O_PLOT:
 			plot = optarg;
+			break;
+		case O_READONLY:
+			read_only = true;
 			break;
 		case O_CHECK:
 			check_only = true;
@@ -421,7 +426,7 @@ int main(int argc, char **argv)
 			if (rep == 0)
 				n[d] = calibrate_read(ops, lock, &cfg);
 			measure_read_path(d, ops, lock, n[d], rep, &cfg);
-			if (ops->write_lock)
+			if (ops->write_lock && !read_only)
 				measure_writers(d, ops, lock, rep, &cfg);
 			ops->fini(lock);
 		}

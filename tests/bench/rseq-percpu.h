@@ -137,6 +137,24 @@ _Static_assert(RSEQ_SIG == 0x53053053, "signature in the asm below");
 		     : [off] "r"(rseq_off), [base] "r"(slots), [val] "r"(v), [flag] "r"(flag)      \
 		     : "rax", "rdx", "memory", "cc"                                                \
 		     : aborted, busy)
+
+/*
+ * if (*flag == 0) *ptr += v; else goto busy.  No CPU number: the sequence
+ * only serves as a section that the rseq membarrier can wait out, around a
+ * counter that only this thread writes.
+ */
+#define PCPU_RSEQ_PTR_ADD_IF_ZERO_ASM(ptr, v, flag, rseq_off, aborted, busy)                       \
+	__asm__ goto(PCPU_RSEQ_BEGIN                                                               \
+		     "cmpl $0, (%[flag])\n\t"                                                      \
+		     "jne %l[" #busy "]\n\t"                                                       \
+		     "movq (%[p]), %%rdx\n\t"                                                      \
+		     "addq %[val], %%rdx\n\t"                                                      \
+		     "movq %%rdx, (%[p])\n"                                                        \
+		     PCPU_RSEQ_END(aborted)                                                        \
+		     :                                                                             \
+		     : [off] "r"(rseq_off), [p] "r"(ptr), [val] "r"(v), [flag] "r"(flag)           \
+		     : "rax", "rdx", "memory", "cc"                                                \
+		     : aborted, busy)
 // clang-format on
 
 /*
@@ -171,6 +189,25 @@ static inline bool pcpu_counter_add_if_zero(struct pcpu_counter *c, long v, cons
 		return false;
 retry:
 	PCPU_RSEQ_ADD_IF_ZERO_ASM(c->slots, v, flag, __rseq_offset, aborted, busy);
+	return true;
+aborted:
+	PCPU_ABORTED();
+	goto retry;
+busy:
+	return false;
+}
+
+/*
+ * If *flag is 0, add @v to *@ptr (a counter only this thread writes) and
+ * return true; otherwise, or without rseq, return false.  Same grace-period
+ * argument as pcpu_counter_add_if_zero().
+ */
+static inline bool rseq_add_if_zero(long *ptr, long v, const int *flag)
+{
+	if (__builtin_expect(!pcpu__use_rseq, 0))
+		return false;
+retry:
+	PCPU_RSEQ_PTR_ADD_IF_ZERO_ASM(ptr, v, flag, __rseq_offset, aborted, busy);
 	return true;
 aborted:
 	PCPU_ABORTED();
