@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""cpuhpctl against a private cpuhpd on a simulated tree of CPUs 0-3 (CPU 0
+not hotpluggable): chcpu-like lines and exit codes (0 done, 1 failed, 64
+partly, 69 unreachable, 75 timed out, 2 usage), hold's lease and exit
+status, watch's lines.
+
+Nothing sleeps: a command that must run while a lease is held runs inside
+`cpuhpctl hold`, or behind a lease a probe holds; a hotplug that must wait
+for a lease to vanish is given a long timeout and simply finishes once the
+lease goes."""
+import os
+import signal
+import subprocess
+
+import pytest
+
+import fixture
+
+GUARD_S = fixture.GUARD_S
+
+
+def ctl(daemon, *args, **kw):
+    """Run cpuhpctl on the test's daemon; Return: the CompletedProcess."""
+    return subprocess.run([str(fixture.CPUHPCTL), '--socket', daemon.socket,
+                           *(str(a) for a in args)],
+                          capture_output=True, text=True, timeout=GUARD_S, **kw)
+
+
+def status(daemon):
+    r = ctl(daemon, 'status')
+    assert r.returncode == 0, r
+    return dict((k.strip(), v.strip()) for k, v in
+                (line.split(':', 1) for line in r.stdout.splitlines()))
+
+
+def test_status_prints_masks_leases_and_writer(daemon4, probe):
+    probe.connect('a')
+    probe.lease('a')
+    s = status(daemon4)
+    assert s['online'] == '0-3' and s['offline'] == '(none)', s
+    assert s['possible'] == '0-3' and s['present'] == '0-3', s
+    assert s['leases held'] == '1' and s['writer'] == 'idle', s
+
+
+def test_offline_and_online_print_one_line_per_cpu_and_exit_0(daemon4, sim4):
+    r = ctl(daemon4, 'offline', '2-3')
+    assert (r.returncode, r.stdout) == (0, 'CPU 2 disabled\nCPU 3 disabled\n'), r
+    assert sim4.read_online(2) == '0' and sim4.read_online(3) == '0'
+    r = ctl(daemon4, 'offline', '2')
+    assert (r.returncode, r.stdout) == (0, 'CPU 2 is already disabled\n'), r
+    r = ctl(daemon4, 'online', '1-3')
+    assert r.returncode == 0, r
+    assert r.stdout == 'CPU 1 is already enabled\nCPU 2 enabled\nCPU 3 enabled\n', r
+    assert status(daemon4)['online'] == '0-3'
+
+
+def test_some_cpus_failing_exits_64_and_says_which(daemon4, sim4):
+    r = ctl(daemon4, 'offline', '3,7')
+    assert r.returncode == 64, r
+    assert r.stdout == 'CPU 3 disabled\n', r
+    assert 'CPU 7 does not exist' in r.stderr, r
+    assert sim4.read_online(3) == '0'
+
+
+def test_every_cpu_failing_exits_1(daemon4):
+    r = ctl(daemon4, 'offline', '0')
+    assert r.returncode == 1, r
+    assert 'CPU 0 is not hot pluggable' in r.stderr, r
+
+
+def test_timeout_behind_a_lease_exits_75_and_changes_nothing(daemon4, sim4, probe):
+    probe.connect('a')
+    probe.lease('a')
+    for timeout in ('0', '50'):
+        r = ctl(daemon4, 'offline', '--timeout', timeout, '2')
+        assert r.returncode == 75, r
+        assert '--timeout' in r.stderr, r
+        assert sim4.read_online(2) == '1'
+    assert status(daemon4)['writer'] == 'idle'
+
+
+def test_unreachable_daemon_exits_69_and_says_what_to_check(tmp):
+    missing = tmp / 'no-such.sock'
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(missing), 'status'],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 69, r
+    assert str(missing) in r.stderr and 'is cpuhpd running' in r.stderr, r
+    # CPUHP_SOCKET is the default's override.
+    r = subprocess.run([str(fixture.CPUHPCTL), 'hold', '--', 'true'],
+                       capture_output=True, text=True, timeout=GUARD_S,
+                       env=dict(os.environ, CPUHP_SOCKET=str(missing)))
+    assert r.returncode == 69 and str(missing) in r.stderr, r
+
+
+def test_cpuhp_socket_env_selects_the_daemon(daemon4):
+    r = subprocess.run([str(fixture.CPUHPCTL), 'status'], capture_output=True, text=True,
+                       timeout=GUARD_S, env=dict(os.environ, CPUHP_SOCKET=daemon4.socket))
+    assert r.returncode == 0 and 'online:' in r.stdout, r
+
+
+@pytest.mark.parametrize('args', [
+    [], ['frobnicate'], ['online'], ['online', '2-'], ['offline', '3-1'], ['offline', '1', '2'],
+    ['online', '--timeout', 'soon', '1'], ['online', '--timeout', '-1', '1'], ['hold'],
+    ['watch', '--count', '0'], ['status', 'extra'], ['--bogus', 'status'],
+])
+def test_bad_command_lines_exit_2_before_connecting(tmp, args):
+    # The socket does not exist: exit 2, not 69, proves nothing connected.
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), *args],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 2, r
+    assert r.stderr, r
+
+
+@pytest.mark.parametrize('args', [
+    ['--help'], ['help'], ['status', '--help'], ['online', '--help'], ['offline', '-h'],
+    ['watch', '--help'], ['hold', '--help'],
+])
+def test_help_on_the_program_and_every_command(tmp, args):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), *args],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 0 and r.stdout.startswith('Usage: cpuhpctl'), r
+
+
+def test_hold_keeps_a_lease_while_cmd_runs_and_exits_with_its_status(daemon4, sim4):
+    # Inside the hold: one lease, and a try-offline is refused (75).
+    script = (f'"{fixture.CPUHPCTL}" --socket "{daemon4.socket}" status | grep "leases held" '
+              f'&& "{fixture.CPUHPCTL}" --socket "{daemon4.socket}" offline --timeout 0 2; '
+              'echo "offline=$?"; exit 3')
+    r = ctl(daemon4, 'hold', '--', 'sh', '-c', script)
+    assert r.returncode == 3, r
+    assert 'leases held:  1' in r.stdout and 'offline=75' in r.stdout, r
+    assert sim4.read_online(2) == '1'
+    assert status(daemon4)['leases held'] == '0'
+
+
+def test_hold_reports_a_killed_or_missing_cmd_like_a_shell(daemon4):
+    r = ctl(daemon4, 'hold', '--', 'sh', '-c', 'kill -TERM $$')
+    assert r.returncode == 128 + signal.SIGTERM, r
+    r = ctl(daemon4, 'hold', '--', str(fixture.SOURCE / 'no-such-command'))
+    assert r.returncode == 127 and 'cannot run' in r.stderr, r
+    assert status(daemon4)['leases held'] == '0'
+
+
+def test_hold_behind_a_waiting_hotplug_times_out_with_75(daemon4, probe):
+    for n in 'ah':
+        probe.connect(n)
+    lease = probe.lease('a')
+    probe.send('h', 'offline', 2, 60000)
+    assert probe.status('h')['writer'] == 'WRITER_WAITING'
+    r = ctl(daemon4, 'hold', '--timeout', '0', '--', 'true')
+    assert r.returncode == 75, r
+    probe.call('a', 'release', lease)
+    assert probe.recv('h')['kind'] == 'set_online'
+
+
+def test_hold_lease_ends_when_cpuhpctl_is_killed(daemon4, sim4):
+    # CMD waits on its stdin; "held" on its stdout says the lease is taken.
+    p = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'hold', '--',
+                          'sh', '-c', 'echo held; read x'],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == 'held\n'
+        assert status(daemon4)['leases held'] == '1'
+        p.kill()
+        p.wait(timeout=GUARD_S)
+        # The hotplug waits for the lease, which dies with cpuhpctl's connection.
+        r = ctl(daemon4, 'offline', '--timeout', '60000', '2')
+        assert r.returncode == 0 and r.stdout == 'CPU 2 disabled\n', r
+    finally:
+        p.stdin.close()  # lets the orphaned sh exit
+        p.stdout.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_watch_prints_the_events_of_a_hotplug(daemon4):
+    p = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'watch',
+                          '--count', '3'], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == 'watching cpuhpd events\n'
+        r = ctl(daemon4, 'offline', '3')
+        assert r.returncode == 0, r
+        lines = {p.stdout.readline() for _ in range(3)}
+        assert lines == {'hotplug started: offline 3\n', 'hotplug finished: offline 3: ok\n',
+                         'online changed: 0-2\n'}, lines
+        assert p.wait(timeout=GUARD_S) == 0
+    finally:
+        p.stdout.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
