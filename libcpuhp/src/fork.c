@@ -7,8 +7,10 @@
  * through registering with liburcu or with us).  In the child only the
  * forking thread exists: forget the others (marking their liburcu reader
  * records quiescent, or the child's first grace period would wait for dead
- * threads forever) and restart the call_rcu workers, which carry over any
- * rcu_sync callback pending at the fork.
+ * threads forever), reset every lock's waiter bookkeeping, mutexes and
+ * condition variables (another thread may have been queued, let in but not
+ * yet counted, or inside a mutex), and restart the call_rcu workers, which
+ * carry over any rcu_sync callback pending at the fork.
  */
 #include <pthread.h>
 #include <string.h>
@@ -27,9 +29,15 @@ static void parent(void)
 	urcu_memb_call_rcu_after_fork_parent();
 }
 
+static void counter_after_fork_child(struct cpuhp__pcount *pc)
+{
+	cpuhp__rwsem_after_fork_child(cpuhp__container_of(pc, struct cpuhp_rwsem, readers));
+}
+
 static void child(void)
 {
 	cpuhp__registry_forget_others();
+	cpuhp__registry_for_each_counter(counter_after_fork_child);
 	cpuhp__registry_unlock();
 	urcu_memb_call_rcu_after_fork_child();
 }

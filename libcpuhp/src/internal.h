@@ -102,8 +102,8 @@ static inline bool cpuhp__rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss)
 /*
  * A per-thread counter: every thread that uses it has a slot of its own,
  * written only by that thread.  Its value is the sum of all slots plus
- * ->shared, which takes the slots of exited threads, counts added on another
- * thread's behalf (writer handoff) and threads that could not get a slot.
+ * ->shared, which takes the slots of exited threads and the counts of
+ * threads that could not get a slot (out of memory).
  */
 #define CPUHP__CHUNK_SLOTS 64
 
@@ -185,10 +185,19 @@ void cpuhp__registry_lock(void);
 void cpuhp__registry_unlock(void);
 /* fork child: drop every thread but the caller (registry lock held). */
 void cpuhp__registry_forget_others(void);
+/* With the registry lock held: registered threads; each live counter; a sum. */
+unsigned cpuhp__registry_count_locked(void);
+void cpuhp__registry_for_each_counter(void (*fn)(struct cpuhp__pcount *pc));
+long cpuhp__pcount_sum_locked(struct cpuhp__pcount *pc);
 
 /* ---------------------------------------------------------------- rwsem */
 
-struct cpuhp__wwaiter;
+/* A writer waiting for ->block; lives on its stack. */
+struct cpuhp__wwaiter {
+	struct cpuhp__wwaiter *next;
+	pthread_cond_t cond;
+	bool granted; /* ->block was handed to us; under sem->lock */
+};
 
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */
@@ -197,12 +206,14 @@ struct cpuhp_rwsem {
 
 	/* Slow path. */
 	_Atomic int block __attribute__((aligned(CPUHP__FALSE_SHARING)));
-	_Atomic int wwait;                    /* a writer sums the counts and may sleep on ->wseq */
-	_Atomic unsigned wseq;                /* futex word for that writer; readers bump it */
-	pthread_mutex_t lock;                 /* orders ->block changes against waiting readers */
-	pthread_cond_t rcond;                 /* readers waiting for a writer; with ->rgen */
-	unsigned long rgen;                   /* bumped when waiting readers are let in */
-	unsigned nr_rwait;                    /* readers waiting; under ->lock */
+	_Atomic int wwait;     /* a writer sums the counts and may sleep on ->wseq */
+	_Atomic unsigned wseq; /* futex word for that writer; readers bump it */
+	pthread_mutex_t lock;  /* orders ->block changes against waiting readers */
+	pthread_cond_t rcond;  /* readers waiting for a writer; with ->rgen */
+	pthread_cond_t gcond;  /* a writer waiting for ->nr_granted to drain */
+	unsigned long rgen;    /* bumped when waiting readers are let in */
+	unsigned nr_rwait;     /* readers waiting; under ->lock */
+	unsigned nr_granted;   /* let in, not yet counted in their slot; under ->lock */
 	struct cpuhp__wwaiter *whead, *wtail; /* writers waiting for ->block, FIFO */
 	const char *name;
 #if CPUHP_DEBUG
@@ -220,6 +231,8 @@ void cpuhp__debug_thread_exit(struct cpuhp__thread *t);
 
 /* fork.c */
 void cpuhp__fork_init(void);
+/* rwsem.c: in a fork child, forget waiters that were other threads. */
+void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem);
 
 /* hotplug.c */
 void cpuhp__hotplug_init(void);

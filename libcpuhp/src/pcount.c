@@ -210,17 +210,24 @@ void cpuhp__pcount_destroy(struct cpuhp__pcount *pc)
 	cpuhp__registry_unlock();
 }
 
+long cpuhp__pcount_sum_locked(struct cpuhp__pcount *pc)
+{
+	/* Acquire: a reader's section happens before its decrement we count. */
+	long sum = atomic_load_explicit(&pc->shared, memory_order_acquire);
+
+	for (struct cpuhp__thread *t = registry; t; t = t->next)
+		if (pc->chunk < t->nchunks && t->chunks[pc->chunk])
+			sum += atomic_load_explicit(&t->chunks[pc->chunk][pc->slot].count,
+			                            memory_order_acquire);
+	return sum;
+}
+
 long cpuhp__pcount_sum(struct cpuhp__pcount *pc)
 {
 	long sum;
 
 	cpuhp__registry_lock();
-	/* Acquire: a reader's section happens before its decrement we count. */
-	sum = atomic_load_explicit(&pc->shared, memory_order_acquire);
-	for (struct cpuhp__thread *t = registry; t; t = t->next)
-		if (pc->chunk < t->nchunks && t->chunks[pc->chunk])
-			sum += atomic_load_explicit(&t->chunks[pc->chunk][pc->slot].count,
-			                            memory_order_acquire);
+	sum = cpuhp__pcount_sum_locked(pc);
 	cpuhp__registry_unlock();
 	return sum;
 }
@@ -247,15 +254,36 @@ void cpuhp__registry_forget_others(void)
 		if (t == cpuhp__self)
 			continue;
 		/*
-		 * The thread does not exist in the child.  If it was inside a
-		 * read-side section at the fork, liburcu would wait for it
-		 * forever: mark its (copied) reader record quiescent.  Its
-		 * read locks do not exist in the child either.
+		 * The thread does not exist in the child, but its liburcu
+		 * reader record is still linked in liburcu's registry, inside
+		 * a TLS block that glibc will hand to the next new thread (the
+		 * call_rcu worker, for one): a grace period would then wait
+		 * on, or walk through, garbage.  Unlink it, as liburcu's own
+		 * call_rcu workers unregister around fork.  Only this thread
+		 * runs now, so liburcu's registry lock is not needed.
 		 */
-		CMM_STORE_SHARED(t->urcu->ctr, 0);
+		if (t->urcu->registered)
+			cds_list_del(&t->urcu->node);
+		/* Its read locks do not exist in the child either. */
 		registry_unlink(t);
 		thread_free(t);
 	}
+}
+
+unsigned cpuhp__registry_count_locked(void)
+{
+	unsigned n = 0;
+
+	for (struct cpuhp__thread *t = registry; t; t = t->next)
+		n++;
+	return n;
+}
+
+void cpuhp__registry_for_each_counter(void (*fn)(struct cpuhp__pcount *pc))
+{
+	for (unsigned id = 0; id < nr_counters; id++)
+		if (counters[id])
+			fn(counters[id]);
 }
 
 __attribute__((constructor)) static void cpuhp_lib_init(void)

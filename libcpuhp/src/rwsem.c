@@ -11,9 +11,9 @@
  *
  * Writer: rcu_sync enter (readers go slow), take ->block (FIFO among
  * writers), full barrier, wait until the summed counts are zero.  Unlock:
- * let in every reader queued at this moment (counting them in ->shared on
- * their behalf), then hand ->block to the next queued writer or clear it,
- * then rcu_sync exit.
+ * let in every reader queued at this moment, then hand ->block to the next
+ * queued writer or clear it, then rcu_sync exit.  A writer that gets ->block
+ * first waits until the readers let in before it have counted themselves.
  *
  * Barriers (letters as tabled in internal.h):
  *   A (read_trylock_slow) pairs with D (write_lock): a reader bumps its slot
@@ -37,13 +37,6 @@
 
 #include "internal.h"
 
-/* A writer waiting for ->block; lives on its stack. */
-struct cpuhp__wwaiter {
-	struct cpuhp__wwaiter *next;
-	pthread_cond_t cond;
-	bool granted; /* ->block was handed to us; under sem->lock */
-};
-
 static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
 static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
 static void debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
@@ -65,9 +58,11 @@ int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&sem->rcond, &ca);
+	pthread_cond_init(&sem->gcond, &ca);
 	pthread_condattr_destroy(&ca);
 	sem->rgen = 0;
 	sem->nr_rwait = 0;
+	sem->nr_granted = 0;
 	sem->whead = sem->wtail = NULL;
 	sem->name = name;
 #if CPUHP_DEBUG
@@ -88,6 +83,7 @@ void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem)
 	cpuhp__rcu_sync_destroy(&sem->rss);
 	cpuhp__pcount_destroy(&sem->readers);
 	pthread_cond_destroy(&sem->rcond);
+	pthread_cond_destroy(&sem->gcond);
 	pthread_mutex_destroy(&sem->lock);
 }
 
@@ -197,11 +193,18 @@ static bool read_lock_slow(struct cpuhp_rwsem *sem, bool try)
 	debug_recursive_wait(sem, s);
 	gen = sem->rgen;
 	sem->nr_rwait++;
-	/* The unlock that bumps ->rgen counted us in ->shared for us. */
 	while (sem->rgen == gen)
 		pthread_cond_wait(&sem->rcond, &sem->lock);
+	/*
+	 * Let in by the unlock that bumped ->rgen.  The next writer waits
+	 * under ->lock for ->nr_granted to reach zero before it sums the
+	 * counts, so counting ourselves here needs no barrier: the mutex
+	 * orders our increment before its sum.
+	 */
+	count_add(sem, s, 1);
+	if (--sem->nr_granted == 0)
+		pthread_cond_broadcast(&sem->gcond);
 	pthread_mutex_unlock(&sem->lock);
-	/* Our count sits in ->shared; our own slot takes the unlock (sums agree). */
 locked:
 	debug_read_locked(sem, s);
 	return true;
@@ -307,11 +310,10 @@ static void release_block(struct cpuhp_rwsem *sem)
 
 	if (sem->nr_rwait) {
 		/*
-		 * Readers queued behind us enter before any later writer: count
-		 * them now, so the next writer waits for them to leave.
+		 * Readers queued behind us enter before any later writer: that
+		 * writer first waits for ->nr_granted to drain (take_block()).
 		 */
-		atomic_fetch_add_explicit(&sem->readers.shared, sem->nr_rwait,
-		                          memory_order_relaxed);
+		sem->nr_granted += sem->nr_rwait;
 		sem->nr_rwait = 0;
 		sem->rgen++;
 		pthread_cond_broadcast(&sem->rcond);
@@ -348,13 +350,11 @@ static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
 {
 	struct cpuhp__wwaiter w = {.next = NULL, .granted = false};
 	pthread_condattr_t ca;
-	int err = 0;
 
 	pthread_mutex_lock(&sem->lock);
 	if (!atomic_load_explicit(&sem->block, memory_order_relaxed)) {
 		atomic_store_explicit(&sem->block, 1, memory_order_relaxed);
-		pthread_mutex_unlock(&sem->lock);
-		return 0;
+		goto granted;
 	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -371,13 +371,22 @@ static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
 		} else if (pthread_cond_timedwait(&w.cond, &sem->lock, deadline) == ETIMEDOUT &&
 		           !w.granted) {
 			unqueue_writer(sem, &w);
-			err = -ETIMEDOUT;
-			break;
+			pthread_mutex_unlock(&sem->lock);
+			pthread_cond_destroy(&w.cond);
+			return -ETIMEDOUT;
 		}
 	}
-	pthread_mutex_unlock(&sem->lock);
 	pthread_cond_destroy(&w.cond);
-	return err;
+granted:
+	/*
+	 * Readers let in by the previous writer count themselves as they
+	 * wake; wait until all have, so that our sum includes them.  They
+	 * need only the CPU to get there, so no deadline applies.
+	 */
+	while (sem->nr_granted)
+		pthread_cond_wait(&sem->gcond, &sem->lock);
+	pthread_mutex_unlock(&sem->lock);
+	return 0;
 }
 
 static int write_lock_common(struct cpuhp_rwsem *sem, const struct timespec *deadline)
@@ -433,6 +442,30 @@ void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem)
 	pthread_mutex_unlock(&sem->lock);
 	/* Readers may take the fast path again a grace period from now. */
 	cpuhp__rcu_sync_exit(&sem->rss);
+}
+
+void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem)
+{
+	pthread_condattr_t ca;
+
+	/* Only the forking thread exists, and it is in none of these. */
+	pthread_mutex_init(&sem->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sem->rcond, &ca);
+	pthread_cond_init(&sem->gcond, &ca);
+	pthread_cond_init(&sem->rss.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&sem->rss.lock, NULL);
+	sem->nr_rwait = 0;
+	sem->nr_granted = 0;
+	/* A writer active at the fork (unsupported) would leave ->block set. */
+	sem->whead = sem->wtail = NULL;
+	atomic_store_explicit(&sem->wwait, 0, memory_order_relaxed);
+#if CPUHP_DEBUG
+	/* Read locks of the threads that are gone went with them. */
+	atomic_store(&sem->dbg_readers, cpuhp__pcount_sum_locked(&sem->readers));
+#endif
 }
 
 /* ------------------------------------------------------------- debug checks */

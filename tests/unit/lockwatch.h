@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * White-box helpers for the lock tests: observe a lock's internal state
+ * (under its own mutex, as the library does) and wait until it reaches a
+ * given state.  Waiting polls the state the test is about (with
+ * sched_yield), never a clock: a test proceeds exactly when the lock got
+ * there, and hangs (meson's timeout reports it) if it never does.
+ */
+#ifndef CPUHP_TESTS_LOCKWATCH_H
+#define CPUHP_TESTS_LOCKWATCH_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+
+#include "internal.h"
+
+#define WAIT_FOR(cond)                                                                             \
+	do {                                                                                       \
+		while (!(cond))                                                                    \
+			sched_yield();                                                             \
+	} while (0)
+
+static inline unsigned lw_readers_waiting(struct cpuhp_rwsem *sem)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&sem->lock);
+	n = sem->nr_rwait;
+	pthread_mutex_unlock(&sem->lock);
+	return n;
+}
+
+static inline unsigned lw_writers_queued(struct cpuhp_rwsem *sem)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&sem->lock);
+	for (struct cpuhp__wwaiter *w = sem->whead; w; w = w->next)
+		n++;
+	pthread_mutex_unlock(&sem->lock);
+	return n;
+}
+
+static inline bool lw_blocked(struct cpuhp_rwsem *sem)
+{
+	return atomic_load(&sem->block);
+}
+
+/* A writer is draining readers: it holds ->block and sleeps on the futex. */
+static inline bool lw_writer_draining(struct cpuhp_rwsem *sem)
+{
+	return atomic_load(&sem->block) && atomic_load(&sem->wwait);
+}
+
+static inline long lw_readers(struct cpuhp_rwsem *sem)
+{
+	return cpuhp__pcount_sum(&sem->readers);
+}
+
+static inline int lw_gp_state(struct cpuhp_rcu_sync *rss)
+{
+	int s;
+
+	pthread_mutex_lock(&rss->lock);
+	s = atomic_load(&rss->state);
+	pthread_mutex_unlock(&rss->lock);
+	return s;
+}
+
+static inline int lw_gp_count(struct cpuhp_rcu_sync *rss)
+{
+	int c;
+
+	pthread_mutex_lock(&rss->lock);
+	c = rss->count;
+	pthread_mutex_unlock(&rss->lock);
+	return c;
+}
+
+static inline unsigned long lw_gp_syncs(struct cpuhp_rcu_sync *rss)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&rss->lock);
+	n = rss->nr_sync;
+	pthread_mutex_unlock(&rss->lock);
+	return n;
+}
+
+static inline unsigned long lw_gp_callbacks(struct cpuhp_rcu_sync *rss)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&rss->lock);
+	n = rss->nr_callbacks;
+	pthread_mutex_unlock(&rss->lock);
+	return n;
+}
+
+/* Block until rcu_sync is idle again (the callback broadcasts ->cond). */
+static inline void lw_wait_idle(struct cpuhp_rcu_sync *rss)
+{
+	pthread_mutex_lock(&rss->lock);
+	while (atomic_load(&rss->state) != CPUHP__GP_IDLE)
+		pthread_cond_wait(&rss->cond, &rss->lock);
+	pthread_mutex_unlock(&rss->lock);
+}
+
+#endif /* CPUHP_TESTS_LOCKWATCH_H */

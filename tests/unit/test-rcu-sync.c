@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * rcu_sync: every transition of its state machine, nesting, and the point
+ * of it all: an enter while the exit callback is pending costs no grace
+ * period.  "Grace periods waited" is counted by the library (->nr_sync, one
+ * per synchronize_rcu() call), and timed here for the log.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <cpuhp/rcu_sync.h>
+
+#include "check.h"
+#include "lockwatch.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static bool idle_in_read_section(struct cpuhp_rcu_sync *rss)
+{
+	bool idle;
+
+	cpuhp_rcu_read_lock();
+	idle = cpuhp_rcu_sync_is_idle(rss);
+	cpuhp_rcu_read_unlock();
+	return idle;
+}
+
+static struct cpuhp_rcu_sync *new_rss(void)
+{
+	struct cpuhp_rcu_sync *rss = NULL;
+
+	CHECK_EQ_INT(cpuhp_rcu_sync_new(&rss), 0);
+	CHECK(rss);
+	return rss;
+}
+
+static void rcu_sync_starts_idle(void)
+{
+	struct cpuhp_rcu_sync *rss = new_rss();
+
+	CHECK(idle_in_read_section(rss));
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_IDLE);
+	cpuhp_rcu_sync_free(rss);
+}
+
+static void rcu_sync_enter_from_idle_waits_one_grace_period(void)
+{
+	struct cpuhp_rcu_sync *rss = new_rss();
+
+	cpuhp_rcu_sync_enter(rss); /* IDLE -> ENTER -> PASSED */
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED);
+	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
+	CHECK(!idle_in_read_section(rss));
+	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT */
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
+	CHECK(!idle_in_read_section(rss)); /* exit never flips readers back at once */
+	lw_wait_idle(rss);                 /* EXIT -> IDLE from the callback */
+	CHECK_EQ_INT(lw_gp_callbacks(rss), 1);
+	CHECK(idle_in_read_section(rss));
+	cpuhp_rcu_sync_free(rss);
+}
+
+static void rcu_sync_nested_enters_need_as_many_exits(void)
+{
+	struct cpuhp_rcu_sync *rss = new_rss();
+
+	cpuhp_rcu_sync_enter(rss);
+	cpuhp_rcu_sync_enter(rss); /* PASSED: counted, no second period */
+	cpuhp_rcu_sync_enter(rss);
+	CHECK_EQ_INT(lw_gp_count(rss), 3);
+	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
+	cpuhp_rcu_sync_exit(rss);
+	cpuhp_rcu_sync_exit(rss);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED); /* still entered once */
+	CHECK(!idle_in_read_section(rss));
+	cpuhp_rcu_sync_exit(rss);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
+	lw_wait_idle(rss);
+	CHECK_EQ_INT(lw_gp_callbacks(rss), 1);
+	cpuhp_rcu_sync_free(rss);
+}
+
+/*
+ * A thread parked inside a read-side section: no grace period can end, so
+ * a queued exit callback cannot run until it is let go.  That pins the
+ * state machine in EXIT or REPLAY for as long as a test needs.
+ */
+struct holder {
+	pthread_t tid;
+	sem_t in, go;
+};
+
+static void *holder_thread(void *p)
+{
+	struct holder *h = p;
+
+	cpuhp_rcu_read_lock();
+	sem_post(&h->in);
+	sem_wait(&h->go);
+	cpuhp_rcu_read_unlock();
+	return NULL;
+}
+
+static void holder_start(struct holder *h)
+{
+	sem_init(&h->in, 0, 0);
+	sem_init(&h->go, 0, 0);
+	pthread_create(&h->tid, NULL, holder_thread, h);
+	sem_wait(&h->in);
+}
+
+static void holder_stop(struct holder *h)
+{
+	sem_post(&h->go);
+	pthread_join(h->tid, NULL);
+}
+
+static void rcu_sync_enter_while_exit_pending_skips_grace_period(void)
+{
+	struct cpuhp_rcu_sync *rss = new_rss();
+	struct holder h;
+	double t0, t_first, t_second;
+
+	t0 = now_us();
+	cpuhp_rcu_sync_enter(rss);
+	t_first = now_us() - t0;
+	holder_start(&h);
+	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT: callback queued, held off */
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
+	/* A grace period now would wait for the holder: this would hang. */
+	t0 = now_us();
+	cpuhp_rcu_sync_enter(rss);
+	t_second = now_us() - t0;
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
+	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
+	CHECK(!idle_in_read_section(rss));
+	printf("  enter from idle %.1f us, enter with exit pending %.1f us, grace periods 1\n",
+	       t_first, t_second);
+	holder_stop(&h);
+	/* The callback finds an enter: EXIT -> PASSED, not IDLE. */
+	WAIT_FOR(lw_gp_callbacks(rss) == 1);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED);
+	CHECK(!idle_in_read_section(rss));
+	cpuhp_rcu_sync_exit(rss);
+	lw_wait_idle(rss);
+	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
+	CHECK_EQ_INT(lw_gp_callbacks(rss), 2);
+	cpuhp_rcu_sync_free(rss);
+}
+
+static void rcu_sync_exit_during_pending_exit_replays_one_period(void)
+{
+	struct cpuhp_rcu_sync *rss = new_rss();
+	struct holder h;
+
+	cpuhp_rcu_sync_enter(rss);
+	holder_start(&h);
+	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT */
+	cpuhp_rcu_sync_enter(rss);
+	cpuhp_rcu_sync_exit(rss); /* EXIT -> REPLAY */
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
+	cpuhp_rcu_sync_enter(rss);
+	cpuhp_rcu_sync_exit(rss); /* REPLAY stays REPLAY */
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
+	holder_stop(&h);
+	lw_wait_idle(rss); /* REPLAY -> EXIT (requeued) -> IDLE */
+	CHECK_EQ_INT(lw_gp_callbacks(rss), 2);
+	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
+	cpuhp_rcu_sync_free(rss);
+}
+
+struct enter_arg {
+	struct cpuhp_rcu_sync *rss;
+	sem_t done;
+};
+
+static void *enter_thread(void *p)
+{
+	struct enter_arg *a = p;
+
+	cpuhp_rcu_sync_enter(a->rss);
+	sem_post(&a->done);
+	return NULL;
+}
+
+static void rcu_sync_concurrent_enters_share_one_grace_period(void)
+{
+	struct cpuhp_rcu_sync *rss = new_rss();
+	struct enter_arg a = {.rss = rss};
+	pthread_t t1, t2;
+
+	sem_init(&a.done, 0, 0);
+	/* A reader inside its section holds the first enter in ENTER. */
+	cpuhp_rcu_read_lock();
+	pthread_create(&t1, NULL, enter_thread, &a);
+	WAIT_FOR(lw_gp_state(rss) == CPUHP__GP_ENTER);
+	pthread_create(&t2, NULL, enter_thread, &a);
+	WAIT_FOR(lw_gp_count(rss) == 2);
+	CHECK_EQ_INT(sem_trywait(&a.done), -1); /* both still wait for the period */
+	cpuhp_rcu_read_unlock();
+	sem_wait(&a.done);
+	sem_wait(&a.done);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED);
+	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	cpuhp_rcu_sync_exit(rss);
+	cpuhp_rcu_sync_exit(rss);
+	cpuhp_rcu_sync_free(rss);
+}
+
+static void *free_thread(void *p)
+{
+	cpuhp_rcu_sync_free(p);
+	return NULL;
+}
+
+static void rcu_sync_free_waits_for_pending_callback(void)
+{
+	/* Under ASan a callback touching freed memory would be reported. */
+	for (int i = 0; i < 2; i++) {
+		struct cpuhp_rcu_sync *rss = new_rss();
+		struct holder h;
+		pthread_t t;
+
+		cpuhp_rcu_sync_enter(rss);
+		holder_start(&h);
+		cpuhp_rcu_sync_exit(rss);
+		if (i == 1) { /* REPLAY pending: free turns it into EXIT */
+			cpuhp_rcu_sync_enter(rss);
+			cpuhp_rcu_sync_exit(rss);
+			CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
+		}
+		/* The callback cannot run before the holder leaves: free must wait. */
+		pthread_create(&t, NULL, free_thread, rss);
+		if (i == 1)
+			WAIT_FOR(lw_gp_state(rss) == CPUHP__GP_EXIT);
+		holder_stop(&h);
+		pthread_join(t, NULL);
+	}
+}
+
+int main(void)
+{
+	RUN_TEST(rcu_sync_starts_idle);
+	RUN_TEST(rcu_sync_enter_from_idle_waits_one_grace_period);
+	RUN_TEST(rcu_sync_nested_enters_need_as_many_exits);
+	RUN_TEST(rcu_sync_enter_while_exit_pending_skips_grace_period);
+	RUN_TEST(rcu_sync_exit_during_pending_exit_replays_one_period);
+	RUN_TEST(rcu_sync_concurrent_enters_share_one_grace_period);
+	RUN_TEST(rcu_sync_free_waits_for_pending_callback);
+	return 0;
+}

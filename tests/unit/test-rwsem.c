@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhp_rwsem: exclusion, writer preference, fairness between writers and
+ * the readers they blocked, trylock, the timeout path, release on another
+ * thread, short-lived threads, and fork.
+ *
+ * Threads are driven step by step with semaphores, and a test moves on when
+ * the lock reaches the state it is about (lockwatch.h), never after a sleep.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cpuhp/rwsem.h>
+
+#include "check.h"
+#include "lockwatch.h"
+
+static struct cpuhp_rwsem *new_sem(void)
+{
+	struct cpuhp_rwsem *sem = NULL;
+
+	CHECK_EQ_INT(cpuhp_rwsem_new(&sem), 0);
+	return sem;
+}
+
+/* ---- actors: a thread that takes a lock, reports, and holds it until told */
+
+enum op { OP_READ, OP_WRITE, OP_WRITE_TIMEOUT };
+
+struct actor {
+	pthread_t tid;
+	struct cpuhp_rwsem *sem;
+	enum op op;
+	unsigned timeout_ms;
+	int result;         /* of a timed write lock */
+	_Atomic int locked; /* set once the lock is held */
+	_Atomic long order; /* position at which it got the lock */
+	sem_t go_unlock, done;
+};
+
+static _Atomic long acquisitions;
+
+static void *actor_main(void *p)
+{
+	struct actor *a = p;
+
+	switch (a->op) {
+	case OP_READ:
+		cpuhp_rwsem_read_lock(a->sem);
+		break;
+	case OP_WRITE:
+		cpuhp_rwsem_write_lock(a->sem);
+		break;
+	case OP_WRITE_TIMEOUT:
+		a->result = cpuhp_rwsem_write_lock_timeout(a->sem, a->timeout_ms);
+		break;
+	}
+	a->order = atomic_fetch_add(&acquisitions, 1);
+	if (a->op == OP_WRITE_TIMEOUT && a->result) {
+		sem_post(&a->done);
+		return NULL;
+	}
+	atomic_store(&a->locked, 1);
+	sem_post(&a->done);
+	sem_wait(&a->go_unlock);
+	if (a->op == OP_READ)
+		cpuhp_rwsem_read_unlock(a->sem);
+	else
+		cpuhp_rwsem_write_unlock(a->sem);
+	return NULL;
+}
+
+static void actor_start(struct actor *a, struct cpuhp_rwsem *sem, enum op op)
+{
+	a->sem = sem;
+	a->op = op;
+	a->locked = 0;
+	sem_init(&a->go_unlock, 0, 0);
+	sem_init(&a->done, 0, 0);
+	pthread_create(&a->tid, NULL, actor_main, a);
+}
+
+static void actor_wait_locked(struct actor *a)
+{
+	sem_wait(&a->done);
+}
+
+static void actor_unlock(struct actor *a)
+{
+	sem_post(&a->go_unlock);
+	pthread_join(a->tid, NULL);
+}
+
+/* ------------------------------------------------------------------- tests */
+
+static void rwsem_readers_take_fast_path_while_no_writer(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	for (int i = 0; i < 1000; i++) {
+		cpuhp_rwsem_read_lock(sem);
+		cpuhp_rwsem_read_lock(sem); /* no writer: nesting is fine */
+		CHECK_EQ_INT(lw_readers(sem), 2);
+		cpuhp_rwsem_read_unlock(sem);
+		cpuhp_rwsem_read_unlock(sem);
+	}
+	CHECK_EQ_INT(lw_readers(sem), 0);
+	CHECK_EQ_INT(lw_gp_syncs(&sem->rss), 0); /* never left IDLE */
+	CHECK(lw_gp_state(&sem->rss) == CPUHP__GP_IDLE);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_writer_excludes_readers_and_writers(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor r, w2;
+
+	cpuhp_rwsem_write_lock(sem);
+	CHECK(!cpuhp_rwsem_read_trylock(sem));
+	actor_start(&r, sem, OP_READ);
+	actor_start(&w2, sem, OP_WRITE);
+	WAIT_FOR(lw_readers_waiting(sem) == 1 && lw_writers_queued(sem) == 1);
+	CHECK(!r.locked && !w2.locked);
+	cpuhp_rwsem_write_unlock(sem);
+	actor_wait_locked(&r); /* the reader it blocked goes first */
+	CHECK(!w2.locked);     /* ...and the next writer waits for it */
+	WAIT_FOR(lw_writer_draining(sem));
+	actor_unlock(&r);
+	actor_wait_locked(&w2);
+	CHECK(!cpuhp_rwsem_read_trylock(sem));
+	actor_unlock(&w2);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_writer_waits_for_readers_inside(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor w;
+
+	cpuhp_rwsem_read_lock(sem);
+	actor_start(&w, sem, OP_WRITE);
+	WAIT_FOR(lw_writer_draining(sem)); /* it holds ->block, sleeps for us */
+	CHECK(!w.locked);
+	cpuhp_rwsem_read_unlock(sem); /* slow unlock: wakes the writer */
+	actor_wait_locked(&w);
+	actor_unlock(&w);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_writer_preference_blocks_new_readers_while_old_ones_hold(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor old_reader, w, new_reader;
+
+	actor_start(&old_reader, sem, OP_READ);
+	actor_wait_locked(&old_reader);
+	actor_start(&w, sem, OP_WRITE);
+	WAIT_FOR(lw_writer_draining(sem));
+	/* A stream of readers cannot starve the writer: new ones wait. */
+	CHECK(!cpuhp_rwsem_read_trylock(sem));
+	actor_start(&new_reader, sem, OP_READ);
+	WAIT_FOR(lw_readers_waiting(sem) == 1);
+	CHECK(!w.locked && !new_reader.locked);
+	actor_unlock(&old_reader);
+	actor_wait_locked(&w);
+	CHECK(!new_reader.locked);
+	actor_unlock(&w);
+	actor_wait_locked(&new_reader);
+	CHECK(new_reader.order > w.order);
+	actor_unlock(&new_reader);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_readers_blocked_by_writer_enter_before_next_writer(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor w1, w2, r[3], late;
+
+	actor_start(&w1, sem, OP_WRITE);
+	actor_wait_locked(&w1);
+	actor_start(&r[0], sem, OP_READ);
+	actor_start(&r[1], sem, OP_READ);
+	WAIT_FOR(lw_readers_waiting(sem) == 2);
+	actor_start(&w2, sem, OP_WRITE);
+	WAIT_FOR(lw_writers_queued(sem) == 1);
+	/* A reader that arrives after W2 queued, still blocked by W1. */
+	actor_start(&r[2], sem, OP_READ);
+	WAIT_FOR(lw_readers_waiting(sem) == 3);
+	actor_unlock(&w1);
+	for (int i = 0; i < 3; i++)
+		actor_wait_locked(&r[i]); /* all three in, while W2 waits */
+	WAIT_FOR(lw_writer_draining(sem));
+	CHECK(!w2.locked);
+	/* A reader arriving now waits for W2 (writer preference). */
+	actor_start(&late, sem, OP_READ);
+	WAIT_FOR(lw_readers_waiting(sem) == 1);
+	for (int i = 0; i < 3; i++) {
+		CHECK(!w2.locked);
+		actor_unlock(&r[i]);
+	}
+	actor_wait_locked(&w2);
+	for (int i = 0; i < 3; i++)
+		CHECK(r[i].order < w2.order);
+	CHECK(!late.locked);
+	actor_unlock(&w2);
+	actor_wait_locked(&late);
+	actor_unlock(&late);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_writers_are_served_in_arrival_order(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor w[4];
+
+	cpuhp_rwsem_write_lock(sem);
+	for (int i = 0; i < 4; i++) {
+		actor_start(&w[i], sem, OP_WRITE);
+		WAIT_FOR(lw_writers_queued(sem) == (unsigned)i + 1);
+	}
+	cpuhp_rwsem_write_unlock(sem);
+	for (int i = 0; i < 4; i++) {
+		actor_wait_locked(&w[i]);
+		for (int j = i + 1; j < 4; j++)
+			CHECK(!w[j].locked);
+		actor_unlock(&w[i]);
+	}
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_read_trylock_fails_only_while_writer_blocks(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	CHECK(cpuhp_rwsem_read_trylock(sem)); /* idle: fast path */
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_write_lock(sem);
+	CHECK(!cpuhp_rwsem_read_trylock(sem));
+	CHECK_EQ_INT(lw_readers(sem), 0); /* the failed attempt left no count */
+	cpuhp_rwsem_write_unlock(sem);
+	/* Writer gone, rcu_sync not idle yet: the slow path succeeds. */
+	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE);
+	CHECK(cpuhp_rwsem_read_trylock(sem));
+	cpuhp_rwsem_read_unlock(sem);
+	lw_wait_idle(&sem->rss);
+	CHECK(cpuhp_rwsem_read_trylock(sem));
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_write_timeout_while_draining_restores_lock_and_lets_readers_in(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor w = {.timeout_ms = 50}, r, w2;
+
+	cpuhp_rwsem_read_lock(sem); /* the reader the writer will wait for */
+	actor_start(&w, sem, OP_WRITE_TIMEOUT);
+	WAIT_FOR(lw_writer_draining(sem));
+	actor_start(&r, sem, OP_READ); /* blocked by the timing-out writer */
+	actor_start(&w2, sem, OP_WRITE);
+	WAIT_FOR(lw_readers_waiting(sem) == 1 && lw_writers_queued(sem) == 1);
+	actor_wait_locked(&w); /* returns: timed out */
+	CHECK_EQ_INT(w.result, -ETIMEDOUT);
+	pthread_join(w.tid, NULL);
+	actor_wait_locked(&r); /* the reader it blocked got in */
+	/* W2 got ->block handed over and now waits for both readers. */
+	WAIT_FOR(lw_writer_draining(sem));
+	CHECK_EQ_INT(lw_readers(sem), 2);
+	cpuhp_rwsem_read_unlock(sem);
+	actor_unlock(&r);
+	actor_wait_locked(&w2);
+	actor_unlock(&w2);
+	/* Exactly as before: unlocked, nobody queued, readers and writers work. */
+	CHECK(!lw_blocked(sem));
+	CHECK_EQ_INT(lw_writers_queued(sem), 0);
+	CHECK_EQ_INT(lw_readers_waiting(sem), 0);
+	CHECK_EQ_INT(cpuhp_rwsem_write_lock_timeout(sem, 1000), 0);
+	cpuhp_rwsem_write_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_write_timeout_while_queued_leaves_queue_unchanged(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor w = {.timeout_ms = 30};
+
+	cpuhp_rwsem_write_lock(sem);
+	actor_start(&w, sem, OP_WRITE_TIMEOUT);
+	actor_wait_locked(&w);
+	CHECK_EQ_INT(w.result, -ETIMEDOUT);
+	pthread_join(w.tid, NULL);
+	CHECK_EQ_INT(lw_writers_queued(sem), 0);
+	CHECK(lw_blocked(sem)); /* still ours */
+	CHECK_EQ_INT(lw_gp_count(&sem->rss), 1);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK(!lw_blocked(sem));
+	cpuhp_rwsem_free(sem);
+}
+
+static void *unlock_thread(void *p)
+{
+	cpuhp_rwsem_read_unlock(p);
+	return NULL;
+}
+
+static void rwsem_read_lock_released_on_another_thread(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	pthread_t t;
+
+	for (int phase = 0; phase < 2; phase++) {
+		/* phase 0: fast path both ways; 1: with rcu_sync not idle */
+		cpuhp_rwsem_read_lock(sem);
+		CHECK_EQ_INT(lw_readers(sem), 1);
+		pthread_create(&t, NULL, unlock_thread, sem);
+		pthread_join(t, NULL); /* its slot went to -1, then into ->shared */
+		CHECK_EQ_INT(lw_readers(sem), 0);
+		CHECK_EQ_INT(cpuhp_rwsem_write_lock_timeout(sem, 5000), 0);
+		cpuhp_rwsem_write_unlock(sem);
+	}
+	cpuhp_rwsem_free(sem);
+}
+
+static unsigned registered_threads(void)
+{
+	unsigned n;
+
+	cpuhp__registry_lock();
+	n = cpuhp__registry_count_locked();
+	cpuhp__registry_unlock();
+	return n;
+}
+
+static void *short_reader(void *p)
+{
+	cpuhp_rwsem_read_lock(p);
+	cpuhp_rwsem_read_unlock(p);
+	return NULL;
+}
+
+static void rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	unsigned before = registered_threads();
+	pthread_t t[16];
+
+	for (int i = 0; i < 10000; i += 16) {
+		for (int j = 0; j < 16; j++)
+			pthread_create(&t[j], NULL, short_reader, sem);
+		for (int j = 0; j < 16; j++)
+			pthread_join(t[j], NULL);
+	}
+	/* Joined threads ran their exit destructors: nothing stays registered. */
+	CHECK_EQ_INT(registered_threads(), before);
+	CHECK_EQ_INT(lw_readers(sem), 0);
+	CHECK_EQ_INT(cpuhp_rwsem_write_lock_timeout(sem, 5000), 0);
+	cpuhp_rwsem_write_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+struct hammer {
+	struct cpuhp_rwsem *sem;
+	_Atomic int stop;
+	_Atomic long loops;
+};
+
+static void *hammer_thread(void *p)
+{
+	struct hammer *h = p;
+
+	while (!atomic_load(&h->stop)) {
+		cpuhp_rwsem_read_lock(h->sem);
+		cpuhp_rwsem_read_unlock(h->sem);
+		atomic_fetch_add(&h->loops, 1);
+	}
+	return NULL;
+}
+
+static int child_uses_lock(struct cpuhp_rwsem *sem)
+{
+	/* Read locks of the parent's other threads do not exist here. */
+	for (int i = 0; i < 3; i++) {
+		if (cpuhp_rwsem_write_lock_timeout(sem, 5000))
+			return 10 + i;
+		cpuhp_rwsem_write_unlock(sem);
+		cpuhp_rwsem_read_lock(sem);
+		cpuhp_rwsem_read_unlock(sem);
+	}
+	lw_wait_idle(&sem->rss); /* the child's call_rcu worker runs */
+	cpuhp_rwsem_free(sem);
+	return 0;
+}
+
+static void rwsem_survives_fork_with_readers_running(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct hammer h = {.sem = sem};
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, hammer_thread, &h);
+	for (int round = 0; round < 20; round++) {
+		int status;
+		pid_t pid;
+
+		WAIT_FOR(atomic_load(&h.loops) > 1000L * (round + 1));
+		if (round % 2) { /* also fork with an exit callback pending */
+			cpuhp_rwsem_write_lock(sem);
+			cpuhp_rwsem_write_unlock(sem);
+		}
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0)
+			_exit(child_uses_lock(sem));
+		CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status))
+			fprintf(stderr, "child killed by signal %d\n", WTERMSIG(status));
+		CHECK(WIFEXITED(status));
+		CHECK_EQ_INT(WEXITSTATUS(status), 0);
+	}
+	atomic_store(&h.stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	/* The parent's lock still works. */
+	CHECK_EQ_INT(cpuhp_rwsem_write_lock_timeout(sem, 5000), 0);
+	cpuhp_rwsem_write_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+int main(void)
+{
+	RUN_TEST(rwsem_readers_take_fast_path_while_no_writer);
+	RUN_TEST(rwsem_writer_excludes_readers_and_writers);
+	RUN_TEST(rwsem_writer_waits_for_readers_inside);
+	RUN_TEST(rwsem_writer_preference_blocks_new_readers_while_old_ones_hold);
+	RUN_TEST(rwsem_readers_blocked_by_writer_enter_before_next_writer);
+	RUN_TEST(rwsem_writers_are_served_in_arrival_order);
+	RUN_TEST(rwsem_read_trylock_fails_only_while_writer_blocks);
+	RUN_TEST(rwsem_write_timeout_while_draining_restores_lock_and_lets_readers_in);
+	RUN_TEST(rwsem_write_timeout_while_queued_leaves_queue_unchanged);
+	RUN_TEST(rwsem_read_lock_released_on_another_thread);
+	RUN_TEST(rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind);
+	RUN_TEST(rwsem_survives_fork_with_readers_running);
+	return 0;
+}
