@@ -3,6 +3,7 @@
 #include "bench.h"
 
 extern const struct bench_lock_ops bench_floor;
+extern const struct bench_lock_ops bench_floor_call;
 extern const struct bench_lock_ops bench_mutex;
 extern const struct bench_lock_ops bench_percpu2013;
 extern const struct bench_lock_ops bench_cpuhp;
@@ -21,6 +22,7 @@ extern const struct bench_lock_ops bench_counter_atomic;
 // clang-format off
 const struct bench_lock_ops *const bench_designs[] = {
 	&bench_floor,
+	&bench_floor_call,
 	&bench_mutex,
 	&bench_percpu2013,
 	&bench_cpuhp,

@@ -206,7 +206,8 @@ static void print_table(const char *title, const enum metric_id *cols, unsigned 
 			if (isnan(instr[d]))
 				printf(" – |");
 			else
-				printf(" %.1f |", instr[d]);
+				printf(" %.0f%s |", instr[d],
+				       bench_designs[d]->uses_rseq ? "†" : "");
 		}
 		for (unsigned i = 0; i < ncols; i++)
 			printf(" %s |", cell(buf, sizeof(buf), d, ref, cols[i]));
@@ -447,6 +448,11 @@ int main(int argc, char **argv)
 		print_table("Reader throughput, two reader threads, total (median; ratio to "
 		            "design 3, <1 = fewer reads)",
 		            tput_cols, 5, run, (unsigned)ref, NULL, true);
+		if (callgrind)
+			printf(
+			    "\ninstr/pair: callgrind, (Ir(N2) - Ir(N1)) / (N2 - N1).  † valgrind "
+			    "cannot register rseq, so the fallback path was counted, not the "
+			    "restartable sequence.\n");
 		for (unsigned d = 0; d < bench_ndesigns; d++)
 			if (run[d] && bench_designs[d]->note)
 				printf("\n%s: %s", bench_designs[d]->name, bench_designs[d]->note);

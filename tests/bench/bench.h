@@ -33,6 +33,8 @@ struct bench_lock_ops {
 	void (*read_loop)(void *lock, uint64_t n);
 	/* Optional one-line note printed under the table. */
 	const char *note;
+	/* Reads through rseq: under valgrind (no rseq) its fallback is what runs. */
+	bool uses_rseq;
 };
 
 /*

@@ -83,6 +83,7 @@ const struct bench_lock_ops bench_counter_rseq = {
     .read_lock = rseq_inc_op,
     .read_unlock = rseq_dec_op,
     .read_loop = rseq_loop,
+    .uses_rseq = true,
     .note = "per-CPU counter pair only (no lock): restartable sequence; atomic fallback "
             "when glibc did not register rseq (as under valgrind).",
 };

@@ -285,6 +285,7 @@ const struct bench_lock_ops bench_rseq_rwsem = {
     .write_lock = rl_write_lock,
     .write_unlock = rl_write_unlock,
     .read_loop = rl_read_loop,
+    .uses_rseq = true,
     .note = "design 2 with liburcu replaced: reader = one restartable sequence on a per-CPU "
             "slot, grace period = membarrier(PRIVATE_EXPEDITED_RSEQ); inline in the caller.",
 };
@@ -301,6 +302,7 @@ const struct bench_lock_ops bench_rseq_thread = {
     .thread_init = rl_thread_init,
     .thread_fini = rl_thread_fini,
     .read_loop = rlt_read_loop,
+    .uses_rseq = true,
     .note = "as rseq-rwsem, but the sequence guards a per-thread slot (the counters "
             "libcpuhp already has) instead of a per-CPU one.",
 };
