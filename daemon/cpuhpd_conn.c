@@ -71,6 +71,19 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 	uv_close((uv_handle_t *)&c->pipe, close_cb);
 }
 
+/* The peer went away while we wrote: an ordinary disconnect, not worth a log line. */
+static void write_failed(struct cpuhpd_conn *c, int status)
+{
+	char why[128];
+
+	if (status == UV_EPIPE || status == UV_ECONNRESET) {
+		cpuhpd_conn_close(c, NULL);
+		return;
+	}
+	snprintf(why, sizeof(why), "write failed: %s", uv_strerror(status));
+	cpuhpd_conn_close(c, why);
+}
+
 static void write_cb(uv_write_t *req, int status)
 {
 	struct write_req *wr = cpuhpd_container_of(req, struct write_req, req);
@@ -79,12 +92,8 @@ static void write_cb(uv_write_t *req, int status)
 	c->queued--;
 	free(wr->frame);
 	free(wr);
-	if (status < 0 && status != UV_ECANCELED && !c->closing) {
-		char why[128];
-
-		snprintf(why, sizeof(why), "write failed: %s", uv_strerror(status));
-		cpuhpd_conn_close(c, why);
-	}
+	if (status < 0 && status != UV_ECANCELED && !c->closing)
+		write_failed(c, status);
 }
 
 /* Takes ownership of @frame. */
@@ -106,11 +115,8 @@ static void send_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len)
 		if (n > 0) {
 			off = (size_t)n;
 		} else if (n != UV_EAGAIN) {
-			char why[128];
-
 			free(frame);
-			snprintf(why, sizeof(why), "write failed: %s", uv_strerror(n));
-			cpuhpd_conn_close(c, why);
+			write_failed(c, n);
 			return;
 		}
 	}

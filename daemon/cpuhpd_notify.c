@@ -32,6 +32,6 @@ void cpuhpd_notify(const char *state)
 		return;
 	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
 	           (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-		cpuhpd_warn("cannot notify %s: %m", path);
+		cpuhpd_debug("cannot notify %s: %m", path); /* the listener may be gone */
 	close(fd);
 }
