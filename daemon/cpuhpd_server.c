@@ -51,6 +51,16 @@ static int activation_fd(void)
 	return fd;
 }
 
+/* The path systemd bound, for log lines: --socket does not apply then. */
+static void activated_path(struct cpuhpd *d, int fd)
+{
+	static struct sockaddr_un sa;
+	socklen_t len = sizeof(sa) - 1;
+
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0])
+		d->opt.socket_path = sa.sun_path;
+}
+
 static int make_parent_dirs(const char *path)
 {
 	char *p = strdup(path), *s;
@@ -176,6 +186,7 @@ int cpuhpd_server_start(struct cpuhpd *d)
 			return err;
 		}
 		s->activated = true;
+		activated_path(d, fd);
 	} else if (fd != -ENOENT) {
 		return fd;
 	} else {

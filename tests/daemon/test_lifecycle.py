@@ -168,7 +168,7 @@ def test_socket_activation_uses_the_passed_socket_and_leaves_its_file(tmp, sim):
     d.start(argv=argv, pass_fds=[listener.fileno()])
     listener.close()
     try:
-        assert 'socket activation' in d.log()
+        assert f'listening on {path} (socket activation)' in d.log(), d.log()
         p = fixture.Probe(path)
         p.connect('a')
         assert p.status('a')['connections'] == 1
