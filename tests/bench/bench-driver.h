@@ -18,6 +18,8 @@ enum metric_id {
 	M_READ_2T1C,  /* ns of wall time per pair, two threads on one CPU */
 	M_WRITE_IDLE, /* µs, write_lock+write_unlock from idle */
 	M_BURST10,    /* µs, 10 back-to-back writers from idle, no readers running */
+	M_WRITE_1R,   /* µs, one writer while one reader loops on the other CPU */
+	M_BURST10_1R, /* µs, 10 writers while one reader loops on the other CPU */
 	M_BURST10_R,  /* µs, the same with two readers running */
 	M_TPUT_BURST, /* Mpairs/s of the two readers during that burst */
 	M_TPUT_NONE,  /* Mpairs/s of two readers, no writer */

@@ -160,11 +160,16 @@ void measure_read_path(unsigned d, const struct bench_lock_ops *ops, void *lock,
 #define CREW       2
 #define CREW_CHUNK 64
 
-/* Two reader threads, either looping (RUN) or registered and idle (PARK). */
+/*
+ * Up to two reader threads, either looping or registered and idle (parked),
+ * optionally pinned.
+ */
 struct crew {
 	const struct bench_lock_ops *ops;
 	void *lock;
 	bool park;
+	unsigned n;
+	int cpu[CREW]; /* -1: not pinned */
 	struct {
 		_Atomic uint64_t pairs; /* written by its reader only */
 	} __attribute__((aligned(BENCH_CACHELINE))) progress[CREW];
@@ -184,6 +189,7 @@ static void *crew_thread(void *p)
 	pthread_mutex_lock(&c->mu);
 	me = c->next_index++;
 	pthread_mutex_unlock(&c->mu);
+	pin_self(c->cpu[me]);
 	if (c->ops->thread_init)
 		c->ops->thread_init(c->lock);
 	c->ops->read_loop(c->lock, 256);
@@ -207,16 +213,20 @@ static void *crew_thread(void *p)
 	return NULL;
 }
 
-static void crew_start(struct crew *c, const struct bench_lock_ops *ops, void *lock, bool park)
+static void crew_start(struct crew *c, const struct bench_lock_ops *ops, void *lock, bool park,
+                       unsigned n, const int *cpus)
 {
 	memset(c, 0, sizeof(*c));
 	c->ops = ops;
 	c->lock = lock;
 	c->park = park;
+	c->n = n;
+	for (unsigned i = 0; i < CREW; i++)
+		c->cpu[i] = cpus ? cpus[i] : -1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
-	pthread_barrier_init(&c->ready, NULL, CREW + 1);
-	for (unsigned i = 0; i < CREW; i++)
+	pthread_barrier_init(&c->ready, NULL, n + 1);
+	for (unsigned i = 0; i < n; i++)
 		start_thread(&c->tid[i], crew_thread, c);
 	pthread_barrier_wait(&c->ready);
 }
@@ -232,7 +242,7 @@ static void crew_stop(struct crew *c)
 static void crew_join(struct crew *c)
 {
 	crew_stop(c);
-	for (unsigned i = 0; i < CREW; i++)
+	for (unsigned i = 0; i < c->n; i++)
 		pthread_join(c->tid[i], NULL);
 	pthread_barrier_destroy(&c->ready);
 	pthread_cond_destroy(&c->cv);
@@ -243,13 +253,21 @@ static uint64_t crew_pairs(struct crew *c)
 {
 	uint64_t sum = 0;
 
-	for (unsigned i = 0; i < CREW; i++)
+	for (unsigned i = 0; i < c->n; i++)
 		sum += atomic_load_explicit(&c->progress[i].pairs, memory_order_relaxed);
 	return sum;
 }
 
+enum wjob_kind {
+	WJOB_IDLE,       /* two readers parked */
+	WJOB_ONE_READER, /* one reader looping on the other CPU */
+	WJOB_RUNNING,    /* two readers looping, not pinned */
+};
+
 /* A writer thread's job; the main thread watches it with a deadline. */
 struct wjob {
+	enum wjob_kind kind;
+	int cpu; /* the writer's CPU, or -1 */
 	unsigned d, rep;
 	const struct bench_lock_ops *ops;
 	void *lock;
@@ -289,6 +307,24 @@ static void wjob_idle(struct wjob *j)
 	}
 	sleep_ms(j->cfg->idle_gap_ms);
 	stats_add(j->d, M_BURST10, j->rep, burst(j->ops, j->lock) * 1e6);
+}
+
+/*
+ * One reader looping on the other CPU: what grace periods cost when a
+ * reader is busy but the writer has a CPU of its own (no scheduling delay).
+ */
+static void wjob_one_reader(struct wjob *j)
+{
+	double t0;
+
+	for (unsigned k = 0; k < j->cfg->idle_samples; k++) {
+		sleep_ms(j->cfg->idle_gap_ms);
+		t0 = now_s();
+		write_once(j->ops, j->lock);
+		stats_add(j->d, M_WRITE_1R, j->rep, (now_s() - t0) * 1e6);
+	}
+	sleep_ms(j->cfg->idle_gap_ms);
+	stats_add(j->d, M_BURST10_1R, j->rep, burst(j->ops, j->lock) * 1e6);
 }
 
 /* Readers running: quiet throughput, a burst, then periodic writers. */
@@ -345,12 +381,15 @@ static void *wjob_thread(void *p)
 {
 	struct wjob *j = p;
 
+	pin_self(j->cpu);
 	if (j->ops->thread_init)
 		j->ops->thread_init(j->lock);
 	/* A hotplug writer is a long-lived thread: registration is not its cost. */
 	write_once(j->ops, j->lock);
-	if (j->crew->park)
+	if (j->kind == WJOB_IDLE)
 		wjob_idle(j);
+	else if (j->kind == WJOB_ONE_READER)
+		wjob_one_reader(j);
 	else
 		wjob_running(j);
 	if (j->ops->thread_fini)
@@ -395,19 +434,51 @@ void measure_writers(unsigned d, const struct bench_lock_ops *ops, void *lock, u
                      const struct config *cfg)
 {
 	struct crew *c = aligned_alloc(BENCH_CACHELINE, sizeof(*c));
-	struct wjob j = {.d = d, .rep = rep, .ops = ops, .lock = lock, .cfg = cfg, .crew = c};
+	struct wjob j = {.kind = WJOB_IDLE,
+	                 .cpu = -1,
+	                 .d = d,
+	                 .rep = rep,
+	                 .ops = ops,
+	                 .lock = lock,
+	                 .cfg = cfg,
+	                 .crew = c};
+	int other[CREW] = {cfg->cpu_b, -1};
 	double budget = cfg->watchdog_s;
 
 	if (!c)
 		BENCH_CHECK(-ENOMEM);
-	crew_start(c, ops, lock, true);
+	crew_start(c, ops, lock, true, CREW, NULL);
 	run_wjob(&j, budget);
 	crew_join(c);
 
+	if (cfg->cpu_b >= 0) {
+		crew_start(c, ops, lock, false, 1, other);
+		j = (struct wjob){.kind = WJOB_ONE_READER,
+		                  .cpu = cfg->cpu_a,
+		                  .d = d,
+		                  .rep = rep,
+		                  .ops = ops,
+		                  .lock = lock,
+		                  .cfg = cfg,
+		                  .crew = c};
+		if (run_wjob(&j, budget)) {
+			stats_mark_starved(d, M_WRITE_1R);
+			stats_mark_starved(d, M_BURST10_1R);
+		}
+		crew_join(c);
+	}
+
 	for (int i = 0; i < 4; i++)
 		budget += (cfg->idle_gap_ms + cfg->tput_window_ms[i]) * 1e-3;
-	crew_start(c, ops, lock, false);
-	j.done = false;
+	crew_start(c, ops, lock, false, CREW, NULL);
+	j = (struct wjob){.kind = WJOB_RUNNING,
+	                  .cpu = -1,
+	                  .d = d,
+	                  .rep = rep,
+	                  .ops = ops,
+	                  .lock = lock,
+	                  .cfg = cfg,
+	                  .crew = c};
 	if (run_wjob(&j, budget)) {
 		for (int m = M_BURST10_R; m <= M_TPUT_100MS; m++)
 			stats_mark_starved(d, m);
