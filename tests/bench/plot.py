@@ -19,14 +19,19 @@ import tempfile
 
 LABELS = {
     'floor': 'floor',
+    'floor-call': 'floor, calls',
     'mutex': '1 mutex',
     'percpu2013': '2 percpu-2013',
     'cpuhp': '3 cpuhp .so',
-    'cpuhp-static': '3 cpuhp static',
-    'cpuhp-inline': '3 inline (proto)',
-    'rseq-percpu': 'rseq (proto)',
+    'cpuhp-static': '3 static',
+    'cpuhp-inline': '3 inline*',
+    'cpuhp-inline-cached': '3 inline+cache*',
+    'rseq-rwsem': 'rseq per-CPU*',
+    'rseq-thread': 'rseq per-thread*',
     'rwlock': 'rwlock',
     'rwlock-wr': 'rwlock wr-pref',
+    'rseq-counter': 'ctr rseq',
+    'atomic-counter': 'ctr atomic',
 }
 
 PANELS = [
@@ -38,8 +43,10 @@ PANELS = [
       ('tput_writer_10ms', 'every 10 ms'), ('tput_writer_1ms', 'every 1 ms'),
       ('tput_during_burst', 'during a 10-writer burst')]),
     ('Writer latency (us, log scale, lower is better)', True,
-     [('writer_idle', '1 writer from idle'), ('burst10', 'burst of 10'),
-      ('burst10_readers', 'burst of 10, readers running')]),
+     [('writer_idle', '1 writer, readers idle'), ('burst10', 'burst of 10, readers idle'),
+      ('writer_1reader', '1 writer, 1 busy reader'),
+      ('burst10_1reader', 'burst of 10, 1 busy reader'),
+      ('burst10_readers', 'burst of 10, 2 busy readers')]),
 ]
 
 
@@ -70,6 +77,7 @@ def main():
         script = [
             f"set terminal pngcairo size 1400,1500 font 'DejaVu Sans,11'",
             f"set output '{out}'",
+            "set label 1 '* prototypes in tests/bench' at screen 0.01, screen 0.01",
             'set multiplot layout 3,1',
             'set style data histograms',
             'set style histogram clustered gap 1',
@@ -81,6 +89,10 @@ def main():
             'set yrange [0:*]',
         ]
         for i, (title, log, cols) in enumerate(PANELS):
+            # Columns nobody measured (older CSV, --read-only) would break the histogram.
+            cols = [(m, h) for m, h in cols if any((d, m) in med for d in order)]
+            if not cols:
+                continue
             designs = [d for d in order if any((d, m) in med for m, _ in cols)]
             data = os.path.join(tmp, f'panel{i}.dat')
             with open(data, 'w') as f:
