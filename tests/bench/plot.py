@@ -35,7 +35,7 @@ LABELS = {
 }
 
 PANELS = [
-    ('Read lock+unlock cost (ns per pair, lower is better)', False,
+    ('Read lock+unlock cost (ns per pair, log scale, lower is better)', True,
      [('read_1t', '1 thread'), ('read_2t', '2 threads, per thread'),
       ('read_2t_1core', '2 threads on 1 core')]),
     ('Reader throughput, 2 reader threads (Mpairs/s, higher is better)', False,
