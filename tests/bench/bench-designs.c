@@ -15,6 +15,7 @@ extern const struct bench_lock_ops bench_rwlock_wr;
 #ifdef BENCH_HAVE_RSEQ
 extern const struct bench_lock_ops bench_rseq_rwsem;
 extern const struct bench_lock_ops bench_rseq_thread;
+extern const struct bench_lock_ops bench_rseq_thread_call;
 extern const struct bench_lock_ops bench_counter_rseq;
 extern const struct bench_lock_ops bench_counter_atomic;
 #endif
@@ -32,6 +33,7 @@ const struct bench_lock_ops *const bench_designs[] = {
 #ifdef BENCH_HAVE_RSEQ
 	&bench_rseq_rwsem,
 	&bench_rseq_thread,
+	&bench_rseq_thread_call,
 #endif
 	&bench_rwlock,
 	&bench_rwlock_wr,

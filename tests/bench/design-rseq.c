@@ -201,12 +201,13 @@ static inline void rlt_read_unlock_inline(struct rl_lock *l)
 		rl_put_slow(l);
 }
 
-static void rlt_read_lock(void *lock)
+/* Out of line, as a library function would be (no PLT, though). */
+static __attribute__((noinline)) void rlt_read_lock(void *lock)
 {
 	rlt_read_lock_inline(lock);
 }
 
-static void rlt_read_unlock(void *lock)
+static __attribute__((noinline)) void rlt_read_unlock(void *lock)
 {
 	rlt_read_unlock_inline(lock);
 }
@@ -274,6 +275,7 @@ static void rl_write_unlock(void *lock)
 
 BENCH_DEFINE_READ_LOOP(rl_read_loop, struct rl_lock, rl_read_lock_inline, rl_read_unlock_inline)
 BENCH_DEFINE_READ_LOOP(rlt_read_loop, struct rl_lock, rlt_read_lock_inline, rlt_read_unlock_inline)
+BENCH_DEFINE_READ_LOOP(rlt_call_loop, void, rlt_read_lock, rlt_read_unlock)
 
 const struct bench_lock_ops bench_rseq_rwsem = {
     .name = "rseq-rwsem",
@@ -305,4 +307,21 @@ const struct bench_lock_ops bench_rseq_thread = {
     .uses_rseq = true,
     .note = "as rseq-rwsem, but the sequence guards a per-thread slot (the counters "
             "libcpuhp already has) instead of a per-CPU one.",
+};
+
+const struct bench_lock_ops bench_rseq_thread_call = {
+    .name = "rseq-thread-call",
+    .label = "proto: rseq per-thread, 2 calls",
+    .init = rl_init,
+    .fini = rl_fini,
+    .read_lock = rlt_read_lock,
+    .read_unlock = rlt_read_unlock,
+    .write_lock = rl_write_lock,
+    .write_unlock = rl_write_unlock,
+    .thread_init = rl_thread_init,
+    .thread_fini = rl_thread_fini,
+    .read_loop = rlt_call_loop,
+    .uses_rseq = true,
+    .note = "rseq-thread's read path behind two out-of-line calls: what it would cost "
+            "inside libcpuhp.so without an inline header (minus the PLT).",
 };

@@ -28,6 +28,7 @@ LABELS = {
     'cpuhp-inline-cached': '3 inline+cache*',
     'rseq-rwsem': 'rseq per-CPU*',
     'rseq-thread': 'rseq per-thread*',
+    'rseq-thread-call': 'rseq p-t, calls*',
     'rwlock': 'rwlock',
     'rwlock-wr': 'rwlock wr-pref',
     'rseq-counter': 'ctr rseq',
