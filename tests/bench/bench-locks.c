@@ -380,9 +380,9 @@ int main(int argc, char **argv)
 			cfg.reps = 1;
 		cfg.read_sample_s = 0.004;
 		cfg.idle_samples = 1;
-		cfg.idle_gap_ms = 25;
+		cfg.idle_gap_ms = 15;
 		for (int i = 0; i < 4; i++)
-			cfg.tput_window_ms[i] = 30;
+			cfg.tput_window_ms[i] = 15;
 		cfg.watchdog_s = 5;
 	}
 	pick_cpus(&cfg);
