@@ -81,11 +81,11 @@ class Daemon:
             argv += ['--uevent-socket', self.uevent_socket, '--no-netlink']
         return argv + self.args
 
-    def start(self, argv=None, pass_fds=(), expect_ready=True):
+    def start(self, argv=None, pass_fds=(), expect_ready=True, env=None):
         notify_path = str(self.tmp / 'notify.sock')
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         notify.bind(notify_path)
-        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+        env = dict(os.environ, **(env or {}), NOTIFY_SOCKET=notify_path)
         with open(self.logpath, 'ab') as log:
             self.proc = subprocess.Popen(argv or self.argv(), stderr=log, env=env,
                                          pass_fds=pass_fds)
