@@ -274,6 +274,16 @@ void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 	read_unlock_slow(sem, s);
 }
 
+void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem)
+{
+#if CPUHP_DEBUG
+	struct cpuhp__slot *s = reader_slot(sem);
+
+	if (s)
+		s->held--;
+#endif
+}
+
 /* ------------------------------------------------------------------ writers */
 
 /* Sleep until every reader is out, or @deadline (NULL: forever) passes. */

@@ -14,7 +14,8 @@
  *  - Fairness: every reader that waited on writer W enters before the next
  *    writer W2 gets the lock; writers are served in arrival order.
  *  - A read lock may be released by another thread than the one that took
- *    it (only the sum of the counters matters).
+ *    it (only the sum of the counters matters); debug builds want that
+ *    announced with cpuhp_rwsem_read_disown().
  *  - Any thread may use the lock; liburcu registration is automatic and is
  *    undone when the thread exits.
  *  - fork(): parent and child keep working locks if no writer is active at
@@ -74,6 +75,18 @@ CPUHP_EXPORT bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem);
  * thread.  Release ordering.  Never blocks.
  */
 CPUHP_EXPORT void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem);
+
+/**
+ * cpuhp_rwsem_read_disown() - say that a read lock this thread took will be
+ * released by another thread.
+ *
+ * Releasing on another thread is always allowed; this only tells the debug
+ * build (-Ddebug_checks=true) that the lock no longer belongs to this
+ * thread, so that a later read lock here is not reported as recursion and
+ * this thread may exit.  No effect in other builds.  (The kernel's
+ * percpu_rwsem_release() annotation plays the same role for lockdep.)
+ */
+CPUHP_EXPORT void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem);
 
 /**
  * cpuhp_rwsem_write_lock() - take the lock exclusive.
