@@ -24,6 +24,12 @@ extern "C" {
 /* The kernel's largest NR_CPUS; CPU numbers must be below it. */
 #define CPUHP_CPUSET_MAX 8192
 
+/*
+ * A buffer this large holds any set cpuhp_cpuset_format() can write, with
+ * its NUL (the worst case is pairs: "0-1,3-4,...,8189-8190").
+ */
+#define CPUHP_CPUSET_LIST_MAX 26569
+
 struct cpuhp_cpuset {
 	uint64_t bits[CPUHP_CPUSET_MAX / 64];
 };
@@ -43,17 +49,21 @@ CPUHP_EXPORT void cpuhp_cpuset_del(struct cpuhp_cpuset *set, unsigned cpu);
 CPUHP_EXPORT bool cpuhp_cpuset_has(const struct cpuhp_cpuset *set, unsigned cpu);
 CPUHP_EXPORT unsigned cpuhp_cpuset_count(const struct cpuhp_cpuset *set);
 CPUHP_EXPORT bool cpuhp_cpuset_equal(const struct cpuhp_cpuset *a, const struct cpuhp_cpuset *b);
-/** Return: the lowest CPU in @set above @after (pass -1 to start), or -1. */
+/** Return: the lowest CPU in @set above @after (any negative @after starts at 0), or -1. */
 CPUHP_EXPORT int cpuhp_cpuset_next(const struct cpuhp_cpuset *set, int after);
 
 /**
  * cpuhp_cpuset_parse() - parse a kernel range list.
  * @str: e.g. "0-3,8,10-11"; leading/trailing whitespace and a final newline
  *       are accepted; an empty (or all-whitespace) string is the empty set.
+ *       Overlaps and repeats are accepted, as the kernel does ("1-3,2-5" is
+ *       1-5).  A caller holding a list with a length (a wire field, a Python
+ *       string) must reject embedded NULs itself: parsing stops at the first.
  * @out: written only on success.
  *
- * Return: 0; -EINVAL for anything else (garbage, "3-1", "1,,2", "-1", "1-");
- * -ERANGE for a CPU number >= CPUHP_CPUSET_MAX.
+ * Return: 0; -EINVAL for anything that is not a range list (garbage, "3-1",
+ * "1,,2", "-1", "1-", signs, hex, the kernel's "0-7:2/4" extension), checked
+ * first; then -ERANGE for a well-formed list naming a CPU >= CPUHP_CPUSET_MAX.
  */
 CPUHP_EXPORT int cpuhp_cpuset_parse(const char *str, struct cpuhp_cpuset *out);
 
@@ -71,7 +81,11 @@ CPUHP_EXPORT int cpuhp_cpuset_format(const struct cpuhp_cpuset *set, char *buf, 
  * tree only needs the same files under <root>/devices/system/cpu/.
  */
 
-/** Return: 0, -errno from open/read, or -EINVAL if the file is not a range list. */
+/**
+ * Return: 0; -errno from open/read; -ENOMEM; -ENAMETOOLONG for an overlong
+ * @root; -EINVAL if the file is not a range list of CPUs below
+ * CPUHP_CPUSET_MAX (or is over 64 KiB, or holds a NUL).
+ */
 CPUHP_EXPORT int cpuhp_sysfs_read_mask(const char *root, enum cpuhp_mask which,
                                        struct cpuhp_cpuset *out);
 
@@ -90,7 +104,8 @@ CPUHP_EXPORT int cpuhp_sysfs_read_online(const char *root, unsigned cpu, bool *o
  * Return: 0 once the file reads back @online; otherwise the kernel's error:
  * -ENOENT (no such CPU, or not hotpluggable), -EINVAL, -EPERM, -EBUSY (last
  * online CPU, hotplug disabled), -EACCES (not root), -EOPNOTSUPP, ...;
- * -EIO if the write succeeded but the file reads back the other value.
+ * -EIO for a short write, or if the write succeeded but the file reads back
+ * anything but @online; -ENAMETOOLONG for an overlong @root.
  */
 CPUHP_EXPORT int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online);
 
