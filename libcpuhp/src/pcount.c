@@ -27,6 +27,7 @@
 #include "internal.h"
 
 __thread struct cpuhp__thread *cpuhp__self;
+__thread struct cpuhp__slot *cpuhp__chunk0;
 
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cpuhp__thread *registry;  /* every registered thread */
@@ -96,6 +97,7 @@ static void thread_exit(void *arg)
 	cpuhp__registry_unlock();
 
 	cpuhp__self = NULL;
+	cpuhp__chunk0 = NULL;
 	thread_free(t);
 }
 
@@ -155,6 +157,8 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 			goto out;
 		memset(chunk, 0, CHUNK_BYTES);
 		t->chunks[pc->chunk] = chunk;
+		if (pc->chunk == 0)
+			cpuhp__chunk0 = chunk;
 	}
 	s = &t->chunks[pc->chunk][pc->slot];
 out:

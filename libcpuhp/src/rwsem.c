@@ -136,7 +136,8 @@ static void wake_writer(struct cpuhp_rwsem *sem)
 	cpuhp__futex_wake(&sem->wseq, 1);
 }
 
-static void read_unlock_slow(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+__attribute__((noinline, cold)) static void read_unlock_slow(struct cpuhp_rwsem *sem,
+                                                             struct cpuhp__slot *s)
 {
 	/*
 	 * B: our critical section (or failed attempt) before the decrement;
@@ -174,7 +175,8 @@ static bool read_trylock_slow(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 	return false;
 }
 
-static bool read_lock_slow(struct cpuhp_rwsem *sem, bool try)
+/* Out of line and cold: the fast paths then need no stack frame. */
+__attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *sem, bool try)
 {
 	struct cpuhp__slot *s = reader_slot(sem);
 	unsigned long gen;
@@ -212,10 +214,9 @@ locked:
 
 void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
 {
-	struct cpuhp__thread *t = cpuhp__self;
-	struct cpuhp__slot *s;
+	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	if (cpuhp__likely(t) && cpuhp__likely(s = cpuhp__slot_fast(t, &sem->readers))) {
+	if (cpuhp__likely(s)) {
 		/* Fast path: see the file comment and G in rcu_sync.c. */
 		urcu_memb_read_lock();
 		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
@@ -231,10 +232,9 @@ void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
 
 bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem)
 {
-	struct cpuhp__thread *t = cpuhp__self;
-	struct cpuhp__slot *s;
+	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	if (cpuhp__likely(t) && cpuhp__likely(s = cpuhp__slot_fast(t, &sem->readers))) {
+	if (cpuhp__likely(s)) {
 		urcu_memb_read_lock();
 		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
 			cpuhp__slot_add(s, 1, memory_order_relaxed);
@@ -247,12 +247,20 @@ bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem)
 	return read_lock_slow(sem, true);
 }
 
+/* A thread that never took this lock releases it (or has no slot yet). */
+__attribute__((noinline, cold)) static void read_unlock_without_slot(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__slot *s = reader_slot(sem);
+
+	debug_read_unlocked(sem, s);
+	read_unlock_slow(sem, s);
+}
+
 void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 {
-	struct cpuhp__thread *t = cpuhp__self;
-	struct cpuhp__slot *s;
+	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	if (cpuhp__likely(t) && cpuhp__likely(s = cpuhp__slot_fast(t, &sem->readers))) {
+	if (cpuhp__likely(s)) {
 		debug_read_unlocked(sem, s);
 		urcu_memb_read_lock();
 		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
@@ -269,9 +277,7 @@ void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 		read_unlock_slow(sem, s);
 		return;
 	}
-	s = reader_slot(sem);
-	debug_read_unlocked(sem, s);
-	read_unlock_slow(sem, s);
+	read_unlock_without_slot(sem);
 }
 
 void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem)
