@@ -12,7 +12,13 @@
  *   E  reader leaving: count-- then load ->wwait           (rwsem.c)  pairs with F
  *   F  writer: ->wwait = 1 then sum the counts              (rwsem.c)  pairs with E
  *   G  rcu_sync: state != IDLE, then synchronize_rcu()      (rcu_sync.c) pairs with
- *      the reader fast path's read-side section (rwsem.c: "fast path").
+ *      the reader fast path's read-side section (rwsem.c, without membarrier).
+ *   H  rcu_sync: state != IDLE, then membarrier()           (rcu_sync.c) pairs with
+ *      the reader fast path's count++ then load of the state (rwsem.c, with
+ *      membarrier): the membarrier puts a full barrier into every running
+ *      reader, so either the reader's increment is visible to the writer's
+ *      later sum, or the reader's load comes after the barrier and sees the
+ *      state the writer stored before it.
  */
 #ifndef CPUHP_INTERNAL_H
 #define CPUHP_INTERNAL_H
@@ -28,6 +34,9 @@
 
 #include <cpuhp/rcu_sync.h>
 #include <cpuhp/rwsem.h>
+
+/* Internal symbols shared between the library's files, never exported. */
+#define CPUHP__HIDDEN __attribute__((visibility("hidden")))
 
 #define cpuhp__likely(x)   __builtin_expect(!!(x), 1)
 #define cpuhp__unlikely(x) __builtin_expect(!!(x), 0)
@@ -136,7 +145,7 @@ struct cpuhp__thread {
 };
 
 /* Set on first use by cpuhp__thread_get(); NULL until then and after exit. */
-extern __thread struct cpuhp__thread *cpuhp__self;
+extern __thread struct cpuhp__thread *cpuhp__self CPUHP__HIDDEN;
 
 /* Register the calling thread (liburcu included).  NULL only on ENOMEM. */
 struct cpuhp__thread *cpuhp__thread_slow(void);
@@ -164,7 +173,7 @@ static inline struct cpuhp__slot *cpuhp__slot_fast(struct cpuhp__thread *t,
  * program's locks), cached so that the fast path reaches its slot in one
  * TLS load instead of four dependent loads.  Non-NULL implies registered.
  */
-extern __thread struct cpuhp__slot *cpuhp__chunk0;
+extern __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__HIDDEN;
 
 /* The fast path's lookup: the slot, or NULL if it needs the slow path. */
 static inline struct cpuhp__slot *cpuhp__slot_lookup(const struct cpuhp__pcount *pc)
@@ -249,6 +258,11 @@ void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem);
 
 /* debug.c helpers, compiled only with CPUHP_DEBUG. */
 void cpuhp__debug_thread_exit(struct cpuhp__thread *t);
+
+/* membarrier.c: true if readers may rely on H instead of RCU sections (G). */
+extern bool cpuhp__asym_fence CPUHP__HIDDEN;
+void cpuhp__membarrier_init(void);
+void cpuhp__membarrier(void);
 
 /* fork.c */
 void cpuhp__fork_init(void);

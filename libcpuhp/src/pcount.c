@@ -295,6 +295,7 @@ __attribute__((constructor)) static void cpuhp_lib_init(void)
 	int err = pthread_key_create(&exit_key, thread_exit);
 
 	CPUHP_BUG_ON(err, "libcpuhp", "pthread_key_create failed: %s", strerror(err));
+	cpuhp__membarrier_init();
 	cpuhp__fork_init();
 	cpuhp__hotplug_init();
 }

@@ -102,6 +102,12 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 		 * decrements in rwsem.c.
 		 */
 		urcu_memb_synchronize_rcu();
+		/*
+		 * H: readers of a cpuhp_rwsem that use no read-side section
+		 * (see rwsem.c) are ordered by this fence on their CPUs.
+		 */
+		if (cpuhp__asym_fence)
+			cpuhp__membarrier();
 		pthread_mutex_lock(&rss->lock);
 		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 		set_state(rss, CPUHP__GP_PASSED);

@@ -4,10 +4,13 @@
  * rcu_sync-switched fast path, after the kernel's percpu-rwsem (semantics
  * only).
  *
- * Reader fast path (rcu_sync idle): inside an RCU read-side section, bump
- * this thread's slot.  No barrier: the writer's grace period (G, rcu_sync.c)
- * orders us.  Slow path (rcu_sync not idle): bump the slot, full barrier,
- * look at ->block; if a writer holds it, undo and queue under ->lock.
+ * Reader fast path (rcu_sync idle): bump this thread's slot and check that
+ * rcu_sync is still idle.  No barrier: where membarrier works, the writer's
+ * membarrier in rcu_sync enter orders us (H); elsewhere the check and the
+ * increment sit in an RCU read-side section and the writer's grace period
+ * orders us (G, the kernel's scheme).  Slow path (rcu_sync not idle): bump
+ * the slot, full barrier, look at ->block; if a writer holds it, undo and
+ * queue under ->lock.
  *
  * Writer: rcu_sync enter (readers go slow), take ->block (FIFO among
  * writers), full barrier, wait until the summed counts are zero.  Unlock:
@@ -212,20 +215,51 @@ locked:
 	return true;
 }
 
+/*
+ * Fast path, with membarrier (H): bump our slot, a compiler barrier, load the
+ * state.  The CPU may let the load pass the store; the writer's membarrier
+ * in rcu_sync enter closes that race: a reader that still sees IDLE has its
+ * increment visible to the writer's sum.  A reader that sees a writer
+ * coming backs out like an unlock, since the writer may have counted it.
+ */
+static inline bool fast_inc_fenced(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	cpuhp__slot_add(s, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss)))
+		return true;
+	read_unlock_slow(sem, s);
+	return false;
+}
+
+/*
+ * Fast path, without membarrier (G): the kernel's scheme, an RCU section.
+ * Out of line, so that the fenced path above needs no stack frame.
+ */
+__attribute__((noinline)) static bool fast_inc_rcu(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	bool idle;
+
+	urcu_memb_read_lock();
+	idle = cpuhp__rcu_sync_is_idle(&sem->rss);
+	if (cpuhp__likely(idle))
+		cpuhp__slot_add(s, 1, memory_order_relaxed);
+	urcu_memb_read_unlock();
+	return idle;
+}
+
+static inline bool fast_inc(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	return cpuhp__likely(cpuhp__asym_fence) ? fast_inc_fenced(sem, s) : fast_inc_rcu(sem, s);
+}
+
 void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
 {
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	if (cpuhp__likely(s)) {
-		/* Fast path: see the file comment and G in rcu_sync.c. */
-		urcu_memb_read_lock();
-		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
-			cpuhp__slot_add(s, 1, memory_order_relaxed);
-			urcu_memb_read_unlock();
-			debug_read_locked(sem, s);
-			return;
-		}
-		urcu_memb_read_unlock();
+	if (cpuhp__likely(s) && cpuhp__likely(fast_inc(sem, s))) {
+		debug_read_locked(sem, s);
+		return;
 	}
 	read_lock_slow(sem, false);
 }
@@ -234,15 +268,9 @@ bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem)
 {
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	if (cpuhp__likely(s)) {
-		urcu_memb_read_lock();
-		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
-			cpuhp__slot_add(s, 1, memory_order_relaxed);
-			urcu_memb_read_unlock();
-			debug_read_locked(sem, s);
-			return true;
-		}
-		urcu_memb_read_unlock();
+	if (cpuhp__likely(s) && cpuhp__likely(fast_inc(sem, s))) {
+		debug_read_locked(sem, s);
+		return true;
 	}
 	return read_lock_slow(sem, true);
 }
@@ -256,28 +284,56 @@ __attribute__((noinline, cold)) static void read_unlock_without_slot(struct cpuh
 	read_unlock_slow(sem, s);
 }
 
+/* After a fenced fast decrement that found a writer coming: E, then wake. */
+__attribute__((noinline, cold)) static void read_unlock_fenced_slow(struct cpuhp_rwsem *sem)
+{
+	/* E: our decrement before reading ->wwait; pairs with F. */
+	cpuhp__smp_mb();
+	if (atomic_load_explicit(&sem->wwait, memory_order_relaxed))
+		wake_writer(sem);
+}
+
+/* Unlock without membarrier (G); out of line like fast_inc_rcu(). */
+__attribute__((noinline)) static void fast_dec_rcu(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+	urcu_memb_read_lock();
+	if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
+		/*
+		 * No barrier: a writer's grace period (G) orders our section
+		 * before anything it does after entering.  Release only tells
+		 * ThreadSanitizer the same thing.
+		 */
+		cpuhp__slot_add(s, -1, memory_order_release);
+		urcu_memb_read_unlock();
+		return;
+	}
+	urcu_memb_read_unlock();
+	read_unlock_slow(sem, s);
+}
+
 void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 {
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	if (cpuhp__likely(s)) {
-		debug_read_unlocked(sem, s);
-		urcu_memb_read_lock();
-		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
-			/*
-			 * No barrier: a writer's grace period (G) orders our
-			 * section before anything it does after entering.
-			 * Release only tells ThreadSanitizer the same thing.
-			 */
-			cpuhp__slot_add(s, -1, memory_order_release);
-			urcu_memb_read_unlock();
-			return;
-		}
-		urcu_memb_read_unlock();
-		read_unlock_slow(sem, s);
+	if (cpuhp__unlikely(!s)) {
+		read_unlock_without_slot(sem);
 		return;
 	}
-	read_unlock_without_slot(sem);
+	debug_read_unlocked(sem, s);
+	if (cpuhp__likely(cpuhp__asym_fence)) {
+		/*
+		 * H, as for the increment: seeing IDLE after our decrement
+		 * means a writer that is coming will see the decrement.  B is
+		 * the release: a writer whose (acquire) sum reads it is ordered
+		 * after our critical section.
+		 */
+		cpuhp__slot_add(s, -1, memory_order_release);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (cpuhp__unlikely(!cpuhp__rcu_sync_is_idle(&sem->rss)))
+			read_unlock_fenced_slow(sem);
+		return;
+	}
+	fast_dec_rcu(sem, s);
 }
 
 void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem)

@@ -438,6 +438,12 @@ static void rwsem_survives_fork_with_readers_running(void)
 
 int main(void)
 {
+	/* The -rcu-readers variant must really run the fallback fast path. */
+	if (getenv("CPUHP_NO_MEMBARRIER"))
+		CHECK(!cpuhp__asym_fence);
+	printf("# reader fast path: %s\n", cpuhp__asym_fence
+	                                       ? "fenced by the writer's membarrier (H)"
+	                                       : "liburcu read-side sections (G)");
 	RUN_TEST(rwsem_readers_take_fast_path_while_no_writer);
 	RUN_TEST(rwsem_writer_excludes_readers_and_writers);
 	RUN_TEST(rwsem_writer_waits_for_readers_inside);
