@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The shape of the package: the C calls all run without the GIL, the cdef
+copies no constant, every public name is documented and typed, and
+help(cpuhp) shows them."""
+import inspect
+import os
+import pathlib
+import pydoc
+import re
+
+import pytest
+
+SOURCE = pathlib.Path(os.environ.get('CPUHP_SOURCE_ROOT',
+                                     pathlib.Path(__file__).resolve().parents[2]))
+BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
+CDEF = SOURCE / 'bindings' / 'python' / 'cpuhp.cdef'
+GENERATED = BUILD / 'bindings' / 'python' / '_cpuhp.c'
+
+
+def cdef_functions():
+    text = re.sub(r'/\*.*?\*/', '', CDEF.read_text(), flags=re.S)
+    return set(re.findall(r'\b(cpuhp_\w+)\s*\(', text))
+
+
+def test_every_c_call_of_the_extension_releases_the_gil():
+    """cffi's API mode wraps each call in Py_BEGIN/END_ALLOW_THREADS; this
+    holds it to that for every function the cdef declares."""
+    wrapped = set(re.findall(r'Py_BEGIN_ALLOW_THREADS\s+_cffi_restore_errno\(\);\s+'
+                             r'\{ (?:result = )?(cpuhp_\w+)\(', GENERATED.read_text()))
+    declared = cdef_functions()
+    assert len(declared) > 20
+    assert declared - wrapped == set()
+
+
+def test_the_cdef_takes_every_constant_and_layout_from_the_headers():
+    text = re.sub(r'/\*.*?\*/', '', CDEF.read_text(), flags=re.S)
+    assert re.findall(r'#define\s+\w+\s+(?!\.\.\.)\S+', text) == []
+    assert re.findall(r'=\s*(?!\.\.\.)[-\w]+\s*,', text) == []  # enum values
+    assert re.findall(r'\[\s*\d+\s*\]', text) == []             # array sizes
+    for struct in re.findall(r'struct \w+ \{[^}]*\}', text):
+        assert '...;' in struct, struct  # partial: the compiler fills the layout
+
+
+def test_the_extension_exposes_what_the_cdef_declares(cpuhp):
+    from cpuhp._cpuhp import lib
+    assert cdef_functions() <= set(dir(lib))
+    assert lib.CPUHP_CPUSET_MAX == cpuhp.CPUSET_MAX == 8192
+
+
+def public_callables(cpuhp):
+    for name in cpuhp.__all__:
+        obj = getattr(cpuhp, name)
+        if inspect.isclass(obj):
+            yield name, obj
+            for mname, m in vars(obj).items():
+                if not mname.startswith('_') and callable(m):
+                    yield f'{name}.{mname}', m
+        elif callable(obj) and not hasattr(obj, '__origin__'):
+            yield name, obj
+
+
+def test_every_public_name_has_a_docstring(cpuhp):
+    assert cpuhp.__doc__ and len(cpuhp.__doc__) > 500
+    missing = [n for n, obj in public_callables(cpuhp) if not inspect.getdoc(obj)]
+    assert missing == []
+
+
+def test_public_functions_and_methods_carry_type_hints(cpuhp):
+    untyped = []
+    for name, obj in public_callables(cpuhp):
+        if inspect.isclass(obj):
+            continue
+        sig = inspect.signature(obj)
+        if sig.return_annotation is inspect.Signature.empty:
+            untyped.append(name)
+        untyped += [f'{name}({p})' for p, v in sig.parameters.items()
+                    if p != 'self' and v.annotation is inspect.Parameter.empty]
+    assert untyped == []
+
+
+def test_help_shows_every_public_name_as_cpuhp_dot_name(cpuhp):
+    text = pydoc.render_doc(cpuhp, renderer=pydoc.plaintext)
+    for name in cpuhp.__all__:
+        assert name in text, name
+    assert 'cpuhp._client' not in text.split('PACKAGE CONTENTS')[1]
+    assert repr(cpuhp.Client).startswith("<class 'cpuhp.Client'")
+
+
+def test_the_package_is_typed(cpuhp):
+    assert (pathlib.Path(cpuhp.__file__).parent / 'py.typed').exists()
+
+
+@pytest.mark.parametrize('name', ['RWSem', 'Client', 'online_cpus_held', 'hotplug_section',
+                                  'parse_cpulist', 'format_cpulist'])
+def test_the_issue_s_api_is_there(cpuhp, name):
+    assert name in cpuhp.__all__

@@ -1,0 +1,413 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""cpuhp.Client against a private cpuhpd on a simulated tree (CPUs 0-3,
+cpu0 not hotpluggable): connecting, status, leases, hotplug requests with
+per-CPU results, events, errors.
+
+"A request is waiting" is observed through a second connection's status,
+never by sleeping."""
+import errno
+import itertools
+import select
+import socket
+import threading
+
+import pytest
+
+import fixture
+from conftest import GUARD_S, wait_until
+
+
+class Bg(threading.Thread):
+    """Run one call on a thread; join() returns its result or raises its error."""
+
+    def __init__(self, fn, *args, **kw):
+        super().__init__(daemon=True)
+        self.fn, self.args, self.kw = fn, args, kw
+        self.result = self.error = None
+        self.start()
+
+    def run(self):
+        try:
+            self.result = self.fn(*self.args, **self.kw)
+        except BaseException as e:
+            self.error = e
+
+    def join(self, timeout=GUARD_S):
+        super().join(timeout)
+        assert not self.is_alive(), f'{self.fn.__name__} still blocked after {timeout} s'
+        if self.error:
+            raise self.error
+        return self.result
+
+
+def writer_is(cpuhp, observer, state):
+    return lambda: observer.status().writer == state
+
+
+# --- connecting -------------------------------------------------------------------
+
+def test_connects_to_a_path_and_a_pathlike(cpuhp, daemon, observer):
+    import pathlib
+    with cpuhp.Client(daemon.socket) as a, cpuhp.Client(pathlib.Path(daemon.socket)) as b:
+        assert a.path == b.path == daemon.socket
+        assert observer.status().connections == 3
+
+
+def test_without_a_path_connects_to_cpuhp_socket_from_the_environment(cpuhp, daemon,
+                                                                        monkeypatch):
+    monkeypatch.setenv(cpuhp.SOCKET_ENV, daemon.socket)
+    with cpuhp.Client() as c:
+        assert c.path == daemon.socket
+        assert c.status().connections == 1
+
+
+def test_the_default_socket_is_the_c_librarys(cpuhp, monkeypatch):
+    assert cpuhp.SOCKET_ENV == 'CPUHP_SOCKET'
+    assert cpuhp.DEFAULT_SOCKET == '/run/cpuhpd/cpuhpd.sock'
+
+
+def test_no_socket_is_filenotfounderror_naming_the_path_and_what_to_do(cpuhp, tmp):
+    path = str(tmp / 'nothing.sock')
+    with pytest.raises(FileNotFoundError) as e:
+        cpuhp.Client(path)
+    assert e.value.errno == errno.ENOENT and e.value.filename == path
+    assert 'is cpuhpd running' in str(e.value)
+
+
+def test_a_socket_nobody_listens_on_is_connectionrefusederror(cpuhp, tmp):
+    path = str(tmp / 'stale.sock')
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.close()  # the file stays, nobody listens
+    with pytest.raises(ConnectionRefusedError) as e:
+        cpuhp.Client(path)
+    assert e.value.errno == errno.ECONNREFUSED
+
+
+def test_bad_paths_are_refused_before_connecting(cpuhp):
+    with pytest.raises(ValueError):
+        cpuhp.Client('/tmp/a\0b')
+    with pytest.raises(TypeError):
+        cpuhp.Client(b'/tmp/sock')
+    with pytest.raises(TypeError):
+        cpuhp.Client(3)
+
+
+def test_closing_ends_the_connection_and_later_calls_are_valueerror(cpuhp, daemon, observer):
+    with cpuhp.Client(daemon.socket) as c:
+        assert not c.closed
+        assert observer.status().connections == 2
+    assert c.closed and 'closed' in repr(c)
+    wait_until('the daemon seeing the close', lambda: observer.status().connections == 1)
+    for call in (c.status, c.lease, c.watch, c.next_event, c.fileno,
+                 lambda: c.set_online(1, True)):
+        with pytest.raises(ValueError, match='closed'):
+            call()
+    c.close()  # twice is fine
+
+
+def test_close_while_another_thread_is_in_a_call_is_refused(cpuhp, daemon, client,
+                                                             observer):
+    client.watch()
+    waiter = Bg(client.next_event, GUARD_S)
+    # The watcher is inside its call once it holds the client: close must not free it.
+    wait_until('the watcher inside next_event', lambda: client._lock.locked())
+    with pytest.raises(RuntimeError, match='another thread'):
+        client.close()
+    observer.set_online(1, False)
+    assert isinstance(waiter.join(), cpuhp.HotplugStarted)
+    client.close()
+
+
+# --- status -----------------------------------------------------------------------
+
+def test_status_reports_sets_of_ints_leases_writer_and_version(cpuhp, daemon, client,
+                                                               observer):
+    s = client.status()
+    assert isinstance(s, cpuhp.Status)
+    assert s.online == s.possible == s.present == {0, 1, 2, 3}
+    assert s.offline == set()
+    for field in (s.online, s.offline, s.possible, s.present):
+        assert isinstance(field, frozenset)
+    assert s.leases_held == 0 and s.pending_leases == 0 and s.pending_hotplugs == 0
+    assert s.writer is cpuhp.WriterState.IDLE
+    assert s.connections == 2
+    assert s.daemon_version == cpuhp.__version__
+    with observer.lease():
+        assert client.status().leases_held == 1
+
+
+def test_status_shows_a_waiting_hotplug_and_the_leases_behind_it(cpuhp, daemon, client,
+                                                                  observer):
+    lease = client.lease()
+    with cpuhp.Client(daemon.socket) as h, cpuhp.Client(daemon.socket) as late:
+        hp = Bg(h.set_online, 2, False, GUARD_S)
+        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        behind = Bg(late.lease, GUARD_S)
+        s = wait_until('the lease behind it', lambda: (lambda s: s.pending_leases == 1 and s)(
+            observer.status()))
+        assert s.writer is cpuhp.WriterState.WAITING
+        assert s.leases_held == 1 and s.pending_hotplugs == 1
+        lease.release()
+        assert hp.join().changed == {2}
+        behind.join().release()
+    assert observer.status().offline == {2}
+
+
+# --- leases -----------------------------------------------------------------------
+
+def test_lease_context_manager_holds_and_releases(cpuhp, client, observer):
+    with client.lease() as lease:
+        assert isinstance(lease, cpuhp.Lease) and isinstance(lease.id, int)
+        assert not lease.released and 'held' in repr(lease)
+        assert observer.status().leases_held == 1
+    assert lease.released
+    assert observer.status().leases_held == 0
+
+
+def test_lease_is_released_when_the_block_raises(cpuhp, client, observer):
+    with pytest.raises(ZeroDivisionError):
+        with client.lease():
+            assert observer.status().leases_held == 1
+            1 / 0
+    assert observer.status().leases_held == 0
+
+
+def test_leases_are_shared_and_have_distinct_ids(cpuhp, client, observer):
+    a, b = client.lease(), observer.lease(timeout=0)
+    c = client.lease()
+    assert len({a.id, c.id}) == 2
+    assert observer.status().leases_held == 3
+    for lease in (a, b, c):
+        lease.release()
+        lease.release()  # a second release does nothing
+    assert observer.status().leases_held == 0
+
+
+def test_closing_the_client_ends_its_leases(cpuhp, daemon, observer):
+    c = cpuhp.Client(daemon.socket)
+    lease = c.lease()
+    c.close()
+    wait_until('the lease gone with the connection',
+               lambda: observer.status().leases_held == 0)
+    lease.release()  # nothing left to release: no error
+
+
+def test_lease_behind_a_waiting_hotplug_is_blockingioerror_with_timeout_0(cpuhp, daemon,
+                                                                          client, observer):
+    held = observer.lease()
+    with cpuhp.Client(daemon.socket) as h:
+        hp = Bg(h.set_online, 1, False, GUARD_S)
+        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        with pytest.raises(BlockingIOError) as e:
+            client.lease(timeout=0)
+        assert e.value.errno == errno.EAGAIN and 'hotplug' in e.value.strerror
+        with pytest.raises(TimeoutError) as e:
+            client.lease(timeout=0.05)
+        assert e.value.errno == errno.ETIMEDOUT
+        assert 'hotplug' in e.value.strerror  # the daemon's words
+        held.release()
+        hp.join()
+
+
+def test_a_lease_waiting_behind_a_hotplug_releases_the_gil(cpuhp, daemon, client, observer):
+    """Two threads block in C (a hotplug waiting for a lease, a lease waiting
+    for that hotplug) while this one keeps running Python and asking the
+    daemon; if either held the GIL, the wait below could not see the lease
+    queued, and the blocked calls would run into their timeouts."""
+    held = observer.lease()
+    with cpuhp.Client(daemon.socket) as h:
+        hp = Bg(h.set_online, 1, False, GUARD_S)
+        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        waiting = Bg(client.lease, GUARD_S)
+        wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
+        assert waiting.is_alive() and hp.is_alive()
+        held.release()
+        assert hp.join().changed == {1}
+        lease = waiting.join()
+        # Granted after the hotplug, not before: CPU 1 is already offline.
+        assert client.status().offline == {1}
+        lease.release()
+
+
+def test_a_sigkilled_python_lease_holder_lets_a_waiting_hotplug_proceed(cpuhp, daemon, sim,
+                                                                        client, observer):
+    import subprocess
+    import sys
+    holder = subprocess.Popen(
+        [sys.executable, '-c', 'import sys, cpuhp\n'
+         'c = cpuhp.Client(sys.argv[1])\n'
+         'lease = c.lease()\n'
+         'print("held", lease.id, flush=True)\n'
+         'sys.stdin.read()\n', daemon.socket],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().startswith('held ')
+        hp = Bg(client.set_online, 3, False, GUARD_S)
+        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        assert sim.read_online(3) == '1' and observer.status().leases_held == 1
+        holder.kill()
+        assert hp.join().changed == {3}
+        assert sim.read_online(3) == '0'
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# --- hotplug ----------------------------------------------------------------------
+
+def test_set_online_takes_an_int_an_iterable_or_a_range_list(cpuhp, client, sim):
+    r = client.set_online(1, False)
+    assert isinstance(r, cpuhp.HotplugResult) and r.ok and r.changed == {1}
+    assert sim.read_online(1) == '0'
+    r = client.set_online([1, 2], True, timeout=GUARD_S)
+    assert [(x.cpu, x.changed, x.ok) for x in r.results] == [(1, True, True), (2, False, True)]
+    r = client.set_online(range(2, 4), False)
+    assert r.changed == {2, 3}
+    r = client.set_online('1-3', True)
+    assert r.changed == {2, 3} and r.online is True
+    assert client.status().online == {0, 1, 2, 3}
+
+
+def test_a_cpu_that_cannot_change_raises_its_error_with_every_result(cpuhp, client, sim):
+    with pytest.raises(OSError) as e:
+        client.set_online('0-1', False)
+    r = e.value.result
+    assert r.failed == {0} and r.changed == {1} and not r.ok
+    assert e.value.errno == r.results[0].errno != 0
+    assert 'CPU 0' in str(e.value) and r.results[0].message in str(e.value)
+    assert sim.read_online(1) == '0'  # the others went ahead
+
+
+def test_with_check_false_failures_are_in_the_result(cpuhp, client):
+    r = client.set_online([0, 7], False, check=False)
+    assert r.failed == {0, 7} and not r.ok and r.changed == set()
+    assert all(x.errno and x.message for x in r.results)
+
+
+def test_hotplug_with_a_lease_held_and_timeout_0_is_blockingioerror(cpuhp, client, observer,
+                                                                   sim):
+    with observer.lease():
+        with pytest.raises(BlockingIOError) as e:
+            client.set_online(1, False, timeout=0)
+        assert 'lease' in e.value.strerror
+        with pytest.raises(TimeoutError) as e:
+            client.set_online(1, False, timeout=0.05)
+        assert e.value.errno == errno.ETIMEDOUT and 'still held' in e.value.strerror
+    assert sim.read_online(1) == '1'  # nothing changed
+
+
+def test_bad_arguments_are_refused_before_anything_is_sent(cpuhp, daemon, client,
+                                                           monkeypatch):
+    import cpuhp._client
+    import cpuhp._cpuset
+    from spy import spy_on
+    bad_cpus = [-1, [1, -2], '1-', 'garbage', '3-1', '', [], range(0), cpuhp.CPUSET_MAX,
+                '1\x00', 1.0, None, b'1', True]
+    with spy_on(monkeypatch, cpuhp._client, cpuhp._cpuset) as lib:
+        for cpus in bad_cpus:
+            with pytest.raises((ValueError, TypeError)):
+                client.set_online(cpus, False)
+        for online in (1, None, 'yes'):
+            with pytest.raises(TypeError):
+                client.set_online(1, online)
+        for timeout in (-1, float('nan'), 1e10):
+            with pytest.raises(ValueError):
+                client.set_online(1, False, timeout=timeout)
+            with pytest.raises(ValueError):
+                client.lease(timeout=timeout)
+            with pytest.raises(ValueError):
+                client.next_event(timeout=timeout)
+        with pytest.raises(TypeError):
+            client.lease(timeout='1')
+        assert lib.called('cpuhp_client_') == []
+        client.status()  # the spy does see the calls that are made
+        assert lib.called('cpuhp_client_') == ['cpuhp_client_status']
+    assert 'asks CPUs' not in daemon.log() and 'lease' not in daemon.log()
+    assert client.status().pending_hotplugs == 0
+
+
+# --- events -----------------------------------------------------------------------
+
+def test_watch_yields_the_events_of_a_hotplug_in_order(cpuhp, client, observer):
+    events = client.watch(timeout=GUARD_S)  # subscribed already
+    observer.set_online('1-2', False)
+    started, finished, changed = itertools.islice(events, 3)
+    assert started == cpuhp.HotplugStarted(cpus=frozenset({1, 2}), online=False)
+    assert finished == cpuhp.HotplugFinished(cpus=frozenset({1, 2}), online=False, ok=True,
+                                             failed=frozenset())
+    assert changed == cpuhp.OnlineChanged(online_cpus=frozenset({0, 3}), external=False)
+    assert all(isinstance(e, cpuhp.Event) for e in (started, finished, changed))
+    assert list(client.watch(timeout=0)) == []  # nothing more: the iteration ends
+
+
+def test_a_failed_hotplug_event_names_the_cpus_that_failed(cpuhp, client, observer):
+    client.watch()
+    observer.set_online('0-1', False, check=False)
+    assert isinstance(client.next_event(GUARD_S), cpuhp.HotplugStarted)
+    ev = client.next_event(GUARD_S)
+    assert ev.ok is False and ev.failed == {0} and ev.cpus == {0, 1}
+
+
+def test_changes_behind_the_daemons_back_are_external_events(cpuhp, daemon, sim, client):
+    client.watch()
+    sim.write_online(2, 0)
+    daemon.inject_uevent('offline', '/devices/system/cpu/cpu2')
+    ev = client.next_event(GUARD_S)
+    assert ev == cpuhp.OnlineChanged(online_cpus=frozenset({0, 1, 3}), external=True)
+
+
+def test_next_event_returns_none_when_nothing_comes(cpuhp, client):
+    assert client.next_event(0) is None  # subscribes on first use
+    assert client.next_event(0.01) is None
+
+
+def test_fileno_polls_readable_when_an_event_arrives(cpuhp, client, observer):
+    client.watch()
+    fd = client.fileno()
+    assert isinstance(fd, int) and fd >= 0
+    observer.set_online(1, False)
+    assert select.select([fd], [], [], GUARD_S)[0] == [fd]
+    assert isinstance(client.next_event(0), cpuhp.HotplugStarted)
+
+
+def test_a_stopping_daemon_ends_the_watch_with_an_oserror(cpuhp, tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
+    try:
+        with cpuhp.Client(d.socket) as c:
+            c.watch()
+            waiter = Bg(c.next_event, GUARD_S)
+            wait_until('the watcher inside next_event', lambda: c._lock.locked())
+            assert d.stop() == 0
+            with pytest.raises(OSError) as e:
+                waiter.join()
+            assert e.value.errno in (errno.ECANCELED, errno.ECONNRESET)
+    finally:
+        d.kill()
+
+
+def test_calls_after_the_daemon_died_are_connectionerror(cpuhp, tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
+    try:
+        with cpuhp.Client(d.socket) as c:
+            c.status()
+            d.kill()
+            with pytest.raises(ConnectionError):
+                c.status()
+    finally:
+        d.kill()
+
+
+# --- errors -----------------------------------------------------------------------
+
+@pytest.mark.parametrize('code, cls', [
+    (errno.ETIMEDOUT, TimeoutError), (errno.EPERM, PermissionError),
+    (errno.EACCES, PermissionError), (errno.ENOENT, FileNotFoundError),
+    (errno.ECONNREFUSED, ConnectionRefusedError), (errno.ECONNRESET, ConnectionResetError),
+    (errno.EAGAIN, BlockingIOError), (errno.ESRCH, ProcessLookupError),
+    (errno.EINVAL, OSError), (errno.EDQUOT, OSError)])
+def test_negative_errno_becomes_the_matching_oserror_subclass(cpuhp, code, cls):
+    from cpuhp._errors import error
+    e = error(-code, 'the daemon said so')
+    assert type(e) is cls and e.errno == code and e.strerror == 'the daemon said so'
+    assert error(-code).strerror  # the C library's text when there is no message
