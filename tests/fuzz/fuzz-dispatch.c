@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libFuzzer target: arbitrary bytes from one client through cpuhpd's real
+ * input path.  The daemon's own modules (connection, frame reassembly,
+ * dispatch, leases, hotplug queue, worker thread, watch) run on a libuv loop
+ * in this process, listening on a socket in a temporary directory that also
+ * holds a simulated sysfs tree (made once per process).  Each input is one
+ * client connection: the bytes are written in pieces whose sizes the input
+ * chooses (each piece read by the daemon before the next is sent), the
+ * client reads every reply as it comes, waits for the hotplugs that can
+ * finish without it, shuts down its writing side, and the loop runs until
+ * the daemon closed the connection and no hotplug is left.  No daemon
+ * source is changed for this: main() is the only part left out (its
+ * start-up is repeated in daemon_start() below), and the log goes to a
+ * formatter that prints only with CPUHP_FUZZ_LOG=1.
+ *
+ * Input: byte 0 % 8 = how many of the next bytes give piece sizes (1..256,
+ * cycled); the rest is the stream.
+ *
+ * Properties, beyond what ASan/UBSan catch:
+ *  - every byte the daemon sends is a frame holding a Response with a body;
+ *    each Error and each failed CpuResult has a message;
+ *  - a connection-level error (id 0, EPROTO or EMSGSIZE) is the last thing sent;
+ *  - no request is answered twice: per id, replies <= requests with that id;
+ *    events carry the id of a Watch that was answered WatchStarted;
+ *  - no request is answered never: on a stream without a framing or protocol
+ *    error, each Hello, Status, Watch, LeaseRelease and unknown request gets
+ *    a reply (acquires and hotplugs may legitimately wait until the client
+ *    leaves);
+ *  - afterwards nothing outlives the client: no connection, lease, waiting
+ *    lease, queued hotplug or watcher, and the lease gate is open;
+ *  - the daemon's online set is what the simulated files say.
+ * Between inputs the tree is reset (every CPU online) and lease ids restart,
+ * so an input means the same thing whenever it runs.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "errmap.h"
+#include "frame.h"
+
+#include "cpuhpd.h"
+#include "cpuhpd_conn.h"
+#include "cpuhpd_log.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_CHECK(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "fuzz-dispatch: property failed: %s (line %d)\n", #cond,   \
+			        __LINE__);                                                         \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+/* CPUs 0-3 possible, 0-2 present; cpu0 has no online file (not hotpluggable). */
+#define SIM_POSSIBLE "0-3"
+#define SIM_PRESENT  "0-2"
+
+static struct cpuhpd d;
+static char tmpdir[64];
+static char sock_path[96];
+static bool log_on;
+
+/* ---- the log, replacing cpuhpd_log.c: every line is formatted, printed on demand ---- */
+
+void cpuhpd_log_set_verbose(bool v)
+{
+	(void)v;
+}
+
+bool cpuhpd_log_verbose(void)
+{
+	return true;
+}
+
+void cpuhpd_log(enum cpuhpd_log_level level, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (log_on)
+		fprintf(stderr, "cpuhpd: %d: %s\n", (int)level, line);
+}
+
+/* ---- the simulated tree ---- */
+
+static void put(const char *rel, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/%s", tmpdir, rel);
+	f = fopen(path, "w");
+	FUZZ_CHECK(f && fprintf(f, "%s\n", text) > 0 && fclose(f) == 0);
+}
+
+static void make_tree(void)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/devices/system/cpu", tmpdir);
+	for (char *s = strchr(path + strlen(tmpdir) + 1, '/');; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = '\0';
+		FUZZ_CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
+		if (!s)
+			break;
+		*s = '/';
+	}
+	for (int cpu = 0; cpu < 4; cpu++) {
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d", tmpdir, cpu);
+		FUZZ_CHECK(mkdir(path, 0755) == 0);
+	}
+	put("possible", SIM_POSSIBLE);
+	put("present", SIM_PRESENT);
+	put("online", SIM_PRESENT);
+	put("offline", "3");
+}
+
+/* Put @text in @rel unless it is there already (most inputs change nothing). */
+static void reset_file(const char *rel, const char *text)
+{
+	char path[256], have[8] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/%s", tmpdir, rel);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(have, sizeof(have), f))
+			have[0] = '\0';
+		fclose(f);
+	}
+	if (strncmp(have, text, strlen(text)) || have[strlen(text)] != '\n')
+		put(rel, text);
+}
+
+/* Every hotpluggable CPU online again (cpu3 is possible but not present: it gets a file too). */
+static void reset_tree(void)
+{
+	reset_file("cpu1/online", "1");
+	reset_file("cpu2/online", "1");
+	reset_file("cpu3/online", "0");
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void remove_tmpdir(void)
+{
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- the daemon ---- */
+
+/* What cpuhpd.c's start() does, less signals: the fuzzer never stops the daemon. */
+static void daemon_start(void)
+{
+	const char *which = NULL;
+
+	signal(SIGPIPE, SIG_IGN);
+	log_on = getenv("CPUHP_FUZZ_LOG") && !strcmp(getenv("CPUHP_FUZZ_LOG"), "1");
+	/* tmpfs: on a disk file system each rewrite of a file can cost milliseconds. */
+	snprintf(tmpdir, sizeof(tmpdir), "%s/cpuhp-fuzz-dispatch.XXXXXX",
+	         access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+	FUZZ_CHECK(mkdtemp(tmpdir));
+	atexit(remove_tmpdir);
+	make_tree();
+	reset_tree();
+	snprintf(sock_path, sizeof(sock_path), "%s/cpuhpd.sock", tmpdir);
+
+	d.loop = uv_default_loop();
+	d.opt.socket_path = sock_path;
+	d.opt.sysfs_root = tmpdir;
+	d.opt.socket_mode = 0600;
+	d.opt.max_connections = 4;
+	/* The peer is this process: make it an admin whoever runs the fuzzer. */
+	d.opt.admin_group = "fuzz";
+	d.opt.admin_gid = getgid();
+	d.opt.no_netlink = true;
+	FUZZ_CHECK(cpuhpd_cpus_read(d.opt.sysfs_root, &d.view, &which) == 0);
+	cpuhpd_list_init(&d.conns);
+	cpuhpd_list_init(&d.watch.list);
+	FUZZ_CHECK(cpuhpd_lease_init(&d) == 0 && cpuhpd_hotplug_init(&d) == 0);
+	FUZZ_CHECK(cpuhpd_worker_start(&d) == 0);
+	FUZZ_CHECK(cpuhpd_server_start(&d) == 0 && cpuhpd_uevent_start(&d) == 0);
+}
+
+static struct cpuhpd_conn *the_conn(void)
+{
+	struct cpuhpd_list *n = cpuhpd_list_first(&d.conns);
+
+	return n ? cpuhpd_container_of(n, struct cpuhpd_conn, node) : NULL;
+}
+
+/* ---- the client ---- */
+
+struct client {
+	int fd;
+	uint8_t *rx; /* everything the daemon sent */
+	size_t rx_len, rx_cap;
+	bool eof;
+};
+
+static void drain(struct client *cl)
+{
+	while (!cl->eof) {
+		ssize_t n;
+
+		if (cl->rx_cap - cl->rx_len < 4096) {
+			cl->rx_cap = cl->rx_cap ? cl->rx_cap * 2 : 65536;
+			cl->rx = realloc(cl->rx, cl->rx_cap);
+			FUZZ_CHECK(cl->rx);
+		}
+		n = recv(cl->fd, cl->rx + cl->rx_len, cl->rx_cap - cl->rx_len, 0);
+		if (n > 0) {
+			cl->rx_len += (size_t)n;
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			/* ECONNRESET: the daemon closed with our bytes unread, after an error. */
+			cl->eof = true;
+		} else if (errno == EAGAIN) {
+			return;
+		}
+	}
+}
+
+/* One turn of the daemon's loop without blocking, then take what it sent. */
+static void pump(struct client *cl)
+{
+	uv_run(d.loop, UV_RUN_NOWAIT);
+	drain(cl);
+}
+
+/* Return: false once the daemon closed the connection. */
+static bool send_piece(struct client *cl, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(cl->fd, p, len, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno == EAGAIN) {
+			pump(cl);
+		} else if (n < 0 && errno != EINTR) {
+			return false;
+		}
+	}
+	pump(cl);
+	return true;
+}
+
+static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, const uint8_t *s,
+                       size_t n)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct cpuhpd_conn *c;
+	size_t pos = 0, i = 0;
+
+	cl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	FUZZ_CHECK(cl->fd >= 0);
+	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+	FUZZ_CHECK(connect(cl->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	while (d.nconns == 0)
+		uv_run(d.loop, UV_RUN_ONCE);
+	while (pos < n) {
+		size_t piece = nsplit ? (size_t)split[i++ % nsplit] + 1 : n;
+
+		if (piece > n - pos)
+			piece = n - pos;
+		if (!send_piece(cl, s + pos, piece))
+			break;
+		pos += piece;
+	}
+	/*
+	 * Before leaving, read every reply, and let a hotplug that needs nothing
+	 * from us finish (no lease held: it is in the worker or about to be),
+	 * as a client that wants the answers does.  A hotplug waiting for our
+	 * leases is dropped when we leave.
+	 */
+	for (;;) {
+		drain(cl);
+		c = the_conn();
+		if (!c || (!c->queued && !(d.hotplug.nqueued && d.leases.held == 0)))
+			break;
+		uv_run(d.loop, UV_RUN_ONCE);
+	}
+	shutdown(cl->fd, SHUT_WR);
+	while (d.nconns || d.hotplug.nqueued) {
+		uv_run(d.loop, UV_RUN_ONCE);
+		drain(cl);
+	}
+	/* The daemon closed its end: what is left in our queue, then EOF. */
+	drain(cl);
+	FUZZ_CHECK(cl->eof);
+	close(cl->fd);
+}
+
+/* ---- the reference reading of the input and the checks ---- */
+
+struct idcount {
+	uint64_t id;
+	unsigned requests, must_answer, replies;
+	bool watch_started;
+};
+
+struct reference {
+	struct idcount *ids;
+	size_t nids;
+	bool clean; /* no framing or protocol error anywhere in the stream */
+	unsigned nrequests;
+};
+
+static struct idcount *idc(struct reference *ref, uint64_t id)
+{
+	for (size_t i = 0; i < ref->nids; i++)
+		if (ref->ids[i].id == id)
+			return &ref->ids[i];
+	ref->ids = realloc(ref->ids, (ref->nids + 1) * sizeof(*ref->ids));
+	FUZZ_CHECK(ref->ids);
+	memset(&ref->ids[ref->nids], 0, sizeof(ref->ids[0]));
+	ref->ids[ref->nids].id = id;
+	return &ref->ids[ref->nids++];
+}
+
+/* Read the stream as the daemon must: requests up to the first error that closes. */
+static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
+{
+	size_t pos = 0;
+	bool hello = false;
+
+	ref->clean = true;
+	while (pos < n) {
+		Cpuhp__Request *req;
+		struct idcount *ic;
+		uint32_t len;
+
+		if (n - pos < CPUHP_FRAME_HDR) {
+			ref->clean = false; /* truncated prefix */
+			return;
+		}
+		len = (uint32_t)s[pos] << 24 | (uint32_t)s[pos + 1] << 16 |
+		      (uint32_t)s[pos + 2] << 8 | s[pos + 3];
+		if (len == 0 || len > CPUHP_FRAME_MAX || n - pos - CPUHP_FRAME_HDR < len) {
+			ref->clean = false;
+			return;
+		}
+		if (cpuhp_frame_unpack_request(s + pos + CPUHP_FRAME_HDR, len, &req)) {
+			ref->clean = false;
+			return;
+		}
+		pos += CPUHP_FRAME_HDR + len;
+		ref->nrequests++;
+		ic = idc(ref, req->id);
+		ic->requests++;
+		if (!hello &&
+		    (req->body_case != CPUHP__REQUEST__BODY_HELLO || req->hello->version < 1)) {
+			/* Answered with its id, then the connection closes. */
+			ref->clean = false;
+			cpuhp__request__free_unpacked(req, NULL);
+			return;
+		}
+		switch (req->body_case) {
+		case CPUHP__REQUEST__BODY_HELLO:
+			hello = true;
+			/* A later Hello with an unsupported version also closes. */
+			if (req->hello->version < 1) {
+				ref->clean = false;
+				cpuhp__request__free_unpacked(req, NULL);
+				return;
+			}
+			ic->must_answer++;
+			break;
+		case CPUHP__REQUEST__BODY_LEASE_ACQUIRE:
+		case CPUHP__REQUEST__BODY_SET_ONLINE:
+			break;
+		default:
+			ic->must_answer++;
+			break;
+		}
+		cpuhp__request__free_unpacked(req, NULL);
+	}
+}
+
+static void check_response(const Cpuhp__Response *r, struct reference *ref, bool last)
+{
+	struct idcount *ic;
+
+	FUZZ_CHECK(r->body_case != CPUHP__RESPONSE__BODY__NOT_SET);
+	if (r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+		int code = r->error->code;
+
+		FUZZ_CHECK(r->error->message && r->error->message[0]);
+		if (r->id == 0 && (code == CPUHP__ERROR_CODE__ERR_EPROTO ||
+		                   code == CPUHP__ERROR_CODE__ERR_EMSGSIZE)) {
+			/* It concerns the connection: nothing may follow. */
+			FUZZ_CHECK(last);
+			return;
+		}
+	}
+	if (r->body_case == CPUHP__RESPONSE__BODY_SET_ONLINE) {
+		for (size_t i = 0; i < r->set_online->n_results; i++) {
+			const Cpuhp__CpuResult *cr = r->set_online->results[i];
+
+			FUZZ_CHECK(cr->ok || (cr->message && cr->message[0]));
+		}
+	}
+	ic = idc(ref, r->id);
+	if (r->body_case == CPUHP__RESPONSE__BODY_EVENT) {
+		FUZZ_CHECK(ic->watch_started);
+		return;
+	}
+	if (r->body_case == CPUHP__RESPONSE__BODY_WATCH_STARTED)
+		ic->watch_started = true;
+	ic->replies++;
+	FUZZ_CHECK(ic->replies <= ic->requests);
+}
+
+static void check_responses(const struct client *cl, struct reference *ref)
+{
+	struct cpuhp_frame_decoder dec;
+	size_t pos = 0;
+	Cpuhp__Response *pending = NULL;
+
+	cpuhp_frame_decoder_init(&dec, 0);
+	while (pos < cl->rx_len) {
+		const uint8_t *payload;
+		size_t plen;
+		ssize_t used =
+		    cpuhp_frame_decoder_feed(&dec, cl->rx + pos, cl->rx_len - pos, &payload, &plen);
+		Cpuhp__Response *r;
+
+		FUZZ_CHECK(used > 0);
+		pos += (size_t)used;
+		if (!payload)
+			continue;
+		FUZZ_CHECK(cpuhp_frame_unpack_response(payload, plen, &r) == 0);
+		/* One behind, so that the check knows which response is the last. */
+		if (pending) {
+			check_response(pending, ref, false);
+			cpuhp__response__free_unpacked(pending, NULL);
+		}
+		pending = r;
+	}
+	/* The daemon sends whole frames only. */
+	FUZZ_CHECK(cpuhp_frame_decoder_idle(&dec));
+	cpuhp_frame_decoder_fini(&dec);
+	if (pending) {
+		check_response(pending, ref, true);
+		cpuhp__response__free_unpacked(pending, NULL);
+	}
+	/*
+	 * Within what a non-reading client may have queued (replies plus at most
+	 * three events per hotplug), every request that is answered at once was.
+	 */
+	if (ref->clean && ref->nrequests * 4 <= CPUHPD_CONN_MAX_QUEUED)
+		for (size_t i = 0; i < ref->nids; i++)
+			FUZZ_CHECK(ref->ids[i].replies >= ref->ids[i].must_answer);
+}
+
+static void check_daemon_state(void)
+{
+	struct cpuhpd_cpus now;
+	const char *which;
+
+	FUZZ_CHECK(d.nconns == 0 && cpuhpd_list_empty(&d.conns));
+	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !d.leases.blocked);
+	FUZZ_CHECK(d.hotplug.nqueued == 0 && cpuhpd_list_empty(&d.hotplug.queue));
+	FUZZ_CHECK(cpuhpd_list_empty(&d.watch.list));
+	FUZZ_CHECK(cpuhpd_cpus_read(d.opt.sysfs_root, &now, &which) == 0);
+	FUZZ_CHECK(cpuhp_cpuset_equal(&now.online, &d.view.online));
+	FUZZ_CHECK(cpuhp_cpuset_equal(&now.possible, &d.view.possible));
+	FUZZ_CHECK(cpuhp_cpuset_equal(&now.present, &d.view.present));
+}
+
+/* The next input starts from the same daemon state, whatever this one did. */
+static void reset_daemon(void)
+{
+	const char *which;
+
+	reset_tree();
+	FUZZ_CHECK(cpuhpd_cpus_read(d.opt.sysfs_root, &d.view, &which) == 0);
+	d.leases.next_id = 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool started;
+	struct client cl = {.fd = -1};
+	struct reference ref = {0};
+	size_t nsplit;
+
+	if (!started) {
+		daemon_start();
+		started = true;
+	}
+	if (size < 1)
+		return 0;
+	nsplit = data[0] % 8;
+	if (nsplit > size - 1)
+		nsplit = size - 1;
+	read_reference(data + 1 + nsplit, size - 1 - nsplit, &ref);
+	run_client(&cl, data + 1, nsplit, data + 1 + nsplit, size - 1 - nsplit);
+	check_responses(&cl, &ref);
+	check_daemon_state();
+	reset_daemon();
+	free(cl.rx);
+	free(ref.ids);
+	return 0;
+}

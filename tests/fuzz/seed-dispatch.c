@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * seed-dispatch DIR: write the seed inputs of fuzz-dispatch into DIR, made
+ * with the generated protobuf code and proto/frame.c so that they are the
+ * frames a real client sends.  Each seed is byte 0 (how many piece-size
+ * bytes follow, see fuzz-dispatch.c), those bytes, then the stream.
+ * The checked-in corpus/dispatch/ came from here; rerun it after a protocol
+ * change: build-asan/tests/fuzz/seed-dispatch tests/fuzz/corpus/dispatch
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+
+struct seed {
+	uint8_t buf[65536];
+	size_t len;
+	uint64_t next_id;
+};
+
+static void fail(const char *what, int err)
+{
+	fprintf(stderr, "seed-dispatch: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static void raw(struct seed *s, const void *p, size_t n)
+{
+	if (!n)
+		return;
+	if (n > sizeof(s->buf) - s->len)
+		fail("seed too large", EMSGSIZE);
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+}
+
+static void begin(struct seed *s, const uint8_t *pieces, uint8_t npieces)
+{
+	s->len = 0;
+	s->next_id = 1;
+	raw(s, &npieces, 1);
+	raw(s, pieces, npieces);
+}
+
+static void request(struct seed *s, Cpuhp__Request *req)
+{
+	uint8_t *frame;
+	size_t len;
+	int err;
+
+	req->id = s->next_id++;
+	err = cpuhp_frame_pack_request(req, &frame, &len);
+	if (err)
+		fail("pack", -err);
+	raw(s, frame, len);
+	free(frame);
+}
+
+static void hello(struct seed *s, uint32_t version)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello h = CPUHP__HELLO__INIT;
+
+	h.version = version;
+	h.client_name = (char *)"seed";
+	r.body_case = CPUHP__REQUEST__BODY_HELLO;
+	r.hello = &h;
+	request(s, &r);
+}
+
+static void acquire(struct seed *s, uint32_t timeout_ms)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__LeaseAcquire a = CPUHP__LEASE_ACQUIRE__INIT;
+
+	a.timeout_ms = timeout_ms;
+	r.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+	r.lease_acquire = &a;
+	request(s, &r);
+}
+
+static void release(struct seed *s, uint64_t lease_id)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__LeaseRelease l = CPUHP__LEASE_RELEASE__INIT;
+
+	l.lease_id = lease_id;
+	r.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
+	r.lease_release = &l;
+	request(s, &r);
+}
+
+static void set_online(struct seed *s, const char *cpus, bool online, uint32_t timeout_ms)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+
+	so.cpus = (char *)cpus;
+	so.online = online;
+	so.timeout_ms = timeout_ms;
+	r.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
+	r.set_online = &so;
+	request(s, &r);
+}
+
+static void status(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__StatusRequest st = CPUHP__STATUS_REQUEST__INIT;
+
+	r.body_case = CPUHP__REQUEST__BODY_STATUS;
+	r.status = &st;
+	request(s, &r);
+}
+
+static void watch(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Watch w = CPUHP__WATCH__INIT;
+
+	r.body_case = CPUHP__REQUEST__BODY_WATCH;
+	r.watch = &w;
+	request(s, &r);
+}
+
+/* A request with an id and no body: what a newer client's unknown request looks like. */
+static void empty(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+
+	request(s, &r);
+}
+
+static void save(const char *dir, const char *name, const struct seed *s)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(s->buf, 1, s->len, f) != s->len || fclose(f))
+		fail(path, errno);
+}
+
+int main(int argc, char **argv)
+{
+	static const uint8_t small_pieces[] = {0, 2, 6}; /* 1, 3 and 7 bytes, cycled */
+	static struct seed s;
+	const char *dir;
+
+	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fprintf(
+		    argc == 2 ? stdout : stderr,
+		    "Usage: seed-dispatch DIR\n"
+		    "Write the seed corpus of fuzz-dispatch (valid client streams) into DIR.\n");
+		return argc == 2 ? 0 : 2;
+	}
+	dir = argv[1];
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	status(&s);
+	save(dir, "hello-status", &s);
+
+	begin(&s, small_pieces, sizeof(small_pieces));
+	hello(&s, 1);
+	status(&s);
+	save(dir, "hello-status-in-small-pieces", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	acquire(&s, 0);
+	release(&s, 1); /* lease ids restart at 1 for every input */
+	release(&s, 1);
+	status(&s);
+	save(dir, "lease-acquire-release-twice", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	watch(&s);
+	set_online(&s, "1", false, 0);
+	set_online(&s, "1-2", true, 1000);
+	status(&s);
+	save(dir, "watch-offline-online", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	acquire(&s, 0);
+	set_online(&s, "2", false, 60000); /* waits for our own lease until we leave */
+	acquire(&s, 60000);                /* waits behind that hotplug */
+	acquire(&s, 0);                    /* EAGAIN */
+	status(&s);
+	save(dir, "lease-then-hotplug-waits", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	acquire(&s, 0);
+	set_online(&s, "1", false, 0); /* a lease is held: EAGAIN */
+	release(&s, 1);
+	set_online(&s, "0", false, 0);     /* not hotpluggable */
+	set_online(&s, "3", true, 0);      /* not present */
+	set_online(&s, "0-4095", true, 0); /* too many CPUs */
+	set_online(&s, "2-1", true, 0);    /* not a list */
+	set_online(&s, "", true, 0);       /* no CPU */
+	save(dir, "hotplug-errors", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	watch(&s);
+	watch(&s);
+	release(&s, 77);
+	empty(&s);
+	hello(&s, 2);
+	save(dir, "watch-twice-unknown-lease-empty-request", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	for (int i = 0; i < 66; i++)
+		acquire(&s, 0);
+	save(dir, "lease-quota", &s);
+
+	begin(&s, NULL, 0);
+	status(&s);
+	save(dir, "status-before-hello", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 0);
+	save(dir, "hello-version-0", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	raw(&s, "\x00\x00\x00\x03\xff\xff\xff", 7);
+	status(&s);
+	save(dir, "payload-not-a-request", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	raw(&s, "\x00\x00\x00\x10\x08\x01", 6);
+	save(dir, "truncated-frame", &s);
+	return 0;
+}
