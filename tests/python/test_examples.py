@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Runs each program of examples/ and checks what it prints, so that none
+can rot.  Registered by examples/meson.build (suite 'examples'), one meson
+test per example (-k readers, -k lease, -k hotplug_py); the daemon an
+example needs is started here, on a simulated tree.
+
+A hotplug that must be waiting is observed through `cpuhpctl status`
+(each try a round trip), never by sleeping."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import fixture
+from conftest import GUARD_S
+
+EXAMPLES = fixture.BUILD / 'examples'
+READERS = EXAMPLES / 'readers'
+LEASE = EXAMPLES / 'lease'
+HOTPLUG_PY = fixture.SOURCE / 'examples' / 'hotplug.py'
+
+
+def run(argv, **kw):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                          timeout=GUARD_S, **kw)
+
+
+def ctl_status(socket_path):
+    r = run([fixture.CPUHPCTL, '--socket', socket_path, 'status'])
+    assert r.returncode == 0, r.stderr
+    return {k.strip(): v.strip() for k, _, v in
+            (line.partition(':') for line in r.stdout.splitlines())}
+
+
+def wait_writer_waiting(socket_path):
+    deadline = time.monotonic() + GUARD_S
+    while time.monotonic() < deadline:
+        s = ctl_status(socket_path)
+        if s['writer'].startswith('waiting'):
+            return s
+    raise AssertionError(f'no hotplug waiting after {GUARD_S} s')
+
+
+# --- readers.c --------------------------------------------------------------------
+
+def test_readers_walk_each_state_of_the_set_once_and_never_see_it_change_mid_walk():
+    r = run([READERS, '--cpus', '0-3', '--readers', '3', '--flips', '4'])
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [re.sub(r'^\[ *[\d.]+ ms\] ', '', line) for line in r.stdout.splitlines()]
+    assert lines[0] == 'start:    3 readers, online CPUs 0-3; CPU 3 will be flipped 4 times'
+    writer = [line for line in lines if line.startswith('writer:')]
+    assert [w.split('CPU 3 ')[1] for w in writer] == [
+        'offline, online CPUs now 0-2', 'online, online CPUs now 0-3'] * 2
+    # Each reader walked every state, in order, once each.
+    for n in range(3):
+        walks = [line.split(': walked online CPUs ')[1] for line in lines
+                 if line.startswith(f'reader {n}:')]
+        assert walks == ['0-3 (4 CPUs)', '0-2 (3 CPUs)'] * 2 + ['0-3 (4 CPUs)'], lines
+    done = [line for line in lines if line.startswith('done:')]
+    assert len(done) == 3 and all(d.endswith(', 0 saw the set change mid-walk') for d in done)
+    # The timeline is in order: no reader saw a state before the writer made it.
+    first_offline = lines.index(writer[0])
+    assert all('0-2' not in line for line in lines[:first_offline])
+
+
+def test_readers_refuses_bad_arguments_saying_what_it_wants():
+    r = run([READERS, '--cpus', '5'])
+    assert r.returncode == 2 and 'at least two CPUs' in r.stderr
+    r = run([READERS, '--readers', '0'])
+    assert r.returncode == 2 and '--readers wants a number from 1 to 16' in r.stderr
+    r = run([READERS, '--help'])
+    assert r.returncode == 0 and r.stdout.startswith('Usage: readers')
+
+
+# --- lease.c ----------------------------------------------------------------------
+
+@pytest.fixture
+def daemon(tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
+    yield d
+    rc = d.stop()
+    print(d.log())
+    assert rc == 0, f'cpuhpd exited with {rc}'
+
+
+def test_lease_example_holds_a_lease_around_its_critical_section(daemon):
+    r = run([LEASE, '--socket', daemon.socket])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert re.fullmatch(r'lease: lease \d+ held from cpuhpd \S+: online CPUs 0-3 will not '
+                        r'change until it is released', out[0]), out
+    assert out[1:] == ['lease: critical section: 4 workers started, one per online CPU',
+                       'lease: workers done; the online CPUs did not change',
+                       out[0].split(' held')[0] + ' released'], out
+    assert ctl_status(daemon.socket)['leases held'] == '0'
+
+
+def test_lease_example_finds_the_daemon_through_cpuhp_socket(daemon):
+    r = run([LEASE], env=dict(os.environ, CPUHP_SOCKET=daemon.socket))
+    assert r.returncode == 0 and 'released' in r.stdout, r.stderr
+
+
+def test_a_hotplug_waits_for_the_lease_example_and_runs_once_it_leaves(daemon, sim):
+    holder = subprocess.Popen([str(LEASE), '--socket', daemon.socket, '--pause'],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = ''
+        while not line.startswith('lease: pausing'):
+            line = holder.stdout.readline()
+            assert line, 'lease ended before its critical section'
+        hp = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon.socket, 'offline',
+                               '--timeout', str(GUARD_S * 1000), '3'],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        s = wait_writer_waiting(daemon.socket)
+        assert s['leases held'] == '1' and sim.read_online(3) == '1'
+        out, _ = holder.communicate('\n', timeout=GUARD_S)
+        assert holder.returncode == 0, out
+        assert 'the online CPUs did not change' in out
+        out, _ = hp.communicate(timeout=GUARD_S)
+        assert hp.returncode == 0, out
+        assert sim.read_online(3) == '0'
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_killed_lease_example_lets_the_waiting_hotplug_through(daemon, sim):
+    holder = subprocess.Popen([str(LEASE), '--socket', daemon.socket, '--pause'],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        while not holder.stdout.readline().startswith('lease: pausing'):
+            assert holder.poll() is None
+        hp = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon.socket, 'offline',
+                               '--timeout', str(GUARD_S * 1000), '2'],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        wait_writer_waiting(daemon.socket)
+        holder.send_signal(signal.SIGKILL)
+        out, _ = hp.communicate(timeout=GUARD_S)
+        assert hp.returncode == 0, out
+        assert sim.read_online(2) == '0'
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_lease_example_says_what_to_do_when_the_daemon_is_not_there(tmp):
+    r = run([LEASE, '--socket', tmp / 'none.sock'])
+    assert r.returncode == 1
+    assert 'cannot connect to cpuhpd' in r.stderr and 'is it running' in r.stderr
+    r = run([LEASE, '--timeout', 'soon'])
+    assert r.returncode == 2 and 'milliseconds' in r.stderr
+    assert run([LEASE, '--help']).stdout.startswith('Usage: lease')
+
+
+# --- hotplug.py -------------------------------------------------------------------
+
+def check_hotplug_py_story(out, cpu):
+    lines = [line.removeprefix('hotplug.py: ') for line in out.splitlines()]
+    i = lines.index(f'admin: CPU {cpu} went offline')
+    assert lines[i - 2].startswith(f'admin asked to take CPU {cpu} offline: writer waiting, '
+                                   '1 lease held'), lines
+    assert lines[i + 1:i + 4] == [f'watcher: hotplug of CPUs {cpu} offline started',
+                                  f'watcher: hotplug of CPUs {cpu} finished: ok',
+                                  'watcher: online CPUs now ' + ('0-2' if cpu == 3 else
+                                                                 '0-1,3')], lines
+    assert f'admin: CPU {cpu} back online' in lines
+    assert lines[-2] == ('status: online 0-3, offline (none), possible 0-3; 0 lease(s) held, '
+                         'writer idle'), lines
+    assert lines[-1] == 'done'
+
+
+def test_hotplug_py_runs_its_story_on_a_private_simulated_daemon():
+    r = run([sys.executable, '-B', HOTPLUG_PY])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'started a private cpuhpd on a simulated tree' in r.stdout
+    check_hotplug_py_story(r.stdout, 3)
+
+
+def test_hotplug_py_runs_its_story_against_a_given_daemon(daemon, sim):
+    r = run([sys.executable, '-B', HOTPLUG_PY, '--socket', daemon.socket, '--cpu', '2'])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'private' not in r.stdout
+    check_hotplug_py_story(r.stdout, 2)
+    assert sim.read_online(2) == '1'
+    assert daemon.log().count('CPU 2 disabled') == 1 and daemon.log().count('CPU 2 enabled') == 1
+
+
+def test_hotplug_py_says_what_is_wrong(daemon, tmp):
+    r = run([sys.executable, '-B', HOTPLUG_PY, '--socket', daemon.socket, '--cpu', '9'])
+    assert r.returncode == 1 and 'CPU 9 is not online' in r.stderr
+    r = run([sys.executable, '-B', HOTPLUG_PY, '--socket', tmp / 'none.sock'])
+    assert r.returncode == 1 and 'is cpuhpd running' in r.stderr
