@@ -53,7 +53,8 @@ static int start(struct cpuhpd *d)
 	}
 	cpuhpd_list_init(&d->conns);
 	cpuhpd_list_init(&d->watch.list);
-	if ((err = cpuhpd_lease_init(d)) || (err = cpuhpd_hotplug_init(d)))
+	if ((err = cpuhpd_lease_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
+	    (err = cpuhpd_fastpath_start(d)))
 		return err;
 	err = cpuhpd_worker_start(d);
 	if (err) {

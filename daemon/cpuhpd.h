@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "cpuhpd_cpus.h"
+#include "cpuhpd_fastpath.h"
 #include "cpuhpd_hotplug.h"
 #include "cpuhpd_lease.h"
 #include "cpuhpd_list.h"
@@ -34,6 +35,7 @@ struct cpuhpd_options {
 	const char *uevent_socket; /* NULL: kernel uevents only */
 	bool no_netlink;
 	bool verbose;
+	enum cpuhpd_fast_mode fast_path;
 };
 
 struct cpuhpd {
@@ -44,6 +46,7 @@ struct cpuhpd {
 	unsigned nconns;
 	unsigned next_conn_id;
 	struct cpuhpd_leases leases;
+	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;
 	struct cpuhpd_worker worker;
 	struct cpuhpd_watchers watch;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "errmap.h"
 
@@ -66,6 +67,7 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 	 */
 	cpuhpd_hotplug_conn_gone(c);
 	cpuhpd_watch_conn_gone(c);
+	cpuhpd_fastpath_conn_gone(c);
 	cpuhpd_lease_conn_gone(c);
 	uv_read_stop((uv_stream_t *)&c->pipe);
 	uv_close((uv_handle_t *)&c->pipe, close_cb);
@@ -96,10 +98,11 @@ static void write_cb(uv_write_t *req, int status)
 		write_failed(c, status);
 }
 
+static void queue_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len, size_t off);
+
 /* Takes ownership of @frame. */
 static void send_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len)
 {
-	struct write_req *wr;
 	size_t off = 0;
 	uv_buf_t b;
 	int n;
@@ -120,6 +123,16 @@ static void send_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len)
 			return;
 		}
 	}
+	queue_frame(c, frame, len, off);
+}
+
+/* Queue @frame[@off, @len) behind what is queued; takes ownership of @frame. */
+static void queue_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len, size_t off)
+{
+	struct write_req *wr;
+	uv_buf_t b;
+	int n;
+
 	if (c->queued >= CPUHPD_CONN_MAX_QUEUED) {
 		char why[128];
 
@@ -168,6 +181,63 @@ void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp)
 		return;
 	}
 	send_frame(c, frame, len);
+}
+
+int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, const int *fds,
+                         unsigned nfds)
+{
+	char ctl[CMSG_SPACE(sizeof(int) * CPUHPD_CONN_MAX_FDS)];
+	struct msghdr mh = {0};
+	struct cmsghdr *cm;
+	struct iovec iov;
+	uint8_t *frame;
+	uv_os_fd_t fd;
+	size_t len;
+	ssize_t n;
+	int err;
+
+	if (c->closing)
+		return -ECONNRESET;
+	/* Anything queued would go first and the descriptors with the wrong bytes. */
+	if (c->queued || nfds > CPUHPD_CONN_MAX_FDS || uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0)
+		return -EAGAIN;
+	err = cpuhp_frame_pack_response(resp, &frame, &len);
+	if (err) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "cannot encode a reply: %s", strerror(-err));
+		cpuhpd_conn_close(c, why);
+		return err;
+	}
+	iov.iov_base = frame;
+	iov.iov_len = len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	memset(ctl, 0, sizeof(ctl));
+	mh.msg_control = ctl;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	do
+		n = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		err = -errno;
+		free(frame);
+		if (err == -EAGAIN || err == -EWOULDBLOCK)
+			return -EAGAIN;
+		write_failed(c, uv_translate_sys_error(-err));
+		return err;
+	}
+	/* The descriptors went with the first byte; the rest is an ordinary write. */
+	if ((size_t)n == len)
+		free(frame);
+	else
+		queue_frame(c, frame, len, (size_t)n);
+	return 0;
 }
 
 static void vsend_error(struct cpuhpd_conn *c, uint64_t id, int err, const char *fmt, va_list ap)

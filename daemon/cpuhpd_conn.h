@@ -36,6 +36,7 @@
 #define CPUHPD_CONN_MAX_QUEUED 1024
 
 struct cpuhpd;
+struct cpuhpd_fast_region;
 
 struct cpuhpd_peer {
 	pid_t pid;
@@ -67,6 +68,9 @@ struct cpuhpd_conn {
 	uint64_t watch_seq; /* last event sent */
 	bool watching;
 
+	/* cpuhpd_fastpath.c: this connection's region, NULL without the fast path */
+	struct cpuhpd_fast_region *fast;
+
 	unsigned queued; /* uv_write()s not yet completed */
 };
 
@@ -75,6 +79,20 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server);
 
 /* Send @resp.  On failure, or when the client stopped reading, the connection is closed. */
 void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp);
+
+/* Descriptors one frame may carry (cpuhpd_conn_send_fds). */
+#define CPUHPD_CONN_MAX_FDS 2
+
+/**
+ * cpuhpd_conn_send_fds() - send @resp with @fds (SCM_RIGHTS on its first byte).
+ *
+ * Only possible while nothing is queued for @c, since the descriptors must
+ * travel with this frame's bytes.  The caller keeps its descriptors.
+ * Return: 0 (sent, or queued after its first bytes); -EAGAIN: nothing was
+ * sent, @c is intact; another -errno: @c was closed.
+ */
+int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, const int *fds,
+                         unsigned nfds);
 
 /* Send an Error reply to request @id; @err is a positive errno. */
 void cpuhpd_conn_send_error(struct cpuhpd_conn *c, uint64_t id, int err, const char *fmt, ...)

@@ -30,6 +30,7 @@ static void hello(struct cpuhpd_conn *c, uint64_t id, const Cpuhp__Hello *h)
 	hr.version = CPUHP_PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
 	hr.max_frame = CPUHP_FRAME_MAX;
+	hr.fast_path = cpuhpd_fastpath_offered(c->d);
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
 	r.hello = &hr;
@@ -57,7 +58,8 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.offline = s[1];
 	st.possible = s[2];
 	st.present = s[3];
-	st.leases_held = d->leases.held;
+	cpuhpd_fastpath_status(d, &st);
+	st.leases_held = d->leases.held + st.fast_leases_held;
 	st.writer = cpuhpd_hotplug_writer_state(d);
 	st.pending_leases = d->leases.nwaiters;
 	st.pending_hotplugs = d->hotplug.nqueued;
@@ -86,8 +88,10 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		cpuhpd_conn_fail(c, id, EPROTO, "protocol error: the first request must be Hello");
 		goto out;
 	}
+	/* FastWake is never answered, not even with an error (its id is 0). */
 	if (c->d->stopping && req->body_case != CPUHP__REQUEST__BODY_STATUS &&
-	    req->body_case != CPUHP__REQUEST__BODY_LEASE_RELEASE) {
+	    req->body_case != CPUHP__REQUEST__BODY_LEASE_RELEASE &&
+	    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE) {
 		cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
 		goto out;
 	}
@@ -109,6 +113,12 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		break;
 	case CPUHP__REQUEST__BODY_WATCH:
 		cpuhpd_watch_start(c, id);
+		break;
+	case CPUHP__REQUEST__BODY_FAST_PATH:
+		cpuhpd_fastpath_request(c, id, req->fast_path);
+		break;
+	case CPUHP__REQUEST__BODY_FAST_WAKE:
+		cpuhpd_fastpath_wake(c);
 		break;
 	default:
 		cpuhpd_conn_send_error(c, id, EOPNOTSUPP,

@@ -55,6 +55,19 @@ static struct hotplug_req *head(const struct cpuhpd *d)
 
 static void timer_cb(uv_timer_t *t);
 
+/*
+ * Whether @h's deadline is judged now.  Not while the fast path is still
+ * counting its leases for @h (a membarrier in flight): until then nobody
+ * knows whether a lease is in the way, and a "try" (timeout 0) would always
+ * fail.  cpuhpd_hotplug_fast_counted() re-arms when the count is in.
+ */
+static bool deadline_counts(const struct cpuhpd *d, const struct hotplug_req *h)
+{
+	if (h->state == HP_WAIT_LEASES)
+		return !cpuhpd_fastpath_counting(d);
+	return h->state == HP_QUEUED;
+}
+
 /* Arm the timer for the earliest deadline among requests not handed to the worker. */
 static void arm(struct cpuhpd *d)
 {
@@ -65,7 +78,7 @@ static void arm(struct cpuhpd *d)
 	{
 		struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
 
-		if (h->state <= HP_WAIT_LEASES && h->deadline < first)
+		if (deadline_counts(d, h) && h->deadline < first)
 			first = h->deadline;
 	}
 	if (first == UINT64_MAX)
@@ -145,7 +158,7 @@ static void activate(struct cpuhpd *d)
 		return;
 	}
 	cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s)", h->seq, h->cpus_str,
-	            verb(h->job.online), d->leases.held);
+	            verb(h->job.online), cpuhpd_lease_held_total(d));
 	arm(d);
 }
 
@@ -172,7 +185,7 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 		reply_error(h, c, EAGAIN,
 		            "%u lease(s) held and no timeout given; nothing was changed (ask with "
 		            "a timeout to wait for them)",
-		            d->leases.held);
+		            cpuhpd_lease_held_total(d));
 	else if (h->timeout_ms == 0)
 		reply_error(h, c, EAGAIN,
 		            "another hotplug is in progress and no timeout given; nothing was "
@@ -181,7 +194,7 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 		reply_error(h, c, ETIMEDOUT,
 		            "timed out after %" PRIu32 " ms: %u lease(s) still held; nothing was "
 		            "changed",
-		            h->timeout_ms, d->leases.held);
+		            h->timeout_ms, cpuhpd_lease_held_total(d));
 	else
 		reply_error(h, c, ETIMEDOUT,
 		            "timed out after %" PRIu32 " ms behind earlier hotplug requests; "
@@ -205,7 +218,7 @@ again:
 	{
 		struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
 
-		if (h->state <= HP_WAIT_LEASES && h->deadline <= now) {
+		if (deadline_counts(d, h) && h->deadline <= now) {
 			expire(d, h);
 			goto again;
 		}
@@ -317,6 +330,11 @@ void cpuhpd_hotplug_leases_drained(struct cpuhpd *d)
 
 	if (h && h->state == HP_WAIT_LEASES)
 		to_worker(d, h);
+}
+
+void cpuhpd_hotplug_fast_counted(struct cpuhpd *d)
+{
+	arm(d);
 }
 
 static void job_started(struct cpuhpd *d, struct cpuhpd_job *job)

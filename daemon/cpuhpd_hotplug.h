@@ -55,6 +55,12 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 /* The lease gate saw the last lease go while blocked (cpuhpd_lease.c). */
 void cpuhpd_hotplug_leases_drained(struct cpuhpd *d);
 
+/*
+ * The fast path has counted its leases for the active request (its
+ * membarrier came back): that request's deadline counts again.
+ */
+void cpuhpd_hotplug_fast_counted(struct cpuhpd *d);
+
 /* The connection is going away: drop its requests not yet in the worker, forget it in the others.
  */
 void cpuhpd_hotplug_conn_gone(struct cpuhpd_conn *c);

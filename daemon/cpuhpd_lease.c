@@ -186,8 +186,7 @@ void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
 	r.lease_released = &rel;
 	cpuhpd_conn_send(c, &r);
-	if (d->leases.blocked && d->leases.held == 0)
-		cpuhpd_hotplug_leases_drained(d);
+	cpuhpd_lease_check_drained(d);
 }
 
 void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
@@ -209,14 +208,26 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
 	c->nleases = 0;
 	if (had)
 		cpuhpd_debug("client %u: %u lease(s) ended with the connection", c->id, had);
-	if (had && d->leases.blocked && d->leases.held == 0)
+	if (had)
+		cpuhpd_lease_check_drained(d);
+}
+
+void cpuhpd_lease_check_drained(struct cpuhpd *d)
+{
+	if (d->leases.blocked && d->leases.held == 0 && cpuhpd_fastpath_drained(d))
 		cpuhpd_hotplug_leases_drained(d);
+}
+
+unsigned cpuhpd_lease_held_total(const struct cpuhpd *d)
+{
+	return d->leases.held + cpuhpd_fastpath_held(d);
 }
 
 bool cpuhpd_lease_block(struct cpuhpd *d)
 {
 	d->leases.blocked = true;
-	return d->leases.held == 0;
+	cpuhpd_fastpath_block(d);
+	return d->leases.held == 0 && cpuhpd_fastpath_drained(d);
 }
 
 void cpuhpd_lease_unblock(struct cpuhpd *d)
@@ -225,6 +236,7 @@ void cpuhpd_lease_unblock(struct cpuhpd *d)
 	struct cpuhpd_list *n;
 
 	l->blocked = false;
+	cpuhpd_fastpath_unblock(d);
 	/*
 	 * Pop one at a time: granting can close a connection, which removes
 	 * that connection's later waiters from the list under us.

@@ -55,10 +55,21 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c);
 
 /**
  * cpuhpd_lease_block() - close the gate for a hotplug.
+ * Also blocks the fast path (cpuhpd_fastpath_block).
  * Return: true if no lease is held (the hotplug may go on at once); otherwise
- * cpuhpd_hotplug_leases_drained() is called when the last one is released.
+ * cpuhpd_hotplug_leases_drained() is called when the last one is released,
+ * socket or fast.
  */
 bool cpuhpd_lease_block(struct cpuhpd *d);
+
+/*
+ * While blocked: if no socket lease and no fast lease (cpuhpd_fastpath.c) is
+ * held, tell the hotplug side (cpuhpd_hotplug_leases_drained).
+ */
+void cpuhpd_lease_check_drained(struct cpuhpd *d);
+
+/* Leases held, socket and fast (a snapshot of the slots), for log lines. */
+unsigned cpuhpd_lease_held_total(const struct cpuhpd *d);
 
 /* Open the gate: grant every waiter in arrival order. */
 void cpuhpd_lease_unblock(struct cpuhpd *d);

@@ -34,6 +34,10 @@ static void usage(FILE *f)
 	    "  --uevent-socket PATH   also accept injected uevents as datagrams on PATH\n"
 	    "                         (for simulated trees; in the kernel uevent format)\n"
 	    "  --no-netlink           do not listen to kernel uevents\n"
+	    "  --fast-path MODE       fast leases in shared memory: auto (default: the best\n"
+	    "                         this kernel offers), expedited (membarrier\n"
+	    "                         GLOBAL_EXPEDITED), global (membarrier GLOBAL, ms per\n"
+	    "                         hotplug), fence (clients fence), off (socket leases only)\n"
 	    "  -v, --verbose          debug log lines\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          print the version\n"
@@ -61,7 +65,7 @@ static int parse_uint(const char *opt, const char *s, int base, unsigned long ma
 
 int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 {
-	enum { O_SOCKET = 256, O_MODE, O_GROUP, O_ROOT, O_MAXCONN, O_UEVENT, O_NONETLINK };
+	enum { O_SOCKET = 256, O_MODE, O_GROUP, O_ROOT, O_MAXCONN, O_UEVENT, O_NONETLINK, O_FAST };
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
 	    {"socket-mode", required_argument, NULL, O_MODE},
@@ -70,6 +74,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"max-connections", required_argument, NULL, O_MAXCONN},
 	    {"uevent-socket", required_argument, NULL, O_UEVENT},
 	    {"no-netlink", no_argument, NULL, O_NONETLINK},
+	    {"fast-path", required_argument, NULL, O_FAST},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -82,6 +87,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->sysfs_root = "/sys";
 	o->socket_mode = 0660;
 	o->max_connections = 4096;
+	o->fast_path = CPUHPD_FAST_AUTO;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET:
@@ -112,6 +118,15 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			break;
 		case O_NONETLINK:
 			o->no_netlink = true;
+			break;
+		case O_FAST:
+			if (cpuhpd_fast_mode_parse(optarg, &o->fast_path)) {
+				fprintf(stderr,
+				        "cpuhpd: --fast-path: '%s' is none of auto, expedited, "
+				        "global, fence, off\n",
+				        optarg);
+				return -1;
+			}
 			break;
 		case 'v':
 			o->verbose = true;

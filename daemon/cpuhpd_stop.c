@@ -24,6 +24,8 @@ void cpuhpd_stop(struct cpuhpd *d)
 	d->stopping = true;
 	cpuhpd_info("stopping");
 	cpuhpd_notify("STOPPING=1");
+	/* First: fast acquires go to the socket from now on, and get ECANCELED there. */
+	cpuhpd_fastpath_stop(d);
 	cpuhpd_server_stop(d);
 	in_worker = cpuhpd_hotplug_cancel(d);
 	cpuhpd_lease_cancel_waiters(d);
@@ -47,6 +49,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 		cpuhpd_conn_send_error(c, 0, ECANCELED, "cpuhpd is shutting down");
 		cpuhpd_conn_close(c, NULL);
 	}
+	cpuhpd_fastpath_close(d);
 	cpuhpd_uevent_stop(d);
 	cpuhpd_worker_stop(d);
 	cpuhpd_lease_close(d);
