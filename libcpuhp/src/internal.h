@@ -173,7 +173,7 @@ static inline struct cpuhp__slot *cpuhp__slot_fast(struct cpuhp__thread *t,
  * program's locks), cached so that the fast path reaches its slot in one
  * TLS load instead of four dependent loads.  Non-NULL implies registered.
  */
-extern __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__HIDDEN;
+extern __thread struct cpuhp__slot *cpuhp__chunk0; /* exported: rwsem-inline.h */
 
 /* The fast path's lookup: the slot, or NULL if it needs the slow path. */
 static inline struct cpuhp__slot *cpuhp__slot_lookup(const struct cpuhp__pcount *pc)

@@ -19,9 +19,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cpuhp/rwsem-inline.h>
+
 #include "internal.h"
 
 bool cpuhp__asym_fence;
+/* <cpuhp/rwsem-inline.h> keeps no debug books, so debug builds turn it off. */
+CPUHP_EXPORT bool cpuhp__inline_ok;
 
 static int membarrier(int cmd)
 {
@@ -34,6 +38,7 @@ void cpuhp__membarrier_init(void)
 	int mask;
 
 	cpuhp__asym_fence = false;
+	cpuhp__inline_ok = false;
 	if (off && *off && strcmp(off, "0"))
 		return;
 	mask = membarrier(MEMBARRIER_CMD_QUERY);
@@ -43,6 +48,7 @@ void cpuhp__membarrier_init(void)
 	if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
 		return;
 	cpuhp__asym_fence = true;
+	cpuhp__inline_ok = !CPUHP_DEBUG;
 }
 
 void cpuhp__membarrier(void)

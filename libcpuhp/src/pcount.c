@@ -27,7 +27,7 @@
 #include "internal.h"
 
 __thread struct cpuhp__thread *cpuhp__self;
-__thread struct cpuhp__slot *cpuhp__chunk0;
+CPUHP_EXPORT __thread struct cpuhp__slot *cpuhp__chunk0;
 
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cpuhp__thread *registry;  /* every registered thread */

@@ -38,7 +38,25 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <cpuhp/rwsem-inline.h>
+
 #include "internal.h"
+
+/* The layout <cpuhp/rwsem-inline.h> relies on (it names cpuhp__inline_abi_1). */
+_Static_assert(offsetof(struct cpuhp_rwsem, readers.id) == offsetof(struct cpuhp__rwsem_head, id),
+               "inline head: id");
+_Static_assert(offsetof(struct cpuhp_rwsem, readers.chunk) ==
+                   offsetof(struct cpuhp__rwsem_head, chunk),
+               "inline head: chunk");
+_Static_assert(offsetof(struct cpuhp_rwsem, readers.slot) ==
+                   offsetof(struct cpuhp__rwsem_head, slot),
+               "inline head: slot");
+_Static_assert(offsetof(struct cpuhp_rwsem, rss.state) == CPUHP__RWSEM_STATE_OFFSET,
+               "inline head: rcu_sync state");
+_Static_assert(CPUHP__GP_IDLE == 0, "inline head: idle is 0");
+_Static_assert(CPUHP_DEBUG || sizeof(struct cpuhp__slot) == sizeof(long),
+               "inline head: a slot is a long");
+const int cpuhp__inline_abi_1 = 1;
 
 static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
 static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
@@ -334,6 +352,21 @@ void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 		return;
 	}
 	fast_dec_rcu(sem, s);
+}
+
+/* The inline lock found a writer coming after its increment. */
+void cpuhp__rwsem_read_lock_backout(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
+
+	read_unlock_slow(sem, s);
+	read_lock_slow(sem, false);
+}
+
+/* The inline unlock found a writer coming after its decrement. */
+void cpuhp__rwsem_read_unlock_writer(struct cpuhp_rwsem *sem)
+{
+	read_unlock_fenced_slow(sem);
 }
 
 void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem)

@@ -26,6 +26,19 @@
 #include <cpuhp/hotplug.h>
 #include <cpuhp/rwsem.h>
 
+/*
+ * Built twice: torture-inline takes and releases read locks through
+ * <cpuhp/rwsem-inline.h> (against a library without debug checks).
+ */
+#ifdef TORTURE_INLINE
+#include <cpuhp/rwsem-inline.h>
+#define read_lock   cpuhp_rwsem_read_lock_inline
+#define read_unlock cpuhp_rwsem_read_unlock_inline
+#else
+#define read_lock   cpuhp_rwsem_read_lock
+#define read_unlock cpuhp_rwsem_read_unlock
+#endif
+
 #define FAIL(...)                                                                                  \
 	do {                                                                                       \
 		fprintf(stderr, "torture: FAILED: " __VA_ARGS__);                                  \
@@ -104,10 +117,10 @@ static void *reader(void *arg)
 				continue;
 			}
 			read_section(&seed);
-			cpuhp_rwsem_read_unlock(S.sem);
+			read_unlock(S.sem);
 			break;
 		case 1: /* hand the lock to the releaser thread */
-			cpuhp_rwsem_read_lock(S.sem);
+			read_lock(S.sem);
 			read_section(&seed);
 			cpuhp_rwsem_read_disown(S.sem);
 			pthread_mutex_lock(&S.hand_lock);
@@ -117,9 +130,9 @@ static void *reader(void *arg)
 			st->handoffs++;
 			break;
 		default:
-			cpuhp_rwsem_read_lock(S.sem);
+			read_lock(S.sem);
 			read_section(&seed);
-			cpuhp_rwsem_read_unlock(S.sem);
+			read_unlock(S.sem);
 			break;
 		}
 		st->reads++;
@@ -137,7 +150,7 @@ static void *releaser(void *arg)
 			break;
 		S.handed--;
 		pthread_mutex_unlock(&S.hand_lock);
-		cpuhp_rwsem_read_unlock(S.sem); /* taken on another thread */
+		read_unlock(S.sem); /* taken on another thread */
 		pthread_mutex_lock(&S.hand_lock);
 	}
 	pthread_mutex_unlock(&S.hand_lock);
@@ -261,6 +274,10 @@ int main(int argc, char **argv)
 
 	if (cpuhp_rwsem_new(&S.sem))
 		FAIL("cpuhp_rwsem_new");
+#ifdef TORTURE_INLINE
+	printf("torture: inline read path %s\n",
+	       cpuhp__inline_ok ? "active" : "not active here (no membarrier): library calls");
+#endif
 	pthread_mutex_init(&S.hand_lock, NULL);
 	pthread_cond_init(&S.hand_cond, NULL);
 	pthread_create(&trel, NULL, releaser, NULL);
