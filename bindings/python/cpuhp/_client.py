@@ -76,6 +76,7 @@ class CpuResult:
 
     @property
     def ok(self) -> bool:
+        """The CPU is in the state asked for."""
         return self.errno == 0
 
 
@@ -97,6 +98,7 @@ class HotplugResult:
 
     @property
     def failed(self) -> frozenset[int]:
+        """The CPUs that did not get to the state asked for."""
         return frozenset(r.cpu for r in self.results if not r.ok)
 
     def check(self) -> HotplugResult:
@@ -117,14 +119,14 @@ class Event:
 
 @dataclass(frozen=True)
 class HotplugStarted(Event):
-    """cpuhpd began changing @cpus (it holds the writer side now)."""
+    """cpuhpd began changing *cpus* (it holds the writer side now)."""
     cpus: frozenset[int]
     online: bool
 
 
 @dataclass(frozen=True)
 class HotplugFinished(Event):
-    """A hotplug of @cpus ended; @failed did not reach the state asked for."""
+    """A hotplug of *cpus* ended; *failed* did not reach the state asked for."""
     cpus: frozenset[int]
     online: bool
     ok: bool
@@ -133,7 +135,7 @@ class HotplugFinished(Event):
 
 @dataclass(frozen=True)
 class OnlineChanged(Event):
-    """The set of online CPUs is now @online_cpus; @external: the change was
+    """The set of online CPUs is now *online_cpus*; *external*: the change was
     not made by cpuhpd (chcpu, SMT control, suspend...)."""
     online_cpus: frozenset[int]
     external: bool
@@ -141,7 +143,7 @@ class OnlineChanged(Event):
 
 @dataclass(frozen=True)
 class EventsLost(Event):
-    """@lost events were dropped while a call waited for its answer: read
+    """*lost* events were dropped while a call waited for its answer: read
     Client.status() again."""
     lost: int
 
@@ -206,7 +208,7 @@ class Lease:
 class Client:
     """A connection to cpuhpd, the daemon that owns CPU hotplug.
 
-    @path: the daemon's socket; None: $CPUHP_SOCKET if set and not empty,
+    *path*: the daemon's socket; None: $CPUHP_SOCKET if set and not empty,
     else DEFAULT_SOCKET.  Connects at once: FileNotFoundError,
     ConnectionRefusedError or PermissionError if the daemon cannot be
     reached.  A context manager that closes the connection, which ends its
@@ -259,6 +261,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
+        """close() was called: every other call raises ValueError."""
         return self._c is None
 
     def close(self) -> None:
@@ -297,9 +300,9 @@ class Client:
         """Take a reader lease and return it (a context manager).
 
         Waits while a hotplug is queued or running (writer preference).
-        @timeout: seconds; 0: do not wait (BlockingIOError if a hotplug is in
+        *timeout*: seconds; 0: do not wait (BlockingIOError if a hotplug is in
         the way); None: as long as it takes.  TimeoutError if the hotplug
-        still is after @timeout.
+        still is after *timeout*.
         """
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
         out = ffi.new('uint64_t *')
@@ -340,16 +343,16 @@ class Client:
 
     def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
                    check: bool = True) -> HotplugResult:
-        """Bring @cpus online (@online True) or take them offline, in one
+        """Bring *cpus* online (*online* True) or take them offline, in one
         writer section: no lease is granted in between.
 
-        @cpus: a CPU number, an iterable of them, or a range list ("2-3,5").
-        @timeout: seconds to wait for leases and in-process readers to go;
+        *cpus*: a CPU number, an iterable of them, or a range list ("2-3,5").
+        *timeout*: seconds to wait for leases and in-process readers to go;
         0: do not wait (BlockingIOError if a lease is held); None: as long as
         it takes.  TimeoutError, PermissionError (not root or in cpuhpd's
         admin group) and the like mean nothing changed.
 
-        Returns what became of each CPU.  With @check (the default), a CPU
+        Returns what became of each CPU.  With *check* (the default), a CPU
         that did not get there raises its error (``e.result`` holds the
         HotplugResult); with check=False, look at ``result.failed``.
         """
@@ -390,7 +393,7 @@ class Client:
         return an iterator of them, oldest first: HotplugStarted,
         HotplugFinished, OnlineChanged, EventsLost.
 
-        @timeout: seconds to wait for each event; the iteration ends when
+        *timeout*: seconds to wait for each event; the iteration ends when
         none comes in time.  None: wait as long as it takes.  Other calls on
         this Client keep working; events that come meanwhile are kept.
         """
@@ -408,7 +411,7 @@ class Client:
 
     def next_event(self, timeout: float | None = None) -> Event | None:
         """The next event (subscribing first if watch() was not called), or
-        None if none came within @timeout seconds (0: only what already
+        None if none came within *timeout* seconds (0: only what already
         arrived; None: wait as long as it takes).  ConnectionResetError if
         the daemon went away, OSError with errno ECANCELED if it is shutting
         down."""

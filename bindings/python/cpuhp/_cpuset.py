@@ -49,7 +49,7 @@ def _parse_into(text: str, cset) -> None:
 
 
 def to_cset(cpus: CPUs):
-    """A new struct cpuhp_cpuset holding @cpus.  TypeError or ValueError (a
+    """A new struct cpuhp_cpuset holding *cpus*.  TypeError or ValueError (a
     negative or too large CPU, a list that does not parse) if they are not
     CPUs."""
     cset = ffi.new('struct cpuhp_cpuset *')

@@ -18,7 +18,7 @@ INT_MS_MAX = 0x7FFFFFFF
 
 def error(neg_errno: int, message: str | None = None, filename: str | None = None) -> OSError:
     """The exception for a negative errno return: an OSError subclass whose
-    ``errno`` is the error and whose ``strerror`` is @message (the daemon's
+    ``errno`` is the error and whose ``strerror`` is *message* (the daemon's
     words when it sent some), else the C library's text."""
     code = -neg_errno
     text = message or os.strerror(code)

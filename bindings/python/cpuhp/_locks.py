@@ -120,7 +120,7 @@ class RWSem:
         """Take the lock exclusive, waiting for earlier writers and for the
         readers inside to leave.
 
-        @timeout: seconds; None waits as long as it takes.  On TimeoutError the
+        *timeout*: seconds; None waits as long as it takes.  On TimeoutError the
         lock is exactly as before (readers this writer held off get in).
         """
         ms = timeout_ms(timeout, forever=-1, limit=UINT_MS_MAX)
@@ -191,7 +191,7 @@ def hotplug_section(timeout: float | None = None) -> Iterator[None]:
     process's view (cpuhp_hotplug_begin() and cpuhp_hotplug_done()): waits
     until no thread is inside online_cpus_held(), and keeps them out.
 
-    @timeout: seconds; None waits as long as it takes; TimeoutError with
+    *timeout*: seconds; None waits as long as it takes; TimeoutError with
     nothing changed if readers stay longer.  One section at a time.
     """
     ms = timeout_ms(timeout, forever=-1, limit=UINT_MS_MAX)
