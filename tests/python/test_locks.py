@@ -5,6 +5,8 @@ Threads synchronise with threading.Event/Barrier; "a writer is waiting" is
 observed through try_read(), which fails exactly while a writer holds the
 lock or waits for readers to leave."""
 import errno
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -164,13 +166,18 @@ def test_timeout_must_be_a_number(cpuhp):
 
 
 def test_a_semaphore_dropped_while_read_locked_is_not_freed_under_the_lock(cpuhp):
-    sem = cpuhp.RWSem()
-    sem.acquire_read()
-    held = sem._held
-    del sem  # cpuhp_rwsem_free() of a held lock would abort a debug build
-    import gc
-    gc.collect()
-    assert held.count == 1
+    # In a child: the read lock stays held to the end (cpuhp_rwsem_free() of a
+    # held lock would abort a debug build; a normal one would free it in use).
+    code = ('import gc, cpuhp\n'
+            'sem = cpuhp.RWSem()\n'
+            'sem.acquire_read()\n'
+            'held = sem._held\n'
+            'del sem\n'
+            'gc.collect()\n'
+            'print(held.count)\n')
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                       timeout=GUARD_S)
+    assert r.returncode == 0 and r.stdout == '1\n', r.stderr
 
 
 def test_hotplug_section_waits_for_online_cpus_held_readers(cpuhp):
