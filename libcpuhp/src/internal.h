@@ -37,6 +37,14 @@
 
 /* Internal symbols shared between the library's files, never exported. */
 #define CPUHP__HIDDEN __attribute__((visibility("hidden")))
+/*
+ * Our thread-locals use initial-exec TLS: one %fs-relative load instead of
+ * a __tls_get_addr() call.  Only ours (16 bytes): liburcu's reader record
+ * (384 bytes) stays general-dynamic, or a dlopen()ed libcpuhp (a Python
+ * extension) would not fit in glibc's static TLS surplus.  The fast path
+ * touches liburcu's TLS only without membarrier (G).
+ */
+#define CPUHP__TLS_IE __attribute__((tls_model("initial-exec")))
 
 #define cpuhp__likely(x)   __builtin_expect(!!(x), 1)
 #define cpuhp__unlikely(x) __builtin_expect(!!(x), 0)
@@ -145,7 +153,7 @@ struct cpuhp__thread {
 };
 
 /* Set on first use by cpuhp__thread_get(); NULL until then and after exit. */
-extern __thread struct cpuhp__thread *cpuhp__self CPUHP__HIDDEN;
+extern __thread struct cpuhp__thread *cpuhp__self CPUHP__HIDDEN CPUHP__TLS_IE;
 
 /* Register the calling thread (liburcu included).  NULL only on ENOMEM. */
 struct cpuhp__thread *cpuhp__thread_slow(void);
@@ -173,7 +181,7 @@ static inline struct cpuhp__slot *cpuhp__slot_fast(struct cpuhp__thread *t,
  * program's locks), cached so that the fast path reaches its slot in one
  * TLS load instead of four dependent loads.  Non-NULL implies registered.
  */
-extern __thread struct cpuhp__slot *cpuhp__chunk0; /* exported: rwsem-inline.h */
+extern __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__TLS_IE; /* exported: rwsem-inline.h */
 
 /* The fast path's lookup: the slot, or NULL if it needs the slow path. */
 static inline struct cpuhp__slot *cpuhp__slot_lookup(const struct cpuhp__pcount *pc)

@@ -26,8 +26,8 @@
 
 #include "internal.h"
 
-__thread struct cpuhp__thread *cpuhp__self;
-CPUHP_EXPORT __thread struct cpuhp__slot *cpuhp__chunk0;
+__thread struct cpuhp__thread *cpuhp__self CPUHP__TLS_IE;
+CPUHP_EXPORT __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__TLS_IE;
 
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cpuhp__thread *registry;  /* every registered thread */

@@ -42,7 +42,8 @@ struct cpuhp__rwsem_head {
 
 struct cpuhp__slot;
 /* This thread's first counter chunk (a long per lock), or NULL. */
-CPUHP_EXPORT extern __thread struct cpuhp__slot *cpuhp__chunk0;
+CPUHP_EXPORT extern __thread struct cpuhp__slot *cpuhp__chunk0
+	__attribute__((tls_model("initial-exec")));
 /* Set by the library when the inline path is valid (see above). */
 CPUHP_EXPORT extern bool cpuhp__inline_ok;
 CPUHP_EXPORT extern const int cpuhp__inline_abi_1;
