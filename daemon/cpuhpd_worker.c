@@ -53,7 +53,13 @@ static const char *explain(int err, bool online)
 	case EINVAL:
 		return "the kernel rejected the write (CPU not present?)";
 	case EIO:
-		return "the write was accepted but the file reads back the old state";
+		/*
+		 * cpuhp_sysfs_set_online() returns EIO for three things it cannot
+		 * tell apart afterwards: the kernel's own EIO (a hotplug step
+		 * failed and was rolled back), a short write, and a file that
+		 * does not read back the new state.  Name all three.
+		 */
+		return "an I/O error from the kernel, a short write, or a read-back that differs";
 	default:
 		return strerror(err);
 	}
