@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpd-churn: a client that loops over leases or hotplugs as fast as the
+ * daemon answers, for the fault-injection suite to SIGKILL at a random
+ * point.  It prints one line per step (after each request is written, after
+ * each reply is read), so the suite kills it after a random number of lines
+ * and the kill lands at whatever step the client reached meanwhile: a
+ * request half processed, a lease held, a release in flight.
+ *
+ * It also checks the daemon's side of the bargain: every reply must answer a
+ * request of this connection that is still unanswered.  A reply to an id
+ * never sent or already answered (a request answered twice) is an anomaly:
+ * it prints "anomaly: ..." and exits 3.  Framing is proto/frame.c's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cpuhp.pb-c.h"
+#include "frame.h"
+
+#define MAX_OUT 64
+
+struct client {
+	int fd;
+	uint64_t next_id;
+	uint64_t out[MAX_OUT]; /* ids sent and not yet answered */
+	unsigned nout;
+	struct cpuhp_frame_decoder dec;
+	uint8_t buf[8192];
+	size_t have, off;
+	unsigned long requests, replies;
+};
+
+static void die(const char *what, int err)
+{
+	printf("error: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static void anomaly(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void anomaly(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("anomaly: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(3);
+}
+
+static uint64_t send_req(struct client *c, Cpuhp__Request *req, const char *what)
+{
+	uint8_t *frame;
+	size_t len, off = 0;
+	int err;
+
+	if (c->nout == MAX_OUT)
+		die("too many requests outstanding", EOVERFLOW);
+	req->id = c->next_id++;
+	err = cpuhp_frame_pack_request(req, &frame, &len);
+	if (err)
+		die("pack", -err);
+	while (off < len) {
+		ssize_t n = send(c->fd, frame + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die("send", errno);
+		off += (size_t)n;
+	}
+	free(frame);
+	c->out[c->nout++] = req->id;
+	c->requests++;
+	printf("sent %" PRIu64 " %s\n", req->id, what);
+	return req->id;
+}
+
+/* The next reply; it must answer an outstanding request, which it then no longer is. */
+static Cpuhp__Response *recv_reply(struct client *c)
+{
+	for (;;) {
+		if (c->off < c->have) {
+			const uint8_t *payload;
+			size_t plen;
+			ssize_t n = cpuhp_frame_decoder_feed(&c->dec, c->buf + c->off,
+			                                     c->have - c->off, &payload, &plen);
+			Cpuhp__Response *r;
+			unsigned i;
+
+			if (n < 0)
+				anomaly("bad frame from the daemon (errno %" PRIu64 ")",
+				        (uint64_t)-n);
+			c->off += (size_t)n;
+			if (!payload)
+				continue;
+			if (cpuhp_frame_unpack_response(payload, plen, &r))
+				anomaly("a frame that is not a Response (%zu bytes)", plen);
+			for (i = 0; i < c->nout && c->out[i] != r->id; i++)
+				;
+			if (i == c->nout)
+				anomaly("reply to id %" PRIu64 ", which is not outstanding", r->id);
+			c->out[i] = c->out[--c->nout];
+			c->replies++;
+			return r;
+		}
+		{
+			ssize_t n = recv(c->fd, c->buf, sizeof(c->buf), 0);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				die("recv", errno);
+			if (n == 0)
+				die("recv", ECONNRESET);
+			c->have = (size_t)n;
+			c->off = 0;
+		}
+	}
+}
+
+static const char *kind(const Cpuhp__Response *r)
+{
+	const ProtobufCEnumValue *v;
+
+	switch (r->body_case) {
+	case CPUHP__RESPONSE__BODY_ERROR:
+		v = protobuf_c_enum_descriptor_get_value(&cpuhp__error_code__descriptor,
+		                                         r->error->code);
+		return v ? v->name : "ERR_?";
+	case CPUHP__RESPONSE__BODY_HELLO:
+		return "hello";
+	case CPUHP__RESPONSE__BODY_LEASE_GRANTED:
+		return "granted";
+	case CPUHP__RESPONSE__BODY_LEASE_RELEASED:
+		return "released";
+	case CPUHP__RESPONSE__BODY_SET_ONLINE:
+		return "set_online";
+	default:
+		return "other";
+	}
+}
+
+static void connect_hello(struct client *c, const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello h = CPUHP__HELLO__INIT;
+	Cpuhp__Response *r;
+
+	c->next_id = 1;
+	cpuhp_frame_decoder_init(&c->dec, 0);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (strlen(path) >= sizeof(sa.sun_path))
+		die("socket path", ENAMETOOLONG);
+	strcpy(sa.sun_path, path);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("connect", errno);
+	h.version = CPUHP_PROTO_VERSION;
+	h.client_name = (char *)"cpuhpd-churn";
+	req.body_case = CPUHP__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	send_req(c, &req, "hello");
+	r = recv_reply(c);
+	printf("got %" PRIu64 " %s\n", r->id, kind(r));
+	if (r->body_case != CPUHP__RESPONSE__BODY_HELLO)
+		die("hello refused", EPROTO);
+	cpuhp__response__free_unpacked(r, NULL);
+}
+
+/* One round: acquire @k leases (pipelined), then release those granted. */
+static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
+{
+	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
+	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
+	uint64_t leases[MAX_OUT];
+	unsigned granted = 0;
+
+	acq.timeout_ms = timeout_ms;
+	for (unsigned i = 0; i < k; i++) {
+		Cpuhp__Request req = CPUHP__REQUEST__INIT;
+
+		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+		req.lease_acquire = &acq;
+		send_req(c, &req, "acquire");
+	}
+	for (unsigned i = 0; i < k; i++) {
+		Cpuhp__Response *r = recv_reply(c);
+
+		printf("got %" PRIu64 " %s\n", r->id, kind(r));
+		if (r->body_case == CPUHP__RESPONSE__BODY_LEASE_GRANTED)
+			leases[granted++] = r->lease_granted->lease_id;
+		cpuhp__response__free_unpacked(r, NULL);
+	}
+	for (unsigned i = 0; i < granted; i++) {
+		Cpuhp__Request req = CPUHP__REQUEST__INIT;
+
+		rel.lease_id = leases[i];
+		req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
+		req.lease_release = &rel;
+		send_req(c, &req, "release");
+	}
+	for (unsigned i = 0; i < granted; i++) {
+		Cpuhp__Response *r = recv_reply(c);
+
+		printf("got %" PRIu64 " %s\n", r->id, kind(r));
+		/* Our own lease, held until now: anything but LeaseReleased is wrong. */
+		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED)
+			anomaly("release %" PRIu64 " of a held lease was refused", r->id);
+		cpuhp__response__free_unpacked(r, NULL);
+	}
+}
+
+/* One round: @cpus offline, then online. */
+static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_ms)
+{
+	for (int online = 0; online < 2; online++) {
+		Cpuhp__Request req = CPUHP__REQUEST__INIT;
+		Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+		Cpuhp__Response *r;
+
+		so.cpus = (char *)cpus;
+		so.online = online;
+		so.timeout_ms = timeout_ms;
+		req.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
+		req.set_online = &so;
+		send_req(c, &req, online ? "online" : "offline");
+		r = recv_reply(c);
+		printf("got %" PRIu64 " %s\n", r->id, kind(r));
+		cpuhp__response__free_unpacked(r, NULL);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: cpuhpd-churn SOCKET lease K TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET hotplug CPUS TIMEOUT_MS ROUNDS\n"
+	           "Loop over K pipelined lease acquires then their releases, or over taking\n"
+	           "CPUS offline then online, printing one line per request and per reply.\n"
+	           "Exit 0 after ROUNDS rounds; 3 if a reply answers no outstanding request\n"
+	           "(answered twice or never asked); 1 on a connection error; 2 on bad usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static struct client c;
+	unsigned long rounds;
+	uint32_t timeout_ms;
+	unsigned k = 0;
+
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc != 6 || (strcmp(argv[2], "lease") && strcmp(argv[2], "hotplug"))) {
+		usage(stderr);
+		return 2;
+	}
+	timeout_ms = (uint32_t)strtoul(argv[4], NULL, 10);
+	rounds = strtoul(argv[5], NULL, 10);
+	if (!strcmp(argv[2], "lease")) {
+		k = (unsigned)strtoul(argv[3], NULL, 10);
+		if (k < 1 || k > MAX_OUT) {
+			usage(stderr);
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	connect_hello(&c, argv[1]);
+	for (unsigned long i = 0; i < rounds; i++) {
+		if (k)
+			lease_round(&c, k, timeout_ms);
+		else
+			hotplug_round(&c, argv[3], timeout_ms);
+	}
+	printf("done rounds=%lu requests=%lu replies=%lu\n", rounds, c.requests, c.replies);
+	return 0;
+}
