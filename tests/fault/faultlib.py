@@ -178,7 +178,8 @@ class Ledger:
 
     def finish(self, name, unanswered=()):
         """Close @name and check every request it sent got exactly one reply
-        (ids in @unanswered may have none).  Return: the replies counted."""
+        (ids in @unanswered may have none).  Return: what arrived after the
+        last reply read, up to the end of the stream."""
         self.p(f'shutwr {name}')
         end = self.p(f'eof {name}')
         assert end['end'] in ('eof', 'ECONNRESET'), end
@@ -194,7 +195,7 @@ class Ledger:
         assert not never, f'{name}: requests never answered: {never}'
         assert not foreign, f'{name}: replies to ids never sent: {foreign}'
         self.p(f'close {name}')
-        return sum(counts.values())
+        return end['responses']
 
 
 # ---- the rig ----

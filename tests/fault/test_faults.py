@@ -4,6 +4,7 @@ kind of fault, randomised from the printed seed, records what it injected
 and checked in the report, and ends with faultlib.check_invariants().  The
 SIGTERM fault comes last because it ends the daemon."""
 import collections
+import json
 import os
 import signal
 
@@ -37,7 +38,7 @@ def _step(line):
 def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
     """SIGKILL of clients at random points of acquire, hold, release and hotplug."""
     rnd = faultlib.rng('sigkill')
-    rounds = 12
+    rounds = 25
     steps = collections.Counter()
     kills = lines_seen = 0
     row['injected'].append(f'{rounds} rounds: 1-3 lease clients (1-4 pipelined acquires, '
@@ -153,3 +154,272 @@ def test_sysfs_online_write_fails_with_ebusy_eio_eperm_or_comes_back_short(rig, 
     row['numbers']['faults fired'] = injected
     row['numbers']['requests'] = len(plan)
     check_invariants(rig, rnd, row)
+
+
+# ---- 3. a watcher that stops reading ----
+
+def test_watcher_that_stops_reading_is_cut_off_at_the_bound_others_unaffected(rig, row):
+    """A watcher that stops reading while events pile up."""
+    rnd = faultlib.rng('stalled-watcher')
+    led, d = rig.ledger, rig.daemon
+    stalled, good, h = rig.name('sw'), rig.name('gw'), rig.name('h')
+    for n in (stalled, good, h):
+        led.connect(n)
+    assert led.call(stalled, 'watch')['kind'] == 'watch_started'
+    assert led.call(good, 'watch')['kind'] == 'watch_started'
+    conns = led.status(h)['connections']
+    hotplugs = 0
+    events = []
+    # The stalled watcher never reads again; the good one reads every event.
+    # Each hotplug names 1-3 random CPUs, so events vary in size.
+    for _ in range(5000):
+        cpus = ','.join(map(str, sorted(rnd.sample(faultlib.HOTPLUGGABLE, rnd.randint(1, 3)))))
+        for verb in ('offline', 'online'):
+            r = led.call(h, verb, cpus, 1000)
+            assert r['kind'] == 'set_online' and all(x['ok'] for x in r['results']), r
+            hotplugs += 1
+            # started, finished, and online_changed when the set changed
+            want = 3 if any(x['changed'] for x in r['results']) else 2
+            events += [led.recv(good) for _ in range(want)]
+        if led.status(h)['connections'] == conns - 1:
+            break
+    else:
+        raise AssertionError('a watcher that never reads was never disconnected')
+    assert 'does not read its replies or events (1024 queued)' in d.log()
+    # The good watcher saw every event, in order, and is still connected.
+    kinds = [e['event'] for e in events]
+    assert kinds.count('hotplug_started') == kinds.count('hotplug_finished') == hotplugs
+    assert all(e['id'] == 2 for e in events)  # its Watch was request 2
+    assert led.status(good)['connections'] == conns - 1
+    # The stalled one reads what its socket buffer held (the queue beyond it
+    # was dropped with the connection), then the end of the stream.
+    end = rig.probe(f'eof {stalled}')
+    assert end['end'] in ('eof', 'ECONNRESET'), end
+    backlog = len(end['responses'])
+    assert backlog > 0 and all(x['kind'] == 'event' for x in end['responses'])
+    rig.probe(f'close {stalled}')
+    led.finish(good)
+    led.finish(h)
+    row['injected'].append('one watcher stops reading; random 1-3 CPU hotplugs (each 2-3 '
+                           'events) until the daemon drops it; a second watcher reads on')
+    row['checked'] += ['dropped at the 1024-message queue bound ("does not read" logged)',
+                       'the reading watcher got every event of every hotplug and stays',
+                       'the dropped one reads its socket backlog, then EOF', 'invariants']
+    row['numbers']['hotplugs until cut off'] = hotplugs
+    row['numbers']['events to the good watcher'] = len(events)
+    row['numbers']['backlog read by the stalled one'] = backlog
+    check_invariants(rig, rnd, row)
+
+
+# ---- 4. connection floods ----
+
+def test_connection_flood_past_the_limit_gets_eusers_and_service_goes_on(rig, row):
+    """Connection floods past --max-connections."""
+    rnd = faultlib.rng('flood')
+    led, limit = rig.ledger, faultlib.MAX_CONNECTIONS
+    h = rig.name('h')
+    led.connect(h)
+    room = limit - led.status(h)['connections']
+    # Fill the daemon up: every filler holds a lease, so a hotplug can later
+    # prove that every one of them is gone.
+    fill = fixture.Probe(rig.daemon.socket)
+    flooders = [fixture.Probe(rig.daemon.socket) for _ in range(rnd.randint(2, 4))]
+    try:
+        assert fill(f'many f {room} 0') == {'ok': True, 'granted': room}
+        # Floods from several processes at once: all commands written first.
+        per = [rnd.randint(5, 15) for _ in flooders]
+        for fl, n in zip(flooders, per):
+            fl.proc.stdin.write(''.join(f'connect x{i}\n' for i in range(n)))
+            fl.proc.stdin.flush()
+        refused = 0
+        for fl, n in zip(flooders, per):
+            answers = [json.loads(fl.proc.stdout.readline()) for _ in range(n)]
+            for i, r in enumerate(answers):
+                assert r.get('kind') == 'error' and r['code'] == 'ERR_EUSERS' and r['id'] == 0, r
+                assert f'the limit is {limit}' in r['message'] and \
+                    '--max-connections' in r['message'], r
+                end = fl(f'eof x{i}')
+                assert end['end'] in ('eof', 'ECONNRESET') and not end['responses'], end
+                refused += 1
+        # Those inside the limit are served throughout.
+        s = led.status(h)
+        assert s['connections'] == limit and s['leases_held'] == room, s
+        # Closing some lets as many new clients in.
+        k = rnd.randint(1, min(5, room))
+        assert fill(f'closemany f {k}')['closed'] == k
+        mine = led.lease(h, 0)
+        hp = led.send(h, 'online', '1', GUARD_MS)   # waits for fillers and mine
+        led.release(h, mine)
+        assert fill(f'closemany f {room - k}')['closed'] == room - k
+        r = led.recv(h)
+        assert r['id'] == hp and r['kind'] == 'set_online', r
+        s = led.status(h)
+        assert s['leases_held'] == 0 and s['connections'] <= limit - room, s
+        for i in range(room):
+            fill.connect(f'n{i}')
+        assert led.status(h)['connections'] <= limit
+    finally:
+        fill.kill()
+        for fl in flooders:
+            fl.kill()
+    led.finish(h)
+    row['injected'].append(f'--max-connections {limit}: filled with lease holders, then '
+                           f'{len(flooders)} processes connecting at once past the limit')
+    row['checked'] += ['each refused one gets id-0 ERR_EUSERS naming the limit and '
+                       '--max-connections, then EOF',
+                       'connections = limit and the holders served meanwhile',
+                       'after the holders leave (proved by a hotplug needing zero leases) as '
+                       'many new clients get in as left', 'invariants']
+    row['numbers']['refused'] = refused
+    row['numbers']['held at the limit'] = room
+    check_invariants(rig, rnd, row)
+
+
+# ---- 5. random bytes from many clients at once ----
+
+CONNECTION_ERRORS = {'ERR_EPROTO', 'ERR_EMSGSIZE'}
+REQUEST_ERRORS = {'ERR_EOPNOTSUPP', 'ERR_EPROTONOSUPPORT', 'ERR_EINVAL', 'ERR_ESRCH',
+                  'ERR_EDQUOT', 'ERR_EALREADY', 'ERR_EAGAIN', 'ERR_ERANGE', 'ERR_ETIMEDOUT'}
+
+
+def _garbage(rnd):
+    """Random bytes in the shapes that reach different parts of the input path."""
+    shape = rnd.randrange(5)
+    if shape == 0:    # random payload in a well-formed frame
+        return 'framed', frame(rnd.randbytes(rnd.randint(1, 64)))
+    if shape == 1:    # random bytes, prefix included
+        return 'raw', rnd.randbytes(rnd.randint(1, 256))
+    if shape == 2:    # a frame, then garbage
+        return 'frame+garbage', frame(rnd.randbytes(8)) + rnd.randbytes(rnd.randint(1, 16))
+    if shape == 3:    # a prefix announcing more than is ever sent
+        return 'truncated', rnd.randint(1, 65536).to_bytes(4, 'big') + rnd.randbytes(3)
+    return 'oversized', rnd.randint(65537, 2**32 - 1).to_bytes(4, 'big')
+
+
+def test_random_bytes_from_many_clients_at_once(rig, row):
+    """Random bytes from many clients at once."""
+    rnd = faultlib.rng('random-bytes')
+    led = rig.ledger
+    by = rig.name('by')
+    led.connect(by)
+    mine = led.lease(by)
+    # A well-behaved client works through all of it.
+    worker = rig.churn('lease', 2, GUARD_MS, 200)
+    procs = [fixture.Probe(rig.daemon.socket) for _ in range(rnd.randint(4, 6))]
+    plan = []
+    try:
+        # Every command of every process is written before any answer is read,
+        # so the daemon sees the connections and their bytes interleaved.
+        for pi, p in enumerate(procs):
+            cmds = []
+            for ci in range(rnd.randint(3, 6)):
+                name = f'g{ci}'
+                shape, data = _garbage(rnd)
+                hello = rnd.random() < 0.5
+                plan.append((pi, name, shape, hello, len(data)))
+                cmds += [f'{"connect" if hello else "rawconnect"} {name}',
+                         f'raw {name} {data.hex()}', f'shutwr {name}', f'eof {name}']
+            p.proc.stdin.write(''.join(c + '\n' for c in cmds))
+            p.proc.stdin.flush()
+        codes = collections.Counter()
+        for pi, name, shape, hello, _ in plan:
+            p = procs[pi]
+            answers = [json.loads(p.proc.stdout.readline()) for _ in range(4)]
+            assert answers[0].get('kind') == 'hello' or answers[0].get('ok'), answers
+            end = answers[3]
+            assert end['end'] in ('eof', 'ECONNRESET'), (shape, end)
+            errs = [x for x in end['responses'] if x['kind'] == 'error']
+            conn_errs = [i for i, x in enumerate(end['responses'])
+                         if x['kind'] == 'error' and x['id'] == 0 and x['code'] in CONNECTION_ERRORS]
+            # A connection-level error is the last thing sent.
+            assert all(i == len(end['responses']) - 1 for i in conn_errs), end
+            for x in errs:
+                assert x['code'] in CONNECTION_ERRORS | REQUEST_ERRORS, (shape, x)
+                assert x['message'], x
+                codes[x['code']] += 1
+            if shape == 'oversized':
+                assert conn_errs and end['responses'][-1]['code'] == 'ERR_EMSGSIZE', end
+    finally:
+        for p in procs:
+            p.kill()
+    out, _ = worker.communicate(timeout=fixture.GUARD_S)
+    assert worker.returncode == 0 and 'done rounds=200' in out, out[-2000:]
+    s = led.status(by)
+    assert s['leases_held'] >= 1, s
+    led.release(by, mine)
+    led.finish(by)
+    row['injected'].append(f'{len(plan)} connections from {len(procs)} processes, all '
+                           'written before any answer is read: random payloads in frames, '
+                           'random bytes, frame + garbage, truncated frames, oversized '
+                           'prefixes; half after a Hello')
+    row['checked'] += ['each ends in EOF with only known error codes, each with a message',
+                       'a connection error (EPROTO/EMSGSIZE, id 0) is the last message',
+                       'an oversized prefix gets ERR_EMSGSIZE',
+                       'a lease client runs 200 rounds to the end meanwhile',
+                       'a lease held throughout stays held', 'invariants']
+    row['numbers']['connections'] = len(plan)
+    row['numbers']['bytes'] = sum(x[4] for x in plan)
+    row['numbers']['errors'] = '/'.join(f'{k[4:]} {v}' for k, v in sorted(codes.items()))
+    check_invariants(rig, rnd, row)
+
+
+# ---- 6. SIGTERM with requests waiting (last: it ends the daemon) ----
+
+def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, row):
+    """The daemon SIGTERMed while hotplugs and leases wait behind a lease."""
+    rnd = faultlib.rng('sigterm')
+    led, d, sim = rig.ledger, rig.daemon, rig.sim
+    holder, watcher, idle = rig.name('hold'), rig.name('watch'), rig.name('idle')
+    for n in (holder, watcher, idle):
+        led.connect(n)
+    led.call(watcher, 'watch')
+    led.lease(holder)
+    waiting = []   # (connection, request id) that must be answered ECANCELED
+    nh, nl = rnd.randint(1, 3), rnd.randint(1, 4)
+    for i in range(nh):
+        n = rig.name('hp')
+        led.connect(n)
+        cpus = ','.join(map(str, sorted(rnd.sample(faultlib.HOTPLUGGABLE, rnd.randint(1, 3)))))
+        waiting.append((n, led.send(n, rnd.choice(('online', 'offline')), cpus, 60000)))
+    for i in range(nl):
+        n = rig.name('lw')
+        led.connect(n)
+        waiting += [(n, led.send(n, 'acquire', 60000)) for _ in range(rnd.randint(1, 3))]
+    s = led.status(idle)
+    assert s['writer'] == 'WRITER_WAITING' and s['pending_hotplugs'] == nh, s
+    assert s['pending_leases'] == len(waiting) - nh, s
+    before = sim_online(sim)
+    d.send_signal(signal.SIGTERM)
+    for n, rid in waiting:
+        r = led.recv(n)
+        assert r['id'] == rid and error_code(r) == 'ERR_ECANCELED', (n, rid, r)
+        assert 'shutting down' in r['message'], r
+    assert d.wait() == 0, d.log()
+    assert not os.path.exists(d.socket), 'the socket file outlived the daemon'
+    conns = {n for n, _ in waiting} | {holder, watcher, idle}
+    for n in conns:
+        rest = led.finish(n)
+        assert [(x['id'], x.get('code')) for x in rest] == [(0, 'ERR_ECANCELED')], (n, rest)
+    assert sim_online(sim) == before, 'a cancelled hotplug changed a CPU'
+    # A daemon started again on the same path serves a fresh client.
+    again = fixture.Daemon(rig.tmp, sim.root, socket_path=d.socket)
+    again.start()
+    try:
+        p = fixture.Probe(again.socket)
+        p.connect('f')
+        lease = p.lease('f')
+        assert p.call('f', 'release', lease)['kind'] == 'lease_released'
+        assert parse_cpus(p.status('f')['online']) == sim_online(sim)
+        p.kill()
+    finally:
+        assert again.stop() == 0
+    row['injected'].append(f'SIGTERM with a lease held, {nh} hotplug(s) and {len(waiting) - nh} '
+                           f'lease acquire(s) from {nl} client(s) waiting behind it, a watcher '
+                           'and an idle client')
+    row['checked'] += ['every waiting request answered ERR_ECANCELED once, under its id',
+                       'then one id-0 ERR_ECANCELED and EOF on every connection',
+                       'exit status 0', 'the socket file removed', 'no CPU changed',
+                       'a daemon restarted on the same path serves a fresh client and reports '
+                       'the files\' online set']
+    row['numbers']['cancelled'] = len(waiting)
+    row['numbers']['connections closed'] = len(conns)
