@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """`import cpuhp` works in a plain interpreter, with nothing preloaded.
 
-libcpuhp.so reads thread-locals with initial-exec TLS, its own and, through
-liburcu's inlined read side, liburcu-memb's.  A library loaded by dlopen()
-(as Python loads extensions) can only use initial-exec TLS if glibc can
-place the TLS blocks in the static TLS area it reserved at start-up; if it
-cannot, the import fails with "cannot allocate memory in static TLS block".
-The other tests in this suite may run with a workaround in their
-environment (tests/python/meson.build); this one removes it."""
+Python loads the extension, and with it libcpuhp.so and liburcu-memb.so,
+with dlopen().  A library reached by initial-exec TLS references must fit
+glibc's static TLS area as sized and aligned at start-up; liburcu-memb's
+reader record (384 bytes, 128-byte aligned) does not, and the import then
+fails with "cannot allocate memory in static TLS block".  So libcpuhp keeps
+initial-exec for its own few bytes only.  These tests drop LD_PRELOAD and
+GLIBC_TUNABLES, which could hide that."""
 import os
 import subprocess
 import sys
