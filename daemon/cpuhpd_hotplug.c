@@ -157,8 +157,11 @@ static void activate(struct cpuhpd *d)
 		to_worker(d, h);
 		return;
 	}
-	cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s)", h->seq, h->cpus_str,
-	            verb(h->job.online), cpuhpd_lease_held_total(d));
+	if (cpuhpd_lease_held_total(d))
+		cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s)", h->seq,
+		            h->cpus_str, verb(h->job.online), cpuhpd_lease_held_total(d));
+	else
+		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
 	arm(d);
 }
 

@@ -13,7 +13,8 @@ static void status_usage(FILE *f)
 	fprintf(f, "Usage: cpuhpctl status\n"
 	           "\n"
 	           "Print cpuhpd's view: online, offline, possible and present CPUs, the\n"
-	           "leases held, whether a hotplug is waiting or running, what is queued.\n");
+	           "leases held (the fast ones, taken in shared memory, as well), whether a\n"
+	           "hotplug is waiting or running, what is queued.\n");
 }
 
 static void watch_usage(FILE *f)
@@ -93,6 +94,10 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 		print_set("possible:", &st->possible);
 		print_set("present:", &st->present);
 		printf("%-13s %u\n", "leases held:", st->leases_held);
+		/* Part of the line above: leases counted in shared memory, no round trip. */
+		printf("%-13s %u held by %u client(s); %u connection(s) use it (%s)\n",
+		       "fast leases:", st->fast_leases_held, st->fast_holders, st->fast_connections,
+		       st->fast_path);
 		printf("%-13s %s\n", "writer:", writer_text(st->writer));
 		printf("%-13s %u lease request(s), %u hotplug request(s)\n",
 		       "pending:", st->pending_leases, st->pending_hotplugs);

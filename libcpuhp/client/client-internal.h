@@ -8,14 +8,27 @@
 #define CPUHP_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cpuhp/client.h>
 
 #include "frame.h"
 
+struct cpuhp__fast;
+
+/* Descriptors kept from the reads ahead until a reply claims them (cpuhp__client_take_fds). */
+#define CPUHP__CLIENT_MAX_FDS 2
+
 struct cpuhp_client {
 	pthread_mutex_t lock; /* held by every public call, for its whole length */
+	/*
+	 * Held around every write to fd: by calls (under ->lock) and by a fast
+	 * lease release on any thread (FastWake), which must not wait for a
+	 * call that may itself wait for that release.
+	 */
+	pthread_mutex_t send_lock;
 	int fd;
 	/*
 	 * Sticky: once the connection is unusable (closed, bad frame) every
@@ -37,6 +50,20 @@ struct cpuhp_client {
 	unsigned lost; /* dropped since the queue was last drained */
 
 	char message[CPUHP_CLIENT_MESSAGE_MAX];
+
+	/* Descriptors that came with bytes read ahead (SCM_RIGHTS), oldest first. */
+	int fds[CPUHP__CLIENT_MAX_FDS];
+	unsigned nfds;
+
+	bool fast_offered; /* HelloReply.fast_path; written before connect returns */
+	bool fast_refused; /* under lock: asked, and the daemon said no for good */
+	/*
+	 * Set once, under lock, by the first lease call that finds the fast
+	 * path offered (cpuhp__client_fast_get); read without the lock by lease
+	 * calls (acquire: the mapping is complete before it is seen); freed by
+	 * close.  NULL: socket leases only, so far.
+	 */
+	struct cpuhp__fast *_Atomic fast;
 };
 
 /* Set c->message (printf format) and return @err, for `return cpuhp__client_error(...)`. */
@@ -76,5 +103,12 @@ Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c);
 
 /* Send Hello and check the version; called by connect. */
 int cpuhp__client_hello(struct cpuhp_client *c);
+
+/*
+ * cpuhp__client_take_fds() - the @n descriptors that came with the reply
+ * just read (FastPathGranted), now the caller's.
+ * Return: 0; -EBADMSG if there were not exactly @n (all are closed then).
+ */
+int cpuhp__client_take_fds(struct cpuhp_client *c, int *fds, unsigned n);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client-fastpath.h"
 #include "client-internal.h"
 #include "errmap.h"
 
@@ -54,8 +55,21 @@ int cpuhp__client_hello(struct cpuhp_client *c)
 		ret = -EPROTONOSUPPORT;
 	else if (resp->hello->max_frame && resp->hello->max_frame < c->max_frame)
 		c->max_frame = resp->hello->max_frame;
+	c->fast_offered = ret == 0 && resp->hello->fast_path;
 	cpuhp__response__free_unpacked(resp, NULL);
 	return ret;
+}
+
+/* The fast path, asked for on the first lease; *@f stays NULL if there is none. */
+static int fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
+{
+	int ret = 0;
+
+	enter(c);
+	if (!atomic_load_explicit(&c->fast, memory_order_relaxed) && !c->fast_refused && !c->dead)
+		ret = cpuhp__client_fast_setup(c);
+	*f = atomic_load_explicit(&c->fast, memory_order_relaxed);
+	return leave(c, ret);
 }
 
 int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t *lease_id)
@@ -65,6 +79,16 @@ int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint
 	Cpuhp__Response *resp;
 	int ret;
 
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+
+	/* No lock, no message: the handle's lock may be held by a call waiting for a hotplug. */
+	if (__builtin_expect(!f, 0) && c->fast_offered) {
+		ret = fast_get(c, &f);
+		if (ret < 0)
+			return ret;
+	}
+	if (f && cpuhp__fast_acquire(c, f, lease_id))
+		return 0;
 	enter(c);
 	acq.timeout_ms = timeout_ms;
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
@@ -84,6 +108,11 @@ int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
 	Cpuhp__Response *resp;
 	int ret;
 
+	if (lease_id & CPUHP_CLIENT_FAST_LEASE) {
+		struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+
+		return f ? cpuhp__fast_release(c, f) : -ESRCH;
+	}
 	enter(c);
 	rel.lease_id = lease_id;
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
@@ -204,6 +233,12 @@ static int convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
 	out->connections = s->connections;
 	snprintf(out->daemon_version, sizeof(out->daemon_version), "%s",
 	         s->daemon_version ? s->daemon_version : "");
+	out->fast_leases_held = s->fast_leases_held;
+	out->fast_holders = s->fast_holders;
+	out->fast_connections = s->fast_connections;
+	/* An older daemon sends no fast_path: it has none. */
+	snprintf(out->fast_path, sizeof(out->fast_path), "%s",
+	         s->fast_path && s->fast_path[0] ? s->fast_path : "off");
 	return 0;
 }
 
@@ -231,6 +266,16 @@ int cpuhp_client_status(struct cpuhp_client *c, struct cpuhp_client_status *out)
 		*out = *st;
 	free(st);
 	return leave(c, ret);
+}
+
+int cpuhp_client_fast_path(struct cpuhp_client *c)
+{
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+	int ret = 0;
+
+	if (!f && c->fast_offered)
+		ret = fast_get(c, &f);
+	return ret < 0 ? ret : f != NULL;
 }
 
 int cpuhp_client_watch(struct cpuhp_client *c)

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client-fastpath.h"
 #include "client-internal.h"
 #include "errmap.h"
 
@@ -36,18 +37,81 @@ int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what)
 
 static int send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len)
 {
+	int ret = 0;
+
+	pthread_mutex_lock(&c->send_lock);
 	while (len) {
 		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			ret = -errno;
+			break;
 		}
 		buf += n;
 		len -= (size_t)n;
 	}
+	pthread_mutex_unlock(&c->send_lock);
+	return ret;
+}
+
+/* Keep the descriptors of a control message; those beyond the limit are closed. */
+static void keep_fds(struct cpuhp_client *c, struct msghdr *mh)
+{
+	struct cmsghdr *cm;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t i, n;
+		int fd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->nfds < CPUHP__CLIENT_MAX_FDS)
+				c->fds[c->nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
+static void drop_fds(struct cpuhp_client *c)
+{
+	while (c->nfds)
+		close(c->fds[--c->nfds]);
+}
+
+int cpuhp__client_take_fds(struct cpuhp_client *c, int *fds, unsigned n)
+{
+	if (c->nfds != n) {
+		drop_fds(c);
+		return -EBADMSG;
+	}
+	memcpy(fds, c->fds, n * sizeof(int));
+	c->nfds = 0;
 	return 0;
+}
+
+/*
+ * recv() that keeps descriptors: they come with the first bytes of the frame
+ * they belong to (proto/FRAMING.md), and a plain recv() would discard them.
+ */
+static ssize_t recv_keep_fds(struct cpuhp_client *c)
+{
+	char ctl[CMSG_SPACE(sizeof(int) * CPUHP__CLIENT_MAX_FDS)];
+	struct iovec iov = {.iov_base = c->rbuf, .iov_len = sizeof(c->rbuf)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	mh.msg_control = ctl;
+	mh.msg_controllen = sizeof(ctl);
+	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n >= 0 && mh.msg_controllen)
+		keep_fds(c, &mh);
+	return n;
 }
 
 static int64_t now_ms(void)
@@ -125,7 +189,7 @@ int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response *
 				return cpuhp__client_kill(c, ret,
 				                          "polling the cpuhpd socket failed");
 		}
-		n = recv(c->fd, c->rbuf, sizeof(c->rbuf), 0);
+		n = recv_keep_fds(c);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -299,6 +363,11 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 	ret = -pthread_mutex_init(&c->lock, NULL);
 	if (ret < 0)
 		goto err_free;
+	ret = -pthread_mutex_init(&c->send_lock, NULL);
+	if (ret < 0) {
+		pthread_mutex_destroy(&c->lock);
+		goto err_free;
+	}
 	cpuhp_frame_decoder_init(&c->dec, CPUHP_FRAME_MAX);
 	c->max_frame = CPUHP_FRAME_MAX;
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -317,9 +386,11 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 	return 0;
 
 err_close:
+	drop_fds(c);
 	close(c->fd);
 err_mutex:
 	cpuhp_frame_decoder_fini(&c->dec);
+	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);
 err_free:
 	free(c);
@@ -332,10 +403,14 @@ void cpuhp_client_close(struct cpuhp_client *c)
 
 	if (!c)
 		return;
+	/* Fast leases still held end here, with the connection, as socket leases do. */
+	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed));
+	drop_fds(c);
 	close(c->fd);
 	while ((ev = cpuhp__client_dequeue_event(c)))
 		cpuhp__response__free_unpacked(ev, NULL);
 	cpuhp_frame_decoder_fini(&c->dec);
+	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -21,6 +21,18 @@
  * handle.  Calls are plain blocking socket I/O with no threads of their
  * own; a signal does not interrupt them (they resume after EINTR), the
  * timeouts bound them.  SIGPIPE is never raised.
+ *
+ * Fast leases: when cpuhpd offers it, a handle takes leases (from its first
+ * one on) in memory it shares with the daemon, in nanoseconds, with no round trip and without
+ * the handle's mutex, so any number of threads take them on one handle at
+ * once; while a hotplug waits or runs, lease calls fall back to the socket
+ * and wait as always.  Nothing changes for the caller but the speed and
+ * the ids (CPUHP_CLIENT_FAST_LEASE).  Each of the first 15 threads (or
+ * $CPUHP_CLIENT_FAST_SLOTS - 1, at most 63) that use a handle gets a
+ * counter of its own; more threads share one with atomic instructions.
+ * $CPUHP_CLIENT_FAST_PATH=0 turns it off for handles without a lease yet.
+ * A child of fork() must connect anew: an inherited handle has no fast path
+ * there (and its socket is its parent's).
  */
 #ifndef CPUHP_CLIENT_H
 #define CPUHP_CLIENT_H
@@ -39,6 +51,13 @@ extern "C" {
 /* Where cpuhpd listens unless CPUHP_SOCKET or the path argument says otherwise. */
 #define CPUHP_CLIENT_DEFAULT_SOCKET "/run/cpuhpd/cpuhpd.sock"
 #define CPUHP_CLIENT_SOCKET_ENV     "CPUHP_SOCKET"
+
+/* "0": connect without fast leases.  A number: counters wanted (1 to 64, default 16). */
+#define CPUHP_CLIENT_FAST_PATH_ENV  "CPUHP_CLIENT_FAST_PATH"
+#define CPUHP_CLIENT_FAST_SLOTS_ENV "CPUHP_CLIENT_FAST_SLOTS"
+
+/* Set in the ids of fast leases; socket lease ids never have it. */
+#define CPUHP_CLIENT_FAST_LEASE (UINT64_C(1) << 63)
 
 /* Size of the message buffers below, NUL included; longer texts are cut. */
 #define CPUHP_CLIENT_MESSAGE_MAX 256
@@ -66,6 +85,13 @@ struct cpuhp_client_status {
 	unsigned pending_hotplugs; /* hotplug requests waiting, the running one included */
 	unsigned connections;
 	char daemon_version[64];
+	/* Fast leases (counted in leases_held too): a snapshot of the shared counters. */
+	unsigned fast_leases_held;
+	unsigned fast_holders;     /* connections holding fast leases */
+	unsigned fast_connections; /* connections with the fast path */
+	/* How the daemon orders them: "membarrier-global-expedited", "membarrier-global", "fence",
+	 * "off". */
+	char fast_path[32];
 };
 
 /* What happened to one CPU of a hotplug request. */
@@ -128,7 +154,11 @@ CPUHP_EXPORT void cpuhp_client_close(struct cpuhp_client *c);
  *              0: do not wait.
  * @lease_id:   the lease, for cpuhp_client_lease_release().
  *
- * Leases are not exclusive: any number of clients hold them at once.
+ * Leases are not exclusive: any number of clients hold them at once.  With
+ * the fast path (cpuhp_client_fast_path()) and no hotplug in the way, this
+ * takes a few nanoseconds, does not take @c's mutex, and sets
+ * CPUHP_CLIENT_FAST_LEASE in @lease_id; such a lease may be released by any
+ * thread, and only once.
  * Context: blocks up to @timeout_ms (plus a round trip).
  * Return: 0; -EAGAIN (@timeout_ms 0 and a hotplug in the way);
  * -ETIMEDOUT; -EDQUOT (this connection's lease limit); -ECONNRESET and
@@ -139,11 +169,27 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
 
 /**
  * cpuhp_client_lease_release() - end a lease taken on @c.
- * Context: blocks for a round trip.
+ *
+ * A fast lease ends without a round trip (one frame is sent, not awaited,
+ * if a hotplug waits for it); its id is not checked, so releasing one
+ * twice, or an id never granted, is a bug that keeps hotplugs waiting
+ * until their timeout while @c lives.
+ * Context: blocks for a round trip (socket leases).
  * Return: 0; -ESRCH if @c holds no such lease; -errno if the connection
  * failed (and with it every lease).
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
+
+/**
+ * cpuhp_client_fast_path() - whether leases on @c are fast leases.
+ *
+ * A handle asks for the fast path at its first lease (or here), so that
+ * handles that never take one cost the daemon nothing.
+ * Context: blocks for a round trip the first time.
+ * Return: 1: they are; 0: socket leases (the daemon does not offer the fast
+ * path or refused it, or $CPUHP_CLIENT_FAST_PATH is 0); a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_fast_path(struct cpuhp_client *c);
 
 /**
  * cpuhp_client_set_online_results() - bring CPUs online or take them offline,

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The client's fast path around the inline acquire and release of
+ * client-fastpath.h: asking for it after the hello, mapping what the daemon
+ * sent, the membarrier registration, a thread's slot, and FastWake.
+ *
+ * Slots: slot 0 is shared (atomic read-modify-writes); every other slot
+ * belongs to one thread at a time, found by its TID under ->claim_lock the
+ * first time a thread uses the handle.  A thread's slot is taken over only
+ * once that thread is gone (tgkill(pid, tid, 0) says ESRCH): a count it
+ * left there stays counted (a lease it never released), and the new owner
+ * continues from that value.  More threads than slots share slot 0.
+ *
+ * fork: the child gets neither mapping (MADV_DONTFORK) and its thread's
+ * cache is emptied, so it never writes its parent's slots; with a handle it
+ * inherited it only has the socket path, which a parent and child cannot
+ * share either: a child connects anew.
+ */
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "client-fastpath.h"
+#include "client-internal.h"
+
+/* Threads of one process that get a slot of their own per handle, by default. */
+#define DEFAULT_SLOTS 16
+
+__thread struct cpuhp__fast_tls cpuhp__fast_tls[CPUHP__FAST_TLS_WAYS]
+    __attribute__((tls_model("initial-exec")));
+
+static _Atomic uint64_t next_serial;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_child(void)
+{
+	memset(cpuhp__fast_tls, 0, sizeof(cpuhp__fast_tls));
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static bool thread_gone(pid_t pid, pid_t tid)
+{
+	return syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH;
+}
+
+struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f)
+{
+	struct cpuhp__fast_tls *t = &cpuhp__fast_tls[f->serial % CPUHP__FAST_TLS_WAYS];
+	pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
+	unsigned i, slot = 0;
+
+	if (pid != f->pid)
+		return NULL;
+	pthread_mutex_lock(&f->claim_lock);
+	for (i = 1; i < f->nslots && !slot; i++)
+		if (f->owner[i] == tid)
+			slot = i;
+	for (i = 1; i < f->nslots && !slot; i++)
+		if (!f->owner[i])
+			slot = i;
+	for (i = 1; i < f->nslots && !slot; i++)
+		if (thread_gone(pid, f->owner[i]))
+			slot = i;
+	if (slot)
+		f->owner[slot] = tid;
+	pthread_mutex_unlock(&f->claim_lock);
+	t->serial = f->serial;
+	t->count = &f->reg->slot[slot].count;
+	t->slot = slot;
+	return t;
+}
+
+void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
+{
+	const uint8_t *p = f->wake_frame;
+	size_t left = f->wake_len;
+
+	/* Stopped, dead or revoked: nobody waits for this count. */
+	if (atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
+	    (f->open | CPUHP_FAST_BLOCKED))
+		return;
+	/*
+	 * W: after the slot--.  Under the send lock only, not the call lock: a
+	 * thread of this handle may be blocked in a call (a lease waiting behind
+	 * this very hotplug).  A failed send means the connection is gone, and
+	 * with it what the daemon counted for us.
+	 */
+	pthread_mutex_lock(&c->send_lock);
+	while (left) {
+		ssize_t n = send(c->fd, p, left, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		p += n;
+		left -= (size_t)n;
+	}
+	pthread_mutex_unlock(&c->send_lock);
+}
+
+void cpuhp__client_fast_free(struct cpuhp__fast *f)
+{
+	if (!f)
+		return;
+	if (f->hdr)
+		munmap((void *)f->hdr, CPUHP_FAST_HEADER_SIZE);
+	if (f->reg)
+		munmap(f->reg, f->reg_size);
+	pthread_mutex_destroy(&f->claim_lock);
+	free(f);
+}
+
+static unsigned slots_wanted(void)
+{
+	const char *s = getenv(CPUHP_CLIENT_FAST_SLOTS_ENV);
+	char *end;
+	unsigned long n;
+
+	if (!s || !*s)
+		return DEFAULT_SLOTS;
+	n = strtoul(s, &end, 10);
+	if (*end || !n)
+		return DEFAULT_SLOTS;
+	return n > CPUHP_FAST_MAX_SLOTS ? CPUHP_FAST_MAX_SLOTS : (unsigned)n;
+}
+
+static bool fast_disabled(void)
+{
+	const char *s = getenv(CPUHP_CLIENT_FAST_PATH_ENV);
+
+	return s && !strcmp(s, "0");
+}
+
+static void *map_fd(int fd, size_t size, int prot)
+{
+	struct stat st;
+	void *p;
+
+	/* A shorter file would fault on access instead of failing here. */
+	if (fstat(fd, &st) < 0 || st.st_size < 0 || (size_t)st.st_size < size)
+		return NULL;
+	p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, size, MADV_DONTFORK);
+	return p;
+}
+
+/* Map what came with @g into @f; false if it does not look like the layout we know. */
+static bool map_granted(struct cpuhp__fast *f, const Cpuhp__FastPathGranted *g, const int *fds)
+{
+	if (g->layout != CPUHP_FAST_LAYOUT || g->header_size != CPUHP_FAST_HEADER_SIZE ||
+	    g->nslots < 1 || g->nslots > CPUHP_FAST_MAX_SLOTS ||
+	    g->region_size < CPUHP_FAST_REGION_SIZE(g->nslots))
+		return false;
+	f->hdr = map_fd(fds[0], CPUHP_FAST_HEADER_SIZE, PROT_READ);
+	if (!f->hdr || f->hdr->magic != CPUHP_FAST_MAGIC || f->hdr->layout != CPUHP_FAST_LAYOUT)
+		return false;
+	f->reg_size = g->region_size;
+	f->reg = map_fd(fds[1], f->reg_size, PROT_READ | PROT_WRITE);
+	if (!f->reg)
+		return false;
+	f->nslots = g->nslots;
+	f->open = f->hdr->open;
+	switch (g->barrier) {
+	case CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_EXPEDITED:
+		/* Per process and idempotent; without it the daemon's barrier skips us. */
+		f->fence =
+		    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) != 0;
+		break;
+	case CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_GLOBAL:
+		f->fence = false;
+		break;
+	default:
+		f->fence = true;
+		break;
+	}
+	return true;
+}
+
+static bool pack_wake(struct cpuhp__fast *f)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__FastWake w = CPUHP__FAST_WAKE__INIT;
+	uint8_t *frame;
+	size_t len;
+
+	req.id = 0; /* never answered (proto/FRAMING.md) */
+	req.body_case = CPUHP__REQUEST__BODY_FAST_WAKE;
+	req.fast_wake = &w;
+	if (cpuhp_frame_pack_request(&req, &frame, &len) < 0)
+		return false;
+	if (len <= sizeof(f->wake_frame)) {
+		memcpy(f->wake_frame, frame, len);
+		f->wake_len = len;
+	}
+	free(frame);
+	return f->wake_len != 0;
+}
+
+int cpuhp__client_fast_setup(struct cpuhp_client *c)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__FastPathRequest fr = CPUHP__FAST_PATH_REQUEST__INIT;
+	Cpuhp__Response *resp;
+	struct cpuhp__fast *f;
+	int ret, fds[2];
+	bool ok;
+
+	if (fast_disabled()) {
+		c->fast_refused = true;
+		return 0;
+	}
+	fr.slots = slots_wanted();
+	req.body_case = CPUHP__REQUEST__BODY_FAST_PATH;
+	req.fast_path = &fr;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_FAST_PATH_GRANTED, &resp);
+	/*
+	 * Refused: socket leases only, unless the connection died.  EBUSY
+	 * (replies were queued ahead of the grant) may go next time.
+	 */
+	if (ret < 0) {
+		c->fast_refused = ret != -EBUSY;
+		return c->dead ? ret : 0;
+	}
+	c->fast_refused = true; /* unless everything below works */
+	if (cpuhp__client_take_fds(c, fds, 2) < 0) {
+		cpuhp__response__free_unpacked(resp, NULL);
+		return 0;
+	}
+	f = calloc(1, sizeof(*f));
+	ok = f && !pthread_mutex_init(&f->claim_lock, NULL);
+	if (!ok) {
+		free(f);
+		f = NULL;
+	}
+	ok = ok && map_granted(f, resp->fast_path_granted, fds) && pack_wake(f);
+	cpuhp__response__free_unpacked(resp, NULL);
+	close(fds[0]);
+	close(fds[1]);
+	if (!ok) {
+		cpuhp__client_fast_free(f);
+		return 0;
+	}
+	f->pid = getpid();
+	f->serial = atomic_fetch_add(&next_serial, 1) + 1;
+	pthread_once(&atfork_once, atfork_register);
+	c->fast_refused = false;
+	/* Release: lease calls on other threads read it without the lock. */
+	atomic_store_explicit(&c->fast, f, memory_order_release);
+	return 0;
+}
