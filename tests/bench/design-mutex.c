@@ -15,7 +15,7 @@ struct mutex_lock {
 	pthread_mutex_t lock;
 	pthread_cond_t drained; /* signalled when refcount drops to 0 with a writer waiting */
 	unsigned long refcount; /* readers inside; under lock */
-	bool writer_waiting;    /* under lock */
+	unsigned writers_waiting; /* under lock; several writers may wait */
 };
 
 static int mutex_init(void **out)
@@ -49,7 +49,7 @@ static inline void mutex_read_lock_inline(struct mutex_lock *m)
 static inline void mutex_read_unlock_inline(struct mutex_lock *m)
 {
 	pthread_mutex_lock(&m->lock);
-	if (--m->refcount == 0 && m->writer_waiting)
+	if (--m->refcount == 0 && m->writers_waiting)
 		pthread_cond_signal(&m->drained);
 	pthread_mutex_unlock(&m->lock);
 }
@@ -69,10 +69,10 @@ static void mutex_write_lock(void *lock)
 	struct mutex_lock *m = lock;
 
 	pthread_mutex_lock(&m->lock);
-	m->writer_waiting = true;
+	m->writers_waiting++;
 	while (m->refcount)
 		pthread_cond_wait(&m->drained, &m->lock);
-	m->writer_waiting = false;
+	m->writers_waiting--;
 	/* Keep the mutex: readers now block in mutex_read_lock(). */
 }
 
@@ -80,6 +80,9 @@ static void mutex_write_unlock(void *lock)
 {
 	struct mutex_lock *m = lock;
 
+	/* Another writer may be parked on a count that is already zero. */
+	if (m->writers_waiting && m->refcount == 0)
+		pthread_cond_signal(&m->drained);
 	pthread_mutex_unlock(&m->lock);
 }
 
