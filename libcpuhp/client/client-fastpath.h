@@ -63,6 +63,20 @@ extern __thread struct cpuhp__fast_tls cpuhp__fast_tls[CPUHP__FAST_TLS_WAYS]
 int cpuhp__client_fast_setup(struct cpuhp_client *c);
 void cpuhp__client_fast_free(struct cpuhp__fast *f);
 
+/*
+ * cpuhp__fast_slow_acquire() - after a failed fast attempt: try again if the
+ * hotplug is over, else -EAGAIN (@timeout_ms 0), else wait for a socket
+ * lease on a connection of its own; -ECONNRESET if the daemon closed this
+ * connection, stopped or died.
+ */
+int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
+                             uint64_t *lease_id);
+
+/* The connection a lease from cpuhp__fast_slow_acquire() waits on, now the caller's; or NULL. */
+struct cpuhp_client *cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id);
+/* cpuhp_client_close(): those connections close with the handle, and their leases end. */
+void cpuhp__client_fallback_close_all(struct cpuhp_client *c);
+
 /* The calling thread's entry for @f, claiming a slot; NULL in a fork child. */
 struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f);
 

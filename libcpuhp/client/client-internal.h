@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/un.h>
 
 #include <cpuhp/client.h>
 
@@ -64,6 +65,16 @@ struct cpuhp_client {
 	 * close.  NULL: socket leases only, so far.
 	 */
 	struct cpuhp__fast *_Atomic fast;
+
+	/*
+	 * Leases a fast-path handle had to wait for: each on a connection of
+	 * its own, so that no wait holds ->lock (fastpath.c says why).
+	 */
+	pthread_mutex_t fb_lock;
+	struct cpuhp__fallback *fb; /* under fb_lock */
+	unsigned nfb, capfb;
+
+	struct sockaddr_un sa; /* the daemon's address, for those connections */
 };
 
 /* Set c->message (printf format) and return @err, for `return cpuhp__client_error(...)`. */
@@ -100,6 +111,9 @@ void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev);
 
 /* Pop the oldest queued event; NULL if none. */
 Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c);
+
+/* Connect to @sa and say hello: cpuhp_client_connect() once the path is known. */
+int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out);
 
 /* Send Hello and check the version; called by connect. */
 int cpuhp__client_hello(struct cpuhp_client *c);

@@ -87,8 +87,10 @@ int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint
 		if (ret < 0)
 			return ret;
 	}
-	if (f && cpuhp__fast_acquire(c, f, lease_id))
-		return 0;
+	if (f)
+		return cpuhp__fast_acquire(c, f, lease_id)
+		           ? 0
+		           : cpuhp__fast_slow_acquire(c, f, timeout_ms, lease_id);
 	enter(c);
 	acq.timeout_ms = timeout_ms;
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
@@ -108,10 +110,19 @@ int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
 	Cpuhp__Response *resp;
 	int ret;
 
-	if (lease_id & CPUHP_CLIENT_FAST_LEASE) {
-		struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
 
+	if (lease_id & CPUHP_CLIENT_FAST_LEASE)
 		return f ? cpuhp__fast_release(c, f) : -ESRCH;
+	if (f) {
+		/* Waited for behind a hotplug: it is the only lease of its connection. */
+		struct cpuhp_client *w = cpuhp__fallback_take(c, lease_id);
+
+		if (w) {
+			ret = cpuhp_client_lease_release(w, lease_id);
+			cpuhp_client_close(w);
+			return ret;
+		}
 	}
 	enter(c);
 	rel.lease_id = lease_id;

@@ -342,20 +342,10 @@ static int connect_unix(int fd, const struct sockaddr_un *sa)
 	return -err;
 }
 
-int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
+int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct cpuhp_client *c;
 	int ret;
-
-	if (!path) {
-		path = getenv(CPUHP_CLIENT_SOCKET_ENV);
-		if (!path || !path[0])
-			path = CPUHP_CLIENT_DEFAULT_SOCKET;
-	}
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -368,6 +358,13 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 		pthread_mutex_destroy(&c->lock);
 		goto err_free;
 	}
+	ret = -pthread_mutex_init(&c->fb_lock, NULL);
+	if (ret < 0) {
+		pthread_mutex_destroy(&c->send_lock);
+		pthread_mutex_destroy(&c->lock);
+		goto err_free;
+	}
+	c->sa = *sa;
 	cpuhp_frame_decoder_init(&c->dec, CPUHP_FRAME_MAX);
 	c->max_frame = CPUHP_FRAME_MAX;
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -375,7 +372,7 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 		ret = -errno;
 		goto err_mutex;
 	}
-	ret = connect_unix(c->fd, &sa);
+	ret = connect_unix(c->fd, sa);
 	if (ret < 0)
 		goto err_close;
 	ret = cpuhp__client_hello(c);
@@ -390,11 +387,27 @@ err_close:
 	close(c->fd);
 err_mutex:
 	cpuhp_frame_decoder_fini(&c->dec);
+	pthread_mutex_destroy(&c->fb_lock);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);
 err_free:
 	free(c);
 	return ret;
+}
+
+int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	if (!path) {
+		path = getenv(CPUHP_CLIENT_SOCKET_ENV);
+		if (!path || !path[0])
+			path = CPUHP_CLIENT_DEFAULT_SOCKET;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	return cpuhp__client_open(&sa, out);
 }
 
 void cpuhp_client_close(struct cpuhp_client *c)
@@ -405,11 +418,13 @@ void cpuhp_client_close(struct cpuhp_client *c)
 		return;
 	/* Fast leases still held end here, with the connection, as socket leases do. */
 	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed));
+	cpuhp__client_fallback_close_all(c);
 	drop_fds(c);
 	close(c->fd);
 	while ((ev = cpuhp__client_dequeue_event(c)))
 		cpuhp__response__free_unpacked(ev, NULL);
 	cpuhp_frame_decoder_fini(&c->dec);
+	pthread_mutex_destroy(&c->fb_lock);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

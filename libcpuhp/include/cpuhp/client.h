@@ -23,16 +23,19 @@
  * timeouts bound them.  SIGPIPE is never raised.
  *
  * Fast leases: when cpuhpd offers it, a handle takes leases (from its first
- * one on) in memory it shares with the daemon, in nanoseconds, with no round trip and without
- * the handle's mutex, so any number of threads take them on one handle at
- * once; while a hotplug waits or runs, lease calls fall back to the socket
- * and wait as always.  Nothing changes for the caller but the speed and
- * the ids (CPUHP_CLIENT_FAST_LEASE).  Each of the first 15 threads (or
- * $CPUHP_CLIENT_FAST_SLOTS - 1, at most 63) that use a handle gets a
- * counter of its own; more threads share one with atomic instructions.
- * $CPUHP_CLIENT_FAST_PATH=0 turns it off for handles without a lease yet.
- * A child of fork() must connect anew: an inherited handle has no fast path
- * there (and its socket is its parent's).
+ * one on) in memory it shares with the daemon: in nanoseconds, with no
+ * round trip and without the handle's mutex, so any number of threads take
+ * them on one handle at once.  While a hotplug waits or runs, an acquire
+ * with a timeout waits for a socket lease as always, but on a connection of
+ * its own (made for it, closed when that lease is released), so that it
+ * never holds up the other threads of the handle, one of which may hold
+ * the lease the hotplug waits for.  Nothing changes for the caller but the
+ * speed and the ids (CPUHP_CLIENT_FAST_LEASE marks the fast ones).  Each
+ * of the first 15 threads that use a handle (or $CPUHP_CLIENT_FAST_SLOTS -
+ * 1, at most 63) gets a counter of its own; more threads share one with
+ * atomic instructions.  $CPUHP_CLIENT_FAST_PATH=0 turns it off for handles
+ * without a lease yet.  A child of fork() must connect anew: an inherited
+ * handle has no fast path there (and its socket is its parent's).
  */
 #ifndef CPUHP_CLIENT_H
 #define CPUHP_CLIENT_H
