@@ -46,6 +46,10 @@ build_main() {
 cmd_demo() {
 	install_missing
 	build_main
+	echo "== In one process: readers under cpuhp_get_online_cpus() while a writer flips a CPU"
+	build/examples/readers
+	echo
+	echo "== Across processes: cpuhpd, leases and a hotplug"
 	exec "$PY" examples/demo.py "$@"
 }
 
