@@ -336,7 +336,8 @@ void cpuhpd_fastpath_unblock(struct cpuhpd *d)
 {
 	struct cpuhpd_fastpath *fp = &d->fast;
 
-	if (fp->mode == CPUHPD_FAST_OFF)
+	/* Twice per hotplug: before its answer, and when the gate opens. */
+	if (fp->mode == CPUHPD_FAST_OFF || !fp->blocked)
 		return;
 	fp->blocked = false;
 	fp->counted = false;

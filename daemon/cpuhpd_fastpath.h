@@ -99,7 +99,10 @@ void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c);
 
 /* The lease gate closes: publish "blocked", then order and count the slots. */
 void cpuhpd_fastpath_block(struct cpuhpd *d);
-/* The lease gate opens: publish "open" (or "stopped" while stopping). */
+/*
+ * The lease gate opens, or the active hotplug is about to answer: publish
+ * "open" (or "stopped" while stopping).  A no-op when not blocked.
+ */
 void cpuhpd_fastpath_unblock(struct cpuhpd *d);
 /* While blocked: no fast lease is held (the barrier is done and every region summed to 0). */
 bool cpuhpd_fastpath_drained(const struct cpuhpd *d);

@@ -183,6 +183,9 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 	bool was_active = h->state == HP_WAIT_LEASES;
 	struct cpuhpd_conn *c = unlink_req(d, h);
 
+	if (was_active)
+		cpuhpd_fastpath_unblock(d);
+
 	/* A timeout of 0 means "try": the answer is EAGAIN, as for a lease. */
 	if (h->timeout_ms == 0 && was_active)
 		reply_error(h, c, EAGAIN,
@@ -439,6 +442,13 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 {
 	struct hotplug_req *h = cpuhpd_container_of(job, struct hotplug_req, job);
 	struct cpuhpd_conn *c = unlink_req(d, h);
+
+	/*
+	 * The fast path opens before the answer goes out: a client that reads
+	 * it and takes a lease at once gets it, as a socket acquire would (it is
+	 * served after this callback, when leave_head() has opened the gate).
+	 */
+	cpuhpd_fastpath_unblock(d);
 
 	if (!job->err) {
 		finish_ran(d, h, c);
