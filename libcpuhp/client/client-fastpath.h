@@ -83,6 +83,10 @@ struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f);
 /* The state was not "open" after a slot--: send FastWake if a hotplug waits. */
 void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f);
 
+/* A failed attempt: undo the count like a release, the daemon may have seen it (out of line). */
+void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
+                          const struct cpuhp__fast_tls *t);
+
 static inline void cpuhp__fast_add(const struct cpuhp__fast_tls *t, int32_t v)
 {
 	/* Release: for the decrement, R (the section before it); free on x86. */
@@ -134,10 +138,7 @@ static inline bool cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fas
 		*lease_id = CPUHP_CLIENT_FAST_LEASE | (uint64_t)t->slot << 32 | ++t->seq;
 		return true;
 	}
-	/* Back out like a release: the daemon may have counted us and wait for a wake-up. */
-	cpuhp__fast_add(t, -1);
-	cpuhp__fast_order(f); /* T */
-	cpuhp__fast_after_release(c, f);
+	cpuhp__fast_back_out(c, f, t);
 	return false;
 }
 

@@ -72,25 +72,14 @@ static int fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
 	return leave(c, ret);
 }
 
-int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t *lease_id)
+/* A socket lease on @c itself: the handle has no fast path. */
+static int socket_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t *lease_id)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
 	Cpuhp__Response *resp;
 	int ret;
 
-	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
-
-	/* No lock, no message: the handle's lock may be held by a call waiting for a hotplug. */
-	if (__builtin_expect(!f, 0) && c->fast_offered) {
-		ret = fast_get(c, &f);
-		if (ret < 0)
-			return ret;
-	}
-	if (f)
-		return cpuhp__fast_acquire(c, f, lease_id)
-		           ? 0
-		           : cpuhp__fast_slow_acquire(c, f, timeout_ms, lease_id);
 	enter(c);
 	acq.timeout_ms = timeout_ms;
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
@@ -103,17 +92,42 @@ int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint
 	return leave(c, ret);
 }
 
-int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
+/* Everything but a fast lease granted at the first try: out of line, so that has no frame. */
+__attribute__((noinline, cold)) static int
+acquire_slow(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms, uint64_t *lease_id)
+{
+	int ret;
+
+	if (!f && c->fast_offered) {
+		ret = fast_get(c, &f);
+		if (ret < 0)
+			return ret;
+		if (f && cpuhp__fast_acquire(c, f, lease_id))
+			return 0;
+	}
+	if (f)
+		return cpuhp__fast_slow_acquire(c, f, timeout_ms, lease_id);
+	return socket_acquire(c, timeout_ms, lease_id);
+}
+
+int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t *lease_id)
+{
+	/* No lock, no message: the handle's lock may be held by a call waiting for a hotplug. */
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+
+	if (__builtin_expect(f != NULL, 1) && cpuhp__fast_acquire(c, f, lease_id))
+		return 0;
+	return acquire_slow(c, f, timeout_ms, lease_id);
+}
+
+__attribute__((noinline, cold)) static int release_slow(struct cpuhp_client *c,
+                                                        struct cpuhp__fast *f, uint64_t lease_id)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
 	Cpuhp__Response *resp;
 	int ret;
 
-	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
-
-	if (lease_id & CPUHP_CLIENT_FAST_LEASE)
-		return f ? cpuhp__fast_release(c, f) : -ESRCH;
 	if (f) {
 		/* Waited for behind a hotplug: it is the only lease of its connection. */
 		struct cpuhp_client *w = cpuhp__fallback_take(c, lease_id);
@@ -132,6 +146,15 @@ int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
 	if (ret == 0)
 		cpuhp__response__free_unpacked(resp, NULL);
 	return leave(c, ret);
+}
+
+int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
+{
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+
+	if (__builtin_expect((lease_id & CPUHP_CLIENT_FAST_LEASE) != 0, 1))
+		return f ? cpuhp__fast_release(c, f) : -ESRCH;
+	return release_slow(c, f, lease_id);
 }
 
 static int convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,

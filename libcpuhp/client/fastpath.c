@@ -90,6 +90,14 @@ struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f)
 	return t;
 }
 
+void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
+                          const struct cpuhp__fast_tls *t)
+{
+	cpuhp__fast_add(t, -1);
+	cpuhp__fast_order(f); /* T */
+	cpuhp__fast_after_release(c, f);
+}
+
 void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
 {
 	const uint8_t *p = f->wake_frame;
