@@ -240,7 +240,8 @@ int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, con
 	return 0;
 }
 
-static void vsend_error(struct cpuhpd_conn *c, uint64_t id, int err, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void vsend_error(struct cpuhpd_conn *c, uint64_t id,
+                                                              int err, const char *fmt, va_list ap)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__Error e = CPUHP__ERROR__INIT;
