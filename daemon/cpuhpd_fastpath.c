@@ -24,8 +24,10 @@
  * connection.
  *
  * Reader (libcpuhp/client/fastpath.c): slot++, compiler barrier, load the
- * state; if it is not "open", slot--, FastWake, and take the socket path.
- * Release: slot--, compiler barrier, load the state; if "blocked", FastWake.
+ * state; if it is not "open", slot--, FastWake if "blocked", and wait for a
+ * socket lease (on a connection of its own, so that no client thread waits
+ * holding its handle's lock).  Release: slot--, compiler barrier, load the
+ * state; if "blocked", FastWake.
  *
  * Writer (here), when the lease gate closes for a hotplug: store "blocked",
  * make every reader thread execute a full barrier (membarrier, on the
@@ -34,6 +36,14 @@
  * connection finds it at zero, or the connection closes.  The hotplug goes
  * on when the socket leases and the undrained regions are both zero.  Nothing
  * polls: every way a count can reach zero ends in a FastWake or a close.
+ *
+ * Why wake-ups are frames and not a FUTEX_WAKE on a shared word: a word
+ * that every client can write would let one client reset it under another's
+ * wake-up (and the header is read-only on purpose); a word per region would
+ * need a thread in futex_waitv() over every region, re-armed as connections
+ * come and go; the loop already reads every connection, and a frame on a
+ * client's own connection can only speak for that client.  A FastWake costs
+ * a syscall, only on a release that races with a hotplug.
  *
  * Barriers (the core's A-H are in libcpuhp/src/internal.h; these are the
  * cross-process ones):
@@ -68,7 +78,9 @@
  * (cpuhpd_lease.c): while blocked, a fast acquire becomes a socket acquire,
  * which waits in the gate's FIFO and is granted when the gate opens, before
  * the next hotplug blocks it again; a hotplug that times out opens the gate
- * (state "open" again) and grants the waiters.
+ * and grants the waiters.  The state says "open" again just before the
+ * active hotplug answers (cpuhpd_hotplug.c), so a client that reads the
+ * answer finds fast leases open, as a socket acquire would find the gate.
  *
  * The daemon's death: the state word is a robust futex of the fast-path
  * thread (->open is its TID, "blocked" only adds bit 31).  However cpuhpd's
