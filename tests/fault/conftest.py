@@ -30,8 +30,9 @@ def rig():
 
 
 @pytest.fixture
-def row(request):
+def row(request, rig):
     """This fault's row of the report, named by the test's docstring."""
+    rig.new_probe()
     doc = (request.function.__doc__ or request.node.name).strip().splitlines()[0]
     return faultlib.REPORT.row(request.node.nodeid, doc.rstrip('.'))
 

@@ -223,9 +223,16 @@ class Rig:
                                      args=['--max-connections', str(MAX_CONNECTIONS),
                                            '--admin-group', str(os.getgid())])
         self.daemon.start(env=self.env())
+        self.new_probe()
+        return self
+
+    def new_probe(self):
+        """A new probe process and ledger: a fault that failed half-way must not
+        leave the next one talking to a probe stuck in the middle of a command."""
+        if self.probe:
+            self.probe.kill()
         self.probe = fixture.Probe(self.daemon.socket)
         self.ledger = Ledger(self.probe)
-        return self
 
     def name(self, prefix):
         """A connection name not used before."""

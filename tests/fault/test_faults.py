@@ -35,6 +35,35 @@ def _step(line):
     return words[0]
 
 
+def _killed_client_hotplug_never_runs(rig, rnd):
+    """A client killed while its hotplug waits (behind its own lease): the
+    hotplug is dropped with the client, it never runs for nobody."""
+    led, sim = rig.ledger, rig.sim
+    victim = fixture.Probe(rig.daemon.socket)
+    wt, h = rig.name('wt'), rig.name('h')
+    led.connect(wt)
+    led.connect(h)
+    assert led.call(wt, 'watch')['kind'] == 'watch_started'
+    cpus = sorted(rnd.sample(faultlib.HOTPLUGGABLE, rnd.randint(1, 3)))
+    victim.connect('v')
+    victim.lease('v')
+    victim.send('v', 'offline', ','.join(map(str, cpus)), GUARD_MS)
+    assert victim.status('v')['writer'] == 'WRITER_WAITING'
+    victim.kill()
+    # Ours queues behind the victim's and runs once the daemon has seen the
+    # victim go (its lease ends then): after our reply, the victim's fate is known.
+    mine = led.call(h, 'offline', '1', GUARD_MS)
+    assert mine['kind'] == 'set_online', mine
+    first = led.recv(wt)
+    assert first['event'] == 'hotplug_started' and first['cpus'] == '1' and not first['online'], \
+        f'the hotplug of a killed client ran: {first}'
+    assert led.recv(wt)['event'] == 'hotplug_finished'
+    led.call(h, 'online', '1', GUARD_MS)
+    assert sim_online(sim) == {0, 1, 2, 3}
+    led.finish(wt)
+    led.finish(h)
+
+
 def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
     """SIGKILL of clients at random points of acquire, hold, release and hotplug."""
     rnd = faultlib.rng('sigkill')
@@ -46,7 +75,9 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
                            'each SIGKILLed after a random 0-40 of its steps')
     row['checked'] += ['no reply to an id not outstanding (cpuhpd-churn)',
                        'invariants after every round',
-                       'a last client runs 50 rounds to the end']
+                       'a last client runs 50 rounds to the end',
+                       'the waiting hotplug of a client killed behind its own lease is '
+                       'dropped, never run (watcher)']
     for _ in range(rounds):
         procs = [rig.churn('lease', rnd.randint(1, 4), 2000, 10**6)
                  for _ in range(rnd.randint(1, 3))]
@@ -65,7 +96,8 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
             rest = proc.stdout.read()
             proc.stdout.close()
             everything = ''.join(got) + rest
-            assert 'anomaly' not in everything and 'error:' not in everything, everything
+            bad = [x for x in everything.splitlines() if x.startswith(('anomaly', 'error:'))]
+            assert not bad, f'cpuhpd-churn: {bad}'
             last = everything.splitlines()[-1] if everything else ''
             steps[_step(last)] += 1
             kills += 1
@@ -75,6 +107,7 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
     proc = rig.churn('lease', 3, 2000, 50)
     out, _ = proc.communicate(timeout=fixture.GUARD_S)
     assert proc.returncode == 0 and 'done rounds=50' in out, out[-2000:]
+    _killed_client_hotplug_never_runs(rig, rnd)
     row['numbers']['SIGKILLs'] = kills
     row['numbers']['client steps'] = lines_seen
     row['numbers']['killed at'] = '/'.join(f'{k} {v}' for k, v in sorted(steps.items()))
