@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client-fastpath.h"
 #include "client-internal.h"
@@ -98,6 +99,9 @@ acquire_slow(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
 {
 	int ret;
 
+	/* A fork child has none of the fast path's memory (fastpath.c): socket leases only. */
+	if (f && f->pid != getpid())
+		return socket_acquire(c, timeout_ms, lease_id);
 	if (!f && c->fast_offered) {
 		ret = fast_get(c, &f);
 		if (ret < 0)
@@ -309,7 +313,7 @@ int cpuhp_client_fast_path(struct cpuhp_client *c)
 
 	if (!f && c->fast_offered)
 		ret = fast_get(c, &f);
-	return ret < 0 ? ret : f != NULL;
+	return ret < 0 ? ret : f != NULL && f->pid == getpid();
 }
 
 int cpuhp_client_watch(struct cpuhp_client *c)

@@ -21,9 +21,10 @@
  * connection as to any.
  *
  * fork: the child gets neither mapping (MADV_DONTFORK) and its thread's
- * cache is emptied, so it never writes its parent's slots; with a handle it
- * inherited it only has the socket path, which a parent and child cannot
- * share either: a child connects anew.
+ * cache is emptied, so it never writes its parent's slots (nor reads the
+ * header it does not have: every path checks ->pid first); with a handle
+ * it inherited it only has socket leases, on a socket its parent uses too:
+ * a child connects anew.
  */
 #include <errno.h>
 #include <linux/membarrier.h>

@@ -19,6 +19,8 @@
  *   badframe H              write a zero-length frame on H's socket, which the
  *                           daemon answers by closing the connection (so a test
  *                           can make the daemon drop a live client)
+ *   forklease H             a child of fork() takes and releases a lease on the
+ *                           inherited handle H (the parent waits for it)
  *   close H                 cpuhp_client_close(H) (its threads must be idle)
  *   pid                     this process's pid
  *
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cpuhp/client.h>
@@ -203,6 +206,32 @@ static void print_status(struct handle *h)
 	free(st);
 }
 
+/* The child reports through a pipe; a hang shows as the test's timeout. */
+static void fork_lease(struct handle *h)
+{
+	int p[2], r[3] = {0};
+	pid_t pid;
+
+	if (pipe(p))
+		abort();
+	pid = fork();
+	if (pid == 0) {
+		uint64_t id = 0;
+
+		r[0] = cpuhp_client_lease_acquire(h->c, 0, &id);
+		r[1] = (id & CPUHP_CLIENT_FAST_LEASE) != 0;
+		r[2] = r[0] ? 0 : cpuhp_client_lease_release(h->c, id);
+		_exit(write(p[1], r, sizeof(r)) == sizeof(r) ? 0 : 1);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], r, sizeof(r)) != sizeof(r))
+		r[0] = -ECHILD;
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	printf("{\"acquire\":%d,\"fast\":%s,\"release\":%d}\n", r[0], r[1] ? "true" : "false",
+	       r[2]);
+}
+
 static void command(char *line)
 {
 	char *cmd = strtok(line, " \n"), *a = strtok(NULL, " \n"), *b = strtok(NULL, " \n");
@@ -252,6 +281,8 @@ static void command(char *line)
 		static const char zero[4];
 
 		printf("{\"written\":%zd}\n", write(cpuhp_client_fd(h->c), zero, sizeof(zero)));
+	} else if (!strcmp(cmd, "forklease") && a && (h = find_handle(a))) {
+		fork_lease(h);
 	} else if (!strcmp(cmd, "close") && a && (h = find_handle(a))) {
 		cpuhp_client_close(h->c);
 		h->c = NULL;

@@ -259,3 +259,14 @@ def test_cpuhpctl_status_shows_the_fast_lease_hold_takes(daemon):
     assert lines['leases held'].strip() == '1', r.stdout
     assert lines['fast leases'].strip().startswith('1 held by 1 client(s); 1 connection(s)'), \
         r.stdout
+
+
+def test_fork_child_takes_socket_leases_on_an_inherited_handle(daemon, client, probe):
+    # The child must not write its parent's slots (nor loop on a fast path it cannot use).
+    hold(client)
+    r = client('forklease a')
+    assert r == {'acquire': 0, 'fast': False, 'release': 0}, r
+    client.thread('t2', 'a')
+    assert client.lease('t2') & FAST_BIT
+    probe.connect('p')
+    assert probe.status('p')['leases_held'] == 2
