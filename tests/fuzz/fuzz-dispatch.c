@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: arbitrary bytes from one client through cpuhpd's real
  * input path.  The daemon's own modules (connection, frame reassembly,
- * dispatch, leases, hotplug queue, worker thread, watch) run on a libuv loop
+ * dispatch, leases, fast path, hotplug queue, worker thread, watch) run on a libuv loop
  * in this process, listening on a socket in a temporary directory that also
  * holds a simulated sysfs tree (made once per process).  Each input is one
  * client connection: the bytes are written in pieces whose sizes the input
@@ -24,11 +24,12 @@
  *  - no request is answered twice: per id, replies <= requests with that id;
  *    events carry the id of a Watch that was answered WatchStarted;
  *  - no request is answered never: on a stream without a framing or protocol
- *    error, each Hello, Status, Watch, LeaseRelease and unknown request gets
- *    a reply (acquires and hotplugs may legitimately wait until the client
- *    leaves);
+ *    error, each Hello, Status, Watch, LeaseRelease, FastPathRequest and
+ *    unknown request gets a reply (acquires and hotplugs may legitimately
+ *    wait until the client leaves; FastWake is never answered);
  *  - afterwards nothing outlives the client: no connection, lease, waiting
- *    lease, queued hotplug or watcher, and the lease gate is open;
+ *    lease, queued hotplug, watcher or fast-path region, and the lease gate
+ *    and the fast path are open;
  *  - the daemon's online set is what the simulated files say.
  * Between inputs the tree is reset (every CPU online) and lease ids restart,
  * so an input means the same thing whenever it runs.
@@ -172,7 +173,10 @@ static void remove_tmpdir(void)
 
 /* ---- the daemon ---- */
 
-/* What cpuhpd.c's start() does, less signals: the fuzzer never stops the daemon. */
+/*
+ * What cpuhpd.c's start() does, in its order, less signals (the fuzzer never
+ * stops the daemon).  Keep the two in step when start() changes.
+ */
 static void daemon_start(void)
 {
 	const char *which = NULL;
@@ -197,10 +201,13 @@ static void daemon_start(void)
 	d.opt.admin_group = "fuzz";
 	d.opt.admin_gid = getgid();
 	d.opt.no_netlink = true;
+	/* Fast leases too, so FastPathRequest, FastWake and the gate's barrier are reached. */
+	d.opt.fast_path = CPUHPD_FAST_AUTO;
 	FUZZ_CHECK(cpuhpd_cpus_read(d.opt.sysfs_root, &d.view, &which) == 0);
 	cpuhpd_list_init(&d.conns);
 	cpuhpd_list_init(&d.watch.list);
-	FUZZ_CHECK(cpuhpd_lease_init(&d) == 0 && cpuhpd_hotplug_init(&d) == 0);
+	FUZZ_CHECK(cpuhpd_lease_init(&d) == 0 && cpuhpd_hotplug_init(&d) == 0 &&
+	           cpuhpd_fastpath_start(&d) == 0);
 	FUZZ_CHECK(cpuhpd_worker_start(&d) == 0);
 	FUZZ_CHECK(cpuhpd_server_start(&d) == 0 && cpuhpd_uevent_start(&d) == 0);
 }
@@ -392,6 +399,7 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 			break;
 		case CPUHP__REQUEST__BODY_LEASE_ACQUIRE:
 		case CPUHP__REQUEST__BODY_SET_ONLINE:
+		case CPUHP__REQUEST__BODY_FAST_WAKE: /* never answered */
 			break;
 		default:
 			ic->must_answer++;
@@ -486,6 +494,7 @@ static void check_daemon_state(void)
 	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !d.leases.blocked);
 	FUZZ_CHECK(d.hotplug.nqueued == 0 && cpuhpd_list_empty(&d.hotplug.queue));
 	FUZZ_CHECK(cpuhpd_list_empty(&d.watch.list));
+	FUZZ_CHECK(!d.fast.blocked && d.fast.nregions == 0 && cpuhpd_list_empty(&d.fast.regions));
 	FUZZ_CHECK(cpuhpd_cpus_read(d.opt.sysfs_root, &now, &which) == 0);
 	FUZZ_CHECK(cpuhp_cpuset_equal(&now.online, &d.view.online));
 	FUZZ_CHECK(cpuhp_cpuset_equal(&now.possible, &d.view.possible));

@@ -44,18 +44,23 @@ static void begin(struct seed *s, const uint8_t *pieces, uint8_t npieces)
 	raw(s, pieces, npieces);
 }
 
-static void request(struct seed *s, Cpuhp__Request *req)
+static void request_id(struct seed *s, Cpuhp__Request *req, uint64_t id)
 {
 	uint8_t *frame;
 	size_t len;
 	int err;
 
-	req->id = s->next_id++;
+	req->id = id;
 	err = cpuhp_frame_pack_request(req, &frame, &len);
 	if (err)
 		fail("pack", -err);
 	raw(s, frame, len);
 	free(frame);
+}
+
+static void request(struct seed *s, Cpuhp__Request *req)
+{
+	request_id(s, req, s->next_id++);
 }
 
 static void hello(struct seed *s, uint32_t version)
@@ -123,6 +128,28 @@ static void watch(struct seed *s)
 	r.body_case = CPUHP__REQUEST__BODY_WATCH;
 	r.watch = &w;
 	request(s, &r);
+}
+
+static void fast_path(struct seed *s, uint32_t slots)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__FastPathRequest f = CPUHP__FAST_PATH_REQUEST__INIT;
+
+	f.slots = slots;
+	r.body_case = CPUHP__REQUEST__BODY_FAST_PATH;
+	r.fast_path = &f;
+	request(s, &r);
+}
+
+/* FastWake goes with id 0 and is never answered. */
+static void fast_wake(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__FastWake w = CPUHP__FAST_WAKE__INIT;
+
+	r.body_case = CPUHP__REQUEST__BODY_FAST_WAKE;
+	r.fast_wake = &w;
+	request_id(s, &r, 0);
 }
 
 /* A request with an id and no body: what a newer client's unknown request looks like. */
@@ -220,6 +247,17 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 66; i++)
 		acquire(&s, 0);
 	save(dir, "lease-quota", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	fast_path(&s, 4);
+	fast_wake(&s);
+	acquire(&s, 0);
+	set_online(&s, "1", false, 1000); /* blocks the fast path, waits for our lease */
+	release(&s, 1);
+	fast_path(&s, 4); /* a second one: refused */
+	status(&s);
+	save(dir, "fast-path-then-hotplug", &s);
 
 	begin(&s, NULL, 0);
 	status(&s);
