@@ -7,10 +7,12 @@
  * and the kill lands at whatever step the client reached meanwhile: a
  * request half processed, a lease held, a release in flight.
  *
- * It also checks the daemon's side of the bargain: every reply must answer a
- * request of this connection that is still unanswered.  A reply to an id
- * never sent or already answered (a request answered twice) is an anomaly:
- * it prints "anomaly: ..." and exits 3.  Framing is proto/frame.c's.
+ * Socket leases and hotplugs are spoken here on proto/frame.c's framing,
+ * fast leases through libcpuhp-client.  On the socket it also checks the
+ * daemon's side of the bargain: every reply must answer a request of this
+ * connection that is still unanswered.  A reply to an id never sent or
+ * already answered (a request answered twice) is an anomaly: it prints
+ * "anomaly: ..." and exits 3.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +24,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <cpuhp/client.h>
 
 #include "cpuhp.pb-c.h"
 #include "frame.h"
@@ -242,12 +246,58 @@ static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_m
 	}
 }
 
+/*
+ * Fast leases go through libcpuhp-client (shared-memory slots; the library
+ * hides the frames, so here only its return codes are checked): one round
+ * acquires @k leases, then releases them.  A kill lands between a slot's
+ * increment and its decrement as often as anywhere.
+ */
+static int fast_rounds(const char *path, unsigned k, unsigned timeout_ms, unsigned long rounds)
+{
+	struct cpuhp_client *cl;
+	uint64_t leases[MAX_OUT];
+	int err = cpuhp_client_connect(path, &cl);
+
+	if (err)
+		die("connect", -err);
+	err = cpuhp_client_fast_path(cl);
+	printf("fast path %s\n", err == 1 ? "on" : "off");
+	for (unsigned long i = 0; i < rounds; i++) {
+		unsigned granted = 0;
+
+		for (unsigned j = 0; j < k; j++) {
+			err = cpuhp_client_lease_acquire(cl, timeout_ms, &leases[granted]);
+			if (err && err != -EAGAIN && err != -ETIMEDOUT)
+				die("lease acquire", -err);
+			/* "got fast granted" / "got socket granted" / "got - error ..." */
+			if (err)
+				printf("got - error %s\n", strerror(-err));
+			else
+				printf("got %s granted\n", leases[granted] & CPUHP_CLIENT_FAST_LEASE
+				                               ? "fast"
+				                               : "socket");
+			granted += !err;
+		}
+		for (unsigned j = 0; j < granted; j++) {
+			err = cpuhp_client_lease_release(cl, leases[j]);
+			if (err)
+				anomaly("release of a held lease failed: %s", strerror(-err));
+			printf("got - released\n");
+		}
+	}
+	cpuhp_client_close(cl);
+	printf("done rounds=%lu\n", rounds);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: cpuhpd-churn SOCKET lease K TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET fast K TIMEOUT_MS ROUNDS\n"
 	           "       cpuhpd-churn SOCKET hotplug CPUS TIMEOUT_MS ROUNDS\n"
-	           "Loop over K pipelined lease acquires then their releases, or over taking\n"
-	           "CPUS offline then online, printing one line per request and per reply.\n"
+	           "Loop over K pipelined lease acquires then their releases (fast: K leases\n"
+	           "through libcpuhp-client's fast path), or over taking CPUS offline then\n"
+	           "online, printing one line per request and per reply.\n"
 	           "Exit 0 after ROUNDS rounds; 3 if a reply answers no outstanding request\n"
 	           "(answered twice or never asked); 1 on a connection error; 2 on bad usage.\n");
 }
@@ -263,13 +313,14 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (argc != 6 || (strcmp(argv[2], "lease") && strcmp(argv[2], "hotplug"))) {
+	if (argc != 6 ||
+	    (strcmp(argv[2], "lease") && strcmp(argv[2], "fast") && strcmp(argv[2], "hotplug"))) {
 		usage(stderr);
 		return 2;
 	}
 	timeout_ms = (uint32_t)strtoul(argv[4], NULL, 10);
 	rounds = strtoul(argv[5], NULL, 10);
-	if (!strcmp(argv[2], "lease")) {
+	if (strcmp(argv[2], "hotplug")) {
 		k = (unsigned)strtoul(argv[3], NULL, 10);
 		if (k < 1 || k > MAX_OUT) {
 			usage(stderr);
@@ -277,6 +328,8 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[2], "fast"))
+		return fast_rounds(argv[1], k, timeout_ms, rounds);
 	connect_hello(&c, argv[1]);
 	for (unsigned long i = 0; i < rounds; i++) {
 		if (k)

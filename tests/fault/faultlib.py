@@ -10,6 +10,8 @@ proved by a hotplug that can only run once no lease is left.
 import os
 import pathlib
 import random
+import selectors
+import signal
 import subprocess
 
 import fixture
@@ -247,14 +249,54 @@ class Rig:
 
     def churn(self, *args):
         return subprocess.Popen([str(CHURN), self.daemon.socket, *map(str, args)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                bufsize=1)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def stop(self):
         if self.probe:
             self.probe.kill()
         if self.daemon:
             self.daemon.kill()
+
+
+def kill_after(procs, wants):
+    """SIGKILL each process once it has printed at least wants[i] lines.
+
+    Every process's output is read as it comes, so none stalls on a full
+    pipe while holding a lease (that would only make hotplugs time out).
+    Return: each process's whole output, as text.
+    """
+    out = [b''] * len(procs)
+    live = {p.stdout.fileno(): i for i, p in enumerate(procs)}
+    sel = selectors.DefaultSelector()
+    for fd in live:
+        sel.register(fd, selectors.EVENT_READ)
+    done = set()
+
+    def kill(i):
+        if i not in done:
+            done.add(i)
+            os.kill(procs[i].pid, signal.SIGKILL)
+
+    for i, want in enumerate(wants):
+        if want == 0:
+            kill(i)
+    while live:
+        for key, _ in sel.select():
+            i = live[key.fd]
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fd)
+                del live[key.fd]
+                continue
+            out[i] += chunk
+            if out[i].count(b'\n') >= wants[i]:
+                kill(i)
+    sel.close()
+    for p in procs:
+        p.wait()
+        p.stdout.close()
+    return [o.decode() for o in out]
+
 
 
 def check_invariants(rig, rnd, row):

@@ -29,9 +29,13 @@ def _step(line):
         return {'hello': 'hello in flight', 'acquire': 'acquire in flight',
                 'release': 'release in flight'}.get(words[2], 'hotplug in flight')
     if words[0] == 'got':
+        if words[1] == 'fast':
+            return 'holding a fast lease'
         return {'granted': 'holding a lease', 'released': 'after a release',
                 'hello': 'after hello', 'set_online': 'after a hotplug'}.get(
                     words[2], 'after an error reply')
+    if words[0] == 'fast':
+        return 'after hello'
     return words[0]
 
 
@@ -69,46 +73,39 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
     rnd = faultlib.rng('sigkill')
     rounds = 25
     steps = collections.Counter()
-    kills = lines_seen = 0
-    row['injected'].append(f'{rounds} rounds: 1-3 lease clients (1-4 pipelined acquires, '
+    kills = lines_seen = fast_on = 0
+    row['injected'].append(f'{rounds} rounds: 1-3 lease clients (socket leases, 1-4 pipelined '
+                           'acquires, or fast leases in shared memory through libcpuhp-client; '
                            'timeout 2 s) and half the time a hotplug client (CPUs 1-3 off/on), '
                            'each SIGKILLed after a random 0-40 of its steps')
     row['checked'] += ['no reply to an id not outstanding (cpuhpd-churn)',
                        'invariants after every round',
-                       'a last client runs 50 rounds to the end',
+                       'a last socket and a last fast client run 50 rounds to the end',
                        'the waiting hotplug of a client killed behind its own lease is '
                        'dropped, never run (watcher)']
     for _ in range(rounds):
-        procs = [rig.churn('lease', rnd.randint(1, 4), 2000, 10**6)
+        procs = [rig.churn(rnd.choice(('lease', 'fast')), rnd.randint(1, 4), 2000, 10**6)
                  for _ in range(rnd.randint(1, 3))]
         if rnd.random() < 0.5:
             procs.append(rig.churn('hotplug', '1-3', 2000, 10**6))
-        for proc in procs:
-            want = rnd.randint(0, 40)
-            got = []
-            while len(got) < want:
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                got.append(line)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rest = proc.stdout.read()
-            proc.stdout.close()
-            everything = ''.join(got) + rest
+        outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
+        for everything in outputs:
             bad = [x for x in everything.splitlines() if x.startswith(('anomaly', 'error:'))]
             assert not bad, f'cpuhpd-churn: {bad}'
             last = everything.splitlines()[-1] if everything else ''
             steps[_step(last)] += 1
             kills += 1
+            fast_on += 'fast path on' in everything
             lines_seen += len(everything.splitlines())
         check_invariants(rig, rnd, row)
-    # A client left alone finishes, every request answered once.
-    proc = rig.churn('lease', 3, 2000, 50)
-    out, _ = proc.communicate(timeout=fixture.GUARD_S)
-    assert proc.returncode == 0 and 'done rounds=50' in out, out[-2000:]
+    # Clients left alone finish, every request answered once.
+    for kind in ('lease', 'fast'):
+        proc = rig.churn(kind, 3, 2000, 50)
+        out = proc.communicate(timeout=fixture.GUARD_S)[0].decode()
+        assert proc.returncode == 0 and 'done rounds=50' in out, out[-2000:]
     _killed_client_hotplug_never_runs(rig, rnd)
     row['numbers']['SIGKILLs'] = kills
+    row['numbers']['of fast-lease clients'] = fast_on
     row['numbers']['client steps'] = lines_seen
     row['numbers']['killed at'] = '/'.join(f'{k} {v}' for k, v in sorted(steps.items()))
 
@@ -375,7 +372,7 @@ def test_random_bytes_from_many_clients_at_once(rig, row):
     finally:
         for p in procs:
             p.kill()
-    out, _ = worker.communicate(timeout=fixture.GUARD_S)
+    out = worker.communicate(timeout=fixture.GUARD_S)[0].decode()
     assert worker.returncode == 0 and 'done rounds=200' in out, out[-2000:]
     s = led.status(by)
     assert s['leases_held'] >= 1, s
