@@ -290,14 +290,37 @@ static int fast_rounds(const char *path, unsigned k, unsigned timeout_ms, unsign
 	return 0;
 }
 
+/* Take @k fast leases and hold them until killed: a holder that dies holding. */
+static __attribute__((noreturn)) void fast_hold(const char *path, unsigned k, unsigned timeout_ms)
+{
+	struct cpuhp_client *cl;
+	unsigned fast = 0;
+	uint64_t id;
+	int err = cpuhp_client_connect(path, &cl);
+
+	if (err)
+		die("connect", -err);
+	for (unsigned j = 0; j < k; j++) {
+		err = cpuhp_client_lease_acquire(cl, timeout_ms, &id);
+		if (err)
+			die("lease acquire", -err);
+		fast += !!(id & CPUHP_CLIENT_FAST_LEASE);
+	}
+	printf("holding %u leases, %u fast\n", k, fast);
+	for (;;)
+		pause();
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: cpuhpd-churn SOCKET lease K TIMEOUT_MS ROUNDS\n"
 	           "       cpuhpd-churn SOCKET fast K TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET fasthold K TIMEOUT_MS 1\n"
 	           "       cpuhpd-churn SOCKET hotplug CPUS TIMEOUT_MS ROUNDS\n"
 	           "Loop over K pipelined lease acquires then their releases (fast: K leases\n"
 	           "through libcpuhp-client's fast path), or over taking CPUS offline then\n"
-	           "online, printing one line per request and per reply.\n"
+	           "online, printing one line per request and per reply.  fasthold takes K\n"
+	           "leases through libcpuhp-client and holds them until killed.\n"
 	           "Exit 0 after ROUNDS rounds; 3 if a reply answers no outstanding request\n"
 	           "(answered twice or never asked); 1 on a connection error; 2 on bad usage.\n");
 }
@@ -313,8 +336,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (argc != 6 ||
-	    (strcmp(argv[2], "lease") && strcmp(argv[2], "fast") && strcmp(argv[2], "hotplug"))) {
+	if (argc != 6 || (strcmp(argv[2], "lease") && strcmp(argv[2], "fast") &&
+	                  strcmp(argv[2], "fasthold") && strcmp(argv[2], "hotplug"))) {
 		usage(stderr);
 		return 2;
 	}
@@ -330,6 +353,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[2], "fast"))
 		return fast_rounds(argv[1], k, timeout_ms, rounds);
+	if (!strcmp(argv[2], "fasthold"))
+		fast_hold(argv[1], k, timeout_ms);
 	connect_hello(&c, argv[1]);
 	for (unsigned long i = 0; i < rounds; i++) {
 		if (k)

@@ -68,6 +68,38 @@ def _killed_client_hotplug_never_runs(rig, rnd):
     led.finish(h)
 
 
+def _killed_fast_holder_lets_the_waiting_hotplug_run(rig, rnd):
+    """A client killed while a hotplug waits for its fast leases: the
+    hotplug runs at once, it does not wait out its timeout."""
+    led, d = rig.ledger, rig.daemon
+    h = rig.name('h')
+    led.connect(h)
+    holder = rig.churn('fasthold', rnd.randint(1, 4), 0, 1)
+    line = holder.stdout.readline().decode()
+    assert line.startswith('holding') and ' 0 fast' not in line, line
+    marker = 'hold fast leases; the hotplug waits'
+    seen = d.log().count(marker)
+    hp = led.send(h, 'offline', '1', GUARD_MS)
+    # The kill must land after the daemon counted the holder's slots (the
+    # path under test): each status round trip lets the loop run until the
+    # count is logged.
+    for _ in range(10000):
+        s = led.status(h)
+        assert s['writer'] == 'WRITER_WAITING', s
+        if d.log().count(marker) > seen:
+            break
+    else:
+        raise AssertionError('the hotplug never counted the fast leases it waits for')
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    holder.stdout.close()
+    r = led.recv(h)
+    assert r['id'] == hp and r['kind'] == 'set_online' and r['results'][0]['ok'], \
+        f'the fast leases of a dead client kept a hotplug waiting: {r}'
+    led.call(h, 'online', '1', GUARD_MS)
+    led.finish(h)
+
+
 def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
     """SIGKILL of clients at random points of acquire, hold, release and hotplug."""
     rnd = faultlib.rng('sigkill')
@@ -82,7 +114,9 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
                        'invariants after every round',
                        'a last socket and a last fast client run 50 rounds to the end',
                        'the waiting hotplug of a client killed behind its own lease is '
-                       'dropped, never run (watcher)']
+                       'dropped, never run (watcher)',
+                       'a hotplug waiting for the fast leases of a client that is killed runs '
+                       'at once']
     for _ in range(rounds):
         procs = [rig.churn(rnd.choice(('lease', 'fast')), rnd.randint(1, 4), 2000, 10**6)
                  for _ in range(rnd.randint(1, 3))]
@@ -104,6 +138,7 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
         out = proc.communicate(timeout=fixture.GUARD_S)[0].decode()
         assert proc.returncode == 0 and 'done rounds=50' in out, out[-2000:]
     _killed_client_hotplug_never_runs(rig, rnd)
+    _killed_fast_holder_lets_the_waiting_hotplug_run(rig, rnd)
     row['numbers']['SIGKILLs'] = kills
     row['numbers']['of fast-lease clients'] = fast_on
     row['numbers']['client steps'] = lines_seen
