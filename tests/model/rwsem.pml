@@ -5,23 +5,36 @@
  * README.md maps every part to the C code; barrier letters are the ones
  * tabled in libcpuhp/src/internal.h.
  *
- * Processes: NR_READERS reader(), NR_WRITERS writer(), one rcu_worker()
+ * Processes: NR_READERS reader(), NR_WRITERS writer(), and rcu_worker()
  * (liburcu's call_rcu thread running rcu_sync_func()).
+ *
+ * Reader fast path: by default the membarrier scheme (H: slot++, compiler
+ * barrier, load the state; the writer's membarrier fences the readers).
+ * With NO_MEMBARRIER, the fallback (G: check and increment inside an RCU
+ * read-side section, ordered by the writer's grace period).
+ *
+ * Memory (x86-TSO for the readers' slots): a reader's store to its own
+ * slot goes into a one-entry store buffer (sbuf); the reader reads its own
+ * buffered value, everybody else reads slot[] in memory.  The buffer
+ * drains at any moment, at the latest at the reader's full barriers (A, B,
+ * E) and mutex operations, and when a writer's membarrier() reaches the
+ * reader (H).  Only writers read other threads' slots, so "any moment" is
+ * modelled as a choice at each of their loads (pcount_sum()): the same
+ * runs, without a process that may drain at every step.  A second store
+ * to a full buffer first drains the old one:
+ * that keeps TSO's order and only leaves out runs that need two stores in
+ * flight.  Everything else is sequentially consistent.  The MUTANT_NO_A
+ * and MUTANT_NO_E switches drop a barrier and so let the store stay in the
+ * buffer past the load the barrier protected; MUTANT_NO_B lets a reader's
+ * decrement be seen while its critical section still runs (a load->store
+ * reordering: not on x86, but on ARM and POWER).
  *
  * Steps: every C access that another thread can observe without holding
  * the same mutex is a step of its own.  Accesses under a mutex are merged
- * with the mutex's lock or unlock into one atomic step when the only
- * lock-free observers see at most one store of the merged run (taking a
- * mutex earlier or later is seen only by the threads that contend for it,
- * and they still serialise on it).  Each merge says so where it is made.
- *
- * Memory: sequentially consistent except where the C code relies on a full
- * barrier.  There a mutant (MUTANT_NO_A, MUTANT_NO_E) keeps the store
- * before the missing barrier in a one-entry store buffer (pend_inc,
- * pend_dec) that drains only after the load the barrier protected: the
- * store->load reordering of x86 (TSO) and of every weaker machine.
- * MUTANT_NO_B lets a reader's decrement be seen while its critical
- * section still runs (load/store->store reordering, ARM and POWER).
+ * with the mutex's lock or unlock into one atomic step when lock-free code
+ * sees at most one store of the merged run (taking a mutex earlier or later
+ * is seen only by the threads that contend for it, and they still
+ * serialise on it).  Each merge says so where it is made.
  *
  * RCU: rcu_in[i] says reader i is inside a read-side section.  A grace
  * period (synchronize_rcu() in cpuhp__rcu_sync_enter(), call_rcu() in
@@ -30,11 +43,12 @@
  * its section: RCU's guarantee and nothing more.
  *
  * Switches (spin -D...): NR_READERS (2 or 3), NR_WRITERS (1 or 2),
- * READER_LOOPS and WRITER_LOOPS (iterations; FOREVER: endless, for the LTL
- * claims at the end), TIMEOUTS (writers may use
- * cpuhp_rwsem_write_lock_timeout(), and each of its waits may time out),
- * TRYLOCK (readers may use cpuhp_rwsem_read_trylock()), and the MUTANT_*
- * switches, each documented where it acts.
+ * READER_LOOPS and WRITER_LOOPS (iterations), NO_MEMBARRIER (see above),
+ * TIMEOUTS (the last writer uses cpuhp_rwsem_write_lock_timeout(), and
+ * each of its waits may time out), TRYLOCK (readers may use
+ * cpuhp_rwsem_read_trylock()), FOREVER (for the LTL claims at the end:
+ * writers other than writer 0 loop for ever), and the MUTANT_* switches,
+ * each documented where it acts.
  */
 
 #ifndef NR_READERS
@@ -61,12 +75,11 @@
 #endif
 
 /*
- * FOREVER (for the LTL claims): every writer but writer 0 loops for ever;
- * reader 0 and writer 0, whose progress the claims are about, and the
- * other readers run their bounded loops.  So the claims say: reader 0 and
- * writer 0 get in although writers keep coming.
+ * FOREVER: every writer but writer 0 loops for ever; reader 0 and writer 0,
+ * whose progress the LTL claims are about, and the other readers run their
+ * bounded loops.  So the claims say: they get in although writers keep
+ * coming (and once readers stop arriving).
  */
-#define READER_MORE(n) (n < READER_LOOPS)
 #ifdef FOREVER
 #define WRITER_MORE(n) (w != 0 || n < WRITER_LOOPS)
 #define WRITER_NEXT(n) if :: w == 0 -> n++ :: else fi
@@ -74,12 +87,12 @@
 #define WRITER_MORE(n) (n < WRITER_LOOPS)
 #define WRITER_NEXT(n) n++
 #endif
+
 /*
  * Ghost variables cost states: rstate/wstate exist only for the LTL claims
- * (LIVENESS), the others only for the safety assertions.
+ * (FOREVER), the others only for the safety assertions.
  */
 #ifdef FOREVER
-#define LIVENESS
 #define LTL_GHOST(x) x
 #define SAFETY_GHOST(x) skip
 #else
@@ -119,6 +132,8 @@ bit cb_queued;             /* ->cb handed to call_rcu(), not yet run */
 /* --------------------------------------------------- struct cpuhp_rwsem */
 
 byte slot[NR_READERS];     /* ->readers: reader i's per-thread slot */
+byte sbuf[NR_READERS];     /* reader i's store buffer: a slot value... */
+bit sbuf_full[NR_READERS]; /* ...not yet in memory */
 bit block;                 /* ->block */
 bit wwait;                 /* ->wwait */
 bit wseq_moved;            /* ->wseq changed since the writer loaded it */
@@ -148,9 +163,9 @@ bit rqueued[NR_READERS];    /* reader i queued (or let in, not counted) */
 bit rq_old[NR_READERS];     /* ...and a release_block() came since */
 /*
  * For the LTL claims: 1 once queued (reader: on ->rcond; writer: holding
- * ->block or queued for it), 2 inside, 0 after the unlock.  The claims start
- * at the queue, not at the mutex before it: pthread mutexes promise no
- * fairness, and the model assumes none.
+ * ->block or queued for it), 2 inside, 0 after the unlock.  The claims
+ * start at the queue, not at the mutex before it: pthread mutexes promise
+ * no fairness, and the model assumes none.
  */
 byte rstate[NR_READERS];
 byte wstate[NR_WRITERS];
@@ -161,46 +176,52 @@ byte wstate[NR_WRITERS];
 #define LOCKS(m) m == NONE -> m = _pid
 #define UNLOCKS(m) assert(m == _pid); m = NONE
 
-/*
- * pthread_cond_wait(): unlock and sleep in one step; wake on a signal or
- * broadcast (they clear the flag) and retake the mutex.  Spurious wake-ups
- * are left out: every C wait loop re-checks its condition anyway.
- */
-#define COND_WAIT(flag, m)                                                     \
-	atomic { flag = 1; UNLOCKS(m) };                                       \
-	atomic { flag == 0 && m == NONE -> m = _pid }
+/* ------------------------------------------------------- store buffers */
+
+/* The slot value reader @me sees: its own buffered store first. */
+#define SLOT_VIEW(me) (sbuf_full[me] -> sbuf[me] : slot[me])
+
+/* A store to reader @me's slot, into its buffer (inside a step). */
+#define SLOT_STORE(me, v)                                                      \
+	if                                                                     \
+	:: sbuf_full[me] -> slot[me] = sbuf[me]                                \
+	:: else                                                                \
+	fi;                                                                    \
+	sbuf[me] = v;                                                          \
+	sbuf_full[me] = 1
+
+/* A full barrier of reader @me (inside a step): its buffer drains. */
+#define DRAIN(me)                                                              \
+	if                                                                     \
+	:: sbuf_full[me] -> slot[me] = sbuf[me]; sbuf_full[me] = 0; sbuf[me] = 0 \
+	:: else                                                                \
+	fi
 
 /* --------------------------------------------------- rcu_sync.c and RCU */
 
-/* urcu_memb_read_unlock(): this reader no longer holds up any GP. */
+/*
+ * urcu_memb_read_unlock(): this reader no longer holds up a grace period.
+ * Its earlier stores drain first: a grace period sees the section's end
+ * only after them (TSO keeps store order).
+ */
 #define RCU_READ_UNLOCK(me)                                                    \
+	DRAIN(me);                                                             \
 	rcu_in[me] = 0;                                                        \
 	sync_wait[me] = 0;                                                     \
 	cb_wait[me] = 0;                                                       \
 	SAFETY_GHOST(exit_gp[me] = 0)
 
 /*
- * urcu_memb_read_lock(); ok = cpuhp__rcu_sync_is_idle().  (Not idle, the
- * section still lasts a step: grace periods, and the rcu_sync property,
- * must take such readers into account.)
+ * synchronize_rcu(), first half (inside a step): the readers inside a
+ * section now are the ones to wait for.  The second half is the guard
+ * NONE_OF(sync_wait).
  */
-#define RCU_SECTION_IS_IDLE(me)                                                \
-	atomic { rcu_in[me] = 1; ok = (gp_state == GP_IDLE) }
-
-/*
- * synchronize_rcu(), first half: the readers inside a section now are the
- * ones to wait for.  The second half is the guard NONE_OF(sync_wait).
- */
-inline synchronize_rcu_start()
-{
-	d_step {
-		i = 0;
-		do
-		:: i < NR_READERS -> sync_wait[i] = rcu_in[i]; i++
-		:: else -> i = 0; break
-		od
-	}
-}
+#define SYNCHRONIZE_RCU_START                                                  \
+	i = 0;                                                                 \
+	do                                                                     \
+	:: i < NR_READERS -> sync_wait[i] = rcu_in[i]; i++                     \
+	:: else -> i = 0; break                                                \
+	od
 
 /* urcu_memb_call_rcu(&rss->cb, rcu_sync_func); inside a locked step. */
 inline call_rcu()
@@ -216,13 +237,16 @@ inline call_rcu()
 
 /*
  * cpuhp__rcu_sync_enter().  Steps:
- *  1. lock; count++; then IDLE -> ENTER and unlock, or ENTER: sleep on
- *     ->cond (unlocking), or PASSED/EXIT/REPLAY: unlock.  Readers see at
- *     most the one store to ->state.
- *  2. IDLE: synchronize_rcu() starts (G), then once it is over (which
- *     stays true) and ->lock is free: lock; ENTER -> PASSED; broadcast;
- *     unlock.  ENTER: woken (only the ENTER -> PASSED broadcast wakes
- *     anyone), retake ->lock, see PASSED, unlock: a guard.
+ *  1. lock; count++; then IDLE -> ENTER, unlock and the grace period
+ *     starts (G), or ENTER: sleep on ->cond (unlocking), or
+ *     PASSED/EXIT/REPLAY: unlock.  Readers see at most the one store to
+ *     ->state.  (A reader that leaves its section between the unlock and
+ *     the start of synchronize_rcu() is the same as one that left before:
+ *     the period need not wait for it either way.)
+ *  2. IDLE: the grace period ends; membarrier() (H) reaches one reader
+ *     per step; then lock; ENTER -> PASSED; broadcast; unlock.  ENTER:
+ *     woken (only the ENTER -> PASSED broadcast wakes anyone), retake
+ *     ->lock, see PASSED, unlock: a guard.
  */
 inline rcu_sync_enter(w)
 {
@@ -233,7 +257,14 @@ inline rcu_sync_enter(w)
 		rs_entered[w] = 1;
 		was_idle = (gp_state == GP_IDLE);
 		if
-		:: was_idle -> gp_state = GP_ENTER
+		:: was_idle ->
+			gp_state = GP_ENTER;
+#if !defined(MUTANT_NO_GP) || !defined(NO_MEMBARRIER)
+			/* G: readers that saw IDLE leave their sections first. */
+			SYNCHRONIZE_RCU_START
+#else
+			skip /* Mutant: no grace period. */
+#endif
 		:: gp_state == GP_ENTER -> rss_cond[w] = 1
 		:: else
 		fi;
@@ -241,12 +272,25 @@ inline rcu_sync_enter(w)
 	};
 	if
 	:: was_idle ->
-#ifndef MUTANT_NO_GP
-		/* G: readers that saw IDLE leave their sections first. */
-		synchronize_rcu_start();
-#else
-		/* Mutant: the first enter does not wait for a grace period. */
+#ifndef NO_MEMBARRIER
+#ifndef MUTANT_NO_H
+		/*
+		 * H: cpuhp__membarrier(), once the grace period is over: every
+		 * reader executes a full barrier, at its own moment.
+		 */
+		atomic { NONE_OF(sync_wait) -> DRAIN(0) };
+		atomic { DRAIN(1) };
+#if NR_READERS >= 3
+		atomic { DRAIN(2) };
 #endif
+#else
+		/* Mutant: no membarrier; fast-path increments stay buffered. */
+#endif
+#endif
+		/*
+		 * The grace period is over (that stays true) and ->lock is
+		 * free: lock; ENTER -> PASSED; broadcast ->cond; unlock.
+		 */
 		atomic {
 			NONE_OF(sync_wait) && rss_lock == NONE ->
 			gp_state = GP_PASSED;
@@ -266,7 +310,7 @@ inline rcu_sync_exit(w)
 		assert(gp_count > 0 && rs_entered[w]);
 		gp_count--;
 		rs_entered[w] = 0;
-#ifndef LIVENESS
+#ifndef FOREVER
 		/* Ghost: the readers inside a section now must leave before IDLE. */
 		i = 0;
 		do
@@ -292,7 +336,7 @@ inline rcu_sync_exit(w)
 
 /*
  * liburcu's call_rcu worker thread: runs rcu_sync_func() once a grace
- * period has passed since call_rcu().  lock ... unlock in one step.
+ * period has passed since call_rcu().
  */
 proctype rcu_worker()
 {
@@ -305,30 +349,30 @@ end_idle:
 	    * dequeue, lock, run, unlock in one step, as in rcu_sync_exit().
 	    */
 	   atomic {
-			cb_queued && NONE_OF(cb_wait) && rss_lock == NONE ->
-			cb_queued = 0;
-			if
-			:: gp_count > 0 -> gp_state = GP_PASSED /* EXIT/REPLAY -> PASSED */
-			:: gp_count == 0 && gp_state == GP_REPLAY ->
-				gp_state = GP_EXIT; /* REPLAY -> EXIT, requeued */
-				call_rcu()
-			:: gp_count == 0 && gp_state == GP_EXIT ->
-				/*
-				 * EXIT -> IDLE.  The rcu_sync property: no
-				 * updater between enter and exit, and a grace
-				 * period has passed since every exit.
-				 */
-				i = 0;
-				do
-				:: i < NR_WRITERS -> assert(!rs_entered[i]); i++
-				:: else -> i = 0; break
-				od;
-				assert(NONE_OF(exit_gp));
-				gp_state = GP_IDLE;
-				CLEAR_ALL(rss_cond, NR_WRITERS)
-			:: else -> assert(false) /* a callback in IDLE, ENTER or PASSED */
-			fi
-		}
+		cb_queued && NONE_OF(cb_wait) && rss_lock == NONE ->
+		cb_queued = 0;
+		if
+		:: gp_count > 0 -> gp_state = GP_PASSED /* EXIT/REPLAY -> PASSED */
+		:: gp_count == 0 && gp_state == GP_REPLAY ->
+			gp_state = GP_EXIT; /* REPLAY -> EXIT, requeued */
+			call_rcu()
+		:: gp_count == 0 && gp_state == GP_EXIT ->
+			/*
+			 * EXIT -> IDLE.  The rcu_sync property: no updater
+			 * between enter and exit, and a grace period has
+			 * passed since every exit.
+			 */
+			i = 0;
+			do
+			:: i < NR_WRITERS -> assert(!rs_entered[i]); i++
+			:: else -> i = 0; break
+			od;
+			assert(NONE_OF(exit_gp));
+			gp_state = GP_IDLE;
+			CLEAR_ALL(rss_cond, NR_WRITERS)
+		:: else -> assert(false) /* a callback in IDLE, ENTER or PASSED */
+		fi
+	   }
 	od
 }
 
@@ -344,111 +388,80 @@ end_idle:
 	LTL_GHOST(rstate[me] = 2)
 
 /* wake_writer(): bump ->wseq, then futex_wake(): two steps. */
+#ifndef MUTANT_NO_WAKE
 #define WAKE_WRITER                                                            \
 	wseq_moved = 1;                                                        \
 	futex_asleep = 0
-
-/*
- * The decrement before E.  MUTANT_NO_E: it may stay in the store buffer
- * until after ->wwait is read.
- */
-#ifndef MUTANT_NO_E
-#define DEC_SLOT(me) slot[me]--
 #else
-#define DEC_SLOT(me) if :: slot[me]-- :: pend_dec = 1 fi
+#define WAKE_WRITER skip /* mutant: the writer is never woken */
 #endif
 
-/*
- * read_unlock_slow(): B, decrement, E, look at ->wwait.  @cs: a critical
- * section (rather than a failed attempt) ends here, at B.
- */
+/* E: ->wwait is read after the decrement is visible. */
+#ifndef MUTANT_NO_E
+#define E_DRAIN(me) DRAIN(me)
+#else
+#define E_DRAIN(me) skip /* mutant: the decrement may still be buffered */
+#endif
+
+/* A critical section ends (@cs), rather than a failed attempt. */
+#define CS_END(cs)                                                             \
+	if                                                                     \
+	:: cs -> rcs--                                                         \
+	:: else                                                                \
+	fi
+
+/* Look at ->wwait (after E) and wake the writer: three steps. */
+#define CHECK_WWAIT                                                            \
+	wake = wwait;                                                          \
+	if                                                                     \
+	:: wake -> WAKE_WRITER; wake = 0                                       \
+	:: else                                                                \
+	fi
+
+/* read_unlock_slow(): B, the decrement, E; look at ->wwait. */
 inline read_unlock_slow(me, cs)
 {
 #ifndef MUTANT_NO_B
-	/* The section ends, B, the decrement: one step (B orders them). */
 	atomic {
-		if
-		:: cs -> rcs--
-		:: else
-		fi;
-		DEC_SLOT(me)
+		DRAIN(me); /* B */
+		CS_END(cs);
+		SLOT_STORE(me, SLOT_VIEW(me) - 1);
+		E_DRAIN(me)
 	};
 #else
 	/* Mutant: the decrement may be seen while the section still runs. */
-	DEC_SLOT(me);
-	if
-	:: cs -> rcs--
-	:: else
-	fi;
+	atomic { SLOT_STORE(me, SLOT_VIEW(me) - 1); DRAIN(me) };
+	atomic { CS_END(cs); E_DRAIN(me) };
 #endif
-	/* E: the decrement is visible before ->wwait is read. */
-	if
-	:: wwait ->
-#ifndef MUTANT_NO_WAKE
-		WAKE_WRITER
-#else
-		skip /* mutant: the writer is never woken */
-#endif
-	:: else
-	fi;
-#ifdef MUTANT_NO_E
-	/* The store buffer drains (at the latest at the next barrier). */
-	if
-	:: pend_dec -> slot[me]--; pend_dec = 0
-	:: else
-	fi
-#else
-	skip
-#endif
+	CHECK_WWAIT
 }
 
 /*
  * read_trylock_slow(): ok = 1 if in; otherwise the count is as before.
  * @lock: take ->lock first, in the increment's step (only contenders for
- * ->lock see when it is taken).  MUTANT_NO_A: the increment may stay in
- * the store buffer until after ->block is read.
+ * ->lock see when it is taken; a mutex lock is a full barrier too).
+ * A: the increment is visible before ->block is read; MUTANT_NO_A lets it
+ * stay in the store buffer.
  */
 inline read_trylock_slow(me, lock)
 {
+	atomic {
+		if
+		:: lock -> LOCKS(sem_lock); DRAIN(me)
+		:: else
+		fi;
+		SLOT_STORE(me, SLOT_VIEW(me) + 1);
 #ifndef MUTANT_NO_A
-	atomic {
-		if
-		:: lock -> LOCKS(sem_lock)
-		:: else
-		fi;
-		slot[me]++
-	};
-	/* A: the increment is visible before ->block is read. */
-	atomic {
-		ok = !block;
-		if
-		:: ok -> READER_CS_ENTER
-		:: else
-		fi
-	};
-#else
-	atomic {
-		if
-		:: lock -> LOCKS(sem_lock)
-		:: else
-		fi;
-		if
-		:: slot[me]++
-		:: pend_inc = 1
-		fi
-	};
-	atomic {
-		ok = !block;
-		if
-		:: ok -> READER_CS_ENTER
-		:: else
-		fi
-	};
-	if
-	:: pend_inc -> slot[me]++; pend_inc = 0
-	:: else
-	fi;
+		DRAIN(me)
 #endif
+	};
+	atomic {
+		ok = !block;
+		if
+		:: ok -> READER_CS_ENTER
+		:: else
+		fi
+	};
 	if
 	:: ok
 	:: else -> read_unlock_slow(me, 0)
@@ -459,42 +472,61 @@ proctype reader(byte me)
 {
 	byte n, i;
 	/*
-	 * cpuhp__slot_fast() finds a slot after the thread's first lock.
+	 * cpuhp__slot_lookup() finds a slot after the thread's first lock.
 	 * Reader 0 starts without one (its first lock takes the slow path);
 	 * the others have used the lock before.
 	 */
 	bit has_slot = (me != 0);
-	bit ok, gen, trying;
-	bit pend_inc, pend_dec;
+	bit ok, gen, trying, wake;
 
 	do
-	:: READER_MORE(n) ->
+	:: n < READER_LOOPS ->
 #ifdef TRYLOCK
 		if
 		:: trying = 1 /* cpuhp_rwsem_read_trylock() */
 		:: trying = 0 /* cpuhp_rwsem_read_lock() */
 		fi;
 #endif
-		/* cpuhp_rwsem_read_lock(): the fast path */
+		/* cpuhp_rwsem_read_lock(): fast_inc() */
 		if
 		:: has_slot ->
-			RCU_SECTION_IS_IDLE(me);
+#ifndef NO_MEMBARRIER
+			/*
+			 * fast_inc_fenced() (H): slot++ (relaxed: buffered),
+			 * compiler barrier, load the state (acquire).  Not idle:
+			 * back out like an unlock, then the slow path.
+			 */
+			atomic { SLOT_STORE(me, SLOT_VIEW(me) + 1) };
+			atomic {
+				ok = (gp_state == GP_IDLE);
+				if
+				:: ok -> READER_CS_ENTER
+				:: else
+				fi
+			};
+			if
+			:: ok -> goto locked
+			:: else -> read_unlock_slow(me, 0)
+			fi
+#else
+			/*
+			 * fast_inc_rcu() (G): urcu_memb_read_lock(); idle?
+			 * slot++; urcu_memb_read_unlock().  The increment and the
+			 * section's end are one step: only a grace period watches
+			 * the end, and it sees the increment first (RCU_READ_UNLOCK).
+			 */
+			atomic { rcu_in[me] = 1; ok = (gp_state == GP_IDLE) };
 			if
 			:: ok ->
-				/*
-				 * slot++ (relaxed), urcu_memb_read_unlock(): one
-				 * step, for only a grace period watches the
-				 * section's end, and it also waits for the slot.
-				 */
 				atomic {
-					slot[me]++;
+					SLOT_STORE(me, SLOT_VIEW(me) + 1);
 					RCU_READ_UNLOCK(me);
-					ok = 0;
 					READER_CS_ENTER
 				};
 				goto locked
 			:: else -> atomic { RCU_READ_UNLOCK(me) }
 			fi
+#endif
 		:: else -> has_slot = 1 /* read_lock_slow() allocates it */
 		fi;
 		/* read_lock_slow(): one attempt without ->lock */
@@ -536,7 +568,8 @@ proctype reader(byte me)
 		atomic {
 			rcond[me] == 0 && sem_lock == NONE ->
 			assert(rgen != gen);
-			slot[me]++;
+			SLOT_STORE(me, SLOT_VIEW(me) + 1);
+			DRAIN(me); /* the mutex unlock */
 			assert(nr_granted > 0);
 			nr_granted--;
 			SAFETY_GHOST(rqueued[me] = 0);
@@ -550,8 +583,30 @@ proctype reader(byte me)
 		};
 locked:
 		/* the critical section (entered with the step that got us in) */
-		/* cpuhp_rwsem_read_unlock(): the fast path */
-		RCU_SECTION_IS_IDLE(me);
+		/* cpuhp_rwsem_read_unlock() */
+#ifndef NO_MEMBARRIER
+		/*
+		 * H: slot-- (a release store, buffered; the section ends
+		 * before it), compiler barrier, load the state.  Not idle:
+		 * read_unlock_fenced_slow(): E, look at ->wwait, wake.
+		 */
+#ifndef MUTANT_NO_B
+		atomic { rcs--; SLOT_STORE(me, SLOT_VIEW(me) - 1) };
+#else
+		/* Mutant: a relaxed store, seen while the section still runs. */
+		atomic { SLOT_STORE(me, SLOT_VIEW(me) - 1) };
+		rcs--;
+#endif
+		ok = (gp_state == GP_IDLE);
+		if
+		:: !ok ->
+			atomic { E_DRAIN(me) };
+			CHECK_WWAIT
+		:: else
+		fi;
+#else
+		/* fast_dec_rcu() (G) */
+		atomic { rcu_in[me] = 1; ok = (gp_state == GP_IDLE) };
 		if
 		:: ok ->
 			/*
@@ -559,11 +614,12 @@ locked:
 			 * barrier: G orders the section before any writer);
 			 * urcu_memb_read_unlock().
 			 */
-			atomic { rcs--; slot[me]--; RCU_READ_UNLOCK(me); ok = 0 }
+			atomic { rcs--; SLOT_STORE(me, SLOT_VIEW(me) - 1); RCU_READ_UNLOCK(me) }
 		:: else ->
 			atomic { RCU_READ_UNLOCK(me) };
 			read_unlock_slow(me, 1)
 		fi;
+#endif
 		LTL_GHOST(rstate[me] = 0);
 next:
 		trying = 0;
@@ -579,13 +635,26 @@ next:
  * cpuhp__pcount_sum(), one slot per step (readers run in between).  The
  * writer only asks "zero or not", and slots are never negative here (no
  * release on another thread), so sum keeps just that: fewer states.
+ *
+ * A buffered store may have drained by now or not: the choice is made
+ * here.  These loads are the only ones that read slot[] in memory, so a
+ * drain at any earlier moment looks the same as a drain just before one
+ * of them (see "Memory" at the top).
  */
 inline pcount_sum()
 {
 	sum = 0;
 	i = 0;
 	do
-	:: i < NR_READERS -> atomic { sum = sum | (slot[i] != 0); i++ }
+	:: i < NR_READERS ->
+		atomic {
+			if
+			:: sbuf_full[i] -> DRAIN(i)
+			:: true
+			fi;
+			sum = sum | (slot[i] != 0);
+			i++
+		}
 	:: else -> i = 0; break
 	od
 }
@@ -634,7 +703,7 @@ inline release_block_locked(cs)
 #endif
 		:: else
 		fi;
-#ifndef LIVENESS
+#ifndef FOREVER
 		/* Ghost: the readers waiting now were blocked by this writer. */
 		i = 0;
 		do
@@ -645,7 +714,11 @@ inline release_block_locked(cs)
 		if
 		:: nempty(wq) -> /* hand ->block to the next writer */
 			wq?nw;
+#ifndef MUTANT_BARGING
 			wgranted[nw] = 1;
+#else
+			block = 0; /* mutant: wake it, and let anyone take ->block */
+#endif
 			wcond[nw] = 0;
 			nw = 0
 		:: empty(wq) -> block = 0
@@ -688,7 +761,7 @@ inline release_block_locked(cs)
 proctype writer(byte w)
 {
 	byte n, i, nw;
-	bit sum, was_idle, queued, drain, err, deadline, timedout;
+	bit sum, was_idle, queued, drain, err, deadline, timedout, retry;
 
 	do
 	:: WRITER_MORE(n) ->
@@ -706,6 +779,7 @@ proctype writer(byte w)
 		 * take_block().  Step 1: lock; ->block free: take it and
 		 * GRANT_WAIT; taken: queue and sleep on w.cond (unlocking).
 		 */
+take:
 		atomic {
 			LOCKS(sem_lock);
 			LTL_GHOST(wstate[w] = 1);
@@ -732,8 +806,14 @@ proctype writer(byte w)
 			:: atomic {
 				wcond[w] == 0 && sem_lock == NONE ->
 				sem_lock = _pid;
+#ifndef MUTANT_BARGING
 				assert(wgranted[w]);
 				GRANT_WAIT
+#else
+				/* Mutant: woken, not handed ->block: try again. */
+				UNLOCKS(sem_lock);
+				retry = 1
+#endif
 			   }
 #ifdef TIMEOUTS
 			:: atomic {
@@ -752,6 +832,7 @@ proctype writer(byte w)
 			fi;
 			queued = 0;
 			if
+			:: retry -> retry = 0; goto take
 			:: timedout ->
 				timedout = 0;
 				rcu_sync_exit(w);
@@ -772,9 +853,8 @@ proctype writer(byte w)
 		:: else
 		fi;
 		/*
-		 * D: ->block is visible before the slots are read.  (In the
-		 * model every store to ->block is, being SC; the NO_A mutant
-		 * shows the other half of the pair.)
+		 * D: ->block is visible before the slots are read.  (Writers'
+		 * stores are SC in the model; F below would order them anyway.)
 		 */
 		/* wait_for_readers() */
 		err = 0;
@@ -808,7 +888,7 @@ proctype writer(byte w)
 		};
 		if
 		:: err ->
-			/* Timed out: counts summed to zero since are fine too. */
+			/* Timed out: a zero sum now still gets the lock. */
 			pcount_sum();
 			err = (sum != 0);
 			if
@@ -856,12 +936,17 @@ init {
 	}
 #ifndef FOREVER
 	/*
-	 * Everyone is done (only init and rcu_worker left): the lock is as
-	 * new, and rcu_sync goes back to IDLE (or init never ends: an
-	 * invalid end state).
+	 * Everyone is done (only init and rcu_worker are left): once the
+	 * stores have drained, the lock is as new, and rcu_sync goes back to
+	 * IDLE (or init never ends: an invalid end state).
 	 */
 	atomic {
 		_nr_pr == 2 && gp_state == GP_IDLE ->
+		DRAIN(0);
+		DRAIN(1);
+#if NR_READERS >= 3
+		DRAIN(2);
+#endif
 		assert(gp_count == 0 && !cb_queued);
 		assert(!block && !wwait && nr_rwait == 0 && nr_granted == 0 && empty(wq));
 		assert(rcs == 0 && wcs == 0);
@@ -874,9 +959,13 @@ init {
 #endif
 }
 
-#ifdef LIVENESS
-/* A queued writer gets in (with weak fairness). */
-ltl writer_enters { [] ((wstate[0] == 1) -> <> (wstate[0] == 2)) }
-/* A queued reader gets in (with weak fairness). */
-ltl reader_enters { [] ((rstate[0] == 1) -> <> (rstate[0] == 2)) }
+#ifdef FOREVER
+/*
+ * Under weak fairness, while writer 1 keeps coming: a queued writer 0 gets
+ * in, and a queued reader 0 gets in.
+ */
+ltl progress {
+	[] ((wstate[0] == 1) -> <> (wstate[0] == 2)) &&
+	[] ((rstate[0] == 1) -> <> (rstate[0] == 2))
+}
 #endif

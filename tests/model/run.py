@@ -1,0 +1,313 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Model-check rwsem.pml with spin.
+
+For each check: spin generates the verifier (pan.c) with the check's
+switches, the C compiler builds it, pan runs with an explicit depth bound
+and memory limit, and its report decides: the model's checks must end with
+"errors: 0" over a complete search; each mutant's check must find a
+counterexample of the expected kind (the test fails if the mutant passes).
+
+  run.py --list                 the checks, with what each one proves
+  run.py --check NAME [...]     run some (or --ci: those meson runs, --all)
+  run.py --check NAME --keep    keep the work directory (pan, trail)
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "rwsem.pml")
+
+# Bounds.  The deepest run needs ~460 steps (safety) and ~2,200 (liveness);
+# a search that hits the bound is incomplete and fails the check.
+SAFETY_DEPTH = 10000
+LIVENESS_DEPTH = 100000
+MEMLIM_MB = 4096
+
+
+class Check:
+    def __init__(self, name, about, defines, liveness=False, expect=None,
+                 collapse=False, ignore_deadlocks=False, ci=True):
+        self.name = name
+        self.about = about
+        self.defines = defines
+        self.liveness = liveness
+        # None: no error allowed; else the kind the counterexample must be.
+        self.expect = expect
+        # COLLAPSE: lossless state compression, for memory on small CI VMs.
+        self.collapse = collapse
+        # pan -E: look for assertion violations past deadlocks.
+        self.ignore_deadlocks = ignore_deadlocks
+        self.ci = ci
+
+
+ASSERT = "assertion violated"
+DEADLOCK = "invalid end state"
+CYCLE = "acceptance cycle"
+MEMBARRIER_OFF = ["-DNO_MEMBARRIER"]
+
+CHECKS = [
+    # The model: every property holds.
+    Check("safety",
+          "membarrier readers (H), 2 readers, 2 writers (one timed), trylock: "
+          "exclusion, blocked readers before the next writer, no deadlock",
+          ["-DTIMEOUTS", "-DTRYLOCK"]),
+    Check("safety-reader-loops",
+          "membarrier readers, each reader locks twice (slot-less first lock, "
+          "fast path after a writer)",
+          ["-DREADER_LOOPS=2"]),
+    Check("safety-3-readers",
+          "membarrier readers, 3 readers, 1 timed writer",
+          ["-DNR_READERS=3", "-DNR_WRITERS=1", "-DTIMEOUTS"]),
+    Check("safety-rcu-fallback",
+          "RCU-section readers (G), 2 readers, 2 writers (one timed), trylock",
+          MEMBARRIER_OFF + ["-DTIMEOUTS", "-DTRYLOCK"]),
+    Check("safety-rcu-fallback-writer-loops",
+          "RCU-section readers, each writer locks twice: rcu_sync EXIT/REPLAY "
+          "and the grace period after every exit",
+          MEMBARRIER_OFF + ["-DWRITER_LOOPS=2"], collapse=True),
+    Check("liveness",
+          "membarrier readers, writer 1 for ever: a queued writer 0 and a "
+          "queued reader 0 get in (LTL, weak fairness)",
+          ["-DFOREVER"], liveness=True, collapse=True),
+    # Bigger runs, on demand (minutes, gigabytes).
+    Check("safety-3r2w",
+          "membarrier readers, 3 readers, 2 writers",
+          ["-DNR_READERS=3"], collapse=True, ci=False),
+    Check("safety-3r2w-rcu-fallback",
+          "RCU-section readers, 3 readers, 2 writers",
+          MEMBARRIER_OFF + ["-DNR_READERS=3"], collapse=True, ci=False),
+    Check("safety-writer-loops",
+          "membarrier readers, each writer locks twice",
+          ["-DWRITER_LOOPS=2"], collapse=True, ci=False),
+    Check("liveness-rcu-fallback",
+          "RCU-section readers, writer 1 for ever: progress (LTL)",
+          MEMBARRIER_OFF + ["-DFOREVER"], liveness=True, collapse=True,
+          ci=False),
+    # Mutants: spin must find what each one breaks.
+    Check("mutant-no-a",
+          "barrier A removed: a slow-path reader and a writer both get in",
+          ["-DMUTANT_NO_A"], expect=ASSERT, ignore_deadlocks=True),
+    Check("mutant-no-b",
+          "B removed (relaxed unlock store): the writer gets in while a reader "
+          "is still inside",
+          ["-DMUTANT_NO_B"], expect=ASSERT, ignore_deadlocks=True),
+    Check("mutant-no-e",
+          "barrier E removed: the writer sleeps for ever (lost wake-up)",
+          ["-DMUTANT_NO_E"], expect=DEADLOCK),
+    Check("mutant-no-h",
+          "no membarrier in rcu_sync enter: a fast-path reader and a writer "
+          "both get in",
+          ["-DMUTANT_NO_H"], expect=ASSERT, ignore_deadlocks=True),
+    Check("mutant-no-gp",
+          "no grace period in rcu_sync enter (RCU readers): a fast-path "
+          "reader and a writer both get in",
+          MEMBARRIER_OFF + ["-DMUTANT_NO_GP"], expect=ASSERT,
+          ignore_deadlocks=True),
+    Check("mutant-no-replay",
+          "rcu_sync EXIT not turned into REPLAY: IDLE before a grace period "
+          "after the last exit",
+          MEMBARRIER_OFF + ["-DMUTANT_NO_REPLAY"], expect=ASSERT),
+    Check("mutant-no-wake",
+          "a leaving reader does not wake the writer: lost wake-up",
+          ["-DMUTANT_NO_WAKE"], expect=DEADLOCK),
+    Check("mutant-no-rcond",
+          "release_block() lets readers in without waking them",
+          ["-DMUTANT_NO_RCOND"], expect=DEADLOCK),
+    Check("mutant-no-grant-wait",
+          "the next writer does not wait for let-in readers to count "
+          "themselves: it overtakes them",
+          ["-DMUTANT_NO_GRANT_WAIT"], expect=ASSERT, ignore_deadlocks=True),
+    Check("mutant-no-wake-liveness",
+          "the lost wake-up again, seen by the liveness claim",
+          ["-DFOREVER", "-DMUTANT_NO_WAKE"], liveness=True, expect=CYCLE),
+    Check("mutant-barging",
+          "release_block() clears ->block instead of handing it over: safe, "
+          "but writer 0 can starve (only the liveness claim sees it)",
+          ["-DFOREVER", "-DMUTANT_BARGING"], liveness=True, expect=CYCLE),
+]
+BY_NAME = {c.name: c for c in CHECKS}
+
+
+def fail(msg):
+    print(f"run.py: FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def run(cmd, cwd, what):
+    print("  $ " + " ".join(shlex.quote(a) for a in cmd), flush=True)
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    except FileNotFoundError:
+        fail(f"{cmd[0]} not found: {what}")
+    return p
+
+
+def field(pattern, text, conv=float):
+    m = re.search(pattern, text)
+    return conv(m.group(1)) if m else None
+
+
+def trail_summary(check, spin, work, steps=40):
+    """The counterexample's last steps, without bookkeeping noise."""
+    p = subprocess.run([spin] + check.defines + ["-t", "-p", "rwsem.pml"],
+                       cwd=work, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    noise = re.compile(r"\[\(1\)\]|\[else\]|\[i = |\[\(\(i<|\[n = |\[skip\]|"
+                       r"\[ok = 0\]|\[break\]|\[goto ")
+    lines = []
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s*\d+:\s+proc\s+(\d+ \(\w+:\d+\)) \S+:(\d+) "
+                     r"\(state \d+\)\s+(\[.*\])", line)
+        if m and not noise.search(m.group(3)):
+            lines.append(f"    {m.group(1):<18} line {m.group(2):>4}  {m.group(3)}")
+        elif "START OF CYCLE" in line:
+            lines.append("    ----- the cycle starts here -----")
+        elif "assertion violated" in line:
+            lines.append("    " + line.strip())
+    shown = lines[-steps:]
+    if len(lines) > steps:
+        shown.insert(0, f"    ... {len(lines) - steps} earlier steps")
+    return "\n".join(shown)
+
+
+def run_check(check, spin, cc, workdir, keep):
+    kind = "LTL claim 'progress'" if check.liveness else "assertions, end states"
+    print(f"check {check.name}: {check.about}", flush=True)
+    if workdir:
+        work = os.path.join(workdir, check.name)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+    else:
+        work = tempfile.mkdtemp(prefix=f"model-{check.name}-")
+    shutil.copy(MODEL, work)
+
+    p = run([spin] + check.defines + ["-a", "rwsem.pml"], work,
+            "install spin (Debian: apt-get install spin)")
+    if p.returncode or not os.path.exists(os.path.join(work, "pan.c")):
+        fail(f"spin could not generate the verifier:\n{p.stdout}")
+
+    # A mutant's search is short: compiling pan.c fast matters more.
+    cflags = ["-O0" if check.expect else "-O2", "-w", f"-DMEMLIM={MEMLIM_MB}"]
+    if check.liveness:
+        cflags += ["-DNFAIR=3"]
+    else:
+        cflags += ["-DSAFETY", "-DNOCLAIM"]
+    if check.collapse:
+        cflags += ["-DCOLLAPSE"]
+    p = run(cc + cflags + ["-o", "pan", "pan.c"], work,
+            "set CC or pass --cc to a C compiler")
+    if p.returncode:
+        fail(f"compiling pan failed:\n{p.stdout}")
+
+    depth = LIVENESS_DEPTH if check.liveness else SAFETY_DEPTH
+    args = [f"-m{depth}"]
+    if check.liveness:
+        args += ["-a", "-f"]
+    if check.ignore_deadlocks:
+        args += ["-E"]
+    t0 = time.monotonic()
+    p = run(["./pan"] + args, work, "")
+    elapsed = time.monotonic() - t0
+    out = p.stdout
+
+    errors = field(r"errors: (\d+)", out, int)
+    stored = field(r"([\d.e+]+) states, stored", out)
+    transitions = field(r"([\d.e+]+) transitions", out)
+    reached = field(r"depth reached (\d+)", out, int)
+    memory = field(r"([\d.]+)\s+total actual memory usage", out)
+    if errors is None or stored is None:
+        fail(f"no verdict in pan's output:\n{out}")
+    print(f"  {stored:,.0f} states stored, {transitions or 0:,.0f} transitions, "
+          f"depth {reached} (bound {depth}), {memory or 0:,.0f} MB, {elapsed:.1f} s",
+          flush=True)
+    if "max search depth too small" in out and (check.expect is None or errors == 0):
+        fail(f"the search hit the depth bound {depth}: incomplete (work dir {work})")
+    if "-DMEMLIM bound" in out or "out of memory" in out:
+        fail(f"pan ran out of memory ({MEMLIM_MB} MB): incomplete (work dir {work})")
+
+    if check.expect is None:
+        if errors:
+            first = next((l for l in out.splitlines() if l.startswith("pan:1:")), "")
+            print(f"  {first}")
+            print(trail_summary(check, spin, work))
+            fail(f"{check.name}: spin found a counterexample ({kind}); "
+                 f"trail in {work}, replay: cd {work} && "
+                 f"spin {' '.join(check.defines)} -t -p rwsem.pml")
+        print(f"  ok: errors: 0 ({kind}; complete search)")
+    else:
+        first = next((l for l in out.splitlines() if l.startswith("pan:1:")), "")
+        if not errors:
+            fail(f"{check.name}: the mutant passed: the model does not catch "
+                 f"it (expected: {check.expect})")
+        if check.expect not in first:
+            print(trail_summary(check, spin, work))
+            fail(f"{check.name}: expected a counterexample of kind "
+                 f"'{check.expect}', got: {first}")
+        print(f"  counterexample, as expected: {first}")
+        print(trail_summary(check, spin, work))
+        print(f"  ok: the mutant is caught")
+    if not keep and not workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Model-check the cpuhp_rwsem/rcu_sync Promela model with spin.",
+        epilog="Example: tests/model/run.py --check safety --keep")
+    ap.add_argument("--check", action="append", default=[],
+                    help="a check to run (repeatable); see --list")
+    ap.add_argument("--ci", action="store_true", help="the checks meson runs")
+    ap.add_argument("--all", action="store_true",
+                    help="every check, the big ones too (minutes, gigabytes)")
+    ap.add_argument("--list", action="store_true", help="list the checks")
+    ap.add_argument("--ci-names", action="store_true",
+                    help="print the names of the --ci checks (for meson.build)")
+    ap.add_argument("--spin", default=shutil.which("spin") or "spin",
+                    help="the spin binary (default: spin in PATH)")
+    ap.add_argument("--cc", default=os.environ.get("CC", "cc"),
+                    help="C compiler command for pan (default: $CC or cc)")
+    ap.add_argument("--workdir",
+                    help="keep each check's files in WORKDIR/NAME (default: a "
+                         "temporary directory, removed after a pass)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the temporary work directory")
+    a = ap.parse_args()
+
+    if a.ci_names:
+        print("\n".join(c.name for c in CHECKS if c.ci))
+        return 0
+    if a.list:
+        for c in CHECKS:
+            tag = "ci" if c.ci else "on demand"
+            print(f"{c.name:34} [{tag}] {c.about}")
+        return 0
+    names = list(a.check)
+    if a.ci:
+        names += [c.name for c in CHECKS if c.ci]
+    if a.all:
+        names += [c.name for c in CHECKS]
+    if not names:
+        ap.error("say which checks: --check NAME, --ci or --all (--list shows them)")
+    for n in names:
+        if n not in BY_NAME:
+            ap.error(f"unknown check '{n}' (--list shows them)")
+    if not os.path.exists(a.spin) and not shutil.which(a.spin):
+        fail(f"spin not found ('{a.spin}'): install it (Debian: apt-get install spin) "
+             "or pass --spin")
+    cc = shlex.split(a.cc)
+    for n in dict.fromkeys(names):
+        run_check(BY_NAME[n], a.spin, cc, a.workdir, a.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
