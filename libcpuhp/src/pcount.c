@@ -72,10 +72,15 @@ static void thread_exit(void *arg)
 {
 	struct cpuhp__thread *t = arg;
 
-	if (CPUHP_DEBUG)
-		cpuhp__debug_thread_exit(t);
+	/*
+	 * First: an outstanding cpuhp_get_online_cpus() is also a read lock
+	 * of the hotplug lock, which the debug checks below would report
+	 * less precisely.
+	 */
 	CPUHP_BUG_ON(t->hotplug_depth, "cpuhp_hotplug_lock",
 	             "thread exits holding cpuhp_get_online_cpus() %u time(s)", t->hotplug_depth);
+	if (CPUHP_DEBUG)
+		cpuhp__debug_thread_exit(t);
 
 	cpuhp__registry_lock();
 	for (unsigned c = 0; c < t->nchunks; c++) {

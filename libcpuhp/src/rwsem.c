@@ -633,10 +633,25 @@ static void debug_exit_check(struct cpuhp__pcount *pc, long held)
 	             held);
 }
 
+/* Called for every lock (registry lock held): report one this thread write-holds. */
+static void debug_exit_write_check(struct cpuhp__pcount *pc)
+{
+	struct cpuhp_rwsem *sem = cpuhp__container_of(pc, struct cpuhp_rwsem, readers);
+
+	CPUHP_BUG_ON(atomic_load(&sem->dbg_owned) &&
+	                 pthread_equal(atomic_load(&sem->dbg_owner), pthread_self()),
+	             sem->name, "thread exits holding the write lock");
+}
+
 void cpuhp__debug_thread_exit(struct cpuhp__thread *t)
 {
-	CPUHP_BUG_ON(t->write_held, "cpuhp_rwsem", "thread exits holding %u write lock(s)",
-	             t->write_held);
+	if (t->write_held) {
+		/* ->write_held is only a count: find the lock, to name it. */
+		cpuhp__registry_lock();
+		cpuhp__registry_for_each_counter(debug_exit_write_check);
+		cpuhp__registry_unlock();
+		CPUHP_BUG("cpuhp_rwsem", "thread exits holding %u write lock(s)", t->write_held);
+	}
 	cpuhp__pcount_debug_exit(t, debug_exit_check);
 }
 #else
