@@ -132,6 +132,10 @@ CHECKS = [
           "release_block() clears ->block instead of handing it over: safe, "
           "but writer 0 can starve (only the liveness claim sees it)",
           ["-DFOREVER", "-DMUTANT_BARGING"], liveness=True, expect=CYCLE),
+    Check("mutant-barging-safety",
+          "the barging mutant keeps every safety property: what only the "
+          "liveness claim catches",
+          ["-DMUTANT_BARGING", "-DTRYLOCK"], ci=False),
 ]
 BY_NAME = {c.name: c for c in CHECKS}
 
