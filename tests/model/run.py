@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Model-check rwsem.pml with spin.
+"""Model-check rwsem.pml and fastlease.pml with spin.
 
 For each check: spin generates the verifier (pan.c) with the check's
 switches, the C compiler builds it, pan runs with an explicit depth bound
@@ -23,19 +23,25 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = os.path.join(HERE, "rwsem.pml")
+RWSEM = "rwsem.pml"
+FASTLEASE = "fastlease.pml"
 
 # Bounds.  The deepest run needs ~460 steps (safety) and ~2,200 (liveness);
 # a search that hits the bound is incomplete and fails the check.
 SAFETY_DEPTH = 10000
 LIVENESS_DEPTH = 100000
 MEMLIM_MB = 4096
+# fastlease.pml's checks are small: hold them to 1 GB.
+FASTLEASE_MEMLIM_MB = 1024
 
 
 class Check:
     def __init__(self, name, about, defines, liveness=False, expect=None,
-                 collapse=False, ignore_deadlocks=False, ci=True):
+                 collapse=False, ignore_deadlocks=False, ci=True, model=RWSEM,
+                 memlim=MEMLIM_MB):
         self.name = name
+        self.model = model
+        self.memlim = memlim
         self.about = about
         self.defines = defines
         self.liveness = liveness
@@ -136,6 +142,53 @@ CHECKS = [
           "the barging mutant keeps every safety property: what only the "
           "liveness claim catches",
           ["-DMUTANT_BARGING", "-DTRYLOCK"], ci=False),
+    # fastlease.pml: fast leases across processes, cpuhpd as the writer.
+    Check("fastlease-safety",
+          "2 client processes (one may be SIGKILLed at any step), 2 hotplugs: "
+          "no lease inside a hotplug, waiters behind a hotplug get in before "
+          "the next, every hotplug finishes",
+          ["-DKILL", "-DHOTPLUGS=2"], model=FASTLEASE,
+          memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-safety-2-leases",
+          "the same, each client taking 2 leases in turn",
+          ["-DKILL", "-DHOTPLUGS=2", "-DREADER_LOOPS=2"], collapse=True,
+          model=FASTLEASE, memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-negative",
+          "client 1 leaves -1 in its slot and dies; client 0's lease still "
+          "holds the hotplug off (regions summed apart)",
+          ["-DNEGATIVE", "-DHOTPLUGS=2"], model=FASTLEASE,
+          memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-mutant-no-q",
+          "no membarrier after storing 'blocked' (Q): a buffered slot++ is "
+          "missed and a reader and the hotplug both get in",
+          ["-DMUTANT_NO_Q"], expect=ASSERT, ignore_deadlocks=True,
+          model=FASTLEASE, memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-mutant-wake-first",
+          "FastWake sent before the slot-- (W): the daemon sums too early, "
+          "the hotplug waits for ever",
+          ["-DMUTANT_WAKE_FIRST"], expect=DEADLOCK, model=FASTLEASE,
+          memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-mutant-no-wake",
+          "no FastWake at all: the hotplug waits for ever (lost wake-up)",
+          ["-DMUTANT_NO_WAKE"], expect=DEADLOCK, model=FASTLEASE,
+          memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-mutant-global-sum",
+          "one sum over all regions: a dead client's -1 cancels a live "
+          "client's lease and the hotplug gets in",
+          ["-DNEGATIVE", "-DMUTANT_GLOBAL_SUM"], expect=ASSERT,
+          ignore_deadlocks=True, model=FASTLEASE,
+          memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-mutant-keep-dead",
+          "a closed connection's region is still waited for: a client killed "
+          "inside a fast lease holds the hotplug for ever",
+          ["-DKILL", "-DMUTANT_KEEP_DEAD"], expect=DEADLOCK, model=FASTLEASE,
+          memlim=FASTLEASE_MEMLIM_MB),
+    Check("fastlease-mutant-late-grant",
+          "the gate opens before it grants its waiters: the next hotplug "
+          "closes it first and overtakes them",
+          ["-DHOTPLUGS=2", "-DMUTANT_LATE_GRANT"], expect=ASSERT,
+          ignore_deadlocks=True, model=FASTLEASE,
+          memlim=FASTLEASE_MEMLIM_MB),
 ]
 BY_NAME = {c.name: c for c in CHECKS}
 
@@ -162,7 +215,7 @@ def field(pattern, text, conv=float):
 
 def trail_summary(check, spin, work, steps=40):
     """The counterexample's last steps, without bookkeeping noise."""
-    p = subprocess.run([spin] + check.defines + ["-t", "-p", "rwsem.pml"],
+    p = subprocess.run([spin] + check.defines + ["-t", "-p", check.model],
                        cwd=work, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
     noise = re.compile(r"\[\(1\)\]|\[else\]|\[i = |\[\(\(i<|\[n = |\[skip\]|"
@@ -192,15 +245,15 @@ def run_check(check, spin, cc, workdir, keep):
         os.makedirs(work)
     else:
         work = tempfile.mkdtemp(prefix=f"model-{check.name}-")
-    shutil.copy(MODEL, work)
+    shutil.copy(os.path.join(HERE, check.model), work)
 
-    p = run([spin] + check.defines + ["-a", "rwsem.pml"], work,
+    p = run([spin] + check.defines + ["-a", check.model], work,
             "install spin (Debian: apt-get install spin)")
     if p.returncode or not os.path.exists(os.path.join(work, "pan.c")):
         fail(f"spin could not generate the verifier:\n{p.stdout}")
 
     # A mutant's search is short: compiling pan.c fast matters more.
-    cflags = ["-O0" if check.expect else "-O2", "-w", f"-DMEMLIM={MEMLIM_MB}"]
+    cflags = ["-O0" if check.expect else "-O2", "-w", f"-DMEMLIM={check.memlim}"]
     if check.liveness:
         cflags += ["-DNFAIR=3"]
     else:
@@ -236,7 +289,7 @@ def run_check(check, spin, cc, workdir, keep):
     if "max search depth too small" in out and (check.expect is None or errors == 0):
         fail(f"the search hit the depth bound {depth}: incomplete (work dir {work})")
     if "-DMEMLIM bound" in out or "out of memory" in out:
-        fail(f"pan ran out of memory ({MEMLIM_MB} MB): incomplete (work dir {work})")
+        fail(f"pan ran out of memory ({check.memlim} MB): incomplete (work dir {work})")
 
     if check.expect is None:
         if errors:
@@ -245,7 +298,7 @@ def run_check(check, spin, cc, workdir, keep):
             print(trail_summary(check, spin, work))
             fail(f"{check.name}: spin found a counterexample ({kind}); "
                  f"trail in {work}, replay: cd {work} && "
-                 f"spin {' '.join(check.defines)} -t -p rwsem.pml")
+                 f"spin {' '.join(check.defines)} -t -p {check.model}")
         print(f"  ok: errors: 0 ({kind}; complete search)")
     else:
         first = next((l for l in out.splitlines() if l.startswith("pan:1:")), "")
@@ -265,7 +318,7 @@ def run_check(check, spin, cc, workdir, keep):
 
 def main():
     ap = argparse.ArgumentParser(
-        description="Model-check the cpuhp_rwsem/rcu_sync Promela model with spin.",
+        description="Model-check the Promela models (cpuhp_rwsem/rcu_sync, fast leases) with spin.",
         epilog="Example: tests/model/run.py --check safety --keep")
     ap.add_argument("--check", action="append", default=[],
                     help="a check to run (repeatable); see --list")
