@@ -39,6 +39,8 @@
 
 #include <cpuhp/client.h>
 
+#include "bench-daemon.h"
+
 extern char **environ;
 
 #define MSG_SIZE 16 /* about a framed LeaseAcquire */
@@ -174,63 +176,18 @@ static void echo_once(int fd)
 
 static void run_wait(char *const argv[])
 {
-	pid_t pid;
-	int st, err = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	int err = bench_run_wait(argv);
 
 	if (err)
-		die(argv[0], err);
-	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		die(argv[0], ECHILD);
+		die(argv[0], -err);
 }
 
 static void start_daemon(const char *cpuhpd)
 {
-	char notify_path[64], env_notify[100], buf[256];
-	posix_spawn_file_actions_t fa;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char *argv[] = {(char *)cpuhpd, "--socket",     sock_path, "--sysfs-root",
-	                sys_root,       "--no-netlink", NULL};
-	char **env;
-	size_t n = 0;
-	int nfd, err;
-	struct pollfd pfd;
+	int err = bench_cpuhpd_start(cpuhpd, dir, sock_path, sys_root, log_path, &daemon_pid);
 
-	snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
-	strncpy(sa.sun_path, notify_path, sizeof(sa.sun_path) - 1);
-	nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (nfd < 0 || bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		die("notify socket", errno);
-	while (environ[n])
-		n++;
-	env = calloc(n + 2, sizeof(*env));
-	memcpy(env, environ, n * sizeof(*env));
-	snprintf(env_notify, sizeof(env_notify), "NOTIFY_SOCKET=%s", notify_path);
-	env[n] = env_notify;
-	/* Its log goes to a file: one line per hotplug would drown the table. */
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log_path, O_WRONLY | O_CREAT | O_TRUNC,
-	                                 0644);
-	err = posix_spawn(&daemon_pid, cpuhpd, &fa, NULL, argv, env);
-	posix_spawn_file_actions_destroy(&fa);
-	free(env);
 	if (err)
-		die(cpuhpd, err);
-	/* sd_notify READY=1: the socket listens.  The 30 s bound only catches a broken daemon. */
-	pfd.fd = nfd;
-	pfd.events = POLLIN;
-	for (;;) {
-		ssize_t len;
-
-		if (poll(&pfd, 1, 30000) != 1)
-			die("cpuhpd did not become ready", ETIMEDOUT);
-		len = recv(nfd, buf, sizeof(buf) - 1, 0);
-		if (len > 0) {
-			buf[len] = '\0';
-			if (strstr(buf, "READY=1"))
-				break;
-		}
-	}
-	close(nfd);
+		die(cpuhpd, -err);
 }
 
 static void stop_daemon(void)

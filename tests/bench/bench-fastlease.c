@@ -42,6 +42,8 @@
 #include <unistd.h>
 
 #include <cpuhp/client.h>
+
+#include "bench-daemon.h"
 #include <cpuhp/rwsem.h>
 
 extern char **environ;
@@ -92,63 +94,19 @@ static int cmp_double(const void *a, const void *b)
 
 static void run_wait(char *const argv[])
 {
-	pid_t pid;
-	int st, err = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	int err = bench_run_wait(argv);
 
 	if (err)
-		die(argv[0], err);
-	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		die(argv[0], EIO);
+		die(argv[0], -err);
 }
 
 /* Start cpuhpd and wait for its READY=1 on a notify socket of ours. */
 static void start_daemon(const char *cpuhpd)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char *argv[] = {(char *)cpuhpd, "--socket",     sock_path, "--sysfs-root",
-	                sys_root,       "--no-netlink", NULL};
-	char notify[100], buf[256], **env;
-	posix_spawn_file_actions_t fa;
-	struct pollfd pfd;
-	size_t n = 0;
-	int fd, err;
+	int err = bench_cpuhpd_start(cpuhpd, dir, sock_path, sys_root, log_path, &daemon_pid);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		die("notify socket", errno);
-	while (environ[n])
-		n++;
-	env = calloc(n + 2, sizeof(*env));
-	if (!env)
-		die("calloc", ENOMEM);
-	memcpy(env, environ, n * sizeof(*env));
-	snprintf(notify, sizeof(notify), "NOTIFY_SOCKET=%s", sa.sun_path);
-	env[n] = notify;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log_path, O_WRONLY | O_CREAT | O_TRUNC,
-	                                 0644);
-	err = posix_spawn(&daemon_pid, cpuhpd, &fa, NULL, argv, env);
-	posix_spawn_file_actions_destroy(&fa);
-	free(env);
 	if (err)
-		die(cpuhpd, err);
-	pfd.fd = fd;
-	pfd.events = POLLIN;
-	for (;;) {
-		ssize_t len;
-
-		/* The bound only catches a broken daemon. */
-		if (poll(&pfd, 1, 30000) != 1)
-			die("cpuhpd did not become ready", ETIMEDOUT);
-		len = recv(fd, buf, sizeof(buf) - 1, 0);
-		if (len > 0) {
-			buf[len] = '\0';
-			if (strstr(buf, "READY=1"))
-				break;
-		}
-	}
-	close(fd);
+		die(cpuhpd, -err);
 }
 
 static void stop_daemon(void)

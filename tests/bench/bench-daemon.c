@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Starting helper programs and a private cpuhpd for the daemon benchmarks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench-daemon.h"
+
+extern char **environ;
+
+int bench_run_wait(char *const argv[])
+{
+	pid_t pid;
+	int st, err = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+
+	if (err)
+		return -err;
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* Wait for READY=1 on @fd. */
+static int wait_ready(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	char buf[256];
+
+	for (;;) {
+		ssize_t len;
+
+		if (poll(&pfd, 1, 30000) != 1)
+			return -ETIMEDOUT;
+		len = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (len > 0) {
+			buf[len] = '\0';
+			if (strstr(buf, "READY=1"))
+				return 0;
+		}
+	}
+}
+
+int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, pid_t *pid)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char *argv[] = {(char *)cpuhpd,   "--socket",     (char *)sock, "--sysfs-root",
+	                (char *)sys_root, "--no-netlink", NULL};
+	char notify[sizeof(sa.sun_path) + 16], **env;
+	posix_spawn_file_actions_t fa;
+	size_t n = 0;
+	int fd, err;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		goto out;
+	}
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (!env) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memcpy(env, environ, n * sizeof(*env));
+	snprintf(notify, sizeof(notify), "NOTIFY_SOCKET=%s", sa.sun_path);
+	env[n] = notify;
+	/* Its log goes to a file: one line per hotplug would drown the table. */
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log_path, O_WRONLY | O_CREAT | O_TRUNC,
+	                                 0644);
+	err = -posix_spawn(pid, cpuhpd, &fa, NULL, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	free(env);
+	if (!err)
+		err = wait_ready(fd);
+out:
+	close(fd);
+	return err;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Starting helper programs and a private cpuhpd for the daemon benchmarks. */
+#ifndef CPUHP_BENCH_DAEMON_H
+#define CPUHP_BENCH_DAEMON_H
+
+#include <sys/types.h>
+
+/* Run @argv to completion.  0, or -errno (-EIO if it did not exit 0). */
+int bench_run_wait(char *const argv[]);
+
+/*
+ * Start @cpuhpd on @sock over the simulated tree @sys_root, stderr to
+ * @log_path, and wait for its sd_notify READY=1 on a socket in @dir (a 30 s
+ * bound only catches a broken daemon).  0 with *@pid set, or -errno.
+ */
+int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, pid_t *pid);
+
+#endif /* CPUHP_BENCH_DAEMON_H */
