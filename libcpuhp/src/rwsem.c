@@ -390,7 +390,8 @@ static int wait_for_readers(struct cpuhp_rwsem *sem, const struct timespec *dead
 		unsigned seq = atomic_load_explicit(&sem->wseq, memory_order_relaxed);
 
 		atomic_store_explicit(&sem->wwait, 1, memory_order_relaxed);
-		/* F: ->wwait before the sum; pairs with E in read_unlock_slow(). */
+		/* F: ->wwait before the sum; pairs with E (read_unlock_slow(),
+		 * read_unlock_fenced_slow()). */
 		cpuhp__smp_mb();
 		/*
 		 * Readers arriving now see ->block and back out at once, so a
