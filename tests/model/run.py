@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RWSEM = "rwsem.pml"
 FASTLEASE = "fastlease.pml"
 
-# Bounds.  The deepest run needs ~460 steps (safety) and ~2,200 (liveness);
+# Bounds.  The deepest run needs ~470 steps (safety) and ~2,200 (liveness);
 # a search that hits the bound is incomplete and fails the check.
 SAFETY_DEPTH = 10000
 LIVENESS_DEPTH = 100000
@@ -101,6 +101,10 @@ CHECKS = [
     Check("mutant-no-a",
           "barrier A removed: a slow-path reader and a writer both get in",
           ["-DMUTANT_NO_A"], expect=ASSERT, ignore_deadlocks=True),
+    Check("mutant-no-fast-a",
+          "barrier A removed where the fast path found rcu_sync not idle and "
+          "kept its increment: a reader and a writer both get in",
+          ["-DMUTANT_NO_FAST_A"], expect=ASSERT, ignore_deadlocks=True),
     Check("mutant-no-b",
           "B removed (relaxed unlock store): the writer gets in while a reader "
           "is still inside",
@@ -109,12 +113,13 @@ CHECKS = [
           "barrier E removed: the writer sleeps for ever (lost wake-up)",
           ["-DMUTANT_NO_E"], expect=DEADLOCK),
     Check("mutant-no-h",
-          "no membarrier in rcu_sync enter: a fast-path reader and a writer "
-          "both get in",
+          "no membarrier in rcu_sync enter (with membarrier readers it waits "
+          "for no grace period): a fast-path reader and a writer both get in",
           ["-DMUTANT_NO_H"], expect=ASSERT, ignore_deadlocks=True),
     Check("mutant-no-gp",
-          "no grace period in rcu_sync enter (RCU readers): a fast-path "
-          "reader and a writer both get in",
+          "no grace period in rcu_sync enter (RCU-section readers; the "
+          "membarrier readers have none to drop): a fast-path reader and a "
+          "writer both get in",
           MEMBARRIER_OFF + ["-DMUTANT_NO_GP"], expect=ASSERT,
           ignore_deadlocks=True),
     Check("mutant-no-replay",

@@ -9,8 +9,10 @@
  * (liburcu's call_rcu thread running rcu_sync_func()).
  *
  * Reader fast path: by default the membarrier scheme (H: slot++, compiler
- * barrier, load the state; the writer's membarrier fences the readers).
- * With NO_MEMBARRIER, the fallback (G: check and increment inside an RCU
+ * barrier, load the state; the writer's membarrier fences the readers, and
+ * its rcu_sync enter waits for no grace period; a reader that sees the
+ * state not idle keeps its increment, A, and loads ->block).  With
+ * NO_MEMBARRIER, the fallback (G: check and increment inside an RCU
  * read-side section, ordered by the writer's grace period).
  *
  * Memory (x86-TSO for the readers' slots): a reader's store to its own
@@ -21,10 +23,10 @@
  * reader (H).  Only writers read other threads' slots, so "any moment" is
  * modelled as a choice at each of their loads (pcount_sum()): the same
  * runs, without a process that may drain at every step.  A second store
- * to a full buffer first drains the old one:
- * that keeps TSO's order and only leaves out runs that need two stores in
- * flight.  Everything else is sequentially consistent.  The MUTANT_NO_A
- * and MUTANT_NO_E switches drop a barrier and so let the store stay in the
+ * to a full buffer first drains the old one: that keeps TSO's order and
+ * only leaves out runs that need two stores in flight.  Everything else is
+ * sequentially consistent.  The MUTANT_NO_A, MUTANT_NO_FAST_A and
+ * MUTANT_NO_E switches drop a barrier and so let the store stay in the
  * buffer past the load the barrier protected; MUTANT_NO_B lets a reader's
  * decrement be seen while its critical section still runs (a load->store
  * reordering: not on x86, but on ARM and POWER).
@@ -37,10 +39,11 @@
  * serialise on it).  Each merge says so where it is made.
  *
  * RCU: rcu_in[i] says reader i is inside a read-side section.  A grace
- * period (synchronize_rcu() in cpuhp__rcu_sync_enter(), call_rcu() in
- * cpuhp__rcu_sync_exit() and rcu_sync_func()) snapshots rcu_in[] into a
+ * period (synchronize_rcu() in cpuhp__rcu_sync_enter(), G only; call_rcu()
+ * in cpuhp__rcu_sync_exit() and rcu_sync_func()) snapshots rcu_in[] into a
  * bit set when it starts and ends once every reader in the set has left
- * its section: RCU's guarantee and nothing more.
+ * its section: RCU's guarantee and nothing more.  H readers use no
+ * sections, so there the callback's grace period is only a delay.
  *
  * Switches (spin -D...): NR_READERS (2 or 3), NR_WRITERS (1 or 2),
  * READER_LOOPS and WRITER_LOOPS (iterations), NO_MEMBARRIER (see above),
@@ -237,16 +240,19 @@ inline call_rcu()
 
 /*
  * cpuhp__rcu_sync_enter().  Steps:
- *  1. lock; count++; then IDLE -> ENTER, unlock and the grace period
- *     starts (G), or ENTER: sleep on ->cond (unlocking), or
+ *  1. lock; count++; then IDLE -> ENTER, unlock (G: the grace period
+ *     starts), or ENTER: sleep on ->cond (unlocking), or
  *     PASSED/EXIT/REPLAY: unlock.  Readers see at most the one store to
- *     ->state.  (A reader that leaves its section between the unlock and
- *     the start of synchronize_rcu() is the same as one that left before:
- *     the period need not wait for it either way.)
- *  2. IDLE: the grace period ends; membarrier() (H) reaches one reader
- *     per step; then lock; ENTER -> PASSED; broadcast; unlock.  ENTER:
- *     woken (only the ENTER -> PASSED broadcast wakes anyone), retake
- *     ->lock, see PASSED, unlock: a guard.
+ *     ->state.  (G: a reader that leaves its section between the unlock
+ *     and the start of synchronize_rcu() is the same as one that left
+ *     before: the period need not wait for it either way.)
+ *  2. IDLE, H (a cpuhp_rwsem's rcu_sync, ->fenced_readers, where
+ *     membarrier works): cpuhp__membarrier() alone, no grace period (the
+ *     readers use no read-side sections); it reaches one reader per step.
+ *     G: synchronize_rcu() alone: the grace period ends.  Then lock;
+ *     ENTER -> PASSED; broadcast; unlock.  ENTER: woken (only the ENTER ->
+ *     PASSED broadcast wakes anyone), retake ->lock, see PASSED, unlock: a
+ *     guard.
  */
 inline rcu_sync_enter(w)
 {
@@ -259,11 +265,11 @@ inline rcu_sync_enter(w)
 		if
 		:: was_idle ->
 			gp_state = GP_ENTER;
-#if !defined(MUTANT_NO_GP) || !defined(NO_MEMBARRIER)
+#if defined(NO_MEMBARRIER) && !defined(MUTANT_NO_GP)
 			/* G: readers that saw IDLE leave their sections first. */
 			SYNCHRONIZE_RCU_START
 #else
-			skip /* Mutant: no grace period. */
+			skip /* H: no grace period; G mutant: none either. */
 #endif
 		:: gp_state == GP_ENTER -> rss_cond[w] = 1
 		:: else
@@ -275,21 +281,25 @@ inline rcu_sync_enter(w)
 #ifndef NO_MEMBARRIER
 #ifndef MUTANT_NO_H
 		/*
-		 * H: cpuhp__membarrier(), once the grace period is over: every
-		 * reader executes a full barrier, at its own moment.
+		 * H: cpuhp__membarrier(): every reader executes a full
+		 * barrier, at its own moment.
 		 */
-		atomic { NONE_OF(sync_wait) -> DRAIN(0) };
+		atomic { DRAIN(0) };
 		atomic { DRAIN(1) };
 #if NR_READERS >= 3
 		atomic { DRAIN(2) };
 #endif
 #else
-		/* Mutant: no membarrier; fast-path increments stay buffered. */
+		/*
+		 * Mutant: no membarrier.  Nothing else orders the fast-path
+		 * increments (H waits for no grace period): they stay buffered.
+		 */
 #endif
 #endif
 		/*
-		 * The grace period is over (that stays true) and ->lock is
-		 * free: lock; ENTER -> PASSED; broadcast ->cond; unlock.
+		 * G: the grace period is over (that stays true; in H nothing
+		 * sets sync_wait).  ->lock is free: lock; ENTER -> PASSED;
+		 * broadcast ->cond; unlock.
 		 */
 		atomic {
 			NONE_OF(sync_wait) && rss_lock == NONE ->
@@ -493,8 +503,7 @@ proctype reader(byte me)
 #ifndef NO_MEMBARRIER
 			/*
 			 * fast_inc_fenced() (H): slot++ (relaxed: buffered),
-			 * compiler barrier, load the state (acquire).  Not idle:
-			 * back out like an unlock, then the slow path.
+			 * compiler barrier, load the state (acquire).
 			 */
 			atomic { SLOT_STORE(me, SLOT_VIEW(me) + 1) };
 			atomic {
@@ -506,7 +515,31 @@ proctype reader(byte me)
 			};
 			if
 			:: ok -> goto locked
-			:: else -> read_unlock_slow(me, 0)
+			:: else
+			fi;
+			/*
+			 * Not idle: fast_inc_writer_coming() (also the inline
+			 * lock's cpuhp__rwsem_read_lock_backout()).  The
+			 * increment stands: A, then load ->block, as in
+			 * read_trylock_slow().  The barrier only empties our
+			 * buffer, and a drain at any earlier moment is the
+			 * writer's choice in pcount_sum(), so A and the load
+			 * are one step.  MUTANT_NO_FAST_A drops this A: the
+			 * increment may stay buffered past the load.
+			 */
+			atomic {
+#ifndef MUTANT_NO_FAST_A
+				DRAIN(me);
+#endif
+				ok = !block;
+				if
+				:: ok -> READER_CS_ENTER
+				:: else
+				fi
+			};
+			if
+			:: ok -> goto locked
+			:: else -> read_unlock_slow(me, 0) /* a writer holds ->block: back out */
 			fi
 #else
 			/*
