@@ -10,15 +10,24 @@
  * threads forever), reset every lock's waiter bookkeeping, mutexes and
  * condition variables (another thread may have been queued, let in but not
  * yet counted, or inside a mutex), and restart the call_rcu workers, which
- * carry over any rcu_sync callback pending at the fork.
+ * carry over any rcu_sync callback pending at the fork; callbacks still
+ * queued for defer.c's timer thread (which the child lacks) go to them.
  */
 #include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
 
+/*
+ * defer.c's lock comes first, so that an exit queued for its timer thread
+ * stays queued through the fork (pausing liburcu's workers can take 10 ms,
+ * longer than the timer) and the child hands it over.  Nobody waits for
+ * anything while holding that lock: rcu_sync queues outside its ->lock,
+ * and the timer thread's call_rcu() does not wait for the workers.
+ */
 static void prepare(void)
 {
+	cpuhp__defer_before_fork();
 	urcu_memb_call_rcu_before_fork();
 	cpuhp__registry_lock();
 }
@@ -27,6 +36,7 @@ static void parent(void)
 {
 	cpuhp__registry_unlock();
 	urcu_memb_call_rcu_after_fork_parent();
+	cpuhp__defer_after_fork_parent();
 }
 
 static void counter_after_fork_child(struct cpuhp__pcount *pc)
@@ -42,6 +52,8 @@ static void child(void)
 	cpuhp__registry_for_each_counter(counter_after_fork_child);
 	cpuhp__registry_unlock();
 	urcu_memb_call_rcu_after_fork_child();
+	/* Exits queued for the parent's timer thread: call_rcu() them here. */
+	cpuhp__defer_after_fork_child();
 }
 
 void cpuhp__fork_init(void)

@@ -18,7 +18,9 @@
  *      membarrier): the membarrier puts a full barrier into every running
  *      reader, so either the reader's increment is visible to the writer's
  *      later sum, or the reader's load comes after the barrier and sees the
- *      state the writer stored before it.
+ *      state the writer stored before it.  A reader that was not running
+ *      passed a context switch, a full barrier, in between.  For such
+ *      readers H replaces G: enter needs no grace period.
  */
 #ifndef CPUHP_INTERNAL_H
 #define CPUHP_INTERNAL_H
@@ -56,11 +58,40 @@
 #define cpuhp__container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /*
- * A full memory barrier.  gcc 12 emits "lock orq $0,(%rsp)" for it (3 ns),
- * clang 14 an mfence (17 ns); both only on slow paths.  ThreadSanitizer
- * understands the C11 fence, which it would not for inline asm.
+ * A full memory barrier.  For atomic_thread_fence(seq_cst) gcc 12 emits
+ * "lock orq $0,(%rsp)" (3 ns) in functions optimized for speed but an
+ * mfence (17 ns) in cold or -Os ones, and clang 14 always an mfence; the
+ * slow paths that use this run back to back while a writer is around.  So
+ * on x86-64 it is a locked no-op on the red zone below the stack pointer,
+ * as the kernel's smp_mb().  ThreadSanitizer understands only the C11
+ * fence, so sanitizer builds keep it.
  */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CPUHP__TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CPUHP__TSAN 1
+#endif
+/*
+ * liburcu is not built with ThreadSanitizer, so TSan cannot see that a
+ * call_rcu() happens before its callback; these annotate that edge.
+ */
+#ifdef CPUHP__TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define cpuhp__tsan_acquire(addr) __tsan_acquire(addr)
+#define cpuhp__tsan_release(addr) __tsan_release(addr)
+#else
+#define cpuhp__tsan_acquire(addr) ((void)(addr))
+#define cpuhp__tsan_release(addr) ((void)(addr))
+#endif
+#if defined(__x86_64__) && !defined(CPUHP__TSAN)
+#define cpuhp__smp_mb() __asm__ __volatile__("lock orl $0,-4(%%rsp)" ::: "memory", "cc")
+#else
 #define cpuhp__smp_mb() atomic_thread_fence(memory_order_seq_cst)
+#endif
 
 /* bug.c: report misuse or an impossible state, naming the lock, and abort. */
 __attribute__((noreturn, format(printf, 5, 6))) void
@@ -88,6 +119,19 @@ enum cpuhp__gp_state {
 	CPUHP__GP_REPLAY,   /* enter+exit again while EXIT: one more period */
 };
 
+/* defer.c: a call_rcu() that a timer thread makes for us, soon. */
+struct cpuhp__deferred {
+	struct cpuhp__deferred *next;
+	struct rcu_head *head;
+	void (*func)(struct rcu_head *head);
+};
+void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
+                              void (*func)(struct rcu_head *head));
+void cpuhp__defer_before_fork(void);
+void cpuhp__defer_after_fork_parent(void);
+void cpuhp__defer_after_fork_child(void);
+extern unsigned long cpuhp__defer_child_handovers CPUHP__HIDDEN;
+
 struct cpuhp_rcu_sync {
 	/*
 	 * Written under ->lock, read locklessly by readers inside an RCU
@@ -99,12 +143,25 @@ struct cpuhp_rcu_sync {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* broadcast on ENTER->PASSED and on ->IDLE */
 	struct rcu_head cb;
-	/* Statistics for tests: grace periods waited by enter, callbacks run. */
+	struct cpuhp__deferred defer; /* the last exit's call_rcu(), made by defer.c */
+	/*
+	 * The readers order themselves with membarrier (H) rather than RCU
+	 * read-side sections: a cpuhp_rwsem's, where membarrier works.
+	 * Enter then needs the membarrier alone, no grace period.
+	 */
+	bool fenced_readers;
+	/*
+	 * Statistics for tests: grace periods waited by enter, membarriers
+	 * issued by enter instead (H), callbacks run.
+	 */
 	unsigned long nr_sync;
+	unsigned long nr_fences;
 	unsigned long nr_callbacks;
 };
 
 void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
+/* For a cpuhp_rwsem: readers use H when cpuhp__asym_fence is set, else G. */
+void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss);

@@ -13,7 +13,13 @@
  *
  * liburcu's call_rcu worker batches callbacks (~10 ms here), so readers stay
  * slow for about 10 ms after the last exit: a burst of updaters pays one
- * grace period in all.
+ * grace period in all.  The exit's call_rcu() itself is made a millisecond
+ * later by defer.c's timer thread, so that no updater pays for waking
+ * liburcu's worker.
+ *
+ * A cpuhp_rwsem's rcu_sync (cpuhp__rcu_sync_init_fenced()) has readers
+ * that use no read-side section where membarrier works (H in internal.h):
+ * its enter issues the membarrier instead of waiting for a grace period.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,12 +44,20 @@ void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	atomic_init(&rss->state, CPUHP__GP_IDLE);
 	rss->count = 0;
 	rss->nr_sync = 0;
+	rss->nr_fences = 0;
 	rss->nr_callbacks = 0;
 	pthread_mutex_init(&rss->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&rss->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	rss->fenced_readers = false;
+}
+
+void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
+{
+	cpuhp__rcu_sync_init(rss);
+	rss->fenced_readers = true;
 }
 
 /* The call_rcu() callback: a grace period has passed since the last exit. */
@@ -51,6 +65,7 @@ static void rcu_sync_func(struct rcu_head *head)
 {
 	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, cb);
 
+	cpuhp__tsan_acquire(head); /* pairs with defer.c's release */
 	pthread_mutex_lock(&rss->lock);
 	rss->nr_callbacks++;
 	if (rss->count) {
@@ -82,6 +97,7 @@ static void rcu_sync_func(struct rcu_head *head)
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 {
 	enum cpuhp__gp_state was;
+	bool fence_only;
 
 	/* call_rcu() and synchronize_rcu() want a registered thread. */
 	cpuhp__thread_get();
@@ -93,21 +109,28 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	if (was == CPUHP__GP_IDLE) {
 		/* IDLE -> ENTER: new readers go slow; old ones may still be fast. */
 		set_state(rss, CPUHP__GP_ENTER);
-		rss->nr_sync++;
+		fence_only = rss->fenced_readers && cpuhp__asym_fence;
+		if (fence_only)
+			rss->nr_fences++;
+		else
+			rss->nr_sync++;
 		pthread_mutex_unlock(&rss->lock);
-		/*
-		 * G: the grace period orders our state change before the end of
-		 * every reader section that saw IDLE, including the fast-path
-		 * increments and the critical sections before fast-path
-		 * decrements in rwsem.c.
-		 */
-		urcu_memb_synchronize_rcu();
-		/*
-		 * H: readers of a cpuhp_rwsem that use no read-side section
-		 * (see rwsem.c) are ordered by this fence on their CPUs.
-		 */
-		if (cpuhp__asym_fence)
+		if (fence_only) {
+			/*
+			 * H: a cpuhp_rwsem's readers use no read-side section
+			 * (rwsem.c); this fence on their CPUs orders them, and
+			 * a grace period would add nothing.
+			 */
 			cpuhp__membarrier();
+		} else {
+			/*
+			 * G: the grace period orders our state change before
+			 * the end of every reader section that saw IDLE,
+			 * including the fast-path increments and the critical
+			 * sections before fast-path decrements in rwsem.c.
+			 */
+			urcu_memb_synchronize_rcu();
+		}
 		pthread_mutex_lock(&rss->lock);
 		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 		set_state(rss, CPUHP__GP_PASSED);
@@ -126,6 +149,8 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 {
+	bool queue = false;
+
 	cpuhp__thread_get();
 	pthread_mutex_lock(&rss->lock);
 	CPUHP_BUG_ON(rss->count <= 0, "rcu_sync", "exit without enter (count %d)", rss->count);
@@ -135,7 +160,7 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 		if (s == CPUHP__GP_PASSED) {
 			/* PASSED -> EXIT: go idle one grace period from now. */
 			set_state(rss, CPUHP__GP_EXIT);
-			urcu_memb_call_rcu(&rss->cb, rcu_sync_func);
+			queue = true;
 		} else if (s == CPUHP__GP_EXIT) {
 			/* EXIT -> REPLAY: the pending callback is too early for us. */
 			set_state(rss, CPUHP__GP_REPLAY);
@@ -143,6 +168,14 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 		/* REPLAY stays REPLAY; ENTER cannot be: enter returned. */
 	}
 	pthread_mutex_unlock(&rss->lock);
+	/*
+	 * The call_rcu() is made by defer.c's thread: making it here would wake
+	 * liburcu's worker on our time.  Queued outside ->lock (fork.c's lock
+	 * order), which is safe: until the callback runs, the state stays EXIT
+	 * or REPLAY, so no other exit queues ->defer and free waits for us.
+	 */
+	if (queue)
+		cpuhp__call_rcu_deferred(&rss->defer, &rss->cb, rcu_sync_func);
 }
 
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)

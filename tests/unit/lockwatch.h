@@ -88,6 +88,16 @@ static inline unsigned long lw_gp_syncs(struct cpuhp_rcu_sync *rss)
 	return n;
 }
 
+static inline unsigned long lw_gp_fences(struct cpuhp_rcu_sync *rss)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&rss->lock);
+	n = rss->nr_fences;
+	pthread_mutex_unlock(&rss->lock);
+	return n;
+}
+
 static inline unsigned long lw_gp_callbacks(struct cpuhp_rcu_sync *rss)
 {
 	unsigned long n;

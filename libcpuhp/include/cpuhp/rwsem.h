@@ -99,7 +99,8 @@ CPUHP_EXPORT void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem);
  * cpuhp_rwsem_write_lock_timeout() - cpuhp_rwsem_write_lock() with a bound.
  * @timeout_ms: how long to wait for earlier writers and for readers to leave.
  *
- * The first grace period (at most tens of microseconds) is not cut short.
+ * Leaving the idle state (a membarrier, or without membarrier a grace
+ * period: at most tens of microseconds) is not cut short.
  * On timeout the lock is left exactly as before: readers that this writer
  * blocked are let in and the next waiting writer, if any, is served.
  *
@@ -111,8 +112,9 @@ CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigne
  * cpuhp_rwsem_write_unlock() - drop the write lock.
  *
  * Every reader waiting at this moment is let in before the next writer.
- * Readers use the slow path for one more grace period (~10 ms with liburcu's
- * call_rcu batching), which lets back-to-back writers skip grace periods.
+ * Readers use the slow path for one more grace period (~11 ms: 1 ms before
+ * the call_rcu() is made, then liburcu's batching), which lets back-to-back
+ * writers skip leaving the idle state again.
  * Context: the thread that took the write lock.  Never blocks.
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem);
