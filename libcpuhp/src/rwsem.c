@@ -71,7 +71,7 @@ int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 
 	if (err)
 		return err;
-	cpuhp__rcu_sync_init(&sem->rss);
+	cpuhp__rcu_sync_init_fenced(&sem->rss);
 	atomic_init(&sem->block, 0);
 	atomic_init(&sem->wwait, 0);
 	atomic_init(&sem->wseq, 0);
@@ -234,11 +234,29 @@ locked:
 }
 
 /*
+ * The fenced fast path's increment found rcu_sync not idle.  The increment
+ * stands and becomes the slow path's: A, then ->block, exactly as in
+ * read_trylock_slow().  Only if a writer holds ->block do we back out (it
+ * may have counted us) and queue.  Not cold: while writers come and go,
+ * every read lock in the process passes here for ~10 ms after each.
+ */
+__attribute__((noinline)) static bool fast_inc_writer_coming(struct cpuhp_rwsem *sem,
+                                                             struct cpuhp__slot *s)
+{
+	/* A: pairs with D, as in read_trylock_slow(). */
+	cpuhp__smp_mb();
+	if (cpuhp__likely(!atomic_load_explicit(&sem->block, memory_order_acquire)))
+		return true;
+	read_unlock_slow(sem, s);
+	return false;
+}
+
+/*
  * Fast path, with membarrier (H): bump our slot, a compiler barrier, load the
  * state.  The CPU may let the load pass the store; the writer's membarrier
  * in rcu_sync enter closes that race: a reader that still sees IDLE has its
  * increment visible to the writer's sum.  A reader that sees a writer
- * coming backs out like an unlock, since the writer may have counted it.
+ * coming continues as the slow path would after its own increment.
  */
 static inline bool fast_inc_fenced(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 {
@@ -246,8 +264,7 @@ static inline bool fast_inc_fenced(struct cpuhp_rwsem *sem, struct cpuhp__slot *
 	atomic_signal_fence(memory_order_seq_cst);
 	if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss)))
 		return true;
-	read_unlock_slow(sem, s);
-	return false;
+	return fast_inc_writer_coming(sem, s);
 }
 
 /*
@@ -302,8 +319,11 @@ __attribute__((noinline, cold)) static void read_unlock_without_slot(struct cpuh
 	read_unlock_slow(sem, s);
 }
 
-/* After a fenced fast decrement that found a writer coming: E, then wake. */
-__attribute__((noinline, cold)) static void read_unlock_fenced_slow(struct cpuhp_rwsem *sem)
+/*
+ * After a fenced fast decrement that found a writer coming: E, then wake.
+ * Not cold, like fast_inc_writer_coming().
+ */
+__attribute__((noinline)) static void read_unlock_fenced_slow(struct cpuhp_rwsem *sem)
 {
 	/* E: our decrement before reading ->wwait; pairs with F. */
 	cpuhp__smp_mb();
@@ -354,13 +374,17 @@ void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 	fast_dec_rcu(sem, s);
 }
 
-/* The inline lock found a writer coming after its increment. */
+/*
+ * The inline lock found a writer coming after its increment: continue as
+ * fast_inc_fenced() does.  The inline path ran only with a chunk-0 slot,
+ * which the lookup returns again.
+ */
 void cpuhp__rwsem_read_lock_backout(struct cpuhp_rwsem *sem)
 {
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	read_unlock_slow(sem, s);
-	read_lock_slow(sem, false);
+	if (!fast_inc_writer_coming(sem, s))
+		read_lock_slow(sem, false);
 }
 
 /* The inline unlock found a writer coming after its decrement. */
@@ -499,7 +523,7 @@ static int write_lock_common(struct cpuhp_rwsem *sem, const struct timespec *dea
 {
 	int err;
 
-	/* Readers to the slow path; waits a grace period only if idle. */
+	/* Readers to the slow path; only if idle, a membarrier (H) or grace period (G). */
 	cpuhp__rcu_sync_enter(&sem->rss);
 	err = take_block(sem, deadline);
 	if (err) {

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cpuhp/rcu_sync.h>
 #include <cpuhp/rwsem.h>
 
 #include "check.h"
@@ -110,6 +111,68 @@ static void rwsem_readers_take_fast_path_while_no_writer(void)
 	CHECK_EQ_INT(lw_readers(sem), 0);
 	CHECK_EQ_INT(lw_gp_syncs(&sem->rss), 0); /* never left IDLE */
 	CHECK(lw_gp_state(&sem->rss) == CPUHP__GP_IDLE);
+	cpuhp_rwsem_free(sem);
+}
+
+/* A thread parked inside a liburcu read-side section until told to leave. */
+struct rcu_holder {
+	pthread_t tid;
+	sem_t in, go;
+};
+
+static void *rcu_holder_main(void *p)
+{
+	struct rcu_holder *h = p;
+
+	cpuhp_rcu_read_lock();
+	sem_post(&h->in);
+	sem_wait(&h->go);
+	cpuhp_rcu_read_unlock();
+	return NULL;
+}
+
+static void rcu_holder_start(struct rcu_holder *h)
+{
+	sem_init(&h->in, 0, 0);
+	sem_init(&h->go, 0, 0);
+	pthread_create(&h->tid, NULL, rcu_holder_main, h);
+	sem_wait(&h->in);
+}
+
+static void rcu_holder_stop(struct rcu_holder *h)
+{
+	sem_post(&h->go);
+	pthread_join(h->tid, NULL);
+}
+
+/*
+ * Leaving IDLE: with membarrier the readers use no RCU section (H), so the
+ * first writer issues a membarrier and does not wait for a grace period,
+ * which a thread parked in a read-side section would hold up for ever.
+ * Without membarrier (G) it must wait for that section to end.
+ */
+static void rwsem_first_writer_fences_with_membarrier_else_waits_a_grace_period(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct rcu_holder h;
+	struct actor w;
+
+	rcu_holder_start(&h);
+	actor_start(&w, sem, OP_WRITE);
+	if (cpuhp__asym_fence) {
+		actor_wait_locked(&w); /* hangs here if enter waited for a period */
+		CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
+		CHECK_EQ_INT(lw_gp_syncs(&sem->rss), 0);
+		rcu_holder_stop(&h);
+	} else {
+		WAIT_FOR(lw_gp_syncs(&sem->rss) == 1); /* in synchronize_rcu() */
+		CHECK(!w.locked);                      /* the period cannot end while h is inside */
+		rcu_holder_stop(&h);
+		actor_wait_locked(&w);
+		CHECK_EQ_INT(lw_gp_fences(&sem->rss), 0);
+	}
+	actor_unlock(&w);
+	lw_wait_idle(&sem->rss);
 	cpuhp_rwsem_free(sem);
 }
 
@@ -445,6 +508,7 @@ int main(void)
 	                                       ? "fenced by the writer's membarrier (H)"
 	                                       : "liburcu read-side sections (G)");
 	RUN_TEST(rwsem_readers_take_fast_path_while_no_writer);
+	RUN_TEST(rwsem_first_writer_fences_with_membarrier_else_waits_a_grace_period);
 	RUN_TEST(rwsem_writer_excludes_readers_and_writers);
 	RUN_TEST(rwsem_writer_waits_for_readers_inside);
 	RUN_TEST(rwsem_writer_preference_blocks_new_readers_while_old_ones_hold);
