@@ -238,7 +238,12 @@ static inline struct cpuhp__slot *cpuhp__slot_fast(struct cpuhp__thread *t,
  * program's locks), cached so that the fast path reaches its slot in one
  * TLS load instead of four dependent loads.  Non-NULL implies registered.
  */
-extern __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__TLS_IE; /* exported: rwsem-inline.h */
+extern __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__HIDDEN CPUHP__TLS_IE;
+/*
+ * <cpuhp/rwsem-inline.h>'s view of chunk 0: the same chunk while
+ * cpuhp__inline_ok, else NULL.  Set from those two by the calling thread.
+ */
+void cpuhp__inline_slots_update(void);
 
 /* The fast path's lookup: the slot, or NULL if it needs the slow path. */
 static inline struct cpuhp__slot *cpuhp__slot_lookup(const struct cpuhp__pcount *pc)
@@ -326,6 +331,8 @@ void cpuhp__debug_thread_exit(struct cpuhp__thread *t);
 
 /* membarrier.c: true if readers may rely on H instead of RCU sections (G). */
 extern bool cpuhp__asym_fence CPUHP__HIDDEN;
+/* The inline read path may run: membarrier works and no debug checks. */
+extern bool cpuhp__inline_ok CPUHP__HIDDEN;
 void cpuhp__membarrier_init(void);
 void cpuhp__membarrier(void);
 

@@ -25,7 +25,7 @@
 
 bool cpuhp__asym_fence;
 /* <cpuhp/rwsem-inline.h> keeps no debug books, so debug builds turn it off. */
-CPUHP_EXPORT bool cpuhp__inline_ok;
+bool cpuhp__inline_ok;
 
 static int membarrier(int cmd)
 {

@@ -27,7 +27,8 @@
 #include "internal.h"
 
 __thread struct cpuhp__thread *cpuhp__self CPUHP__TLS_IE;
-CPUHP_EXPORT __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__TLS_IE;
+__thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__TLS_IE;
+CPUHP_EXPORT __thread long *cpuhp__inline_slots CPUHP__TLS_IE;
 
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cpuhp__thread *registry;  /* every registered thread */
@@ -103,7 +104,13 @@ static void thread_exit(void *arg)
 
 	cpuhp__self = NULL;
 	cpuhp__chunk0 = NULL;
+	cpuhp__inline_slots = NULL;
 	thread_free(t);
+}
+
+void cpuhp__inline_slots_update(void)
+{
+	cpuhp__inline_slots = cpuhp__inline_ok ? (long *)(void *)cpuhp__chunk0 : NULL;
 }
 
 struct cpuhp__thread *cpuhp__thread_slow(void)
@@ -162,8 +169,10 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 			goto out;
 		memset(chunk, 0, CHUNK_BYTES);
 		t->chunks[pc->chunk] = chunk;
-		if (pc->chunk == 0)
+		if (pc->chunk == 0) {
 			cpuhp__chunk0 = chunk;
+			cpuhp__inline_slots_update();
+		}
 	}
 	s = &t->chunks[pc->chunk][pc->slot];
 out:

@@ -42,21 +42,16 @@
 
 #include "internal.h"
 
-/* The layout <cpuhp/rwsem-inline.h> relies on (it names cpuhp__inline_abi_1). */
+/* The layout <cpuhp/rwsem-inline.h> relies on (it names cpuhp__inline_abi_2). */
 _Static_assert(offsetof(struct cpuhp_rwsem, readers.id) == offsetof(struct cpuhp__rwsem_head, id),
                "inline head: id");
-_Static_assert(offsetof(struct cpuhp_rwsem, readers.chunk) ==
-                   offsetof(struct cpuhp__rwsem_head, chunk),
-               "inline head: chunk");
-_Static_assert(offsetof(struct cpuhp_rwsem, readers.slot) ==
-                   offsetof(struct cpuhp__rwsem_head, slot),
-               "inline head: slot");
+_Static_assert(CPUHP__CHUNK_SLOTS == 64, "inline head: ids below 64 are chunk 0, slot = id");
 _Static_assert(offsetof(struct cpuhp_rwsem, rss.state) == CPUHP__RWSEM_STATE_OFFSET,
                "inline head: rcu_sync state");
 _Static_assert(CPUHP__GP_IDLE == 0, "inline head: idle is 0");
 _Static_assert(CPUHP_DEBUG || sizeof(struct cpuhp__slot) == sizeof(long),
                "inline head: a slot is a long");
-const int cpuhp__inline_abi_1 = 1;
+const int cpuhp__inline_abi_2 = 2;
 
 static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
 static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);

@@ -275,8 +275,14 @@ int main(int argc, char **argv)
 	if (cpuhp_rwsem_new(&S.sem))
 		FAIL("cpuhp_rwsem_new");
 #ifdef TORTURE_INLINE
-	printf("torture: inline read path %s\n",
-	       cpuhp__inline_ok ? "active" : "not active here (no membarrier): library calls");
+	{
+		/* The library sets this thread's inline pointer with its first read lock. */
+		cpuhp_rwsem_read_lock(S.sem);
+		cpuhp_rwsem_read_unlock(S.sem);
+		printf("torture: inline read path %s\n",
+		       cpuhp__inline_slots ? "active"
+		                           : "not active here (no membarrier): library calls");
+	}
 #endif
 	pthread_mutex_init(&S.hand_lock, NULL);
 	pthread_cond_init(&S.hand_cond, NULL);

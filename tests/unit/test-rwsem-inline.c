@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include <cpuhp/rcu_sync.h>
 #include <cpuhp/rwsem-inline.h>
 
 #include "check.h"
@@ -94,6 +95,72 @@ static void inline_reader_waits_while_writer_holds(void)
 	cpuhp_rwsem_free(sem);
 }
 
+/* A thread parked in an RCU read-side section keeps rcu_sync out of IDLE. */
+static sem_t parked, unpark;
+
+static void *rcu_parker(void *p)
+{
+	(void)p;
+	cpuhp_rcu_read_lock();
+	sem_post(&parked);
+	sem_wait(&unpark);
+	cpuhp_rcu_read_unlock();
+	return NULL;
+}
+
+/*
+ * After a writer, rcu_sync stays out of IDLE until its callback runs (held
+ * off here by a parked RCU reader): inline locks then continue into the
+ * library (A, ->block) with their increment standing, and inline unlocks
+ * take the E path.  The counts stay exact.
+ */
+static void inline_paths_while_a_writer_just_left_go_through_the_library(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	pthread_t t;
+
+	sem_init(&parked, 0, 0);
+	sem_init(&unpark, 0, 0);
+	pthread_create(&t, NULL, rcu_parker, NULL);
+	sem_wait(&parked);
+	cpuhp_rwsem_write_lock(sem);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE); /* EXIT until t leaves */
+	for (int i = 0; i < 1000; i++) {
+		cpuhp_rwsem_read_lock_inline(sem);
+		cpuhp_rwsem_read_lock_inline(sem);
+		CHECK_EQ_INT(lw_readers(sem), 2);
+		cpuhp_rwsem_read_unlock_inline(sem);
+		cpuhp_rwsem_read_unlock_inline(sem);
+		CHECK_EQ_INT(lw_readers(sem), 0);
+	}
+	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE);
+	sem_post(&unpark);
+	pthread_join(t, NULL);
+	lw_wait_idle(&sem->rss);
+	cpuhp_rwsem_free(sem);
+}
+
+/* Locks past the first 64 live in a chunk the inline path does not cache. */
+static void inline_path_falls_back_to_the_library_past_the_first_64_locks(void)
+{
+	struct cpuhp_rwsem *sems[70];
+
+	for (int i = 0; i < 70; i++)
+		sems[i] = new_sem();
+	CHECK(cpuhp__inline_slot(sems[0]) != NULL);
+	CHECK(cpuhp__inline_slot(sems[69]) == NULL);
+	for (int i = 0; i < 70; i++) {
+		cpuhp_rwsem_read_lock_inline(sems[i]);
+		CHECK_EQ_INT(lw_readers(sems[i]), 1);
+	}
+	for (int i = 0; i < 70; i++) {
+		cpuhp_rwsem_read_unlock_inline(sems[i]);
+		CHECK_EQ_INT(lw_readers(sems[i]), 0);
+		cpuhp_rwsem_free(sems[i]);
+	}
+}
+
 int main(void)
 {
 	if (!cpuhp__inline_ok) {
@@ -104,5 +171,7 @@ int main(void)
 	RUN_TEST(inline_readers_count_in_their_slot_without_leaving_idle);
 	RUN_TEST(writer_waits_for_inline_reader_and_its_unlock_wakes_it);
 	RUN_TEST(inline_reader_waits_while_writer_holds);
+	RUN_TEST(inline_paths_while_a_writer_just_left_go_through_the_library);
+	RUN_TEST(inline_path_falls_back_to_the_library_past_the_first_64_locks);
 	return 0;
 }

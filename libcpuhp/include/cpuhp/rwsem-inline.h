@@ -4,14 +4,15 @@
  *
  * cpuhp_rwsem_read_lock_inline()/cpuhp_rwsem_read_unlock_inline() do what
  * cpuhp_rwsem_read_lock()/cpuhp_rwsem_read_unlock() do, without a call
- * while no writer is around: one TLS load, a store to this thread's own
- * counter, one load of the lock's state.  Everything else (a writer coming,
- * the thread's first use of a lock, locks past the first 64, debug builds
- * of the library, kernels without membarrier) goes to the library.
+ * while no writer is around: one TLS load, the lock's id, a store to this
+ * thread's own counter, one load of the lock's state.  Everything else (a
+ * writer coming, the thread's first use of a lock, locks past the first 64,
+ * debug builds of the library, kernels without membarrier) goes to the
+ * library.
  *
  * The price, as with liburcu's _LGPL_SOURCE inline functions: this header
  * knows a few bytes of the library's private layout.  They are tied to the
- * library by the symbol cpuhp__inline_abi_1, which a library with another
+ * library by the symbol cpuhp__inline_abi_2, which a library with another
  * layout does not define, so a mismatch fails at link time, never at run
  * time.  Rebuild users of this header whenever libcpuhp's version changes.
  * A lock may be taken inline and released through the library and the
@@ -33,33 +34,37 @@ extern "C" {
 
 /* The first bytes of struct cpuhp_rwsem. */
 struct cpuhp__rwsem_head {
-	unsigned id;
-	unsigned chunk; /* which of this thread's counter chunks; 0 is cached */
-	unsigned slot;	/* which counter in it */
+	unsigned id; /* this lock's reader counter; ids 0-63 are in the cached chunk */
 };
 /* Where the rcu_sync state (0 = idle) sits in struct cpuhp_rwsem. */
 #define CPUHP__RWSEM_STATE_OFFSET 32
 
-struct cpuhp__slot;
-/* This thread's first counter chunk (a long per lock), or NULL. */
-CPUHP_EXPORT extern __thread struct cpuhp__slot *cpuhp__chunk0
-	__attribute__((tls_model("initial-exec")));
-/* Set by the library when the inline path is valid (see above). */
-CPUHP_EXPORT extern bool cpuhp__inline_ok;
-CPUHP_EXPORT extern const int cpuhp__inline_abi_1;
+/*
+ * This thread's counters for locks with ids 0-63 (a long each), or NULL
+ * when the inline path must not run: the thread has no counters yet, or the
+ * library runs without membarrier or with debug checks.
+ */
+CPUHP_EXPORT extern __thread long *cpuhp__inline_slots __attribute__((tls_model("initial-exec")));
+CPUHP_EXPORT extern const int cpuhp__inline_abi_2;
 /* The library's continuations of an inline path that found a writer coming. */
 CPUHP_EXPORT void cpuhp__rwsem_read_lock_backout(struct cpuhp_rwsem *sem);
 CPUHP_EXPORT void cpuhp__rwsem_read_unlock_writer(struct cpuhp_rwsem *sem);
 
+/*
+ * Three loads (the TLS pointer, the id, later the state) and the counter's
+ * load and store: each load an inline path does not make is worth more on
+ * this path than a compare, so everything is folded into the pointer and
+ * the id.
+ */
 static inline long *cpuhp__inline_slot(struct cpuhp_rwsem *sem)
 {
-	const struct cpuhp__rwsem_head *h = (const struct cpuhp__rwsem_head *)(void *)sem;
-	long *chunk0 = (long *)(void *)cpuhp__chunk0;
+	unsigned id = ((const struct cpuhp__rwsem_head *)(void *)sem)->id;
+	long *slots = cpuhp__inline_slots;
 
 	/* The ABI tie: referencing it makes a mismatched library fail to link. */
-	(void)cpuhp__inline_abi_1;
-	if (__builtin_expect(cpuhp__inline_ok && h->chunk == 0 && chunk0 != 0, 1))
-		return &chunk0[h->slot];
+	(void)cpuhp__inline_abi_2;
+	if (__builtin_expect(slots != 0 && id < 64, 1))
+		return &slots[id];
 	return 0;
 }
 
@@ -67,7 +72,7 @@ static inline bool cpuhp__inline_idle(struct cpuhp_rwsem *sem)
 {
 	/* Acquire: a reader sees what the last writer did (pairs with its release). */
 	return __atomic_load_n((int *)(void *)((char *)sem + CPUHP__RWSEM_STATE_OFFSET),
-			       __ATOMIC_ACQUIRE) == 0;
+	                       __ATOMIC_ACQUIRE) == 0;
 }
 
 /* --- the API --- */
