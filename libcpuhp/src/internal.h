@@ -250,10 +250,11 @@ static inline struct cpuhp__slot *cpuhp__slot_lookup(const struct cpuhp__pcount 
 {
 	struct cpuhp__thread *t;
 
-	if (cpuhp__likely(pc->chunk == 0)) {
+	/* id < 64 is chunk 0, slot id: one load fewer than ->chunk and ->slot. */
+	if (cpuhp__likely(pc->id < CPUHP__CHUNK_SLOTS)) {
 		struct cpuhp__slot *c0 = cpuhp__chunk0;
 
-		return cpuhp__likely(c0) ? &c0[pc->slot] : NULL;
+		return cpuhp__likely(c0) ? &c0[pc->id] : NULL;
 	}
 	t = cpuhp__self;
 	return t ? cpuhp__slot_fast(t, pc) : NULL;

@@ -283,15 +283,36 @@ static inline bool fast_inc(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 	return cpuhp__likely(cpuhp__asym_fence) ? fast_inc_fenced(sem, s) : fast_inc_rcu(sem, s);
 }
 
+/*
+ * Everything but the fenced fast path's success, out of line: the common
+ * case then needs no stack frame and reaches this by a tail call.
+ */
+__attribute__((noinline)) static bool read_lock_rest(struct cpuhp_rwsem *sem, struct cpuhp__slot *s,
+                                                     bool incremented, bool try)
+{
+	if (incremented ? fast_inc_writer_coming(sem, s) : s && fast_inc_rcu(sem, s)) {
+		debug_read_locked(sem, s);
+		return true;
+	}
+	return read_lock_slow(sem, try);
+}
+
 void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
 {
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
-	if (cpuhp__likely(s) && cpuhp__likely(fast_inc(sem, s))) {
-		debug_read_locked(sem, s);
+	if (cpuhp__likely(s) && cpuhp__likely(cpuhp__asym_fence)) {
+		cpuhp__slot_add(s, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		/* H; see fast_inc_fenced(), which this is with the rest moved out. */
+		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
+			debug_read_locked(sem, s);
+			return;
+		}
+		read_lock_rest(sem, s, true, false);
 		return;
 	}
-	read_lock_slow(sem, false);
+	read_lock_rest(sem, s, false, false);
 }
 
 bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem)
