@@ -47,8 +47,7 @@ static void counter_after_fork_child(struct cpuhp__pcount *pc)
 static void child(void)
 {
 	/* membarrier registration may not carry over; only we run now. */
-	cpuhp__membarrier_init();
-	cpuhp__inline_slots_update(); /* membarrier may not work here */
+	cpuhp__membarrier_after_fork_child();
 	cpuhp__registry_forget_others();
 	cpuhp__registry_for_each_counter(counter_after_fork_child);
 	cpuhp__registry_unlock();

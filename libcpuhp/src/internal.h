@@ -239,11 +239,6 @@ static inline struct cpuhp__slot *cpuhp__slot_fast(struct cpuhp__thread *t,
  * TLS load instead of four dependent loads.  Non-NULL implies registered.
  */
 extern __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__HIDDEN CPUHP__TLS_IE;
-/*
- * <cpuhp/rwsem-inline.h>'s view of chunk 0: the same chunk while
- * cpuhp__inline_ok, else NULL.  Set from those two by the calling thread.
- */
-void cpuhp__inline_slots_update(void);
 
 /* The fast path's lookup: the slot, or NULL if it needs the slow path. */
 static inline struct cpuhp__slot *cpuhp__slot_lookup(const struct cpuhp__pcount *pc)
@@ -335,6 +330,7 @@ extern bool cpuhp__asym_fence CPUHP__HIDDEN;
 /* The inline read path may run: membarrier works and no debug checks. */
 extern bool cpuhp__inline_ok CPUHP__HIDDEN;
 void cpuhp__membarrier_init(void);
+void cpuhp__membarrier_after_fork_child(void);
 void cpuhp__membarrier(void);
 
 /* fork.c */

@@ -9,8 +9,8 @@
  * Where the kernel or a seccomp profile refuses membarrier, or the
  * environment says CPUHP_NO_MEMBARRIER=1 (tests run both ways), readers use
  * liburcu read-side sections instead and the writer's grace period orders
- * them (G).  The choice is made once, before any lock exists, and again in
- * a fork child (only the forking thread runs there).
+ * them (G).  The choice is made once, before any lock exists, and a fork
+ * child keeps it.
  */
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -49,6 +49,25 @@ void cpuhp__membarrier_init(void)
 		return;
 	cpuhp__asym_fence = true;
 	cpuhp__inline_ok = !CPUHP_DEBUG;
+}
+
+/*
+ * A fork child keeps its parent's choice, whatever the environment says
+ * now: the forking thread's reader handles and inline pointer were made
+ * for it, and a handle is never checked again.  Registration is per mm, so
+ * register again; it cannot fail where it worked in the parent.
+ */
+void cpuhp__membarrier_after_fork_child(void)
+{
+	int err;
+
+	if (!cpuhp__asym_fence)
+		return;
+	err = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) ? errno : 0;
+	CPUHP_BUG_ON(err, "libcpuhp",
+	             "membarrier registration failed in a fork child (%s) after it worked in "
+	             "the parent",
+	             strerror(err));
 }
 
 void cpuhp__membarrier(void)

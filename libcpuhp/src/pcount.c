@@ -108,7 +108,8 @@ static void thread_exit(void *arg)
 	thread_free(t);
 }
 
-void cpuhp__inline_slots_update(void)
+/* <cpuhp/rwsem-inline.h>'s view of chunk 0: NULL while the inline path may not run. */
+static void inline_slots_update(void)
 {
 	cpuhp__inline_slots = cpuhp__inline_ok ? (long *)(void *)cpuhp__chunk0 : NULL;
 }
@@ -171,7 +172,7 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 		t->chunks[pc->chunk] = chunk;
 		if (pc->chunk == 0) {
 			cpuhp__chunk0 = chunk;
-			cpuhp__inline_slots_update();
+			inline_slots_update();
 		}
 	}
 	s = &t->chunks[pc->chunk][pc->slot];

@@ -51,6 +51,8 @@ _Static_assert(offsetof(struct cpuhp_rwsem, rss.state) == CPUHP__RWSEM_STATE_OFF
 _Static_assert(CPUHP__GP_IDLE == 0, "inline head: idle is 0");
 _Static_assert(CPUHP_DEBUG || sizeof(struct cpuhp__slot) == sizeof(long),
                "inline head: a slot is a long");
+_Static_assert(sizeof(_Atomic long) == sizeof(long) && offsetof(struct cpuhp__slot, count) == 0,
+               "reader handle: a counter is a long");
 const int cpuhp__inline_abi_2 = 2;
 
 static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
@@ -390,10 +392,24 @@ void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 	fast_dec_rcu(sem, s);
 }
 
+/* A handle's counter is the thread's slot; the inline path does nothing else. */
+struct cpuhp_rwsem_reader cpuhp_rwsem_reader_get(struct cpuhp_rwsem *sem)
+{
+	struct cpuhp_rwsem_reader r = {.sem = sem, .count = NULL};
+	struct cpuhp__slot *s;
+
+	if (!cpuhp__inline_ok)
+		return r;
+	s = reader_slot(sem);
+	if (s)
+		r.count = (long *)(void *)&s->count;
+	return r;
+}
+
 /*
  * The inline lock found a writer coming after its increment: continue as
- * fast_inc_fenced() does.  The inline path ran only with a chunk-0 slot,
- * which the lookup returns again.
+ * fast_inc_fenced() does.  The inline path ran only with this thread's slot
+ * (from chunk 0, or any chunk through a handle), which the lookup returns.
  */
 void cpuhp__rwsem_read_lock_backout(struct cpuhp_rwsem *sem)
 {

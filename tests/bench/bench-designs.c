@@ -9,6 +9,7 @@ extern const struct bench_lock_ops bench_percpu2013;
 extern const struct bench_lock_ops bench_cpuhp;
 extern const struct bench_lock_ops bench_cpuhp_static;
 extern const struct bench_lock_ops bench_cpuhp_inline;
+extern const struct bench_lock_ops bench_cpuhp_handle;
 extern const struct bench_lock_ops bench_rwlock;
 extern const struct bench_lock_ops bench_rwlock_wr;
 #ifdef BENCH_HAVE_RSEQ
@@ -28,6 +29,7 @@ const struct bench_lock_ops *const bench_designs[] = {
 	&bench_cpuhp,
 	&bench_cpuhp_static,
 	&bench_cpuhp_inline,
+	&bench_cpuhp_handle,
 #ifdef BENCH_HAVE_RSEQ
 	&bench_rseq_rwsem,
 	&bench_rseq_thread,

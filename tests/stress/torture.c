@@ -32,8 +32,32 @@
  */
 #ifdef TORTURE_INLINE
 #include <cpuhp/rwsem-inline.h>
-#define read_lock   cpuhp_rwsem_read_lock_inline
-#define read_unlock cpuhp_rwsem_read_unlock_inline
+/* Both inline paths, alternating: the lock's own, and this thread's handle. */
+static __thread struct cpuhp_rwsem_reader torture_handle;
+static __thread unsigned torture_ops;
+
+static struct cpuhp_rwsem_reader *torture_handle_for(struct cpuhp_rwsem *sem)
+{
+	if (torture_handle.sem != sem)
+		torture_handle = cpuhp_rwsem_reader_get(sem);
+	return &torture_handle;
+}
+
+static void read_lock(struct cpuhp_rwsem *sem)
+{
+	if (torture_ops++ & 1)
+		cpuhp_rwsem_reader_lock(*torture_handle_for(sem));
+	else
+		cpuhp_rwsem_read_lock_inline(sem);
+}
+
+static void read_unlock(struct cpuhp_rwsem *sem)
+{
+	if (torture_ops++ % 3 == 0)
+		cpuhp_rwsem_reader_unlock(*torture_handle_for(sem));
+	else
+		cpuhp_rwsem_read_unlock_inline(sem);
+}
 #else
 #define read_lock   cpuhp_rwsem_read_lock
 #define read_unlock cpuhp_rwsem_read_unlock

@@ -5,8 +5,11 @@
  * and mixes with the library's calls.  Linked against the library built
  * without debug checks, where the inline path is live.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cpuhp/rcu_sync.h>
 #include <cpuhp/rwsem-inline.h>
@@ -127,11 +130,13 @@ static void inline_paths_while_a_writer_just_left_go_through_the_library(void)
 	cpuhp_rwsem_write_unlock(sem);
 	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE); /* EXIT until t leaves */
 	for (int i = 0; i < 1000; i++) {
+		struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sem);
+
 		cpuhp_rwsem_read_lock_inline(sem);
-		cpuhp_rwsem_read_lock_inline(sem);
+		cpuhp_rwsem_reader_lock(r);
 		CHECK_EQ_INT(lw_readers(sem), 2);
 		cpuhp_rwsem_read_unlock_inline(sem);
-		cpuhp_rwsem_read_unlock_inline(sem);
+		cpuhp_rwsem_reader_unlock(r);
 		CHECK_EQ_INT(lw_readers(sem), 0);
 	}
 	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE);
@@ -161,6 +166,91 @@ static void inline_path_falls_back_to_the_library_past_the_first_64_locks(void)
 	}
 }
 
+/* A handle counts in this thread's slot, for the first 64 locks and past them. */
+static void reader_handle_counts_in_this_threads_slot_for_any_lock(void)
+{
+	struct cpuhp_rwsem *sems[70];
+
+	for (int i = 0; i < 70; i++)
+		sems[i] = new_sem();
+	for (int i = 0; i < 70; i += 69) {
+		struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sems[i]);
+
+		CHECK(r.count != NULL);
+		CHECK(r.count == (long *)(void *)cpuhp__slot_lookup(&sems[i]->readers));
+		for (int k = 0; k < 3; k++)
+			cpuhp_rwsem_reader_lock(r);
+		CHECK_EQ_INT(lw_readers(sems[i]), 3);
+		cpuhp_rwsem_read_unlock(sems[i]); /* mixed: handle lock, library unlock */
+		cpuhp_rwsem_reader_unlock(r);
+		cpuhp_rwsem_read_unlock_inline(sems[i]);
+		CHECK_EQ_INT(lw_readers(sems[i]), 0);
+		CHECK_EQ_INT(lw_gp_state(&sems[i]->rss), CPUHP__GP_IDLE);
+	}
+	for (int i = 0; i < 70; i++)
+		cpuhp_rwsem_free(sems[i]);
+}
+
+static void writer_waits_for_handle_reader_and_its_unlock_wakes_it(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sem);
+	pthread_t w;
+
+	sem_init(&writer_in, 0, 0);
+	cpuhp_rwsem_reader_lock(r);
+	pthread_create(&w, NULL, writer, sem);
+	WAIT_FOR(lw_writer_draining(sem));
+	CHECK_EQ_INT(sem_trywait(&writer_in), -1);
+	cpuhp_rwsem_reader_unlock(r); /* sees a writer coming: wakes it */
+	sem_wait(&writer_in);
+	pthread_join(w, NULL);
+	/* And a handle reader waits for a writer that holds the lock. */
+	cpuhp_rwsem_write_lock(sem);
+	CHECK(!cpuhp_rwsem_read_trylock(sem));
+	cpuhp_rwsem_write_unlock(sem);
+	cpuhp_rwsem_reader_lock(r);
+	CHECK_EQ_INT(lw_readers(sem), 1);
+	cpuhp_rwsem_reader_unlock(r);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * The forking thread's handle still works in the child (the child keeps the
+ * parent's membarrier mode): a reader through it holds off a writer there.
+ */
+static void reader_handle_keeps_working_in_a_fork_child(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sem);
+	int status;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		int held, free_again;
+
+		cpuhp_rwsem_reader_lock(r);
+		held = cpuhp_rwsem_write_lock_timeout(sem, 50);
+		cpuhp_rwsem_reader_unlock(r);
+		free_again = cpuhp_rwsem_write_lock_timeout(sem, 5000);
+		if (!free_again)
+			cpuhp_rwsem_write_unlock(sem);
+		_exit(held == -ETIMEDOUT && free_again == 0 ? 0 : 1);
+	}
+	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_INT(WEXITSTATUS(status), 0);
+	lw_wait_idle(&sem->rss);
+	cpuhp_rwsem_free(sem);
+}
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 int main(void)
 {
 	if (!cpuhp__inline_ok) {
@@ -173,5 +263,13 @@ int main(void)
 	RUN_TEST(inline_reader_waits_while_writer_holds);
 	RUN_TEST(inline_paths_while_a_writer_just_left_go_through_the_library);
 	RUN_TEST(inline_path_falls_back_to_the_library_past_the_first_64_locks);
+	RUN_TEST(reader_handle_counts_in_this_threads_slot_for_any_lock);
+	RUN_TEST(writer_waits_for_handle_reader_and_its_unlock_wakes_it);
+#ifdef UNDER_TSAN
+	printf("# SKIP reader_handle_keeps_working_in_a_fork_child: ThreadSanitizer does not "
+	       "support threads started after a multi-threaded fork\n");
+#else
+	RUN_TEST(reader_handle_keeps_working_in_a_fork_child);
+#endif
 	return 0;
 }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <cpuhp/rcu_sync.h>
-#include <cpuhp/rwsem.h>
+#include <cpuhp/rwsem-inline.h>
 
 #include "check.h"
 #include "lockwatch.h"
@@ -173,6 +173,21 @@ static void rwsem_first_writer_fences_with_membarrier_else_waits_a_grace_period(
 	}
 	actor_unlock(&w);
 	lw_wait_idle(&sem->rss);
+	cpuhp_rwsem_free(sem);
+}
+
+/* Where the inline path cannot run, a reader handle makes library calls. */
+static void rwsem_reader_handle_goes_through_the_library_where_inline_cannot_run(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sem);
+
+	CHECK_EQ_INT(r.count != NULL, cpuhp__inline_ok);
+	CHECK(CPUHP_DEBUG || cpuhp__asym_fence || r.count == NULL);
+	cpuhp_rwsem_reader_lock(r);
+	CHECK_EQ_INT(lw_readers(sem), 1);
+	cpuhp_rwsem_reader_unlock(r);
+	CHECK_EQ_INT(lw_readers(sem), 0);
 	cpuhp_rwsem_free(sem);
 }
 
@@ -509,6 +524,7 @@ int main(void)
 	                                       : "liburcu read-side sections (G)");
 	RUN_TEST(rwsem_readers_take_fast_path_while_no_writer);
 	RUN_TEST(rwsem_first_writer_fences_with_membarrier_else_waits_a_grace_period);
+	RUN_TEST(rwsem_reader_handle_goes_through_the_library_where_inline_cannot_run);
 	RUN_TEST(rwsem_writer_excludes_readers_and_writers);
 	RUN_TEST(rwsem_writer_waits_for_readers_inside);
 	RUN_TEST(rwsem_writer_preference_blocks_new_readers_while_old_ones_hold);

@@ -75,13 +75,9 @@ static inline bool cpuhp__inline_idle(struct cpuhp_rwsem *sem)
 	                       __ATOMIC_ACQUIRE) == 0;
 }
 
-/* --- the API --- */
-
-/** cpuhp_rwsem_read_lock_inline() - cpuhp_rwsem_read_lock(), inline. */
-static inline void cpuhp_rwsem_read_lock_inline(struct cpuhp_rwsem *sem)
+/* The two inline paths share these: @c is this thread's counter or NULL. */
+static inline void cpuhp__inline_lock(struct cpuhp_rwsem *sem, long *c)
 {
-	long *c = cpuhp__inline_slot(sem);
-
 	if (__builtin_expect(c != 0, 1)) {
 		/* Label H (libcpuhp/src/internal.h): the writer's membarrier fences us. */
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
@@ -94,11 +90,8 @@ static inline void cpuhp_rwsem_read_lock_inline(struct cpuhp_rwsem *sem)
 	cpuhp_rwsem_read_lock(sem);
 }
 
-/** cpuhp_rwsem_read_unlock_inline() - cpuhp_rwsem_read_unlock(), inline. */
-static inline void cpuhp_rwsem_read_unlock_inline(struct cpuhp_rwsem *sem)
+static inline void cpuhp__inline_unlock(struct cpuhp_rwsem *sem, long *c)
 {
-	long *c = cpuhp__inline_slot(sem);
-
 	if (__builtin_expect(c != 0, 1)) {
 		/* Release: our section before a writer that sums this decrement (B). */
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) - 1, __ATOMIC_RELEASE);
@@ -108,6 +101,59 @@ static inline void cpuhp_rwsem_read_unlock_inline(struct cpuhp_rwsem *sem)
 		return;
 	}
 	cpuhp_rwsem_read_unlock(sem);
+}
+
+/* --- the API --- */
+
+/** cpuhp_rwsem_read_lock_inline() - cpuhp_rwsem_read_lock(), inline. */
+static inline void cpuhp_rwsem_read_lock_inline(struct cpuhp_rwsem *sem)
+{
+	cpuhp__inline_lock(sem, cpuhp__inline_slot(sem));
+}
+
+/** cpuhp_rwsem_read_unlock_inline() - cpuhp_rwsem_read_unlock(), inline. */
+static inline void cpuhp_rwsem_read_unlock_inline(struct cpuhp_rwsem *sem)
+{
+	cpuhp__inline_unlock(sem, cpuhp__inline_slot(sem));
+}
+
+/**
+ * struct cpuhp_rwsem_reader - one thread's handle on one lock's read side.
+ *
+ * The inline functions above find the calling thread's counter on every
+ * call (a TLS load and the lock's id: about half their cost).  A handle
+ * does that once; a loop that takes the same lock again and again keeps
+ * the handle in registers and pays a store and a load per operation.
+ * Pass it by value.  Opaque: use only through the functions below.
+ *
+ * A handle belongs to the thread that got it and is valid until that
+ * thread exits or the lock is freed; using it on another thread corrupts
+ * the lock's count (debug builds of the library never hand out counters,
+ * so their checks still apply).  A fork child's thread keeps its handles.
+ */
+struct cpuhp_rwsem_reader {
+	struct cpuhp_rwsem *sem;
+	long *count; /* NULL: every operation goes through the library */
+};
+
+/**
+ * cpuhp_rwsem_reader_get() - a read-side handle on @sem for this thread.
+ *
+ * Never fails: where the inline path cannot run (no membarrier, debug
+ * checks, out of memory) the handle makes library calls.
+ */
+CPUHP_EXPORT struct cpuhp_rwsem_reader cpuhp_rwsem_reader_get(struct cpuhp_rwsem *sem);
+
+/** cpuhp_rwsem_reader_lock() - cpuhp_rwsem_read_lock() through a handle. */
+static inline void cpuhp_rwsem_reader_lock(struct cpuhp_rwsem_reader r)
+{
+	cpuhp__inline_lock(r.sem, r.count);
+}
+
+/** cpuhp_rwsem_reader_unlock() - cpuhp_rwsem_read_unlock() through a handle. */
+static inline void cpuhp_rwsem_reader_unlock(struct cpuhp_rwsem_reader r)
+{
+	cpuhp__inline_unlock(r.sem, r.count);
 }
 
 #ifdef __cplusplus
