@@ -14,7 +14,8 @@
  *
  * The thread starts on first use and then sleeps in read() on its timerfd;
  * it never wakes on its own, so an idle process pays nothing.  If it cannot
- * be started (no memory, no timerfd), callers fall back to call_rcu().
+ * be started (no memory, no timerfd), or its timerfd is closed under it,
+ * callers fall back to call_rcu().
  *
  * fork: prepare takes ->lock first (fork.c), so the child never inherits a
  * half-updated queue; the child has no timer thread (and shares the
@@ -60,6 +61,30 @@ static void hand_over(struct cpuhp__deferred *d)
 	}
 }
 
+/*
+ * Under ->lock: hand over everything queued.  With @give_up, the timerfd
+ * stopped working (an application that closes every descriptor, say): from
+ * now on callers call call_rcu() themselves.  The descriptor is not closed:
+ * its number may belong to someone else by now.
+ */
+static void flush_locked(bool give_up)
+{
+	struct cpuhp__deferred *d = defer.head;
+
+	defer.head = NULL;
+	defer.armed = false;
+	if (give_up) {
+		defer.tfd = -1;
+		defer.broken = true;
+	}
+	/*
+	 * Under ->lock: a fork then finds each callback either still queued
+	 * (the child hands it over) or given to liburcu (whose fork handlers
+	 * carry it over).
+	 */
+	hand_over(d);
+}
+
 static void *defer_thread(void *arg)
 {
 	int tfd = (int)(intptr_t)arg;
@@ -69,26 +94,15 @@ static void *defer_thread(void *arg)
 	             "out of memory registering the timer thread");
 	for (;;) {
 		uint64_t expirations;
-		struct cpuhp__deferred *d;
+		bool bad = read(tfd, &expirations, sizeof(expirations)) < 0 && errno != EINTR &&
+		           errno != EAGAIN;
 
-		if (read(tfd, &expirations, sizeof(expirations)) < 0) {
-			CPUHP_BUG_ON(errno != EINTR && errno != EAGAIN, "rcu_sync",
-			             "reading the timerfd failed: %s", strerror(errno));
-			continue;
-		}
-		/*
-		 * Hand over under ->lock: a fork then finds each callback
-		 * either still queued (the child hands it over) or given to
-		 * liburcu (whose fork handlers carry it over).
-		 */
 		pthread_mutex_lock(&defer.lock);
-		d = defer.head;
-		defer.head = NULL;
-		defer.armed = false;
-		hand_over(d);
+		flush_locked(bad && defer.tfd == tfd);
 		pthread_mutex_unlock(&defer.lock);
+		if (bad)
+			return NULL;
 	}
-	return NULL;
 }
 
 /* Under ->lock: the timer thread exists, or false if it cannot. */
@@ -141,10 +155,11 @@ void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
 	d->next = defer.head;
 	defer.head = d;
 	if (!defer.armed) {
-		/* Cannot fail on a valid timerfd with a valid, relative time. */
-		CPUHP_BUG_ON(timerfd_settime(defer.tfd, 0, &in_a_while, NULL), "rcu_sync",
-		             "arming the timerfd failed: %s", strerror(errno));
-		defer.armed = true;
+		/* Fails only if the descriptor was closed under us. */
+		if (timerfd_settime(defer.tfd, 0, &in_a_while, NULL))
+			flush_locked(true);
+		else
+			defer.armed = true;
 	}
 	pthread_mutex_unlock(&defer.lock);
 }
