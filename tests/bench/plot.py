@@ -25,6 +25,7 @@ LABELS = {
     'cpuhp': '3 cpuhp .so',
     'cpuhp-static': '3 static',
     'cpuhp-inline': '3 inline hdr',
+    'cpuhp-handle': '3 handle',
     'rseq-rwsem': 'rseq per-CPU*',
     'rseq-thread': 'rseq per-thread*',
     'rseq-thread-call': 'rseq p-t, calls*',
