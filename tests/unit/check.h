@@ -57,4 +57,13 @@
 		printf("ok %s\n", #fn);                                                            \
 	} while (0)
 
+/* CHECK_UNDER_TSAN: defined when built with ThreadSanitizer (gcc or clang). */
+#if defined(__SANITIZE_THREAD__)
+#define CHECK_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHECK_UNDER_TSAN 1
+#endif
+#endif
+
 #endif /* CPUHP_TESTS_CHECK_H */

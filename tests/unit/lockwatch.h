@@ -13,6 +13,8 @@
 #include <sched.h>
 #include <semaphore.h>
 
+#include <cpuhp/rcu_sync.h>
+
 #include "internal.h"
 
 #define WAIT_FOR(cond)                                                                             \
@@ -106,6 +108,42 @@ static inline unsigned long lw_gp_callbacks(struct cpuhp_rcu_sync *rss)
 	n = rss->nr_callbacks;
 	pthread_mutex_unlock(&rss->lock);
 	return n;
+}
+
+/*
+ * A thread parked inside a liburcu read-side section until released: no
+ * grace period can end meanwhile, so a queued rcu_sync callback cannot run
+ * and a synchronize_rcu() cannot return.  That pins states for a test.
+ */
+struct lw_rcu_holder {
+	pthread_t tid;
+	sem_t in, go;
+};
+
+static inline void *lw_rcu_holder_main(void *p)
+{
+	struct lw_rcu_holder *h = p;
+
+	cpuhp_rcu_read_lock();
+	sem_post(&h->in);
+	sem_wait(&h->go);
+	cpuhp_rcu_read_unlock();
+	return NULL;
+}
+
+/* Returns once the thread is inside its section. */
+static inline void lw_rcu_hold(struct lw_rcu_holder *h)
+{
+	sem_init(&h->in, 0, 0);
+	sem_init(&h->go, 0, 0);
+	pthread_create(&h->tid, NULL, lw_rcu_holder_main, h);
+	sem_wait(&h->in);
+}
+
+static inline void lw_rcu_release(struct lw_rcu_holder *h)
+{
+	sem_post(&h->go);
+	pthread_join(h->tid, NULL);
 }
 
 /* Block until rcu_sync is idle again (the callback broadcasts ->cond). */

@@ -91,51 +91,16 @@ static void rcu_sync_nested_enters_need_as_many_exits(void)
 	cpuhp_rcu_sync_free(rss);
 }
 
-/*
- * A thread parked inside a read-side section: no grace period can end, so
- * a queued exit callback cannot run until it is let go.  That pins the
- * state machine in EXIT or REPLAY for as long as a test needs.
- */
-struct holder {
-	pthread_t tid;
-	sem_t in, go;
-};
-
-static void *holder_thread(void *p)
-{
-	struct holder *h = p;
-
-	cpuhp_rcu_read_lock();
-	sem_post(&h->in);
-	sem_wait(&h->go);
-	cpuhp_rcu_read_unlock();
-	return NULL;
-}
-
-static void holder_start(struct holder *h)
-{
-	sem_init(&h->in, 0, 0);
-	sem_init(&h->go, 0, 0);
-	pthread_create(&h->tid, NULL, holder_thread, h);
-	sem_wait(&h->in);
-}
-
-static void holder_stop(struct holder *h)
-{
-	sem_post(&h->go);
-	pthread_join(h->tid, NULL);
-}
-
 static void rcu_sync_enter_while_exit_pending_skips_grace_period(void)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
-	struct holder h;
+	struct lw_rcu_holder h;
 	double t0, t_first, t_second;
 
 	t0 = now_us();
 	cpuhp_rcu_sync_enter(rss);
 	t_first = now_us() - t0;
-	holder_start(&h);
+	lw_rcu_hold(&h);
 	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT: callback queued, held off */
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
 	/* A grace period now would wait for the holder: this would hang. */
@@ -147,7 +112,7 @@ static void rcu_sync_enter_while_exit_pending_skips_grace_period(void)
 	CHECK(!idle_in_read_section(rss));
 	printf("  enter from idle %.1f us, enter with exit pending %.1f us, grace periods 1\n",
 	       t_first, t_second);
-	holder_stop(&h);
+	lw_rcu_release(&h);
 	/* The callback finds an enter: EXIT -> PASSED, not IDLE. */
 	WAIT_FOR(lw_gp_callbacks(rss) == 1);
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED);
@@ -162,10 +127,10 @@ static void rcu_sync_enter_while_exit_pending_skips_grace_period(void)
 static void rcu_sync_exit_during_pending_exit_replays_one_period(void)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
-	struct holder h;
+	struct lw_rcu_holder h;
 
 	cpuhp_rcu_sync_enter(rss);
-	holder_start(&h);
+	lw_rcu_hold(&h);
 	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT */
 	cpuhp_rcu_sync_enter(rss);
 	cpuhp_rcu_sync_exit(rss); /* EXIT -> REPLAY */
@@ -173,7 +138,7 @@ static void rcu_sync_exit_during_pending_exit_replays_one_period(void)
 	cpuhp_rcu_sync_enter(rss);
 	cpuhp_rcu_sync_exit(rss); /* REPLAY stays REPLAY */
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
-	holder_stop(&h);
+	lw_rcu_release(&h);
 	lw_wait_idle(rss); /* REPLAY -> EXIT (requeued) -> IDLE */
 	CHECK_EQ_INT(lw_gp_callbacks(rss), 2);
 	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
@@ -231,11 +196,11 @@ static void rcu_sync_free_waits_for_pending_callback(void)
 	/* Under ASan a callback touching freed memory would be reported. */
 	for (int i = 0; i < 2; i++) {
 		struct cpuhp_rcu_sync *rss = new_rss();
-		struct holder h;
+		struct lw_rcu_holder h;
 		pthread_t t;
 
 		cpuhp_rcu_sync_enter(rss);
-		holder_start(&h);
+		lw_rcu_hold(&h);
 		cpuhp_rcu_sync_exit(rss);
 		if (i == 1) { /* REPLAY pending: free turns it into EXIT */
 			cpuhp_rcu_sync_enter(rss);
@@ -246,7 +211,7 @@ static void rcu_sync_free_waits_for_pending_callback(void)
 		pthread_create(&t, NULL, free_thread, rss);
 		if (i == 1)
 			WAIT_FOR(lw_gp_state(rss) == CPUHP__GP_EXIT);
-		holder_stop(&h);
+		lw_rcu_release(&h);
 		pthread_join(t, NULL);
 	}
 }
@@ -314,12 +279,6 @@ static void rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused(void)
 	cpuhp_rcu_sync_free(rss);
 }
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 int main(void)
 {
 	RUN_TEST(rcu_sync_starts_idle);
@@ -329,13 +288,13 @@ int main(void)
 	RUN_TEST(rcu_sync_exit_during_pending_exit_replays_one_period);
 	RUN_TEST(rcu_sync_concurrent_enters_share_one_grace_period);
 	RUN_TEST(rcu_sync_free_waits_for_pending_callback);
-#ifdef UNDER_TSAN
+#ifdef CHECK_UNDER_TSAN
 	printf("# SKIP rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child: "
 	       "ThreadSanitizer does not support threads started after a multi-threaded fork\n");
 #else
 	RUN_TEST(rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child);
 #endif
-#ifdef UNDER_TSAN
+#ifdef CHECK_UNDER_TSAN
 	printf("# SKIP rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused: it closes a "
 	       "descriptor the timer thread reads, the misuse it simulates, which ThreadSanitizer "
 	       "reports as a race\n");

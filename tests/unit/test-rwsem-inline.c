@@ -98,19 +98,6 @@ static void inline_reader_waits_while_writer_holds(void)
 	cpuhp_rwsem_free(sem);
 }
 
-/* A thread parked in an RCU read-side section keeps rcu_sync out of IDLE. */
-static sem_t parked, unpark;
-
-static void *rcu_parker(void *p)
-{
-	(void)p;
-	cpuhp_rcu_read_lock();
-	sem_post(&parked);
-	sem_wait(&unpark);
-	cpuhp_rcu_read_unlock();
-	return NULL;
-}
-
 /*
  * After a writer, rcu_sync stays out of IDLE until its callback runs (held
  * off here by a parked RCU reader): inline locks then continue into the
@@ -120,12 +107,9 @@ static void *rcu_parker(void *p)
 static void inline_paths_while_a_writer_just_left_go_through_the_library(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
-	pthread_t t;
+	struct lw_rcu_holder h;
 
-	sem_init(&parked, 0, 0);
-	sem_init(&unpark, 0, 0);
-	pthread_create(&t, NULL, rcu_parker, NULL);
-	sem_wait(&parked);
+	lw_rcu_hold(&h);
 	cpuhp_rwsem_write_lock(sem);
 	cpuhp_rwsem_write_unlock(sem);
 	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE); /* EXIT until t leaves */
@@ -140,8 +124,7 @@ static void inline_paths_while_a_writer_just_left_go_through_the_library(void)
 		CHECK_EQ_INT(lw_readers(sem), 0);
 	}
 	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE);
-	sem_post(&unpark);
-	pthread_join(t, NULL);
+	lw_rcu_release(&h);
 	lw_wait_idle(&sem->rss);
 	cpuhp_rwsem_free(sem);
 }
@@ -245,12 +228,6 @@ static void reader_handle_keeps_working_in_a_fork_child(void)
 	cpuhp_rwsem_free(sem);
 }
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 int main(void)
 {
 	if (!cpuhp__inline_ok) {
@@ -265,7 +242,7 @@ int main(void)
 	RUN_TEST(inline_path_falls_back_to_the_library_past_the_first_64_locks);
 	RUN_TEST(reader_handle_counts_in_this_threads_slot_for_any_lock);
 	RUN_TEST(writer_waits_for_handle_reader_and_its_unlock_wakes_it);
-#ifdef UNDER_TSAN
+#ifdef CHECK_UNDER_TSAN
 	printf("# SKIP reader_handle_keeps_working_in_a_fork_child: ThreadSanitizer does not "
 	       "support threads started after a multi-threaded fork\n");
 #else

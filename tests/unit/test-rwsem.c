@@ -114,37 +114,6 @@ static void rwsem_readers_take_fast_path_while_no_writer(void)
 	cpuhp_rwsem_free(sem);
 }
 
-/* A thread parked inside a liburcu read-side section until told to leave. */
-struct rcu_holder {
-	pthread_t tid;
-	sem_t in, go;
-};
-
-static void *rcu_holder_main(void *p)
-{
-	struct rcu_holder *h = p;
-
-	cpuhp_rcu_read_lock();
-	sem_post(&h->in);
-	sem_wait(&h->go);
-	cpuhp_rcu_read_unlock();
-	return NULL;
-}
-
-static void rcu_holder_start(struct rcu_holder *h)
-{
-	sem_init(&h->in, 0, 0);
-	sem_init(&h->go, 0, 0);
-	pthread_create(&h->tid, NULL, rcu_holder_main, h);
-	sem_wait(&h->in);
-}
-
-static void rcu_holder_stop(struct rcu_holder *h)
-{
-	sem_post(&h->go);
-	pthread_join(h->tid, NULL);
-}
-
 /*
  * Leaving IDLE: with membarrier the readers use no RCU section (H), so the
  * first writer issues a membarrier and does not wait for a grace period,
@@ -154,20 +123,20 @@ static void rcu_holder_stop(struct rcu_holder *h)
 static void rwsem_first_writer_fences_with_membarrier_else_waits_a_grace_period(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
-	struct rcu_holder h;
+	struct lw_rcu_holder h;
 	struct actor w;
 
-	rcu_holder_start(&h);
+	lw_rcu_hold(&h);
 	actor_start(&w, sem, OP_WRITE);
 	if (cpuhp__asym_fence) {
 		actor_wait_locked(&w); /* hangs here if enter waited for a period */
 		CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
 		CHECK_EQ_INT(lw_gp_syncs(&sem->rss), 0);
-		rcu_holder_stop(&h);
+		lw_rcu_release(&h);
 	} else {
 		WAIT_FOR(lw_gp_syncs(&sem->rss) == 1); /* in synchronize_rcu() */
 		CHECK(!w.locked);                      /* the period cannot end while h is inside */
-		rcu_holder_stop(&h);
+		lw_rcu_release(&h);
 		actor_wait_locked(&w);
 		CHECK_EQ_INT(lw_gp_fences(&sem->rss), 0);
 	}
@@ -508,12 +477,6 @@ static void rwsem_survives_fork_with_readers_running(void)
 	cpuhp_rwsem_free(sem);
 }
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 int main(void)
 {
 	/* The -rcu-readers variant must really run the fallback fast path. */
@@ -535,7 +498,7 @@ int main(void)
 	RUN_TEST(rwsem_write_timeout_while_queued_leaves_queue_unchanged);
 	RUN_TEST(rwsem_read_lock_released_on_another_thread);
 	RUN_TEST(rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind);
-#ifdef UNDER_TSAN
+#ifdef CHECK_UNDER_TSAN
 	/* The gcc and ASan builds run it; TSan aborts a child that starts threads. */
 	printf("# SKIP rwsem_survives_fork_with_readers_running: ThreadSanitizer does not "
 	       "support threads started after a multi-threaded fork\n");
