@@ -42,7 +42,7 @@ CPUHP_EXPORT int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out);
 /**
  * cpuhp_rcu_sync_free() - destroy an rcu_sync.
  *
- * Waits for a pending exit callback (about one call_rcu batch, ~10 ms), so
+ * Waits for a pending exit callback (1 ms and one call_rcu batch, ~11 ms), so
  * that the callback never touches freed memory.  Every enter must have been
  * matched by an exit.
  *
@@ -65,8 +65,10 @@ CPUHP_EXPORT void cpuhp_rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 /**
  * cpuhp_rcu_sync_exit() - drop one enter.
  *
- * Never waits.  After the last exit, readers go back to the fast path one
- * grace period later (a call_rcu() callback).
+ * Never waits for a grace period.  After the last exit, readers go back to
+ * the fast path one grace period later: a call_rcu() callback, which the
+ * library's timer thread queues 1 ms on, so that the caller does not pay for
+ * waking liburcu's worker thread.
  *
  * Context: any thread, including one inside cpuhp_rcu_read_lock().
  */

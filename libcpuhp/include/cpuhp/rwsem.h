@@ -50,7 +50,7 @@ CPUHP_EXPORT int cpuhp_rwsem_new(struct cpuhp_rwsem **out);
 /**
  * cpuhp_rwsem_free() - destroy an unlocked semaphore.
  *
- * Context: may block (about 10 ms) to let a pending rcu_sync callback finish.
+ * Context: may block (about 11 ms) to let a pending rcu_sync callback finish.
  */
 CPUHP_EXPORT void cpuhp_rwsem_free(struct cpuhp_rwsem *sem);
 
