@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -255,6 +256,36 @@ static void rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child(void)
 }
 
 /*
+ * Where the timer thread cannot start (here: no descriptor left for its
+ * timerfd), exits call call_rcu() themselves.  In a fork child, whose
+ * timer thread is not started yet.
+ */
+static void rcu_sync_exit_without_a_timer_thread_calls_call_rcu_itself(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct cpuhp_rcu_sync *rss = new_rss();
+		int lowest = dup(0);
+		struct rlimit none_left = {(rlim_t)lowest, (rlim_t)lowest};
+
+		close(lowest);
+		if (setrlimit(RLIMIT_NOFILE, &none_left) || dup(0) != -1)
+			_exit(2);
+		cpuhp_rcu_sync_enter(rss);
+		cpuhp_rcu_sync_exit(rss);
+		lw_wait_idle(rss); /* hangs (meson's timeout) if the exit was lost */
+		cpuhp_rcu_sync_free(rss);
+		_exit(cpuhp__defer_child_handovers == 0 ? 0 : 3);
+	}
+	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_INT(WEXITSTATUS(status), 0);
+}
+
+/*
  * A program that closes every descriptor (as daemons do) takes the timer
  * thread's timerfd away, and the number may come back as another file:
  * exits must still reach IDLE, now by calling call_rcu() themselves.
@@ -293,6 +324,7 @@ int main(void)
 	       "ThreadSanitizer does not support threads started after a multi-threaded fork\n");
 #else
 	RUN_TEST(rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child);
+	RUN_TEST(rcu_sync_exit_without_a_timer_thread_calls_call_rcu_itself);
 #endif
 #ifdef CHECK_UNDER_TSAN
 	printf("# SKIP rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused: it closes a "
