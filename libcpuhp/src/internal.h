@@ -312,6 +312,7 @@ struct cpuhp_rwsem {
 	unsigned nr_granted;   /* let in, not yet counted in their slot; under ->lock */
 	struct cpuhp__wwaiter *whead, *wtail; /* writers waiting for ->block, FIFO */
 	const char *name;
+	char *owned_name; /* cpuhp_rwsem_new_named()'s copy, freed with the lock */
 #if CPUHP_DEBUG
 	_Atomic long dbg_readers; /* read locks minus read unlocks, all threads */
 	_Atomic(pthread_t) dbg_owner;

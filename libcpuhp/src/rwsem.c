@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cpuhp/rwsem-inline.h>
@@ -83,6 +84,7 @@ int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 	sem->nr_granted = 0;
 	sem->whead = sem->wtail = NULL;
 	sem->name = name;
+	sem->owned_name = NULL;
 #if CPUHP_DEBUG
 	atomic_init(&sem->dbg_readers, 0);
 	atomic_init(&sem->dbg_owned, 0);
@@ -105,20 +107,31 @@ void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem)
 	pthread_mutex_destroy(&sem->lock);
 }
 
-int cpuhp_rwsem_new(struct cpuhp_rwsem **out)
+int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *name)
 {
 	struct cpuhp_rwsem *sem = aligned_alloc(CPUHP__FALSE_SHARING, sizeof(*sem));
+	char *copy = name ? strdup(name) : NULL;
 	int err;
 
-	if (!sem)
+	if (!sem || (name && !copy)) {
+		free(sem);
+		free(copy);
 		return -ENOMEM;
-	err = cpuhp__rwsem_init(sem, "cpuhp_rwsem");
+	}
+	err = cpuhp__rwsem_init(sem, copy ? copy : "cpuhp_rwsem");
 	if (err) {
 		free(sem);
+		free(copy);
 		return err;
 	}
+	sem->owned_name = copy;
 	*out = sem;
 	return 0;
+}
+
+int cpuhp_rwsem_new(struct cpuhp_rwsem **out)
+{
+	return cpuhp_rwsem_new_named(out, NULL);
 }
 
 void cpuhp_rwsem_free(struct cpuhp_rwsem *sem)
@@ -126,6 +139,7 @@ void cpuhp_rwsem_free(struct cpuhp_rwsem *sem)
 	if (!sem)
 		return;
 	cpuhp__rwsem_destroy(sem);
+	free(sem->owned_name);
 	free(sem);
 }
 

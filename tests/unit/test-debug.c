@@ -160,6 +160,21 @@ static void debug_reports_more_read_unlocks_than_locks(void)
 	           "read unlock without a read lock (more unlocks than locks)");
 }
 
+static void provoke_named_lock_misuse(void)
+{
+	struct cpuhp_rwsem *sem = NULL;
+
+	CHECK_EQ_INT(cpuhp_rwsem_new_named(&sem, "routing_table_lock"), 0);
+	cpuhp_rwsem_read_unlock(sem);
+}
+
+/* A lock made with a name is reported by it. */
+static void debug_reports_a_named_lock_by_its_name(void)
+{
+	expect_bug(provoke_named_lock_misuse, "routing_table_lock",
+	           "read unlock without a read lock (more unlocks than locks)");
+}
+
 static void provoke_write_unlock_of_unlocked(void)
 {
 	cpuhp_rwsem_write_unlock(new_sem());
@@ -485,6 +500,7 @@ static void debug_accepts_nested_read_lock_without_writer(void)
 int main(void)
 {
 	RUN_TEST(debug_reports_more_read_unlocks_than_locks);
+	RUN_TEST(debug_reports_a_named_lock_by_its_name);
 	RUN_TEST(debug_reports_write_unlock_of_unlocked_lock);
 	RUN_TEST(debug_reports_write_unlock_by_thread_not_holding_it);
 	RUN_TEST(debug_reports_thread_exit_holding_write_lock);

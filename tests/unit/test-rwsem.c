@@ -145,6 +145,24 @@ static void rwsem_first_writer_fences_with_membarrier_else_waits_a_grace_period(
 	cpuhp_rwsem_free(sem);
 }
 
+/* The name is copied (the caller's buffer may go) and freed with the lock. */
+static void rwsem_new_named_keeps_a_copy_of_its_name(void)
+{
+	char name[] = "route_lock";
+	struct cpuhp_rwsem *sem = NULL, *plain = NULL;
+
+	CHECK_EQ_INT(cpuhp_rwsem_new_named(&sem, name), 0);
+	CHECK_EQ_INT(cpuhp_rwsem_new_named(&plain, NULL), 0);
+	name[0] = 'X';
+	CHECK_EQ_STR(sem->name, "route_lock");
+	CHECK_EQ_STR(sem->readers.name, "route_lock");
+	CHECK_EQ_STR(plain->name, "cpuhp_rwsem");
+	cpuhp_rwsem_read_lock(sem);
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_free(sem); /* ASan: the copy is freed */
+	cpuhp_rwsem_free(plain);
+}
+
 /* Where the inline path cannot run, a reader handle makes library calls. */
 static void rwsem_reader_handle_goes_through_the_library_where_inline_cannot_run(void)
 {
@@ -487,6 +505,7 @@ int main(void)
 	                                       : "liburcu read-side sections (G)");
 	RUN_TEST(rwsem_readers_take_fast_path_while_no_writer);
 	RUN_TEST(rwsem_first_writer_fences_with_membarrier_else_waits_a_grace_period);
+	RUN_TEST(rwsem_new_named_keeps_a_copy_of_its_name);
 	RUN_TEST(rwsem_reader_handle_goes_through_the_library_where_inline_cannot_run);
 	RUN_TEST(rwsem_writer_excludes_readers_and_writers);
 	RUN_TEST(rwsem_writer_waits_for_readers_inside);

@@ -63,9 +63,12 @@ class RWSem:
     the C lock would deadlock.  A lock is released by the thread that took it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, name: str | None = None) -> None:
+        """*name* labels the lock in the library's debug-build misuse reports."""
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f'name must be a str or None, not {type(name).__name__}')
         out = ffi.new('struct cpuhp_rwsem **')
-        rc = lib.cpuhp_rwsem_new(out)
+        rc = lib.cpuhp_rwsem_new_named(out, name.encode() if name is not None else ffi.NULL)
         if rc < 0:
             raise error(rc)
         self._held = _Held()

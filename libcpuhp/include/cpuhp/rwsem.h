@@ -48,6 +48,15 @@ struct cpuhp_rwsem;
 CPUHP_EXPORT int cpuhp_rwsem_new(struct cpuhp_rwsem **out);
 
 /**
+ * cpuhp_rwsem_new_named() - cpuhp_rwsem_new(), with a name for reports.
+ * @name: copied; debug builds name the lock with it when they report
+ *        misuse ("cpuhp_rwsem" if NULL).
+ *
+ * Return: 0, or -ENOMEM.
+ */
+CPUHP_EXPORT int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *name);
+
+/**
  * cpuhp_rwsem_free() - destroy an unlocked semaphore.
  *
  * Context: may block (about 11 ms) to let a pending rcu_sync callback finish.
