@@ -39,29 +39,13 @@ static void on_signal(uv_signal_t *s, int signum)
 	cpuhpd_stop(d);
 }
 
+/* The services (cpuhpd_start.c), then the signals that stop them. */
 static int start(struct cpuhpd *d)
 {
-	const char *which = NULL;
 	char *online;
-	int err;
+	int err = cpuhpd_start(d);
 
-	err = cpuhpd_cpus_read(d->opt.sysfs_root, &d->view, &which);
-	if (err) {
-		cpuhpd_err("cannot read %s/devices/system/cpu/%s: %s; is --sysfs-root right?",
-		           d->opt.sysfs_root, which, strerror(-err));
-		return err;
-	}
-	cpuhpd_list_init(&d->conns);
-	cpuhpd_list_init(&d->watch.list);
-	if ((err = cpuhpd_lease_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
-	    (err = cpuhpd_fastpath_start(d)))
-		return err;
-	err = cpuhpd_worker_start(d);
-	if (err) {
-		cpuhpd_err("cannot start the worker thread: %s", uv_strerror(err));
-		return err;
-	}
-	if ((err = cpuhpd_server_start(d)) || (err = cpuhpd_uevent_start(d)))
+	if (err)
 		return err;
 	uv_signal_init(d->loop, &d->sigterm);
 	uv_signal_init(d->loop, &d->sigint);

@@ -58,6 +58,9 @@ struct cpuhpd {
 	bool stopped;  /* cpuhpd_stop_finish() ran: handles are closing */
 };
 
+/* Bring the services up in order (cpuhpd_start.c): 0 or a negative errno, logged. */
+int cpuhpd_start(struct cpuhpd *d);
+
 /* Begin an orderly stop (signal, or fatal error after start): see cpuhpd_stop.c. */
 void cpuhpd_stop(struct cpuhpd *d);
 

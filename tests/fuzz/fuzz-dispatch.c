@@ -11,7 +11,7 @@
  * finish without it, shuts down its writing side, and the loop runs until
  * the daemon closed the connection and no hotplug is left.  No daemon
  * source is changed for this: main() is the only part left out (its
- * start-up is repeated in daemon_start() below), and the log goes to a
+ * start-up is cpuhpd_start(), as in main), and the log goes to a
  * formatter that prints only with CPUHP_FUZZ_LOG=1.
  *
  * Input: byte 0 % 8 = how many of the next bytes give piece sizes (1..256,
@@ -174,13 +174,11 @@ static void remove_tmpdir(void)
 /* ---- the daemon ---- */
 
 /*
- * What cpuhpd.c's start() does, in its order, less signals (the fuzzer never
- * stops the daemon).  Keep the two in step when start() changes.
+ * The daemon as main() starts it (cpuhpd_start(), shared), less signals: the
+ * fuzzer never stops the daemon.
  */
 static void daemon_start(void)
 {
-	const char *which = NULL;
-
 	signal(SIGPIPE, SIG_IGN);
 	log_on = getenv("CPUHP_FUZZ_LOG") && !strcmp(getenv("CPUHP_FUZZ_LOG"), "1");
 	/* tmpfs: on a disk file system each rewrite of a file can cost milliseconds. */
@@ -203,13 +201,7 @@ static void daemon_start(void)
 	d.opt.no_netlink = true;
 	/* Fast leases too, so FastPathRequest, FastWake and the gate's barrier are reached. */
 	d.opt.fast_path = CPUHPD_FAST_AUTO;
-	FUZZ_CHECK(cpuhpd_cpus_read(d.opt.sysfs_root, &d.view, &which) == 0);
-	cpuhpd_list_init(&d.conns);
-	cpuhpd_list_init(&d.watch.list);
-	FUZZ_CHECK(cpuhpd_lease_init(&d) == 0 && cpuhpd_hotplug_init(&d) == 0 &&
-	           cpuhpd_fastpath_start(&d) == 0);
-	FUZZ_CHECK(cpuhpd_worker_start(&d) == 0);
-	FUZZ_CHECK(cpuhpd_server_start(&d) == 0 && cpuhpd_uevent_start(&d) == 0);
+	FUZZ_CHECK(cpuhpd_start(&d) == 0);
 }
 
 static struct cpuhpd_conn *the_conn(void)
