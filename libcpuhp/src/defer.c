@@ -41,22 +41,29 @@ static struct {
 	struct cpuhp__deferred *head; /* queued, not yet handed to call_rcu() */
 	int tfd;                      /* -1: no thread (yet, or in a fork child) */
 	bool armed;                   /* the timer will fire for ->head */
-	bool broken;                  /* starting the thread failed: call directly */
+	bool broken;                  /* no thread (it could not start, its timerfd went bad) */
 } defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false};
 
 /* For tests: callbacks a fork child found queued and handed over itself. */
 unsigned long cpuhp__defer_child_handovers;
 
+/*
+ * Our accesses to what holds @head come before the callback, which may let
+ * its owner free it; TSan cannot see that through liburcu (internal.h).
+ */
+static void call_now(struct rcu_head *head, void (*func)(struct rcu_head *head))
+{
+	cpuhp__tsan_release(head);
+	urcu_memb_call_rcu(head, func);
+}
+
 static void hand_over(struct cpuhp__deferred *d)
 {
 	while (d) {
 		struct cpuhp__deferred *next = d->next;
-		struct rcu_head *head = d->head;
-		void (*func)(struct rcu_head * head) = d->func;
 
-		/* *d is not ours from here: the callback may free it. */
-		cpuhp__tsan_release(head);
-		urcu_memb_call_rcu(head, func);
+		/* *d is not ours once its call is made. */
+		call_now(d->head, d->func);
 		d = next;
 	}
 }
@@ -149,7 +156,7 @@ void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
 	pthread_mutex_lock(&defer.lock);
 	if (!start_locked()) {
 		pthread_mutex_unlock(&defer.lock);
-		urcu_memb_call_rcu(head, func);
+		call_now(head, func);
 		return;
 	}
 	d->next = defer.head;
