@@ -44,7 +44,7 @@ struct config {
 	unsigned reps;
 	bool quick;
 	double read_sample_s;       /* target duration of one read-path sample */
-	unsigned idle_samples;      /* single writers from idle per repetition */
+	unsigned idle_samples;      /* samples of each writer figure per repetition */
 	unsigned idle_gap_ms;       /* quiet time so that rcu_sync is idle again */
 	unsigned tput_window_ms[4]; /* none, 1 ms, 10 ms, 100 ms */
 	double watchdog_s;          /* a writer experiment longer than this stops its readers */
