@@ -149,6 +149,7 @@ static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
 static void activate(struct cpuhpd *d)
 {
 	struct hotplug_req *h = head(d);
+	unsigned held;
 
 	if (!h || h->state != HP_QUEUED)
 		return;
@@ -157,9 +158,11 @@ static void activate(struct cpuhpd *d)
 		to_worker(d, h);
 		return;
 	}
-	if (cpuhpd_lease_held_total(d))
+	/* One snapshot: it sums every fast-path region, on the loop. */
+	held = cpuhpd_lease_held_total(d);
+	if (held)
 		cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s)", h->seq,
-		            h->cpus_str, verb(h->job.online), cpuhpd_lease_held_total(d));
+		            h->cpus_str, verb(h->job.online), held);
 	else
 		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
 	arm(d);
