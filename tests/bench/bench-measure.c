@@ -294,8 +294,13 @@ static double burst(const struct bench_lock_ops *ops, void *lock)
 	return now_s() - t0;
 }
 
-/* Readers parked: the writer alone, from idle. */
-static void wjob_idle(struct wjob *j)
+/*
+ * Single writers, then 10-writer bursts, each after a quiet gap.  Several
+ * bursts: with a reader looping, whether its time slice falls inside one
+ * decides its length (about 30 us or a slice), so one sample per
+ * repetition made the median a coin flip.
+ */
+static void write_samples(struct wjob *j, enum metric_id single, enum metric_id burst10)
 {
 	for (unsigned k = 0; k < j->cfg->idle_samples; k++) {
 		double t0;
@@ -303,12 +308,18 @@ static void wjob_idle(struct wjob *j)
 		sleep_ms(j->cfg->idle_gap_ms);
 		t0 = now_s();
 		write_once(j->ops, j->lock);
-		stats_add(j->d, M_WRITE_IDLE, j->rep, (now_s() - t0) * 1e6);
+		stats_add(j->d, single, j->rep, (now_s() - t0) * 1e6);
 	}
 	for (unsigned k = 0; k < j->cfg->idle_samples; k++) {
 		sleep_ms(j->cfg->idle_gap_ms);
-		stats_add(j->d, M_BURST10, j->rep, burst(j->ops, j->lock) * 1e6);
+		stats_add(j->d, burst10, j->rep, burst(j->ops, j->lock) * 1e6);
 	}
+}
+
+/* Readers parked: the writer alone, from idle. */
+static void wjob_idle(struct wjob *j)
+{
+	write_samples(j, M_WRITE_IDLE, M_BURST10);
 }
 
 /*
@@ -317,23 +328,7 @@ static void wjob_idle(struct wjob *j)
  */
 static void wjob_one_reader(struct wjob *j)
 {
-	double t0;
-
-	for (unsigned k = 0; k < j->cfg->idle_samples; k++) {
-		sleep_ms(j->cfg->idle_gap_ms);
-		t0 = now_s();
-		write_once(j->ops, j->lock);
-		stats_add(j->d, M_WRITE_1R, j->rep, (now_s() - t0) * 1e6);
-	}
-	/*
-	 * Several bursts: whether a reader's time slice falls inside one
-	 * decides its length (about 30 us or a slice), so one sample per
-	 * repetition made the median a coin flip.
-	 */
-	for (unsigned k = 0; k < j->cfg->idle_samples; k++) {
-		sleep_ms(j->cfg->idle_gap_ms);
-		stats_add(j->d, M_BURST10_1R, j->rep, burst(j->ops, j->lock) * 1e6);
-	}
+	write_samples(j, M_WRITE_1R, M_BURST10_1R);
 }
 
 /* Readers running: quiet throughput, a burst, then periodic writers. */
