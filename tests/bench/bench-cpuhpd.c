@@ -22,10 +22,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +38,6 @@
 #include <cpuhp/client.h>
 
 #include "bench-daemon.h"
-
-extern char **environ;
 
 #define MSG_SIZE 16 /* about a framed LeaseAcquire */
 
@@ -194,8 +190,7 @@ static void stop_daemon(void)
 {
 	int st;
 
-	kill(daemon_pid, SIGTERM);
-	waitpid(daemon_pid, &st, 0);
+	bench_cpuhpd_stop(daemon_pid);
 	kill(echo_pid, SIGKILL);
 	waitpid(echo_pid, &st, 0);
 }

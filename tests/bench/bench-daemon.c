@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,4 +90,12 @@ int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, co
 out:
 	close(fd);
 	return err;
+}
+
+void bench_cpuhpd_stop(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
 }

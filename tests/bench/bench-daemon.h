@@ -16,4 +16,7 @@ int bench_run_wait(char *const argv[]);
 int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
                        const char *log_path, pid_t *pid);
 
+/* Stop the cpuhpd of bench_cpuhpd_start() (SIGTERM) and reap it. */
+void bench_cpuhpd_stop(pid_t pid);
+
 #endif /* CPUHP_BENCH_DAEMON_H */

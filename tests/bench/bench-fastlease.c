@@ -24,10 +24,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,18 +33,14 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cpuhp/client.h>
-
-#include "bench-daemon.h"
 #include <cpuhp/rwsem.h>
 
-extern char **environ;
+#include "bench-daemon.h"
 
 #define ROUNDS 7
 
@@ -111,10 +105,7 @@ static void start_daemon(const char *cpuhpd)
 
 static void stop_daemon(void)
 {
-	int st;
-
-	kill(daemon_pid, SIGTERM);
-	waitpid(daemon_pid, &st, 0);
+	bench_cpuhpd_stop(daemon_pid);
 	daemon_pid = 0;
 }
 
