@@ -115,6 +115,13 @@ Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c);
 /* Connect to @sa and say hello: cpuhp_client_connect() once the path is known. */
 int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out);
 
+/*
+ * cpuhp__client_send_all() - write @buf whole to the socket, under
+ * ->send_lock only (so a fast lease release may send without ->lock).
+ * Return: 0 or the -errno of send().
+ */
+int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len);
+
 /* Send Hello and check the version; called by connect. */
 int cpuhp__client_hello(struct cpuhp_client *c);
 

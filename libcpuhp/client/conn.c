@@ -35,7 +35,7 @@ int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what)
 	return cpuhp__client_error(c, err, "%s", what);
 }
 
-static int send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len)
+int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len)
 {
 	int ret = 0;
 
@@ -281,7 +281,7 @@ int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
 		                           c->max_frame);
 	if (ret < 0)
 		return cpuhp__client_error(c, ret, "cannot encode the request");
-	ret = send_all(c, frame, len);
+	ret = cpuhp__client_send_all(c, frame, len);
 	free(frame);
 	if (ret < 0)
 		return send_failed(c, ret);

@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -101,9 +100,6 @@ void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
 
 void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
 {
-	const uint8_t *p = f->wake_frame;
-	size_t left = f->wake_len;
-
 	/* Stopped, dead or revoked: nobody waits for this count. */
 	if (atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
 	    (f->open | CPUHP_FAST_BLOCKED))
@@ -114,18 +110,7 @@ void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
 	 * this very hotplug).  A failed send means the connection is gone, and
 	 * with it what the daemon counted for us.
 	 */
-	pthread_mutex_lock(&c->send_lock);
-	while (left) {
-		ssize_t n = send(c->fd, p, left, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		p += n;
-		left -= (size_t)n;
-	}
-	pthread_mutex_unlock(&c->send_lock);
+	(void)cpuhp__client_send_all(c, f->wake_frame, f->wake_len);
 }
 
 void cpuhp__client_fast_free(struct cpuhp__fast *f)
