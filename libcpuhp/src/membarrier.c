@@ -19,8 +19,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cpuhp/rwsem-inline.h>
-
 #include "internal.h"
 
 bool cpuhp__asym_fence;

@@ -108,12 +108,6 @@ static void thread_exit(void *arg)
 	thread_free(t);
 }
 
-/* <cpuhp/rwsem-inline.h>'s view of chunk 0: NULL while the inline path may not run. */
-static void inline_slots_update(void)
-{
-	cpuhp__inline_slots = cpuhp__inline_ok ? (long *)(void *)cpuhp__chunk0 : NULL;
-}
-
 struct cpuhp__thread *cpuhp__thread_slow(void)
 {
 	struct cpuhp__thread *t = calloc(1, sizeof(*t));
@@ -172,7 +166,8 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 		t->chunks[pc->chunk] = chunk;
 		if (pc->chunk == 0) {
 			cpuhp__chunk0 = chunk;
-			inline_slots_update();
+			/* <cpuhp/rwsem-inline.h>'s view: NULL where the inline path may not run. */
+			cpuhp__inline_slots = cpuhp__inline_ok ? (long *)(void *)chunk : NULL;
 		}
 	}
 	s = &t->chunks[pc->chunk][pc->slot];

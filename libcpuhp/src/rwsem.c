@@ -266,16 +266,15 @@ __attribute__((noinline)) static bool fast_inc_writer_coming(struct cpuhp_rwsem 
  * Fast path, with membarrier (H): bump our slot, a compiler barrier, load the
  * state.  The CPU may let the load pass the store; the writer's membarrier
  * in rcu_sync enter closes that race: a reader that still sees IDLE has its
- * increment visible to the writer's sum.  A reader that sees a writer
- * coming continues as the slow path would after its own increment.
+ * increment visible to the writer's sum.  False (the increment stands): a
+ * writer is coming, and fast_inc_writer_coming() continues as the slow path
+ * would after its own increment.
  */
 static inline bool fast_inc_fenced(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 {
 	cpuhp__slot_add(s, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
-	if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss)))
-		return true;
-	return fast_inc_writer_coming(sem, s);
+	return cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss));
 }
 
 /*
@@ -294,11 +293,6 @@ __attribute__((noinline)) static bool fast_inc_rcu(struct cpuhp_rwsem *sem, stru
 	return idle;
 }
 
-static inline bool fast_inc(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
-{
-	return cpuhp__likely(cpuhp__asym_fence) ? fast_inc_fenced(sem, s) : fast_inc_rcu(sem, s);
-}
-
 /*
  * Everything but the fenced fast path's success, out of line: the common
  * case then needs no stack frame and reaches this by a tail call.
@@ -313,33 +307,28 @@ __attribute__((noinline)) static bool read_lock_rest(struct cpuhp_rwsem *sem, st
 	return read_lock_slow(sem, try);
 }
 
-void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
+static inline bool read_lock_common(struct cpuhp_rwsem *sem, bool try)
 {
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
 	if (cpuhp__likely(s) && cpuhp__likely(cpuhp__asym_fence)) {
-		cpuhp__slot_add(s, 1, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
-		/* H; see fast_inc_fenced(), which this is with the rest moved out. */
-		if (cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss))) {
+		if (cpuhp__likely(fast_inc_fenced(sem, s))) {
 			debug_read_locked(sem, s);
-			return;
+			return true;
 		}
-		read_lock_rest(sem, s, true, false);
-		return;
+		return read_lock_rest(sem, s, true, try);
 	}
-	read_lock_rest(sem, s, false, false);
+	return read_lock_rest(sem, s, false, try);
+}
+
+void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
+{
+	read_lock_common(sem, false);
 }
 
 bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem)
 {
-	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
-
-	if (cpuhp__likely(s) && cpuhp__likely(fast_inc(sem, s))) {
-		debug_read_locked(sem, s);
-		return true;
-	}
-	return read_lock_slow(sem, true);
+	return read_lock_common(sem, true);
 }
 
 /* A thread that never took this lock releases it (or has no slot yet). */
@@ -422,10 +411,10 @@ struct cpuhp_rwsem_reader cpuhp_rwsem_reader_get(struct cpuhp_rwsem *sem)
 
 /*
  * The inline lock found a writer coming after its increment: continue as
- * fast_inc_fenced() does.  The inline path ran only with this thread's slot
+ * read_lock_common() does.  The inline path ran only with this thread's slot
  * (from chunk 0, or any chunk through a handle), which the lookup returns.
  */
-void cpuhp__rwsem_read_lock_backout(struct cpuhp_rwsem *sem)
+void cpuhp__rwsem_read_lock_writer_coming(struct cpuhp_rwsem *sem)
 {
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
@@ -434,7 +423,7 @@ void cpuhp__rwsem_read_lock_backout(struct cpuhp_rwsem *sem)
 }
 
 /* The inline unlock found a writer coming after its decrement. */
-void cpuhp__rwsem_read_unlock_writer(struct cpuhp_rwsem *sem)
+void cpuhp__rwsem_read_unlock_writer_coming(struct cpuhp_rwsem *sem)
 {
 	read_unlock_fenced_slow(sem);
 }

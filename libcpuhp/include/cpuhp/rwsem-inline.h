@@ -47,8 +47,8 @@ struct cpuhp__rwsem_head {
 CPUHP_EXPORT extern __thread long *cpuhp__inline_slots __attribute__((tls_model("initial-exec")));
 CPUHP_EXPORT extern const int cpuhp__inline_abi_2;
 /* The library's continuations of an inline path that found a writer coming. */
-CPUHP_EXPORT void cpuhp__rwsem_read_lock_backout(struct cpuhp_rwsem *sem);
-CPUHP_EXPORT void cpuhp__rwsem_read_unlock_writer(struct cpuhp_rwsem *sem);
+CPUHP_EXPORT void cpuhp__rwsem_read_lock_writer_coming(struct cpuhp_rwsem *sem);
+CPUHP_EXPORT void cpuhp__rwsem_read_unlock_writer_coming(struct cpuhp_rwsem *sem);
 
 /*
  * Three loads (the TLS pointer, the id, later the state) and the counter's
@@ -84,7 +84,7 @@ static inline void cpuhp__inline_lock(struct cpuhp_rwsem *sem, long *c)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (__builtin_expect(cpuhp__inline_idle(sem), 1))
 			return;
-		cpuhp__rwsem_read_lock_backout(sem);
+		cpuhp__rwsem_read_lock_writer_coming(sem);
 		return;
 	}
 	cpuhp_rwsem_read_lock(sem);
@@ -97,7 +97,7 @@ static inline void cpuhp__inline_unlock(struct cpuhp_rwsem *sem, long *c)
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) - 1, __ATOMIC_RELEASE);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (__builtin_expect(!cpuhp__inline_idle(sem), 0))
-			cpuhp__rwsem_read_unlock_writer(sem);
+			cpuhp__rwsem_read_unlock_writer_coming(sem);
 		return;
 	}
 	cpuhp_rwsem_read_unlock(sem);
