@@ -53,17 +53,36 @@ static void *writer(void *p)
 	return NULL;
 }
 
-static void writer_waits_for_inline_reader_and_its_unlock_wakes_it(void)
+/* The two inline paths: the lock's own, and a reader handle (got afresh: same slot). */
+enum path { BY_LOCK, BY_HANDLE };
+
+static void path_lock(enum path p, struct cpuhp_rwsem *sem)
+{
+	if (p == BY_HANDLE)
+		cpuhp_rwsem_reader_lock(cpuhp_rwsem_reader_get(sem));
+	else
+		cpuhp_rwsem_read_lock_inline(sem);
+}
+
+static void path_unlock(enum path p, struct cpuhp_rwsem *sem)
+{
+	if (p == BY_HANDLE)
+		cpuhp_rwsem_reader_unlock(cpuhp_rwsem_reader_get(sem));
+	else
+		cpuhp_rwsem_read_unlock_inline(sem);
+}
+
+static void writer_waits_for_inline_reader_and_its_unlock_wakes_it(enum path p)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 	pthread_t w;
 
 	sem_init(&writer_in, 0, 0);
-	cpuhp_rwsem_read_lock_inline(sem);
+	path_lock(p, sem);
 	pthread_create(&w, NULL, writer, sem);
 	WAIT_FOR(lw_writer_draining(sem));
 	CHECK_EQ_INT(sem_trywait(&writer_in), -1);
-	cpuhp_rwsem_read_unlock_inline(sem); /* sees a writer coming: wakes it */
+	path_unlock(p, sem); /* sees a writer coming: wakes it */
 	sem_wait(&writer_in);
 	pthread_join(w, NULL);
 	cpuhp_rwsem_free(sem);
@@ -71,31 +90,50 @@ static void writer_waits_for_inline_reader_and_its_unlock_wakes_it(void)
 
 static sem_t reader_in;
 
+struct reader_arg {
+	struct cpuhp_rwsem *sem;
+	enum path path;
+};
+
 static void *inline_reader(void *p)
 {
-	cpuhp_rwsem_read_lock(p); /* slot for this thread */
-	cpuhp_rwsem_read_unlock(p);
-	cpuhp_rwsem_read_lock_inline(p);
+	struct reader_arg *a = p;
+
+	cpuhp_rwsem_read_lock(a->sem); /* slot for this thread */
+	cpuhp_rwsem_read_unlock(a->sem);
+	path_lock(a->path, a->sem);
 	sem_post(&reader_in);
-	cpuhp_rwsem_read_unlock_inline(p);
+	path_unlock(a->path, a->sem);
 	return NULL;
 }
 
-static void inline_reader_waits_while_writer_holds(void)
+static void inline_reader_waits_while_writer_holds(enum path p)
 {
-	struct cpuhp_rwsem *sem = new_sem();
+	struct reader_arg a = {.sem = new_sem(), .path = p};
 	pthread_t r;
 
 	sem_init(&reader_in, 0, 0);
-	cpuhp_rwsem_write_lock(sem);
-	pthread_create(&r, NULL, inline_reader, sem);
-	WAIT_FOR(lw_readers_waiting(sem) == 1); /* backed out and queued */
+	cpuhp_rwsem_write_lock(a.sem);
+	pthread_create(&r, NULL, inline_reader, &a);
+	WAIT_FOR(lw_readers_waiting(a.sem) == 1); /* backed out and queued */
 	CHECK_EQ_INT(sem_trywait(&reader_in), -1);
-	cpuhp_rwsem_write_unlock(sem);
+	cpuhp_rwsem_write_unlock(a.sem);
 	sem_wait(&reader_in);
 	pthread_join(r, NULL);
-	CHECK_EQ_INT(lw_readers(sem), 0);
-	cpuhp_rwsem_free(sem);
+	CHECK_EQ_INT(lw_readers(a.sem), 0);
+	cpuhp_rwsem_free(a.sem);
+}
+
+static void writer_waits_for_each_inline_reader_and_its_unlock_wakes_it(void)
+{
+	writer_waits_for_inline_reader_and_its_unlock_wakes_it(BY_LOCK);
+	writer_waits_for_inline_reader_and_its_unlock_wakes_it(BY_HANDLE);
+}
+
+static void each_inline_reader_waits_while_writer_holds(void)
+{
+	inline_reader_waits_while_writer_holds(BY_LOCK);
+	inline_reader_waits_while_writer_holds(BY_HANDLE);
 }
 
 /*
@@ -174,30 +212,6 @@ static void reader_handle_counts_in_this_threads_slot_for_any_lock(void)
 		cpuhp_rwsem_free(sems[i]);
 }
 
-static void writer_waits_for_handle_reader_and_its_unlock_wakes_it(void)
-{
-	struct cpuhp_rwsem *sem = new_sem();
-	struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sem);
-	pthread_t w;
-
-	sem_init(&writer_in, 0, 0);
-	cpuhp_rwsem_reader_lock(r);
-	pthread_create(&w, NULL, writer, sem);
-	WAIT_FOR(lw_writer_draining(sem));
-	CHECK_EQ_INT(sem_trywait(&writer_in), -1);
-	cpuhp_rwsem_reader_unlock(r); /* sees a writer coming: wakes it */
-	sem_wait(&writer_in);
-	pthread_join(w, NULL);
-	/* And a handle reader waits for a writer that holds the lock. */
-	cpuhp_rwsem_write_lock(sem);
-	CHECK(!cpuhp_rwsem_read_trylock(sem));
-	cpuhp_rwsem_write_unlock(sem);
-	cpuhp_rwsem_reader_lock(r);
-	CHECK_EQ_INT(lw_readers(sem), 1);
-	cpuhp_rwsem_reader_unlock(r);
-	cpuhp_rwsem_free(sem);
-}
-
 /*
  * The forking thread's handle still works in the child (the child keeps the
  * parent's membarrier mode): a reader through it holds off a writer there.
@@ -236,12 +250,11 @@ int main(void)
 		return 77;
 	}
 	RUN_TEST(inline_readers_count_in_their_slot_without_leaving_idle);
-	RUN_TEST(writer_waits_for_inline_reader_and_its_unlock_wakes_it);
-	RUN_TEST(inline_reader_waits_while_writer_holds);
+	RUN_TEST(writer_waits_for_each_inline_reader_and_its_unlock_wakes_it);
+	RUN_TEST(each_inline_reader_waits_while_writer_holds);
 	RUN_TEST(inline_paths_while_a_writer_just_left_go_through_the_library);
 	RUN_TEST(inline_path_falls_back_to_the_library_past_the_first_64_locks);
 	RUN_TEST(reader_handle_counts_in_this_threads_slot_for_any_lock);
-	RUN_TEST(writer_waits_for_handle_reader_and_its_unlock_wakes_it);
 #ifdef CHECK_UNDER_TSAN
 	printf("# SKIP reader_handle_keeps_working_in_a_fork_child: ThreadSanitizer does not "
 	       "support threads started after a multi-threaded fork\n");
