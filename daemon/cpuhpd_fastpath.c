@@ -232,7 +232,7 @@ static void fast_thread(void *arg)
 		}
 		phase = fp->want;
 		uv_mutex_unlock(&fp->lock);
-		/* Q: every reader thread executes a full barrier in here. */
+		/* Q: every reader thread executes a full barrier in here (pairs with P, T). */
 		if (membarrier(barrier_cmd(fp->mode))) {
 			err = errno;
 			/* GLOBAL needs no registration and is at least as strong. */
@@ -306,6 +306,11 @@ static void async_cb(uv_async_t *a)
 	/* Stale when the gate opened (and maybe closed again) since it was asked. */
 	if (!fp->blocked || fp->counted || done < fp->phase)
 		return;
+	/*
+	 * Q, the sums' side (pairs with P and T): the membarrier returned
+	 * before this (fp->lock orders it); the fence keeps every load of the
+	 * sums after it on this thread too.
+	 */
 	atomic_thread_fence(memory_order_seq_cst);
 	count_all(d);
 	if (!fp->undrained)
@@ -325,7 +330,10 @@ void cpuhpd_fastpath_block(struct cpuhpd *d)
 	fp->blocked = true;
 	fp->counted = false;
 	fp->phase++;
-	/* Q (and V): "blocked" before the barrier, the sums and any later grant. */
+	/*
+	 * Q (pairs with P and T), and V: "blocked" before the barrier, the sums
+	 * and any later grant.
+	 */
 	atomic_store_explicit(&fp->hdr->state, fp->open | CPUHP_FAST_BLOCKED, memory_order_seq_cst);
 	if (!fp->nregions) {
 		/* Nobody to order: regions granted from now on hold nothing (V). */
@@ -334,6 +342,7 @@ void cpuhpd_fastpath_block(struct cpuhpd *d)
 		return;
 	}
 	if (fp->mode == CPUHPD_FAST_FENCE) {
+		/* Q in FENCE mode: "blocked", fence, sums; pairs with the readers' fences P, T. */
 		atomic_thread_fence(memory_order_seq_cst);
 		count_all(d);
 		return;
@@ -353,7 +362,7 @@ void cpuhpd_fastpath_unblock(struct cpuhpd *d)
 		return;
 	fp->blocked = false;
 	fp->counted = false;
-	/* U: the hotplug's section before "open". */
+	/* U: the hotplug's section before "open"; pairs with P's acquire load of the state. */
 	atomic_store_explicit(&fp->hdr->state, d->stopping ? CPUHP_FAST_STOPPED : fp->open,
 	                      memory_order_release);
 }
@@ -515,7 +524,11 @@ void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c)
 	if (!r)
 		return;
 	c->fast = NULL;
-	/* A client still running (we closed it) must not count leases nobody reads. */
+	/*
+	 * A client still running (we closed it) must not count leases nobody
+	 * reads.  No partner: a flag the client loads relaxed, nothing is
+	 * published with it.
+	 */
 	atomic_store_explicit(&r->map->head.revoked, 1, memory_order_release);
 	cpuhpd_list_del(&r->node);
 	fp->nregions--;
@@ -655,6 +668,7 @@ int cpuhpd_fastpath_start(struct cpuhpd *d)
 	}
 	fp->open = (uint32_t)fp->tid;
 	fp->hdr->open = fp->open;
+	/* No partner: clients map the header only after a grant, which comes after this. */
 	atomic_store_explicit(&fp->hdr->state, fp->open, memory_order_release);
 	cpuhpd_info("fast path on: %s", mode_name(fp->mode));
 	return 0;
@@ -664,6 +678,11 @@ void cpuhpd_fastpath_stop(struct cpuhpd *d)
 {
 	struct cpuhpd_fastpath *fp = &d->fast;
 
+	/*
+	 * No partner: nothing is published with "stopped"; a reader that still
+	 * sees "open" holds a lease no hotplug waits for (none starts once
+	 * stopping), and "blocked" already kept readers out of a running one.
+	 */
 	if (fp->mode != CPUHPD_FAST_OFF)
 		atomic_store_explicit(&fp->hdr->state, CPUHP_FAST_STOPPED, memory_order_seq_cst);
 }

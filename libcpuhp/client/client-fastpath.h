@@ -89,7 +89,10 @@ void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
 
 static inline void cpuhp__fast_add(const struct cpuhp__fast_tls *t, int32_t v)
 {
-	/* Release: for the decrement, R (the section before it); free on x86. */
+	/*
+	 * R, for the decrement: release, the section before it; pairs with S
+	 * (the daemon's acquire loads in its sums).  Free on x86.
+	 */
 	if (__builtin_expect(t->slot == 0, 0))
 		atomic_fetch_add_explicit(t->count, v, memory_order_release);
 	else
@@ -98,7 +101,10 @@ static inline void cpuhp__fast_add(const struct cpuhp__fast_tls *t, int32_t v)
 		                      memory_order_release);
 }
 
-/* P and T: the slot update before the load of the state. */
+/*
+ * P and T: the slot update before the load of the state; pair with Q (the
+ * daemon stores "blocked", then its membarrier or fence, then sums).
+ */
 static inline void cpuhp__fast_order(const struct cpuhp__fast *f)
 {
 	if (__builtin_expect(f->fence, 0))
@@ -130,7 +136,10 @@ static inline bool cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fas
 		return false;
 	cpuhp__fast_add(t, 1);
 	cpuhp__fast_order(f); /* P */
-	/* Acquire: pairs with U, what a hotplug did before "open" is visible to the section. */
+	/*
+	 * Acquire: pairs with U, what a hotplug did before "open" is visible to
+	 * the section.  ->revoked is a flag with no partner (relaxed).
+	 */
 	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_acquire) ==
 	                             f->open &&
 	                         !atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed),

@@ -374,7 +374,10 @@ int cpuhp__client_fast_setup(struct cpuhp_client *c)
 	f->serial = atomic_fetch_add(&next_serial, 1) + 1;
 	pthread_once(&atfork_once, atfork_register);
 	c->fast_refused = false;
-	/* Release: lease calls on other threads read it without the lock. */
+	/*
+	 * Release: lease calls on other threads read it without the lock; pairs
+	 * with their acquire loads of c->fast (client.c).
+	 */
 	atomic_store_explicit(&c->fast, f, memory_order_release);
 	return 0;
 }
