@@ -164,22 +164,27 @@ static void queue_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len, size_
 	c->queued++;
 }
 
-void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp)
+/* Frame @resp; a reply that cannot be encoded closes @c.  Return: 0 or -errno. */
+static int pack(struct cpuhpd_conn *c, const Cpuhp__Response *resp, uint8_t **frame, size_t *len)
 {
-	uint8_t *frame;
-	size_t len;
-	int err;
+	int err = cpuhp_frame_pack_response(resp, frame, len);
 
-	if (c->closing)
-		return;
-	err = cpuhp_frame_pack_response(resp, &frame, &len);
 	if (err) {
 		char why[128];
 
 		snprintf(why, sizeof(why), "cannot encode a reply: %s", strerror(-err));
 		cpuhpd_conn_close(c, why);
-		return;
 	}
+	return err;
+}
+
+void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp)
+{
+	uint8_t *frame;
+	size_t len;
+
+	if (c->closing || pack(c, resp, &frame, &len))
+		return;
 	send_frame(c, frame, len);
 }
 
@@ -201,14 +206,9 @@ int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, con
 	/* Anything queued would go first and the descriptors with the wrong bytes. */
 	if (c->queued || nfds > CPUHPD_CONN_MAX_FDS || uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0)
 		return -EAGAIN;
-	err = cpuhp_frame_pack_response(resp, &frame, &len);
-	if (err) {
-		char why[128];
-
-		snprintf(why, sizeof(why), "cannot encode a reply: %s", strerror(-err));
-		cpuhpd_conn_close(c, why);
+	err = pack(c, resp, &frame, &len);
+	if (err)
 		return err;
-	}
 	iov.iov_base = frame;
 	iov.iov_len = len;
 	mh.msg_iov = &iov;
