@@ -341,54 +341,48 @@ static struct idcount *idc(struct reference *ref, uint64_t id)
 	return &ref->ids[ref->nids++];
 }
 
-/* Read the stream as the daemon must: requests up to the first error that closes. */
+/*
+ * Read the stream as the daemon must: requests up to the first error that
+ * closes, framed by the daemon's own decoder (proto/frame.c, tested apart).
+ */
 static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 {
+	struct cpuhp_frame_decoder dec;
 	size_t pos = 0;
 	bool hello = false;
 
-	ref->clean = true;
+	ref->clean = false;
+	cpuhp_frame_decoder_init(&dec, 0);
 	while (pos < n) {
+		const uint8_t *payload;
+		size_t plen;
+		ssize_t used = cpuhp_frame_decoder_feed(&dec, s + pos, n - pos, &payload, &plen);
 		Cpuhp__Request *req;
 		struct idcount *ic;
-		uint32_t len;
+		bool closes;
 
-		if (n - pos < CPUHP_FRAME_HDR) {
-			ref->clean = false; /* truncated prefix */
-			return;
-		}
-		len = (uint32_t)s[pos] << 24 | (uint32_t)s[pos + 1] << 16 |
-		      (uint32_t)s[pos + 2] << 8 | s[pos + 3];
-		if (len == 0 || len > CPUHP_FRAME_MAX || n - pos - CPUHP_FRAME_HDR < len) {
-			ref->clean = false;
-			return;
-		}
-		if (cpuhp_frame_unpack_request(s + pos + CPUHP_FRAME_HDR, len, &req)) {
-			ref->clean = false;
-			return;
-		}
-		pos += CPUHP_FRAME_HDR + len;
+		if (used < 0)
+			goto out; /* a length of 0 or over the maximum */
+		pos += (size_t)used;
+		if (!payload)
+			continue; /* the stream ends inside a frame */
+		if (cpuhp_frame_unpack_request(payload, plen, &req))
+			goto out;
 		ref->nrequests++;
 		ic = idc(ref, req->id);
 		ic->requests++;
-		if (!hello &&
-		    (req->body_case != CPUHP__REQUEST__BODY_HELLO || req->hello->version < 1)) {
-			/* Answered with its id, then the connection closes. */
-			ref->clean = false;
+		/*
+		 * A Hello of an unsupported version, or anything but a Hello
+		 * first, is answered with its id, then the connection closes.
+		 */
+		closes =
+		    req->body_case == CPUHP__REQUEST__BODY_HELLO ? req->hello->version < 1 : !hello;
+		if (closes) {
 			cpuhp__request__free_unpacked(req, NULL);
-			return;
+			goto out;
 		}
+		hello = true;
 		switch (req->body_case) {
-		case CPUHP__REQUEST__BODY_HELLO:
-			hello = true;
-			/* A later Hello with an unsupported version also closes. */
-			if (req->hello->version < 1) {
-				ref->clean = false;
-				cpuhp__request__free_unpacked(req, NULL);
-				return;
-			}
-			ic->must_answer++;
-			break;
 		case CPUHP__REQUEST__BODY_LEASE_ACQUIRE:
 		case CPUHP__REQUEST__BODY_SET_ONLINE:
 		case CPUHP__REQUEST__BODY_FAST_WAKE: /* never answered */
@@ -399,6 +393,9 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		}
 		cpuhp__request__free_unpacked(req, NULL);
 	}
+	ref->clean = cpuhp_frame_decoder_idle(&dec);
+out:
+	cpuhp_frame_decoder_fini(&dec);
 }
 
 static void check_response(const Cpuhp__Response *r, struct reference *ref, bool last)
