@@ -4,13 +4,10 @@
 connection that abuses the fast path's memory) and fastlease-torture, and a
 daemon started with a chosen --fast-path mode.
 
-Like fixture.Probe, each command is one line out and one JSON line back, so
-a test orders events by the answers it waits for, never by time."""
-import json
-import os
-import subprocess
-
+Each tool is a fixture.Lines, like cpuhpd-probe: one command line out, one
+JSON line back."""
 import fixture
+from fixture import Lines
 
 FASTCLIENT = fixture.BUILD / 'tests' / 'daemon' / 'fastlease-client'
 FASTRAW = fixture.BUILD / 'tests' / 'daemon' / 'fastlease-raw'
@@ -20,35 +17,6 @@ FAST_BIT = 1 << 63
 
 # --fast-path modes this kernel can run (a forced mode it cannot is a start error).
 MODES = ('expedited', 'global', 'fence')
-
-
-class Lines:
-    """A process answering one JSON line per command line."""
-
-    def __init__(self, argv, env=None):
-        self.proc = subprocess.Popen([str(a) for a in argv], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1,
-                                     env=dict(os.environ, **(env or {})))
-        self.pid = self.proc.pid
-
-    def __call__(self, line):
-        self.proc.stdin.write(line + '\n')
-        self.proc.stdin.flush()
-        out = self.proc.stdout.readline()
-        if not out:
-            raise AssertionError(f'{self.proc.args[0]} died (exit {self.proc.wait()}) on: {line}')
-        return json.loads(out)
-
-    def close(self):
-        """EOF on stdin; Return: the exit status."""
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-        return self.proc.wait(timeout=fixture.GUARD_S)
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 class FastClient(Lines):

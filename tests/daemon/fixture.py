@@ -145,13 +145,15 @@ class Daemon:
             s.sendto(msg, self.uevent_socket)
 
 
-class Probe:
-    """cpuhpd-probe: named connections driven one command (one JSON line) at a time."""
+class Lines:
+    """A process answering one JSON line per command line (cpuhpd-probe and the
+    fast-lease tools): a test orders events by the answers it waits for."""
 
-    def __init__(self, socket_path, prefix_argv=()):
-        self.proc = subprocess.Popen(list(prefix_argv) + [str(PROBE), str(socket_path)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     bufsize=1)
+    def __init__(self, argv, env=None, name=None):
+        argv = [str(a) for a in argv]
+        self.name = name or pathlib.Path(argv[0]).name
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1, env=dict(os.environ, **(env or {})))
         self.pid = self.proc.pid
 
     def __call__(self, line):
@@ -159,8 +161,26 @@ class Probe:
         self.proc.stdin.flush()
         out = self.proc.stdout.readline()
         if not out:
-            raise AssertionError(f'cpuhpd-probe died (exit {self.proc.wait()}) on: {line}')
+            raise AssertionError(f'{self.name} died (exit {self.proc.wait()}) on: {line}')
         return json.loads(out)
+
+    def close(self):
+        """EOF on stdin; Return: the exit status."""
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+        return self.proc.wait(timeout=GUARD_S)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Probe(Lines):
+    """cpuhpd-probe: named connections driven one command (one JSON line) at a time."""
+
+    def __init__(self, socket_path, prefix_argv=()):
+        super().__init__(list(prefix_argv) + [PROBE, socket_path], name='cpuhpd-probe')
 
     # Shorthands.  Each returns the decoded answer.
     def connect(self, name):
@@ -188,16 +208,6 @@ class Probe:
         r = self.call(name, 'acquire', timeout_ms)
         assert r['kind'] == 'lease_granted', r
         return r['lease_id']
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=GUARD_S)
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def error_code(r):
