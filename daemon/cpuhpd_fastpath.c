@@ -700,6 +700,8 @@ void cpuhpd_fastpath_close(struct cpuhpd *d)
 	uv_thread_join(&fp->thread);
 	fp->running = false;
 	uv_close((uv_handle_t *)&fp->async, NULL);
+	uv_cond_destroy(&fp->cond);
+	uv_mutex_destroy(&fp->lock);
 	munmap(fp->hdr, CPUHP_FAST_HEADER_SIZE);
 	close(fp->hdr_fd);
 	fp->hdr = NULL;
