@@ -45,24 +45,18 @@ def sim4(tmp):
     return fixture.SimSysfs(tmp / 'sys', cpus='0-3')
 
 
-def _daemon(tmp, root, request, args=()):
-    d = fixture.Daemon(tmp, root, args=args)
-    d.start()
+@pytest.fixture
+def daemon(tmp, sim):
+    d = fixture.Daemon(tmp, sim.root).start()
     yield d
-    rc = d.stop()
-    print(d.log())
-    # Every test also proves that the daemon stops cleanly after it.
-    assert rc == 0, f'cpuhpd exited with {rc} after the test'
+    d.stop_clean()
 
 
 @pytest.fixture
-def daemon(tmp, sim, request):
-    yield from _daemon(tmp, sim.root, request)
-
-
-@pytest.fixture
-def daemon4(tmp, sim4, request):
-    yield from _daemon(tmp, sim4.root, request)
+def daemon4(tmp, sim4):
+    d = fixture.Daemon(tmp, sim4.root).start()
+    yield d
+    d.stop_clean()
 
 
 @pytest.fixture

@@ -73,9 +73,3 @@ def fast_daemon(tmp, sim_root, mode=None, args=()):
     """A started fixture.Daemon with --fast-path @mode (None: the default, auto)."""
     extra = list(args) + (['--fast-path', mode] if mode else [])
     return fixture.Daemon(tmp, sim_root, args=extra).start()
-
-
-def stop_clean(d):
-    rc = d.stop()
-    print(d.log())
-    assert rc == 0, f'cpuhpd exited with {rc}'

@@ -132,6 +132,13 @@ class Daemon:
             self.proc.send_signal(sig)
         return self.wait() if self.proc else None
 
+    def stop_clean(self):
+        """stop(), print the log, and assert that the daemon stopped cleanly:
+        every test also proves that, after whatever it did."""
+        rc = self.stop()
+        print(self.log())
+        assert rc == 0, f'cpuhpd exited with {rc}'
+
     def kill(self):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()

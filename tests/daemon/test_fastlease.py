@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 import fixture
-from fastlib import FAST_BIT, MODES, FastClient, fast_daemon, stop_clean
+from fastlib import FAST_BIT, MODES, FastClient, fast_daemon
 from fixture import error_code
 
 LONG = 20000  # ms: "wait until it happens"; a failure shows as ETIMEDOUT, not as a hang
@@ -28,7 +28,7 @@ SHORT = 300   # ms: a hotplug that must time out behind a lease
 def mdaemon(request, tmp, sim):
     d = fast_daemon(tmp, sim.root, request.param)
     yield d
-    stop_clean(d)
+    d.stop_clean()
 
 
 @pytest.fixture
@@ -237,7 +237,7 @@ def test_fast_path_off_in_the_daemon_or_the_client_gives_socket_leases(tmp, sim)
         assert s['fast_path'] == 'off' and s['fast_connections'] == 0 and s['leases_held'] == 1
         c.kill()
     finally:
-        stop_clean(d)
+        d.stop_clean()
     d = fast_daemon(tmp, sim.root)
     try:
         c = FastClient(d.socket, env={'CPUHP_CLIENT_FAST_PATH': '0'})
@@ -247,7 +247,7 @@ def test_fast_path_off_in_the_daemon_or_the_client_gives_socket_leases(tmp, sim)
         assert c.status('a')['fast_connections'] == 0
         c.kill()
     finally:
-        stop_clean(d)
+        d.stop_clean()
 
 
 def test_cpuhpctl_status_shows_the_fast_lease_hold_takes(daemon):

@@ -11,7 +11,7 @@ import json
 import pytest
 
 import fixture
-from fastlib import MODES, TORTURE, Lines, fast_daemon, stop_clean
+from fastlib import MODES, TORTURE, Lines, fast_daemon
 
 PROCESSES = 3
 THREADS = 3
@@ -49,7 +49,7 @@ def test_readers_never_see_the_online_file_change_under_a_lease(tmp, sim, mode):
         probe.kill()
         for r in readers:
             r.kill()
-        stop_clean(d)
+        d.stop_clean()
 
 
 def test_the_check_sees_a_change_without_a_lease(daemon, sim, probe):

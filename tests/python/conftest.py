@@ -61,13 +61,9 @@ def sim(tmp):
 
 @pytest.fixture
 def daemon(tmp, sim):
-    d = fixture.Daemon(tmp, sim.root)
-    d.start()
+    d = fixture.Daemon(tmp, sim.root).start()
     yield d
-    rc = d.stop()
-    print(d.log())
-    # Every test also proves that the daemon stops cleanly after it.
-    assert rc == 0, f'cpuhpd exited with {rc} after the test'
+    d.stop_clean()
 
 
 @pytest.fixture
