@@ -8,12 +8,10 @@ count it writes into its own slots delays a hotplug at most until that
 hotplug's timeout, and cannot cancel another client's lease.  When cpuhpd
 closes the connection, stops or dies, the fast path refuses leases."""
 import errno
-import os
 import signal
 
 import pytest
 
-import fixture
 from fastlib import FAST_BIT, FastClient, Raw, fast_daemon
 from fixture import error_code
 

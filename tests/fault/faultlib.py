@@ -298,10 +298,9 @@ def kill_after(procs, wants):
     return [o.decode() for o in out]
 
 
-
 def check_invariants(rig, rnd, row):
     """The checks after every fault.  Return: nothing; asserts say what broke."""
-    led, p, sim = rig.ledger, rig.probe, rig.sim
+    led, sim = rig.ledger, rig.sim
     assert rig.daemon.proc.poll() is None, f'cpuhpd died:\n{rig.daemon.log()}'
     w, h = rig.name('w'), rig.name('h')
     led.connect(w)
