@@ -11,12 +11,9 @@ import re
 import signal
 import subprocess
 import sys
-import time
-
-import pytest
 
 import fixture
-from conftest import GUARD_S
+from conftest import GUARD_S, wait_until
 
 EXAMPLES = fixture.BUILD / 'examples'
 READERS = EXAMPLES / 'readers'
@@ -37,12 +34,10 @@ def ctl_status(socket_path):
 
 
 def wait_writer_waiting(socket_path):
-    deadline = time.monotonic() + GUARD_S
-    while time.monotonic() < deadline:
+    def waiting():
         s = ctl_status(socket_path)
-        if s['writer'].startswith('waiting'):
-            return s
-    raise AssertionError(f'no hotplug waiting after {GUARD_S} s')
+        return s if s['writer'].startswith('waiting') else None
+    return wait_until('a hotplug waiting', waiting)
 
 
 # --- readers.c --------------------------------------------------------------------
@@ -78,13 +73,25 @@ def test_readers_refuses_bad_arguments_saying_what_it_wants():
 
 # --- lease.c ----------------------------------------------------------------------
 
-@pytest.fixture
-def daemon(tmp, sim):
-    d = fixture.Daemon(tmp, sim.root).start()
-    yield d
-    rc = d.stop()
-    print(d.log())
-    assert rc == 0, f'cpuhpd exited with {rc}'
+def paused_lease(socket_path):
+    """lease --pause, once it holds its lease and waits in its critical section."""
+    holder = subprocess.Popen([str(LEASE), '--socket', socket_path, '--pause'],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = ''
+    while not line.startswith('lease: pausing'):
+        line = holder.stdout.readline()
+        if not line:
+            holder.kill()
+            raise AssertionError(f'lease ended (exit {holder.wait()}) before its critical '
+                                 'section')
+    return holder
+
+
+def offline(socket_path, cpu):
+    """cpuhpctl offline @cpu, started: it waits behind any lease held."""
+    return subprocess.Popen([str(fixture.CPUHPCTL), '--socket', socket_path, 'offline',
+                             '--timeout', str(GUARD_S * 1000), str(cpu)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_lease_example_holds_a_lease_around_its_critical_section(daemon):
@@ -105,16 +112,9 @@ def test_lease_example_finds_the_daemon_through_cpuhp_socket(daemon):
 
 
 def test_a_hotplug_waits_for_the_lease_example_and_runs_once_it_leaves(daemon, sim):
-    holder = subprocess.Popen([str(LEASE), '--socket', daemon.socket, '--pause'],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = paused_lease(daemon.socket)
     try:
-        line = ''
-        while not line.startswith('lease: pausing'):
-            line = holder.stdout.readline()
-            assert line, 'lease ended before its critical section'
-        hp = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon.socket, 'offline',
-                               '--timeout', str(GUARD_S * 1000), '3'],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        hp = offline(daemon.socket, 3)
         s = wait_writer_waiting(daemon.socket)
         assert s['leases held'] == '1' and sim.read_online(3) == '1'
         out, _ = holder.communicate('\n', timeout=GUARD_S)
@@ -129,14 +129,9 @@ def test_a_hotplug_waits_for_the_lease_example_and_runs_once_it_leaves(daemon, s
 
 
 def test_a_killed_lease_example_lets_the_waiting_hotplug_through(daemon, sim):
-    holder = subprocess.Popen([str(LEASE), '--socket', daemon.socket, '--pause'],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = paused_lease(daemon.socket)
     try:
-        while not holder.stdout.readline().startswith('lease: pausing'):
-            assert holder.poll() is None
-        hp = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon.socket, 'offline',
-                               '--timeout', str(GUARD_S * 1000), '2'],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        hp = offline(daemon.socket, 2)
         wait_writer_waiting(daemon.socket)
         holder.send_signal(signal.SIGKILL)
         out, _ = hp.communicate(timeout=GUARD_S)
