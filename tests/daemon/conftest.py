@@ -3,6 +3,7 @@
 SKIP) for a file whose every test skipped, so that a skip shows as one."""
 import pytest
 
+import fastlib
 import fixture
 
 _outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
@@ -66,3 +67,11 @@ def probe(request):
     p = fixture.Probe(d.socket)
     yield p
     p.kill()
+
+
+@pytest.fixture
+def client(daemon):
+    """fastlease-client (libcpuhp-client driven line by line) on `daemon`."""
+    c = fastlib.FastClient(daemon.socket)
+    yield c
+    c.kill()

@@ -45,13 +45,6 @@ def mclient(mdaemon):
     c.kill()
 
 
-@pytest.fixture
-def client(daemon):
-    c = FastClient(daemon.socket)
-    yield c
-    c.kill()
-
-
 def hold(c, handle='a', thread='t'):
     c.connect(handle)
     c.thread(thread, handle)

@@ -29,13 +29,6 @@ def raw(daemon):
     r.kill()
 
 
-@pytest.fixture
-def client(daemon):
-    c = FastClient(daemon.socket)
-    yield c
-    c.kill()
-
-
 def test_header_cannot_be_written_by_a_client_in_any_way(raw):
     r = raw('hdrwrite')
     # F_SEAL_FUTURE_WRITE: no new writable mapping, no write(), even through a new open.
