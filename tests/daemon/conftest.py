@@ -5,19 +5,7 @@ import pytest
 
 import fastlib
 import fixture
-
-_outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
-
-
-def pytest_runtest_logreport(report):
-    if report.when == 'call' or report.outcome != 'passed':
-        _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1
-
-
-def pytest_sessionfinish(session, exitstatus):
-    if exitstatus == 0 and _outcomes['skipped'] and not _outcomes['passed'] \
-            and not _outcomes['failed']:
-        session.exitstatus = 77
+from skipstatus import pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401 (hooks)
 
 
 @pytest.fixture

@@ -14,24 +14,9 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'daemon'))
 import fixture  # noqa: E402  (tests/daemon/fixture.py)
+from skipstatus import pytest_runtest_logreport, pytest_sessionfinish  # noqa: E402,F401 (hooks)
 
 GUARD_S = fixture.GUARD_S
-
-_outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
-
-
-def pytest_runtest_logreport(report):
-    if report.when == 'call' or report.outcome != 'passed':
-        _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1
-
-
-def pytest_sessionfinish(session, exitstatus):
-    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print('\nno test ran: the test file or -k expression in tests/python/meson.build '
-              'or examples/meson.build names nothing', file=sys.stderr)
-    elif exitstatus == 0 and _outcomes['skipped'] and not _outcomes['passed'] \
-            and not _outcomes['failed']:
-        session.exitstatus = 77
 
 
 def wait_until(what, pred):
