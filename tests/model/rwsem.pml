@@ -519,7 +519,7 @@ proctype reader(byte me)
 			fi;
 			/*
 			 * Not idle: fast_inc_writer_coming() (also the inline
-			 * lock's cpuhp__rwsem_read_lock_backout()).  The
+			 * lock's cpuhp__rwsem_read_lock_writer_coming()).  The
 			 * increment stands: A, then load ->block, as in
 			 * read_trylock_slow().  The barrier only empties our
 			 * buffer, and a drain at any earlier moment is the
