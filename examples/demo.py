@@ -35,9 +35,9 @@ import time
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
-CPUHPD = BUILD / 'daemon' / 'cpuhpd'
-CPUHPCTL = BUILD / 'daemon' / 'cpuhpctl'
-SIMSYSFS = BUILD / 'daemon' / 'cpuhpd-simsysfs'
+CPUHPD = BUILD / 'daemon' / 'cpuhpd' / 'cpuhpd'
+CPUHPCTL = BUILD / 'daemon' / 'cpuhpctl' / 'cpuhpctl'
+SIMSYSFS = BUILD / 'daemon' / 'simsysfs' / 'cpuhpd-simsysfs'
 GUARD_S = 30  # a stuck step is a bug: give up after this long rather than hang
 
 T0 = time.monotonic()

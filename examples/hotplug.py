@@ -32,6 +32,8 @@ import time
 SOURCE = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
 GUARD_S = 30  # a step that takes longer than this is a bug: stop rather than hang
+CPUHPD = BUILD / 'daemon' / 'cpuhpd' / 'cpuhpd'
+SIMSYSFS = BUILD / 'daemon' / 'simsysfs' / 'cpuhpd-simsysfs'
 
 try:
     import cpuhp
@@ -55,15 +57,15 @@ class PrivateDaemon:
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix='cpuhp-example-'))
         self.socket = str(self.tmp / 'cpuhpd.sock')
         self.proc = None
-        for prog in ('cpuhpd', 'cpuhpd-simsysfs'):
-            if not os.access(BUILD / 'daemon' / prog, os.X_OK):
-                raise SystemExit(f'hotplug.py: {BUILD / "daemon" / prog} is missing: build '
+        for prog in (CPUHPD, SIMSYSFS):
+            if not os.access(prog, os.X_OK):
+                raise SystemExit(f'hotplug.py: {prog} is missing: build '
                                  'first (meson setup build && ninja -C build), or pass '
                                  '--socket to use a running cpuhpd')
 
     def start(self):
         root = self.tmp / 'sys'
-        subprocess.run([str(BUILD / 'daemon' / 'cpuhpd-simsysfs'), '--cpus', '0-3', str(root)],
+        subprocess.run([str(SIMSYSFS), '--cpus', '0-3', str(root)],
                        check=True)
         # cpuhpd says READY=1 on $NOTIFY_SOCKET (sd_notify) once it listens.
         notify_path = str(self.tmp / 'notify.sock')
@@ -71,7 +73,7 @@ class PrivateDaemon:
             notify.bind(notify_path)
             self.log = open(self.tmp / 'cpuhpd.log', 'w')
             self.proc = subprocess.Popen(
-                [str(BUILD / 'daemon' / 'cpuhpd'), '--socket', self.socket, '--sysfs-root',
+                [str(CPUHPD), '--socket', self.socket, '--sysfs-root',
                  str(root), '--no-netlink'],
                 stderr=self.log, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
             while True:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The memory of the fast path, the one description shared by cpuhpd
- * (daemon/cpuhpd_fastpath.c, which writes the argument for its safety) and
+ * (daemon/cpuhpd/fastlease.c, which writes the argument for its safety) and
  * libcpuhp-client (libcpuhp/client/fastpath.c).  FRAMING.md says how the two
  * memfds travel.
  *

@@ -19,9 +19,9 @@ import tempfile
 SOURCE = pathlib.Path(os.environ.get('CPUHP_SOURCE_ROOT',
                                      pathlib.Path(__file__).resolve().parents[2]))
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
-CPUHPD = BUILD / 'daemon' / 'cpuhpd'
-CPUHPCTL = BUILD / 'daemon' / 'cpuhpctl'
-SIMSYSFS = BUILD / 'daemon' / 'cpuhpd-simsysfs'
+CPUHPD = BUILD / 'daemon' / 'cpuhpd' / 'cpuhpd'
+CPUHPCTL = BUILD / 'daemon' / 'cpuhpctl' / 'cpuhpctl'
+SIMSYSFS = BUILD / 'daemon' / 'simsysfs' / 'cpuhpd-simsysfs'
 PROBE = BUILD / 'tests' / 'daemon' / 'cpuhpd-probe'
 
 # How long a test may wait for the daemon to start or stop before calling it

@@ -184,7 +184,7 @@ def test_systemd_units_pass_systemd_analyze_verify(tmp):
     tool = shutil.which('systemd-analyze')
     if not tool:
         pytest.skip('systemd-analyze is not installed: the units were not linted')
-    units = fixture.BUILD / 'daemon'
+    units = fixture.BUILD / 'daemon' / 'cpuhpd'
     for name in ('cpuhpd.service', 'cpuhpd.socket'):
         text = (units / name).read_text()
         # Point ExecStart at the built binary: verify checks that it exists.

@@ -51,8 +51,8 @@
 #include "frame.h"
 
 #include "cpuhpd.h"
-#include "cpuhpd_conn.h"
-#include "cpuhpd_log.h"
+#include "conn.h"
+#include "log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -74,7 +74,7 @@ static char tmpdir[64];
 static char sock_path[96];
 static bool log_on;
 
-/* ---- the log, replacing cpuhpd_log.c: every line is formatted, printed on demand ---- */
+/* ---- the log, replacing daemon/cpuhpd/log.c: every line is formatted, printed on demand ---- */
 
 void cpuhpd_log_set_verbose(bool v)
 {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A Promela model of fast leases: the cross-process read side of the
- * hotplug lock, with cpuhpd as the writer (daemon/cpuhpd_fastpath.c,
+ * hotplug lock, with cpuhpd as the writer (daemon/cpuhpd/fastlease.c,
  * libcpuhp/client/fastpath.c, proto/fastpath.h), checked with spin by
  * run.py beside this file.  README.md maps every part to the C code; the
  * barrier letters (P, Q, T, W, R, S, U, V) are those tabled at the top of
- * daemon/cpuhpd_fastpath.c.
+ * daemon/cpuhpd/fastlease.c.
  *
  * Processes: two client processes (client(0), client(1)), each with a
  * region of its own holding one slot, and the daemon's event loop
@@ -63,7 +63,7 @@ bit granted[NR_CLIENTS];  /* the lease grant frame, sent to client i */
 bit alive[NR_CLIENTS];     /* region in fast.regions */
 bit undrained[NR_CLIENTS]; /* struct cpuhpd_fast_region.undrained */
 bit counted;               /* fast.counted */
-byte leases;               /* socket leases held (cpuhpd_lease.c) */
+byte leases;               /* socket leases held (lease.c) */
 bit held[NR_CLIENTS];      /* client i holds a socket lease */
 bit waiting[NR_CLIENTS];   /* client i's acquire waits in the gate */
 bit gate_closed;           /* the lease gate is closed for a hotplug */
@@ -329,7 +329,7 @@ end_loop:
 		fi;
 		if
 		:: lconn[r]?ACQ ->
-			/* cpuhpd_lease.c: the gate grants, or queues (FIFO). */
+			/* lease.c: the gate grants, or queues (FIFO). */
 			if
 			:: gate_closed -> waiting[r] = 1; qd[r] = 1
 			:: else -> held[r] = 1; leases++; granted[r] = 1
@@ -347,7 +347,7 @@ end_loop:
 		fi;
 		r = 0
 	   }
-	/* ---- a hotplug (cpuhpd_hotplug.c with cpuhpd_fastpath.c) ---- */
+	/* ---- a hotplug (hotplug.c with fastlease.c) ---- */
 	:: atomic {
 		phase == IDLE && hp_left > 0 ->
 		/*

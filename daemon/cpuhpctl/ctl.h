@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpctl: the command-line client of cpuhpd.  main.c parses the
+ * command line and holds the helpers every command shares (connecting,
+ * reporting a failed call, choosing the exit code); each other file is
+ * one or two commands.  All of it goes through <cpuhp/client.h>.
+ */
+#ifndef CPUHPCTL_CTL_H
+#define CPUHPCTL_CTL_H
+
+#include <stdbool.h>
+
+#include <cpuhp/client.h>
+
+/* Exit codes: chcpu's three, then sysexits.h's for the two conditions a script must tell apart. */
+#define CPUHPCTL_EXIT_OK          0  /* every CPU done, or the command succeeded */
+#define CPUHPCTL_EXIT_FAILED      1  /* nothing done: refused, every CPU failed, ... */
+#define CPUHPCTL_EXIT_USAGE       2  /* bad command line */
+#define CPUHPCTL_EXIT_PARTIAL     64 /* some CPUs done, some failed */
+#define CPUHPCTL_EXIT_UNREACHABLE 69 /* EX_UNAVAILABLE: cannot talk to cpuhpd */
+#define CPUHPCTL_EXIT_TIMEDOUT    75 /* EX_TEMPFAIL: timed out behind leases or a hotplug */
+
+/* Wait for leases (online/offline) or for a hotplug (hold) this long by default. */
+#define CPUHPCTL_DEFAULT_TIMEOUT_MS 10000
+
+struct cpuhpctl {
+	const char *socket; /* --socket, or NULL for $CPUHP_SOCKET or the default */
+};
+
+/*
+ * Connect, or say why not and what to do on stderr.
+ * Return: 0, or the exit code to leave with.
+ */
+int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out);
+
+/*
+ * Report a failed call (what we tried, the daemon's words, a hint) on
+ * stderr.  Return: the exit code for @err.
+ */
+int cpuhpctl_fail(struct cpuhp_client *c, int err, const char *what);
+
+/* Parse --timeout's argument.  Return: 0, or -EINVAL with a message printed. */
+int cpuhpctl_parse_timeout(const char *arg, unsigned *out);
+
+/* @set as a range list in a new string ("" for the empty set); NULL on ENOMEM. */
+char *cpuhpctl_format(const struct cpuhp_cpuset *set);
+
+/* The commands: argv[0] is the command's name.  Return: the exit code. */
+int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online);
+int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv);
+
+#endif /* CPUHPCTL_CTL_H */

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cpuhpctl watch: print the daemon's events as they happen, one line each. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static void watch_usage(FILE *f)
+{
+	fprintf(f, "Usage: cpuhpctl watch [--count N]\n"
+	           "\n"
+	           "Print one line per event: a hotplug started or finished, the online set\n"
+	           "changed (\"external\" when done behind cpuhpd's back, e.g. by chcpu).\n"
+	           "The first line says the subscription is active.\n"
+	           "\n"
+	           "  -n, --count N  exit 0 after N events (default: run until killed)\n");
+}
+
+static void print_event(const struct cpuhp_client_event *ev)
+{
+	char *cpus = cpuhpctl_format(&ev->cpus);
+	char *other = cpuhpctl_format(
+	    ev->type == CPUHP_CLIENT_EVENT_ONLINE_CHANGED ? &ev->online_cpus : &ev->failed);
+	const char *dir = ev->online ? "online" : "offline";
+
+	if (!cpus || !other) {
+		printf("event (out of memory formatting it)\n");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_STARTED) {
+		printf("hotplug started: %s %s\n", dir, cpus);
+	} else if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_FINISHED) {
+		if (ev->ok)
+			printf("hotplug finished: %s %s: ok\n", dir, cpus);
+		else
+			printf("hotplug finished: %s %s: failed for %s\n", dir, cpus,
+			       other[0] ? other : "(none)");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_ONLINE_CHANGED) {
+		printf("online changed: %s%s\n", other[0] ? other : "(none)",
+		       ev->external ? " (external)" : "");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_LOST) {
+		printf("events lost: %u (run 'cpuhpctl status' for the current state)\n", ev->lost);
+	}
+	free(cpus);
+	free(other);
+}
+
+static int parse_count(const char *arg, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || *out == 0) {
+		fprintf(stderr, "cpuhpctl watch: --count wants a positive number, not '%s'\n", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"count", required_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	struct cpuhp_client_event *ev;
+	struct cpuhp_client *c;
+	unsigned long count = 0, seen = 0;
+	int opt, ret, err;
+
+	while ((opt = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
+		if (opt == 'n' && parse_count(optarg, &count) == 0)
+			continue;
+		watch_usage(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cpuhpctl watch: unexpected argument '%s'\n", argv[optind]);
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	ev = malloc(sizeof(*ev));
+	if (!ev) {
+		fprintf(stderr, "cpuhpctl: out of memory\n");
+		return CPUHPCTL_EXIT_FAILED;
+	}
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret) {
+		free(ev);
+		return ret;
+	}
+	/* Line by line, so a pipe reader sees each event when it happens. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	err = cpuhp_client_watch(c);
+	if (err < 0) {
+		ret = cpuhpctl_fail(c, err, "watch");
+		goto out;
+	}
+	printf("watching cpuhpd events\n");
+	while (!count || seen < count) {
+		err = cpuhp_client_next_event(c, -1, ev);
+		if (err < 0) {
+			ret = cpuhpctl_fail(c, err, "watch");
+			goto out;
+		}
+		print_event(ev);
+		seen++;
+	}
+	ret = CPUHPCTL_EXIT_OK;
+out:
+	cpuhp_client_close(c);
+	free(ev);
+	return ret;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One client connection: its socket, the frame decoder that reassembles
+ * requests, its bounded write queue, its peer credentials, and the state the
+ * other modules keep per client (leases held, requests waiting, watch).
+ *
+ * Lifetime: cpuhpd_conn_close() detaches the connection from every module at
+ * once (its leases end there, which may let a hotplug go on) and starts
+ * uv_close(); the memory goes in the close callback, so a pointer stays
+ * valid until the loop iteration ends.  Check ->closing before queueing
+ * anything new for a connection.  Loop thread only.
+ */
+#ifndef CPUHPD_CONN_H
+#define CPUHPD_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "cpuhp.pb-c.h"
+#include "frame.h"
+
+#include "list.h"
+
+/* Leases one connection may hold or wait for. */
+#define CPUHPD_CONN_MAX_LEASES 64
+/* Requests one connection may have waiting (lease acquires and hotplugs). */
+#define CPUHPD_CONN_MAX_PENDING 16
+/*
+ * Messages queued for a client beyond what its socket buffer took.  A client
+ * that stops reading (a stalled watcher) is disconnected at this bound
+ * instead of growing the daemon's memory.
+ */
+#define CPUHPD_CONN_MAX_QUEUED 1024
+
+struct cpuhpd;
+struct cpuhpd_fast_region;
+
+struct cpuhpd_peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	bool admin; /* may hotplug: uid 0 or a member of --admin-group */
+};
+
+struct cpuhpd_conn {
+	uv_pipe_t pipe;
+	struct cpuhpd *d;
+	struct cpuhpd_list node; /* in d->conns */
+	unsigned id;             /* for log lines */
+	struct cpuhpd_peer peer;
+	struct cpuhp_frame_decoder dec;
+	bool hello;   /* Hello answered: other requests allowed */
+	bool closing; /* detached from every module; uv_close() pending */
+
+	/* lease.c */
+	uint64_t leases[CPUHPD_CONN_MAX_LEASES];
+	unsigned nleases;
+	unsigned nwaiting_leases;
+	/* lease waits + hotplugs not yet answered (lease.c, hotplug.c) */
+	unsigned npending;
+
+	/* watch.c */
+	struct cpuhpd_list watch_node; /* in d->watchers while watching */
+	uint64_t watch_id;
+	uint64_t watch_seq; /* last event sent */
+	bool watching;
+
+	/* fastlease.c: this connection's region, NULL without the fast path */
+	struct cpuhpd_fast_region *fast;
+
+	unsigned queued; /* uv_write()s not yet completed */
+};
+
+/* Accept one pending connection on @server; answers EUSERS and closes it over the limit. */
+void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server);
+
+/* Send @resp.  On failure, or when the client stopped reading, the connection is closed. */
+void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp);
+
+/* Descriptors one frame may carry (cpuhpd_conn_send_fds). */
+#define CPUHPD_CONN_MAX_FDS 2
+
+/**
+ * cpuhpd_conn_send_fds() - send @resp with @fds (SCM_RIGHTS on its first byte).
+ *
+ * Only possible while nothing is queued for @c, since the descriptors must
+ * travel with this frame's bytes.  The caller keeps its descriptors.
+ * Return: 0 (sent, or queued after its first bytes); -EAGAIN: nothing was
+ * sent, @c is intact; another -errno: @c was closed.
+ */
+int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, const int *fds,
+                         unsigned nfds);
+
+/* Send an Error reply to request @id; @err is a positive errno. */
+void cpuhpd_conn_send_error(struct cpuhpd_conn *c, uint64_t id, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Send an Error (best effort), then close: for protocol violations. */
+void cpuhpd_conn_fail(struct cpuhpd_conn *c, uint64_t id, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Detach from every module and close; @why goes to the log (debug level if NULL). */
+void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why);
+
+#endif /* CPUHPD_CONN_H */

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpd: the daemon object that every module of the daemon shares.
+ *
+ * Threads: everything here belongs to the libuv loop thread, except what
+ * worker.h says the worker thread touches.  The loop thread never
+ * blocks on sysfs or on the hotplug lock.
+ */
+#ifndef CPUHPD_H
+#define CPUHPD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "cpus.h"
+#include "fastlease.h"
+#include "hotplug.h"
+#include "lease.h"
+#include "list.h"
+#include "server.h"
+#include "uevent.h"
+#include "watch.h"
+#include "worker.h"
+
+struct cpuhpd_options {
+	const char *socket_path;
+	const char *sysfs_root;
+	const char *admin_group; /* NULL: only uid 0 may hotplug */
+	gid_t admin_gid;
+	mode_t socket_mode;
+	unsigned max_connections;
+	const char *uevent_socket; /* NULL: kernel uevents only */
+	bool no_netlink;
+	bool verbose;
+	enum cpuhpd_fast_mode fast_path;
+};
+
+struct cpuhpd {
+	uv_loop_t *loop;
+	struct cpuhpd_options opt;
+	struct cpuhpd_server server;
+	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
+	unsigned nconns;
+	unsigned next_conn_id;
+	struct cpuhpd_leases leases;
+	struct cpuhpd_fastpath fast;
+	struct cpuhpd_hotplug hotplug;
+	struct cpuhpd_worker worker;
+	struct cpuhpd_watchers watch;
+	struct cpuhpd_uevent uevent;
+	/* Last view read by the worker; status answers from it, never from sysfs. */
+	struct cpuhpd_cpus view;
+	uv_signal_t sigterm, sigint;
+	bool stopping; /* cpuhpd_stop() ran: refuse new work */
+	bool stopped;  /* cpuhpd_stop_finish() ran: handles are closing */
+};
+
+/* Bring the services up in order (start.c): 0 or a negative errno, logged. */
+int cpuhpd_start(struct cpuhpd *d);
+
+/* Begin an orderly stop (signal, or fatal error after start): see stop.c. */
+void cpuhpd_stop(struct cpuhpd *d);
+
+/* Called when the last hotplug left the worker during a stop: close what remains. */
+void cpuhpd_stop_finish(struct cpuhpd *d);
+
+#endif /* CPUHPD_H */

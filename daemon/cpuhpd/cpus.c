@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The daemon's view of possible, present and online CPUs; see cpus.h. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cpus.h"
+
+int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **which)
+{
+	struct cpuhpd_cpus v;
+	int cpu = -1;
+	int err;
+
+	err = cpuhp_sysfs_read_mask(root, CPUHP_MASK_POSSIBLE, &v.possible);
+	if (err) {
+		*which = "possible";
+		return err;
+	}
+	err = cpuhp_sysfs_read_mask(root, CPUHP_MASK_PRESENT, &v.present);
+	if (err) {
+		*which = "present";
+		return err;
+	}
+	err = cpuhp_sysfs_read_mask(root, CPUHP_MASK_ONLINE, &v.online);
+	if (err) {
+		*which = "online";
+		return err;
+	}
+	/*
+	 * A cpuN/online that cannot be read (-ENOENT: not hotpluggable; or a
+	 * broken file) leaves the mask's answer in place: the daemon must still
+	 * report a state for that CPU, and a write to it will say what is wrong.
+	 */
+	while ((cpu = cpuhp_cpuset_next(&v.present, cpu)) >= 0) {
+		bool on;
+
+		if (cpuhp_sysfs_read_online(root, (unsigned)cpu, &on))
+			continue;
+		if (on)
+			cpuhp_cpuset_add(&v.online, (unsigned)cpu);
+		else
+			cpuhp_cpuset_del(&v.online, (unsigned)cpu);
+	}
+	*out = v;
+	return 0;
+}
+
+char *cpuhpd_cpus_to_str(const struct cpuhp_cpuset *set)
+{
+	/* Each CPU costs at most "8191," : the worst case (no ranges) fits. */
+	size_t len = (size_t)cpuhp_cpuset_count(set) * 5 + 1;
+	char *s = malloc(len);
+
+	if (s && cpuhp_cpuset_format(set, s, len) < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void cpuhpd_cpus_offline(const struct cpuhpd_cpus *v, struct cpuhp_cpuset *out)
+{
+	int cpu = -1;
+
+	cpuhp_cpuset_zero(out);
+	while ((cpu = cpuhp_cpuset_next(&v->possible, cpu)) >= 0)
+		if (!cpuhp_cpuset_has(&v->online, (unsigned)cpu))
+			cpuhp_cpuset_add(out, (unsigned)cpu);
+}

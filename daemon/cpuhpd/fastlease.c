@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Fast leases: the cross-process read side of the hotplug lock, with cpuhpd
+ * as the writer.
+ *
+ * Memory (proto/fastpath.h).  One header memfd for the daemon holds the
+ * state word; cpuhpd maps it writable once and then seals it
+ * F_SEAL_FUTURE_WRITE, so every client mapping is read-only, enforced by the
+ * kernel.  Each connection that asks gets a region memfd of its own, sealed
+ * against shrinking and growing (a client cannot make our reads fault) and
+ * against further seals: a head line that only cpuhpd writes (->revoked) and
+ * the client's slots, one cache line each.
+ *
+ * Security.  A client can write its own region and nothing else: not the
+ * header (read-only), not another client's slots (another memfd it never
+ * receives).  cpuhpd judges each region on its own (a region holds leases
+ * while its slots do not add up to zero, negative sums included), so a
+ * client cannot cancel another's count.  What a malicious client can do:
+ * write any value into its own slots, which keeps a hotplug waiting until
+ * that hotplug's timeout (exactly what holding a lease does, and which
+ * expires the same way: ETIMEDOUT, nothing changed, waiting leases let in);
+ * send FastWake frames, each of which costs one sum of its own region; clear
+ * its own ->revoked, which only deceives itself.  Its region dies with its
+ * connection.
+ *
+ * Reader (libcpuhp/client/fastpath.c): slot++, compiler barrier, load the
+ * state; if it is not "open", slot--, FastWake if "blocked", and wait for a
+ * socket lease (on a connection of its own, so that no client thread waits
+ * holding its handle's lock).  Release: slot--, compiler barrier, load the
+ * state; if "blocked", FastWake.
+ *
+ * Writer (here), when the lease gate closes for a hotplug: store "blocked",
+ * make every reader thread execute a full barrier (membarrier, on the
+ * fast-path thread so the loop never waits for it), then sum every region.
+ * A region with a non-zero sum is "undrained" until a FastWake from its
+ * connection finds it at zero, or the connection closes.  The hotplug goes
+ * on when the socket leases and the undrained regions are both zero.  Nothing
+ * polls: every way a count can reach zero ends in a FastWake or a close.
+ *
+ * Why wake-ups are frames and not a FUTEX_WAKE on a shared word: a word
+ * that every client can write would let one client reset it under another's
+ * wake-up (and the header is read-only on purpose); a word per region would
+ * need a thread in futex_waitv() over every region, re-armed as connections
+ * come and go; the loop already reads every connection, and a frame on a
+ * client's own connection can only speak for that client.  A FastWake costs
+ * a syscall, only on a release that races with a hotplug.
+ *
+ * Barriers (the core's A-H are in libcpuhp/src/internal.h; these are the
+ * cross-process ones):
+ *   P  reader: slot++ then load state (compiler barrier; a fence in FENCE
+ *      mode)                                                    pairs with Q
+ *   Q  writer: store "blocked", membarrier (or a fence), then sum the slots.
+ *      membarrier makes every thread of every registered client execute a
+ *      full barrier at some point M inside the call.  If a reader's slot++
+ *      came before M, the sum sees it; if after M, its load of the state
+ *      comes after M too and sees "blocked", and it backs out.  Either the
+ *      writer counts the reader, or the reader does not enter.
+ *   T  reader release: slot-- then load state                  pairs with Q
+ *      Same argument: if the sum missed the decrement, the reader's load
+ *      came after M and sees "blocked", so it sends FastWake.
+ *   W  FastWake is sent after the slot-- and read by the loop before it sums
+ *      that region again (the socket orders the two): no lost wake-up.
+ *   R  reader release: its section, then slot-- (release)       pairs with S
+ *   S  writer: a region summed to zero (acquire loads) before the hotplug's
+ *      section (the worker is handed the job after the sum).
+ *   U  writer: the hotplug's section, then store "open" (release)
+ *      pairs with P's acquire load: a reader let in after a hotplug sees
+ *      what it did.
+ *   V  a region granted while blocked holds nothing: "blocked" was stored
+ *      before the grant was sent, and its client reads the state only after
+ *      receiving the grant.
+ * In FENCE mode P and T are full fences and Q's membarrier is a full fence:
+ * the store-buffering pattern, same conclusions.  In EXPEDITED mode clients
+ * register with MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED before their first
+ * fast acquire (and use FENCE if that fails).
+ *
+ * Writer preference, fairness and timeouts are the lease gate's
+ * (lease.c): while blocked, a fast acquire becomes a socket acquire,
+ * which waits in the gate's FIFO and is granted when the gate opens, before
+ * the next hotplug blocks it again; a hotplug that times out opens the gate
+ * and grants the waiters.  The state says "open" again just before the
+ * active hotplug answers (hotplug.c), so a client that reads the
+ * answer finds fast leases open, as a socket acquire would find the gate.
+ *
+ * The daemon's death: the state word is a robust futex of the fast-path
+ * thread (->open is its TID, "blocked" only adds bit 31).  However cpuhpd's
+ * process ends, the kernel walks that thread's robust list and sets
+ * FUTEX_OWNER_DIED in the word, so clients stop taking fast leases that no
+ * daemon counts.  An orderly stop stores "stopped" (0) first.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cpuhpd.h"
+#include "conn.h"
+#include "fastlease.h"
+#include "log.h"
+
+#define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+struct cpuhpd_fast_region {
+	struct cpuhpd_list node; /* in fast.regions */
+	struct cpuhp_fast_region *map;
+	size_t size;
+	unsigned nslots;
+	bool undrained; /* meaningful while fast.counted */
+};
+
+static int membarrier(int cmd)
+{
+	return (int)syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+static const char *mode_name(enum cpuhpd_fast_mode m)
+{
+	switch (m) {
+	case CPUHPD_FAST_EXPEDITED:
+		return "membarrier-global-expedited";
+	case CPUHPD_FAST_GLOBAL:
+		return "membarrier-global";
+	case CPUHPD_FAST_FENCE:
+		return "fence";
+	default:
+		return "off";
+	}
+}
+
+int cpuhpd_fast_mode_parse(const char *s, enum cpuhpd_fast_mode *out)
+{
+	static const struct {
+		const char *name;
+		enum cpuhpd_fast_mode mode;
+	} names[] = {
+	    {"auto", CPUHPD_FAST_AUTO},           {"off", CPUHPD_FAST_OFF},
+	    {"expedited", CPUHPD_FAST_EXPEDITED}, {"global", CPUHPD_FAST_GLOBAL},
+	    {"fence", CPUHPD_FAST_FENCE},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].mode;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* The mode asked for, if this kernel can do it; AUTO takes the cheapest that works. */
+static int choose_mode(enum cpuhpd_fast_mode want, enum cpuhpd_fast_mode *out)
+{
+	int mask = membarrier(MEMBARRIER_CMD_QUERY);
+	bool expedited, global;
+
+	if (mask < 0)
+		mask = 0;
+	expedited = (mask & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+	            (mask & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+	global = mask & MEMBARRIER_CMD_GLOBAL;
+	switch (want) {
+	case CPUHPD_FAST_AUTO:
+		*out = expedited ? CPUHPD_FAST_EXPEDITED
+		       : global  ? CPUHPD_FAST_GLOBAL
+		                 : CPUHPD_FAST_FENCE;
+		return 0;
+	case CPUHPD_FAST_EXPEDITED:
+		if (!expedited) {
+			cpuhpd_err("--fast-path expedited: this kernel does not offer "
+			           "MEMBARRIER_CMD_GLOBAL_EXPEDITED (query mask 0x%x); use auto",
+			           (unsigned)mask);
+			return -EOPNOTSUPP;
+		}
+		break;
+	case CPUHPD_FAST_GLOBAL:
+		if (!global) {
+			cpuhpd_err("--fast-path global: this kernel does not offer "
+			           "MEMBARRIER_CMD_GLOBAL (query mask 0x%x); use auto",
+			           (unsigned)mask);
+			return -EOPNOTSUPP;
+		}
+		break;
+	default:
+		break;
+	}
+	*out = want;
+	return 0;
+}
+
+/* ------------------------------------------------------- the fast-path thread */
+
+static int barrier_cmd(enum cpuhpd_fast_mode m)
+{
+	return m == CPUHPD_FAST_EXPEDITED ? MEMBARRIER_CMD_GLOBAL_EXPEDITED : MEMBARRIER_CMD_GLOBAL;
+}
+
+/*
+ * Owns the robust state word for the daemon's lifetime, and runs the
+ * membarriers (up to milliseconds with MEMBARRIER_CMD_GLOBAL) off the loop.
+ */
+static void fast_thread(void *arg)
+{
+	struct cpuhpd_fastpath *fp = arg;
+	int err = 0;
+
+	fp->rentry.next = &fp->rhead.list;
+	fp->rhead.list.next = &fp->rentry;
+	fp->rhead.futex_offset = (long)((char *)&fp->hdr->state - (char *)&fp->rentry);
+	fp->rhead.list_op_pending = NULL;
+	/*
+	 * This thread never takes a robust pthread mutex, so replacing glibc's
+	 * (empty) list for it loses nothing.
+	 */
+	if (syscall(SYS_set_robust_list, &fp->rhead, sizeof(fp->rhead)))
+		err = errno;
+
+	uv_mutex_lock(&fp->lock);
+	fp->tid = (pid_t)syscall(SYS_gettid);
+	fp->thread_err = err;
+	uv_cond_broadcast(&fp->cond);
+	while (!err && !fp->quit) {
+		uint64_t phase;
+
+		if (fp->want == fp->done) {
+			uv_cond_wait(&fp->cond, &fp->lock);
+			continue;
+		}
+		phase = fp->want;
+		uv_mutex_unlock(&fp->lock);
+		/* Q: every reader thread executes a full barrier in here (pairs with P, T). */
+		if (membarrier(barrier_cmd(fp->mode))) {
+			err = errno;
+			/* GLOBAL needs no registration and is at least as strong. */
+			if (!membarrier(MEMBARRIER_CMD_GLOBAL))
+				err = 0;
+		}
+		uv_mutex_lock(&fp->lock);
+		fp->barrier_err = err;
+		fp->done = phase;
+		uv_async_send(&fp->async);
+	}
+	uv_mutex_unlock(&fp->lock);
+}
+
+/* ------------------------------------------------------------------- counting */
+
+static int64_t region_sum(const struct cpuhpd_fast_region *r)
+{
+	int64_t sum = 0;
+
+	/* S: acquire, so that a zero seen here orders the reader's section (R) first. */
+	for (unsigned i = 0; i < r->nslots; i++)
+		sum += atomic_load_explicit(&r->map->slot[i].count, memory_order_acquire);
+	return sum;
+}
+
+/* After Q: judge every region. */
+static void count_all(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+	struct cpuhpd_list *pos;
+
+	fp->undrained = 0;
+	cpuhpd_list_for_each(pos, &fp->regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+
+		r->undrained = region_sum(r) != 0;
+		fp->undrained += r->undrained;
+	}
+	fp->counted = true;
+	if (fp->undrained)
+		cpuhpd_debug("fast path: %u connection(s) hold fast leases; the hotplug waits "
+		             "for them",
+		             fp->undrained);
+}
+
+static void async_cb(uv_async_t *a)
+{
+	struct cpuhpd *d = cpuhpd_container_of(a, struct cpuhpd, fast.async);
+	struct cpuhpd_fastpath *fp = &d->fast;
+	uint64_t done;
+	int err;
+
+	uv_mutex_lock(&fp->lock);
+	done = fp->done;
+	err = fp->barrier_err;
+	uv_mutex_unlock(&fp->lock);
+	if (err) {
+		/*
+		 * It worked at start; without it no sum can be trusted, and a
+		 * hotplug under a lease is worse than a restart (clients see the
+		 * state word die with us and fall back to the socket).
+		 */
+		cpuhpd_err("membarrier failed after it worked at start: %s; cannot order fast "
+		           "leases, aborting",
+		           strerror(err));
+		abort();
+	}
+	/* Stale when the gate opened (and maybe closed again) since it was asked. */
+	if (!fp->blocked || fp->counted || done < fp->phase)
+		return;
+	/*
+	 * Q, the sums' side (pairs with P and T): the membarrier returned
+	 * before this (fp->lock orders it); the fence keeps every load of the
+	 * sums after it on this thread too.
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	count_all(d);
+	if (!fp->undrained)
+		cpuhpd_lease_check_drained(d);
+	/* Still waiting (leases held): its deadline, maybe passed meanwhile, counts again. */
+	cpuhpd_hotplug_fast_counted(d);
+}
+
+/* ---------------------------------------------------------------- the gate */
+
+void cpuhpd_fastpath_block(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+
+	if (fp->mode == CPUHPD_FAST_OFF)
+		return;
+	fp->blocked = true;
+	fp->counted = false;
+	fp->phase++;
+	/*
+	 * Q (pairs with P and T), and V: "blocked" before the barrier, the sums
+	 * and any later grant.
+	 */
+	atomic_store_explicit(&fp->hdr->state, fp->open | CPUHP_FAST_BLOCKED, memory_order_seq_cst);
+	if (!fp->nregions) {
+		/* Nobody to order: regions granted from now on hold nothing (V). */
+		fp->counted = true;
+		fp->undrained = 0;
+		return;
+	}
+	if (fp->mode == CPUHPD_FAST_FENCE) {
+		/* Q in FENCE mode: "blocked", fence, sums; pairs with the readers' fences P, T. */
+		atomic_thread_fence(memory_order_seq_cst);
+		count_all(d);
+		return;
+	}
+	uv_mutex_lock(&fp->lock);
+	fp->want = fp->phase;
+	uv_cond_signal(&fp->cond);
+	uv_mutex_unlock(&fp->lock);
+}
+
+void cpuhpd_fastpath_unblock(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+
+	/* Twice per hotplug: before its answer, and when the gate opens. */
+	if (fp->mode == CPUHPD_FAST_OFF || !fp->blocked)
+		return;
+	fp->blocked = false;
+	fp->counted = false;
+	/* U: the hotplug's section before "open"; pairs with P's acquire load of the state. */
+	atomic_store_explicit(&fp->hdr->state, d->stopping ? CPUHP_FAST_STOPPED : fp->open,
+	                      memory_order_release);
+}
+
+bool cpuhpd_fastpath_drained(const struct cpuhpd *d)
+{
+	const struct cpuhpd_fastpath *fp = &d->fast;
+
+	return fp->mode == CPUHPD_FAST_OFF || (fp->counted && fp->undrained == 0);
+}
+
+bool cpuhpd_fastpath_counting(const struct cpuhpd *d)
+{
+	const struct cpuhpd_fastpath *fp = &d->fast;
+
+	return fp->mode != CPUHPD_FAST_OFF && fp->blocked && !fp->counted;
+}
+
+/* -------------------------------------------------------------- connections */
+
+static void region_free(struct cpuhpd_fast_region *r)
+{
+	munmap(r->map, r->size);
+	free(r);
+}
+
+/* A memfd of @size sealed with @seals, mapped writable shared; Return: the fd, or -errno. */
+static int seal_map(const char *name, size_t size, int seals, void **map)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
+	void *p;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0)
+		goto fail;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	/* After the mapping: F_SEAL_FUTURE_WRITE leaves this one writable, and only it. */
+	if (fcntl(fd, F_ADD_SEALS, seals) < 0) {
+		err = -errno;
+		munmap(p, size);
+		close(fd);
+		return err;
+	}
+	*map = p;
+	return fd;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+static struct cpuhpd_fast_region *region_new(unsigned nslots, int *fd)
+{
+	struct cpuhpd_fast_region *r = calloc(1, sizeof(*r));
+	void *map;
+
+	if (!r)
+		return NULL;
+	r->nslots = nslots;
+	r->size = CPUHP_FAST_REGION_SIZE(nslots);
+	*fd = seal_map("cpuhpd-fast-region", r->size, REGION_SEALS, &map);
+	if (*fd < 0) {
+		free(r);
+		return NULL;
+	}
+	r->map = map;
+	r->map->head.nslots = nslots;
+	return r;
+}
+
+void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
+                             const Cpuhp__FastPathRequest *rq)
+{
+	struct cpuhpd *d = c->d;
+	struct cpuhpd_fastpath *fp = &d->fast;
+	Cpuhp__Response resp = CPUHP__RESPONSE__INIT;
+	Cpuhp__FastPathGranted g = CPUHP__FAST_PATH_GRANTED__INIT;
+	struct cpuhpd_fast_region *r;
+	unsigned n = rq->slots;
+	int fds[2], err;
+
+	if (fp->mode == CPUHPD_FAST_OFF) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EOPNOTSUPP,
+		    "this cpuhpd runs without the fast path (--fast-path off, or "
+		    "the kernel lacks memfd sealing); use socket leases");
+		return;
+	}
+	if (c->fast) {
+		cpuhpd_conn_send_error(c, req_id, EALREADY,
+		                       "this connection already has the fast path");
+		return;
+	}
+	if (n < 1)
+		n = 1;
+	if (n > CPUHP_FAST_MAX_SLOTS)
+		n = CPUHP_FAST_MAX_SLOTS;
+	r = region_new(n, &fds[1]);
+	if (!r) {
+		cpuhpd_conn_send_error(c, req_id, ENOMEM,
+		                       "cpuhpd cannot create shared memory for the fast path; use "
+		                       "socket leases");
+		return;
+	}
+	/* V: in the list before the grant, so every later sum includes it. */
+	cpuhpd_list_add_tail(&fp->regions, &r->node);
+	fp->nregions++;
+	c->fast = r;
+
+	g.layout = CPUHP_FAST_LAYOUT;
+	g.nslots = n;
+	g.barrier = fp->mode == CPUHPD_FAST_EXPEDITED
+	                ? CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_EXPEDITED
+	            : fp->mode == CPUHPD_FAST_GLOBAL
+	                ? CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_GLOBAL
+	                : CPUHP__FAST_BARRIER__FAST_BARRIER_FENCE;
+	g.header_size = CPUHP_FAST_HEADER_SIZE;
+	g.region_size = (uint32_t)r->size;
+	resp.id = req_id;
+	resp.body_case = CPUHP__RESPONSE__BODY_FAST_PATH_GRANTED;
+	resp.fast_path_granted = &g;
+	fds[0] = fp->hdr_fd;
+	err = cpuhpd_conn_send_fds(c, &resp, fds, 2);
+	/* The client has its own descriptor now (or none): our mapping keeps the memory. */
+	close(fds[1]);
+	if (err == -EAGAIN) {
+		cpuhpd_fastpath_conn_gone(c);
+		cpuhpd_conn_send_error(c, req_id, EBUSY,
+		                       "replies are queued ahead on this connection; ask for the "
+		                       "fast path again when they are read");
+		return;
+	}
+	if (!err)
+		cpuhpd_debug("client %u: fast path granted, %u slot(s)", c->id, n);
+}
+
+void cpuhpd_fastpath_wake(struct cpuhpd_conn *c)
+{
+	struct cpuhpd_fastpath *fp = &c->d->fast;
+	struct cpuhpd_fast_region *r = c->fast;
+
+	/* W: this frame came after the client's slot--; sum its region again. */
+	if (!r || !fp->blocked || !fp->counted || !r->undrained || region_sum(r) != 0)
+		return;
+	r->undrained = false;
+	if (--fp->undrained == 0)
+		cpuhpd_lease_check_drained(c->d);
+}
+
+void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c)
+{
+	struct cpuhpd_fastpath *fp = &c->d->fast;
+	struct cpuhpd_fast_region *r = c->fast;
+	bool drained = false;
+
+	if (!r)
+		return;
+	c->fast = NULL;
+	/*
+	 * A client still running (we closed it) must not count leases nobody
+	 * reads.  No partner: a flag the client loads relaxed, nothing is
+	 * published with it.
+	 */
+	atomic_store_explicit(&r->map->head.revoked, 1, memory_order_release);
+	cpuhpd_list_del(&r->node);
+	fp->nregions--;
+	if (fp->blocked && fp->counted && r->undrained) {
+		cpuhpd_debug("client %u: its fast leases ended with the connection", c->id);
+		drained = --fp->undrained == 0;
+	}
+	region_free(r);
+	if (drained)
+		cpuhpd_lease_check_drained(c->d);
+}
+
+/* ------------------------------------------------------------------ status */
+
+static void snapshot(const struct cpuhpd *d, unsigned *held, unsigned *holders)
+{
+	const struct cpuhpd_list *pos;
+
+	*held = *holders = 0;
+	if (d->fast.mode == CPUHPD_FAST_OFF)
+		return;
+	cpuhpd_list_for_each(pos, &d->fast.regions)
+	{
+		const struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+		int64_t s = region_sum(r);
+
+		/* A negative sum is a client's bug or lie: it holds nothing to show. */
+		if (s > 0) {
+			*held += s > UINT32_MAX - *held ? UINT32_MAX - *held : (unsigned)s;
+			(*holders)++;
+		}
+	}
+}
+
+unsigned cpuhpd_fastpath_held(const struct cpuhpd *d)
+{
+	unsigned held, holders;
+
+	snapshot(d, &held, &holders);
+	return held;
+}
+
+void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st)
+{
+	unsigned held, holders;
+
+	snapshot(d, &held, &holders);
+	st->fast_leases_held = held;
+	st->fast_holders = holders;
+	st->fast_connections = d->fast.nregions;
+	st->fast_path = (char *)mode_name(d->fast.mode);
+}
+
+bool cpuhpd_fastpath_offered(const struct cpuhpd *d)
+{
+	return d->fast.mode != CPUHPD_FAST_OFF && !d->stopping;
+}
+
+/* ------------------------------------------------------------- start, stop */
+
+/* Without the thread's robust word, clients could not tell a dead daemon: no fast path. */
+static int start_thread(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+	int err;
+
+	if ((err = uv_mutex_init(&fp->lock)))
+		return err;
+	if ((err = uv_cond_init(&fp->cond))) {
+		uv_mutex_destroy(&fp->lock);
+		return err;
+	}
+	if ((err = uv_async_init(d->loop, &fp->async, async_cb)))
+		goto fail_cond;
+	if ((err = uv_thread_create(&fp->thread, fast_thread, fp)))
+		goto fail_async;
+	fp->running = true;
+	uv_mutex_lock(&fp->lock);
+	while (!fp->tid)
+		uv_cond_wait(&fp->cond, &fp->lock);
+	err = -fp->thread_err;
+	uv_mutex_unlock(&fp->lock);
+	if (err) {
+		uv_thread_join(&fp->thread);
+		fp->running = false;
+		uv_close((uv_handle_t *)&fp->async, NULL);
+		goto fail_cond;
+	}
+	return 0;
+
+fail_async:
+	uv_close((uv_handle_t *)&fp->async, NULL);
+fail_cond:
+	uv_cond_destroy(&fp->cond);
+	uv_mutex_destroy(&fp->lock);
+	return err;
+}
+
+int cpuhpd_fastpath_start(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+	void *map;
+	int err;
+
+	cpuhpd_list_init(&fp->regions);
+	fp->hdr_fd = -1;
+	err = choose_mode(d->opt.fast_path, &fp->mode);
+	if (err)
+		return err;
+	if (fp->mode == CPUHPD_FAST_OFF)
+		return 0;
+	fp->hdr_fd = seal_map("cpuhpd-fast-header", CPUHP_FAST_HEADER_SIZE,
+	                      REGION_SEALS | F_SEAL_FUTURE_WRITE, &map);
+	if (fp->hdr_fd < 0) {
+		cpuhpd_warn("fast path off: cannot create a sealed memfd (%s; F_SEAL_FUTURE_WRITE "
+		            "needs Linux 5.1); clients use socket leases",
+		            strerror(-fp->hdr_fd));
+		fp->mode = CPUHPD_FAST_OFF;
+		return 0;
+	}
+	fp->hdr = map;
+	fp->hdr->magic = CPUHP_FAST_MAGIC;
+	fp->hdr->layout = CPUHP_FAST_LAYOUT;
+	atomic_init(&fp->hdr->state, CPUHP_FAST_STOPPED);
+	err = start_thread(d);
+	if (err) {
+		cpuhpd_warn("fast path off: cannot start its thread or register its robust futex "
+		            "(%s); clients use socket leases",
+		            strerror(err < 0 ? -err : err));
+		munmap(fp->hdr, CPUHP_FAST_HEADER_SIZE);
+		close(fp->hdr_fd);
+		fp->hdr = NULL;
+		fp->hdr_fd = -1;
+		fp->mode = CPUHPD_FAST_OFF;
+		return 0;
+	}
+	fp->open = (uint32_t)fp->tid;
+	fp->hdr->open = fp->open;
+	/* No partner: clients map the header only after a grant, which comes after this. */
+	atomic_store_explicit(&fp->hdr->state, fp->open, memory_order_release);
+	cpuhpd_info("fast path on: %s", mode_name(fp->mode));
+	return 0;
+}
+
+void cpuhpd_fastpath_stop(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+
+	/*
+	 * No partner: nothing is published with "stopped"; a reader that still
+	 * sees "open" holds a lease no hotplug waits for (none starts once
+	 * stopping), and "blocked" already kept readers out of a running one.
+	 */
+	if (fp->mode != CPUHPD_FAST_OFF)
+		atomic_store_explicit(&fp->hdr->state, CPUHP_FAST_STOPPED, memory_order_seq_cst);
+}
+
+void cpuhpd_fastpath_close(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+
+	if (!fp->running)
+		return;
+	uv_mutex_lock(&fp->lock);
+	fp->quit = true;
+	uv_cond_signal(&fp->cond);
+	uv_mutex_unlock(&fp->lock);
+	uv_thread_join(&fp->thread);
+	fp->running = false;
+	uv_close((uv_handle_t *)&fp->async, NULL);
+	uv_cond_destroy(&fp->cond);
+	uv_mutex_destroy(&fp->lock);
+	munmap(fp->hdr, CPUHP_FAST_HEADER_SIZE);
+	close(fp->hdr_fd);
+	fp->hdr = NULL;
+	fp->hdr_fd = -1;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Fast leases: readers in other processes count their leases in shared
+ * memory, and the daemon, as the writer, reads those counts.  The design and
+ * its ordering argument are at the top of fastlease.c; the memory
+ * layout is proto/fastpath.h; the protocol is in proto/FRAMING.md.
+ *
+ * The lease gate (lease.c) drives it: blocking the gate blocks the
+ * fast path too (cpuhpd_fastpath_block), and a hotplug waits until both the
+ * socket leases and the fast ones are gone (cpuhpd_fastpath_drained; when the
+ * fast ones go later, this module calls cpuhpd_lease_check_drained).
+ *
+ * Loop thread only, except what the .c file says its thread does.
+ */
+#ifndef CPUHPD_FASTPATH_H
+#define CPUHPD_FASTPATH_H
+
+#include <linux/futex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "cpuhp.pb-c.h"
+#include "fastpath.h"
+
+#include "list.h"
+
+struct cpuhpd;
+struct cpuhpd_conn;
+
+/*
+ * How the daemon makes every reader's slot update visible (--fast-path).
+ * OFF is 0: a daemon object that never ran cpuhpd_fastpath_start() (the
+ * dispatch fuzzer's) has the fast path off, and every call here is a no-op.
+ */
+enum cpuhpd_fast_mode {
+	CPUHPD_FAST_OFF = 0,   /* no fast path: HelloReply says so */
+	CPUHPD_FAST_AUTO,      /* option only: the best the kernel offers */
+	CPUHPD_FAST_EXPEDITED, /* membarrier GLOBAL_EXPEDITED; clients register */
+	CPUHPD_FAST_GLOBAL,    /* membarrier GLOBAL (milliseconds, no registration) */
+	CPUHPD_FAST_FENCE,     /* clients fence both sides themselves */
+};
+
+/* Parse a --fast-path value; Return: 0 or -EINVAL. */
+int cpuhpd_fast_mode_parse(const char *s, enum cpuhpd_fast_mode *out);
+
+struct cpuhpd_fastpath {
+	enum cpuhpd_fast_mode mode;
+	int hdr_fd;
+	struct cpuhp_fast_header *hdr; /* the only writable mapping of it */
+	uint32_t open;                 /* hdr->state while open: the thread's TID */
+
+	struct cpuhpd_list regions; /* struct cpuhpd_fast_region.node */
+	unsigned nregions;
+	/*
+	 * While blocked: ->counted once the barrier of this phase is done and
+	 * every region was summed; ->undrained regions had a non-zero sum then
+	 * and have not been seen at zero since.
+	 */
+	bool blocked;
+	bool counted;
+	unsigned undrained;
+	uint64_t phase; /* block phases begun */
+
+	/* The fast-path thread: owner of the robust state word, runs membarriers. */
+	uv_thread_t thread;
+	bool running;
+	uv_mutex_t lock;
+	uv_cond_t cond;
+	uint64_t want, done; /* under lock: phases whose barrier is asked / finished */
+	int barrier_err;     /* under lock: errno of a failed membarrier */
+	pid_t tid;           /* under lock: set once the thread runs */
+	int thread_err;      /* under lock: set_robust_list failed */
+	bool quit;           /* under lock */
+	uv_async_t async;
+	struct robust_list_head rhead; /* the thread's robust list: one entry, ->state */
+	struct robust_list rentry;
+};
+
+/* Start (after the lease table): choose the mode, build the header, start the thread. */
+int cpuhpd_fastpath_start(struct cpuhpd *d);
+/* Daemon stop: the state word says "stopped" from now on. */
+void cpuhpd_fastpath_stop(struct cpuhpd *d);
+/* Daemon stop, after the connections closed: join the thread, close the header. */
+void cpuhpd_fastpath_close(struct cpuhpd *d);
+
+/* HelloReply.fast_path. */
+bool cpuhpd_fastpath_offered(const struct cpuhpd *d);
+
+/* Handle FastPathRequest: FastPathGranted with the two memfds, or an Error. */
+void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
+                             const Cpuhp__FastPathRequest *rq);
+/* Handle FastWake (never answered): look at this connection's slots again. */
+void cpuhpd_fastpath_wake(struct cpuhpd_conn *c);
+/* The connection is going away: revoke and drop its region (its fast leases end). */
+void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c);
+
+/* The lease gate closes: publish "blocked", then order and count the slots. */
+void cpuhpd_fastpath_block(struct cpuhpd *d);
+/*
+ * The lease gate opens, or the active hotplug is about to answer: publish
+ * "open" (or "stopped" while stopping).  A no-op when not blocked.
+ */
+void cpuhpd_fastpath_unblock(struct cpuhpd *d);
+/* While blocked: no fast lease is held (the barrier is done and every region summed to 0). */
+bool cpuhpd_fastpath_drained(const struct cpuhpd *d);
+/* Blocked, and the barrier not back yet: nobody knows yet whether fast leases are held. */
+bool cpuhpd_fastpath_counting(const struct cpuhpd *d);
+
+/* A snapshot of the slots, for Status and log lines. */
+unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
+void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st);
+
+#endif /* CPUHPD_FASTPATH_H */

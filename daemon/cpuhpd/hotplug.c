@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The hotplug queue and the writer side of the lease gate (the states are
+ * described in hotplug.h).
+ *
+ * Invariant: the lease gate is blocked exactly while the queue is non-empty.
+ * Every path that removes the head goes through leave_head(), which opens
+ * the gate (granting the waiters) and then activates the next request.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errmap.h"
+
+#include "cpuhpd.h"
+#include "conn.h"
+#include "log.h"
+#include "watch.h"
+
+enum hp_state {
+	HP_QUEUED,
+	HP_WAIT_LEASES,
+	HP_WORKER,
+	HP_RUNNING,
+};
+
+struct hotplug_req {
+	struct cpuhpd_list node;  /* in hotplug.queue */
+	struct cpuhpd_conn *conn; /* NULL once the client is gone: the answer is dropped */
+	uint64_t req_id;
+	uint64_t seq;
+	enum hp_state state;
+	bool started;      /* HotplugStarted was broadcast: HotplugFinished must follow */
+	uint64_t deadline; /* uv_now() milliseconds */
+	uint32_t timeout_ms;
+	char *cpus_str; /* the CPU list, canonical */
+	struct cpuhpd_job job;
+};
+
+static const char *verb(bool online)
+{
+	return online ? "online" : "offline";
+}
+
+static struct hotplug_req *head(const struct cpuhpd *d)
+{
+	struct cpuhpd_list *n = cpuhpd_list_first(&d->hotplug.queue);
+
+	return n ? cpuhpd_container_of(n, struct hotplug_req, node) : NULL;
+}
+
+static void timer_cb(uv_timer_t *t);
+
+/*
+ * Whether @h's deadline is judged now.  Not while the fast path is still
+ * counting its leases for @h (a membarrier in flight): until then nobody
+ * knows whether a lease is in the way, and a "try" (timeout 0) would always
+ * fail.  cpuhpd_hotplug_fast_counted() re-arms when the count is in.
+ */
+static bool deadline_counts(const struct cpuhpd *d, const struct hotplug_req *h)
+{
+	if (h->state == HP_WAIT_LEASES)
+		return !cpuhpd_fastpath_counting(d);
+	return h->state == HP_QUEUED;
+}
+
+/* Arm the timer for the earliest deadline among requests not handed to the worker. */
+static void arm(struct cpuhpd *d)
+{
+	struct cpuhpd_list *pos;
+	uint64_t first = UINT64_MAX, now = uv_now(d->loop);
+
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		if (deadline_counts(d, h) && h->deadline < first)
+			first = h->deadline;
+	}
+	if (first == UINT64_MAX)
+		uv_timer_stop(&d->hotplug.timer);
+	else
+		uv_timer_start(&d->hotplug.timer, timer_cb, first > now ? first - now : 0, 0);
+}
+
+/*
+ * Take @h out of the queue and away from its client before answering: an
+ * answer can close the client, and what that triggers (its leases ending,
+ * cpuhpd_hotplug_conn_gone) must not find @h any more.
+ * Return: the client to answer, or NULL if it is gone.
+ */
+static struct cpuhpd_conn *unlink_req(struct cpuhpd *d, struct hotplug_req *h)
+{
+	struct cpuhpd_conn *c = h->conn;
+
+	cpuhpd_list_del(&h->node);
+	d->hotplug.nqueued--;
+	if (c) {
+		c->npending--;
+		h->conn = NULL;
+	}
+	return c;
+}
+
+static void destroy_req(struct hotplug_req *h)
+{
+	cpuhpd_job_fini(&h->job);
+	free(h->cpus_str);
+	free(h);
+}
+
+static void reply_error(struct hotplug_req *h, struct cpuhpd_conn *c, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void reply_error(struct hotplug_req *h, struct cpuhpd_conn *c, int err, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s): %s", h->seq, h->cpus_str,
+	            verb(h->job.online), msg);
+	if (c)
+		cpuhpd_conn_send_error(c, h->req_id, err, "%s", msg);
+}
+
+static void job_started(struct cpuhpd *d, struct cpuhpd_job *job);
+static void job_done(struct cpuhpd *d, struct cpuhpd_job *job);
+
+static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
+{
+	uint64_t now = uv_now(d->loop);
+
+	h->state = HP_WORKER;
+	h->job.timeout_ms = h->deadline > now ? (unsigned)(h->deadline - now) : 0;
+	cpuhpd_debug("hotplug #%" PRIu64 ": no lease held; to the worker (%u ms left)", h->seq,
+	             h->job.timeout_ms);
+	cpuhpd_worker_submit(d, &h->job);
+	arm(d);
+}
+
+/* Make the first request the active one, unless it already is. */
+static void activate(struct cpuhpd *d)
+{
+	struct hotplug_req *h = head(d);
+	unsigned held;
+
+	if (!h || h->state != HP_QUEUED)
+		return;
+	h->state = HP_WAIT_LEASES;
+	if (cpuhpd_lease_block(d)) {
+		to_worker(d, h);
+		return;
+	}
+	/* One snapshot: it sums every fast-path region, on the loop. */
+	held = cpuhpd_lease_held_total(d);
+	if (held)
+		cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s)", h->seq,
+		            h->cpus_str, verb(h->job.online), held);
+	else
+		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
+	arm(d);
+}
+
+/*
+ * The active request just left the queue: let the leases that waited on it
+ * in, then start the next.  Granting can close clients, which can remove the
+ * next request before it starts; activate() takes whatever is first then.
+ */
+static void leave_head(struct cpuhpd *d)
+{
+	cpuhpd_lease_unblock(d);
+	if (!d->stopping)
+		activate(d);
+	arm(d);
+}
+
+static void expire(struct cpuhpd *d, struct hotplug_req *h)
+{
+	bool was_active = h->state == HP_WAIT_LEASES;
+	struct cpuhpd_conn *c = unlink_req(d, h);
+
+	if (was_active)
+		cpuhpd_fastpath_unblock(d);
+
+	/* A timeout of 0 means "try": the answer is EAGAIN, as for a lease. */
+	if (h->timeout_ms == 0 && was_active)
+		reply_error(h, c, EAGAIN,
+		            "%u lease(s) held and no timeout given; nothing was changed (ask with "
+		            "a timeout to wait for them)",
+		            cpuhpd_lease_held_total(d));
+	else if (h->timeout_ms == 0)
+		reply_error(h, c, EAGAIN,
+		            "another hotplug is in progress and no timeout given; nothing was "
+		            "changed");
+	else if (was_active)
+		reply_error(h, c, ETIMEDOUT,
+		            "timed out after %" PRIu32 " ms: %u lease(s) still held; nothing was "
+		            "changed",
+		            h->timeout_ms, cpuhpd_lease_held_total(d));
+	else
+		reply_error(h, c, ETIMEDOUT,
+		            "timed out after %" PRIu32 " ms behind earlier hotplug requests; "
+		            "nothing was changed",
+		            h->timeout_ms);
+	destroy_req(h);
+	if (was_active)
+		leave_head(d);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, hotplug.timer);
+	uint64_t now = uv_now(d->loop);
+	struct cpuhpd_list *pos;
+
+	/* Expiring the head grants leases, which can close connections and free requests: rescan.
+	 */
+again:
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		if (deadline_counts(d, h) && h->deadline <= now) {
+			expire(d, h);
+			goto again;
+		}
+	}
+	arm(d);
+}
+
+int cpuhpd_hotplug_init(struct cpuhpd *d)
+{
+	cpuhpd_list_init(&d->hotplug.queue);
+	d->hotplug.next_seq = 1;
+	return uv_timer_init(d->loop, &d->hotplug.timer);
+}
+
+void cpuhpd_hotplug_close(struct cpuhpd *d)
+{
+	uv_close((uv_handle_t *)&d->hotplug.timer, NULL);
+}
+
+void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetOnline *so)
+{
+	struct cpuhpd *d = c->d;
+	struct cpuhp_cpuset set;
+	struct hotplug_req *h;
+	int err;
+
+	if (!c->peer.admin) {
+		if (d->opt.admin_group)
+			cpuhpd_conn_send_error(c, req_id, EPERM,
+			                       "not allowed: hotplug is for root and members of "
+			                       "group '%s'; uid %u is neither",
+			                       d->opt.admin_group, (unsigned)c->peer.uid);
+		else
+			cpuhpd_conn_send_error(c, req_id, EPERM,
+			                       "not allowed: hotplug is for root only (cpuhpd "
+			                       "--admin-group GROUP allows a group); uid %u is not "
+			                       "root",
+			                       (unsigned)c->peer.uid);
+		return;
+	}
+	err = cpuhp_cpuset_parse(so->cpus, &set);
+	if (err == -ERANGE) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "CPU number too large in '%s' (CPUs are numbered below %u)",
+		                       so->cpus, CPUHP_CPUSET_MAX);
+		return;
+	}
+	if (err) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "invalid CPU list '%s': expected a range list such as "
+		                       "2-3,5",
+		                       so->cpus);
+		return;
+	}
+	if (!cpuhp_cpuset_count(&set)) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL, "no CPU given: name at least one CPU");
+		return;
+	}
+	if (cpuhp_cpuset_count(&set) > CPUHPD_HOTPLUG_MAX_CPUS) {
+		cpuhpd_conn_send_error(c, req_id, ERANGE,
+		                       "%u CPUs in one request; the reply can carry at most %u: "
+		                       "split the list",
+		                       cpuhp_cpuset_count(&set), CPUHPD_HOTPLUG_MAX_CPUS);
+		return;
+	}
+	if (c->npending >= CPUHPD_CONN_MAX_PENDING) {
+		cpuhpd_conn_send_error(c, req_id, EDQUOT,
+		                       "this connection already has %u requests waiting, the limit "
+		                       "per connection",
+		                       CPUHPD_CONN_MAX_PENDING);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h)
+		h->cpus_str = cpuhpd_cpus_to_str(&set);
+	if (!h || !h->cpus_str) {
+		free(h);
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	h->conn = c;
+	h->req_id = req_id;
+	h->seq = d->hotplug.next_seq++;
+	h->state = HP_QUEUED;
+	h->timeout_ms = so->timeout_ms;
+	h->deadline = uv_now(d->loop) + so->timeout_ms;
+	h->job.kind = CPUHPD_JOB_HOTPLUG;
+	h->job.cpus = set;
+	h->job.online = so->online;
+	h->job.started = job_started;
+	h->job.done = job_done;
+	atomic_init(&h->job.cancel, false);
+	cpuhpd_list_add_tail(&d->hotplug.queue, &h->node);
+	d->hotplug.nqueued++;
+	c->npending++;
+	cpuhpd_info("hotplug #%" PRIu64
+	            ": client %u (pid %d, uid %u) asks CPUs %s %s, timeout %" PRIu32 " ms",
+	            h->seq, c->id, (int)c->peer.pid, (unsigned)c->peer.uid, h->cpus_str,
+	            verb(so->online), so->timeout_ms);
+	if (d->hotplug.nqueued == 1)
+		activate(d);
+	else
+		arm(d);
+}
+
+void cpuhpd_hotplug_leases_drained(struct cpuhpd *d)
+{
+	struct hotplug_req *h = head(d);
+
+	if (h && h->state == HP_WAIT_LEASES)
+		to_worker(d, h);
+}
+
+void cpuhpd_hotplug_fast_counted(struct cpuhpd *d)
+{
+	arm(d);
+}
+
+static void job_started(struct cpuhpd *d, struct cpuhpd_job *job)
+{
+	struct hotplug_req *h = cpuhpd_container_of(job, struct hotplug_req, job);
+
+	h->state = HP_RUNNING;
+	h->started = true;
+	cpuhpd_debug("hotplug #%" PRIu64 ": writing sysfs", h->seq);
+	cpuhpd_watch_hotplug_started(d, h->cpus_str, job->online);
+}
+
+/*
+ * Bytes of message each failed CPU may carry so that the reply (and the
+ * HotplugFinished event, which repeats the results) stays within one frame:
+ * what is left after the fixed fields (at most 24 bytes per result) and the
+ * two CPU lists, shared out.  Plenty for any realistic request; the code of
+ * each result is never cut.
+ */
+static size_t message_budget(const struct hotplug_req *h, const char *online, unsigned n)
+{
+	size_t fixed = 512 + strlen(h->cpus_str) + (online ? strlen(online) : 0) + 24 * (size_t)n;
+	size_t per;
+
+	if (!n || fixed >= CPUHP_FRAME_MAX)
+		return 0;
+	per = (CPUHP_FRAME_MAX - fixed) / n;
+	return per < sizeof(h->job.results[0].msg) ? per : sizeof(h->job.results[0].msg) - 1;
+}
+
+/* Reply, events and log for a hotplug that ran; job->err == 0. */
+static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_conn *c)
+{
+	struct cpuhpd_job *job = &h->job;
+	Cpuhp__CpuResult *res = calloc(job->nresults ? job->nresults : 1, sizeof(*res));
+	Cpuhp__CpuResult **resp = calloc(job->nresults ? job->nresults : 1, sizeof(*resp));
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__SetOnlineReply rep = CPUHP__SET_ONLINE_REPLY__INIT;
+	char *online = NULL;
+	bool all_ok = true, changed = false;
+	size_t budget;
+
+	if (!res || !resp) {
+		free(res);
+		free(resp);
+		reply_error(h, c, ENOMEM, "cpuhpd ran out of memory after the hotplug");
+		return;
+	}
+	if (job->view_ok) {
+		changed = !cpuhp_cpuset_equal(&d->view.online, &job->view.online);
+		d->view = job->view;
+		online = cpuhpd_cpus_to_str(&d->view.online);
+	} else {
+		cpuhpd_warn("hotplug #%" PRIu64 ": cannot read the CPU masks back (%s)", h->seq,
+		            job->err_what ? job->err_what : "?");
+	}
+	budget = message_budget(h, online, job->nresults);
+	for (unsigned i = 0; i < job->nresults; i++) {
+		struct cpuhpd_cpu_result *cr = &job->results[i];
+
+		if (cr->err)
+			cpuhpd_warn("hotplug #%" PRIu64 ": %s", h->seq, cr->msg);
+		else
+			cpuhpd_info("hotplug #%" PRIu64 ": %s", h->seq, cr->msg);
+		/* The message is for failures only (proto/FRAMING.md), and must fit the frame. */
+		if (!cr->err)
+			cr->msg[0] = '\0';
+		else if (strlen(cr->msg) > budget)
+			cr->msg[budget] = '\0';
+		cpuhp__cpu_result__init(&res[i]);
+		res[i].cpu = cr->cpu;
+		res[i].ok = cr->err == 0;
+		res[i].changed = cr->changed;
+		res[i].code =
+		    cr->err ? cpuhp_errmap_to_wire(cr->err) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
+		res[i].message = (char *)cr->msg;
+		resp[i] = &res[i];
+		all_ok &= cr->err == 0;
+	}
+	cpuhpd_info("hotplug #%" PRIu64 " done in %.1f ms: online CPUs now %s", h->seq,
+	            (double)(job->t_done_ns - job->t_locked_ns) / 1e6, online ? online : "?");
+	rep.n_results = job->nresults;
+	rep.results = resp;
+	rep.online = online ? online : (char *)"";
+	r.id = h->req_id;
+	r.body_case = CPUHP__RESPONSE__BODY_SET_ONLINE;
+	r.set_online = &rep;
+	if (c)
+		cpuhpd_conn_send(c, &r);
+	cpuhpd_watch_hotplug_finished(d, h->cpus_str, job->online, all_ok, resp, job->nresults);
+	if (changed)
+		cpuhpd_watch_online_changed(d, online ? online : "", false);
+	free(online);
+	free(resp);
+	free(res);
+}
+
+static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
+{
+	struct hotplug_req *h = cpuhpd_container_of(job, struct hotplug_req, job);
+	struct cpuhpd_conn *c = unlink_req(d, h);
+
+	/*
+	 * The fast path opens before the answer goes out: a client that reads
+	 * it and takes a lease at once gets it, as a socket acquire would (it is
+	 * served after this callback, when leave_head() has opened the gate).
+	 */
+	cpuhpd_fastpath_unblock(d);
+
+	if (!job->err) {
+		finish_ran(d, h, c);
+	} else {
+		if (job->err == -ETIMEDOUT && h->timeout_ms == 0)
+			reply_error(h, c, EAGAIN,
+			            "in-process readers hold the hotplug lock and no timeout "
+			            "given; nothing was changed");
+		else if (job->err == -ETIMEDOUT)
+			reply_error(h, c, ETIMEDOUT,
+			            "timed out after %" PRIu32 " ms waiting for in-process readers "
+			            "of the hotplug lock; nothing was changed",
+			            h->timeout_ms);
+		else if (job->err == -ECANCELED)
+			reply_error(h, c, ECANCELED,
+			            "cpuhpd is shutting down; nothing was changed");
+		else if (job->err_what)
+			reply_error(h, c, -job->err,
+			            "cannot read %s/devices/system/cpu/%s: %s; nothing was changed",
+			            d->opt.sysfs_root, job->err_what, strerror(-job->err));
+		else
+			reply_error(h, c, -job->err, "hotplug failed: %s", strerror(-job->err));
+		if (h->started)
+			cpuhpd_watch_hotplug_finished(d, h->cpus_str, job->online, false, NULL, 0);
+	}
+	destroy_req(h);
+	leave_head(d);
+	if (d->stopping)
+		cpuhpd_stop_finish(d);
+}
+
+void cpuhpd_hotplug_conn_gone(struct cpuhpd_conn *c)
+{
+	struct cpuhpd *d = c->d;
+	struct cpuhpd_list *pos;
+
+again:
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		bool was_active = h->state == HP_WAIT_LEASES;
+
+		if (h->conn != c)
+			continue;
+		if (h->state >= HP_WORKER) {
+			/* It runs to the end; only its answer is lost. */
+			c->npending--;
+			h->conn = NULL;
+			continue;
+		}
+		cpuhpd_info("hotplug #%" PRIu64 " dropped: its client %u disconnected", h->seq,
+		            c->id);
+		unlink_req(d, h);
+		destroy_req(h);
+		if (was_active)
+			leave_head(d);
+		goto again;
+	}
+}
+
+bool cpuhpd_hotplug_cancel(struct cpuhpd *d)
+{
+	struct cpuhpd_list *pos;
+	bool in_worker = false;
+
+	/* An answer can close a client, which can free other requests: rescan after each. */
+again:
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+		struct cpuhpd_conn *c;
+
+		if (h->state >= HP_WORKER) {
+			/* Waiting for in-process readers: gives up once it has the lock. */
+			atomic_store(&h->job.cancel, true);
+			in_worker = true;
+			continue;
+		}
+		c = unlink_req(d, h);
+		reply_error(h, c, ECANCELED, "cpuhpd is shutting down; nothing was changed");
+		destroy_req(h);
+		goto again;
+	}
+	uv_timer_stop(&d->hotplug.timer);
+	return in_worker;
+}
+
+Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d)
+{
+	const struct hotplug_req *h = head(d);
+
+	if (!h)
+		return CPUHP__WRITER_STATE__WRITER_IDLE;
+	return h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
+	                              : CPUHP__WRITER_STATE__WRITER_WAITING;
+}

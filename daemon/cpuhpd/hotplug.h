@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The hotplug queue: SetOnline requests, one writer section each, run one at
+ * a time in arrival order.  The head of the queue is the active hotplug:
+ *
+ *   QUEUED       behind the head; times out here if its deadline passes.
+ *   WAIT_LEASES  head; the lease gate is blocked (new leases wait) and it
+ *                waits for the held leases to end, up to its deadline.
+ *   WORKER       handed to the worker thread, which waits for the daemon's
+ *                in-process readers (cpuhp_hotplug_begin_timeout with the
+ *                time left).  Status still says "waiting".
+ *   RUNNING      the worker holds the hotplug lock and writes sysfs.
+ *
+ * Leaving the head (done, timed out, client gone, cancelled) opens the lease
+ * gate, which grants every waiting lease, and only then activates the next
+ * request, which blocks the gate again.  The deadline counts from arrival,
+ * so time spent behind earlier hotplugs counts, as for the core lock.
+ *
+ * Loop thread only.
+ */
+#ifndef CPUHPD_HOTPLUG_H
+#define CPUHPD_HOTPLUG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "cpuhp.pb-c.h"
+
+#include "list.h"
+
+/*
+ * CPUs one request may name, so that its reply (a result per CPU, plus the
+ * online set of up to 26,568 bytes) always fits in one frame.
+ */
+#define CPUHPD_HOTPLUG_MAX_CPUS 1024
+
+struct cpuhpd;
+struct cpuhpd_conn;
+
+struct cpuhpd_hotplug {
+	struct cpuhpd_list queue; /* struct hotplug_req.node; head is the active one */
+	unsigned nqueued;
+	uv_timer_t timer;  /* earliest deadline of a request not yet in the worker */
+	uint64_t next_seq; /* numbers hotplugs in log lines */
+};
+
+int cpuhpd_hotplug_init(struct cpuhpd *d);
+void cpuhpd_hotplug_close(struct cpuhpd *d);
+
+/* Handle SetOnline: checks the peer and the CPU list, then queues it. */
+void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetOnline *so);
+
+/* The lease gate saw the last lease go while blocked (lease.c). */
+void cpuhpd_hotplug_leases_drained(struct cpuhpd *d);
+
+/*
+ * The fast path has counted its leases for the active request (its
+ * membarrier came back): that request's deadline counts again.
+ */
+void cpuhpd_hotplug_fast_counted(struct cpuhpd *d);
+
+/* The connection is going away: drop its requests not yet in the worker, forget it in the others.
+ */
+void cpuhpd_hotplug_conn_gone(struct cpuhpd_conn *c);
+
+/**
+ * cpuhpd_hotplug_cancel() - daemon stop: answer ECANCELED to every request
+ * not yet writing sysfs (one waiting in the worker gives up as soon as it
+ * gets the lock).
+ * Return: true if a request is still in the worker; cpuhpd_stop_finish()
+ * follows when it is done.
+ */
+bool cpuhpd_hotplug_cancel(struct cpuhpd *d);
+
+Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d);
+
+#endif /* CPUHPD_HOTPLUG_H */

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The lease table and its gate (the state machine is described in
+ * lease.h).  Invariant: waiters exist only while the gate is blocked,
+ * because unblocking grants all of them before anything else runs.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "cpuhpd.h"
+#include "conn.h"
+#include "log.h"
+
+struct lease_waiter {
+	struct cpuhpd_list node; /* in leases.waiters */
+	struct cpuhpd_conn *conn;
+	uint64_t req_id;
+	uint64_t deadline; /* uv_now() milliseconds */
+	uint32_t timeout_ms;
+};
+
+int cpuhpd_lease_init(struct cpuhpd *d)
+{
+	struct cpuhpd_leases *l = &d->leases;
+
+	l->next_id = 1;
+	cpuhpd_list_init(&l->waiters);
+	return uv_timer_init(d->loop, &l->timer);
+}
+
+void cpuhpd_lease_close(struct cpuhpd *d)
+{
+	uv_close((uv_handle_t *)&d->leases.timer, NULL);
+}
+
+static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseGranted g = CPUHP__LEASE_GRANTED__INIT;
+
+	if (c->closing)
+		return;
+	g.lease_id = d->leases.next_id++;
+	/* Count it before sending: a failed send closes c, which drops the lease again. */
+	c->leases[c->nleases++] = g.lease_id;
+	d->leases.held++;
+	r.id = req_id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
+	r.lease_granted = &g;
+	cpuhpd_conn_send(c, &r);
+}
+
+static void unlink_waiter(struct cpuhpd *d, struct lease_waiter *w)
+{
+	cpuhpd_list_del(&w->node);
+	d->leases.nwaiters--;
+	w->conn->nwaiting_leases--;
+	w->conn->npending--;
+}
+
+static void timer_cb(uv_timer_t *t);
+
+/* Arm the timer for the earliest deadline; called after a waiter came or expired. */
+static void arm(struct cpuhpd *d)
+{
+	struct cpuhpd_leases *l = &d->leases;
+	struct cpuhpd_list *pos;
+	uint64_t first = UINT64_MAX, now = uv_now(d->loop);
+
+	cpuhpd_list_for_each(pos, &l->waiters)
+	{
+		struct lease_waiter *w = cpuhpd_container_of(pos, struct lease_waiter, node);
+
+		if (w->deadline < first)
+			first = w->deadline;
+	}
+	if (first == UINT64_MAX)
+		uv_timer_stop(&l->timer);
+	else
+		uv_timer_start(&l->timer, timer_cb, first > now ? first - now : 0, 0);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, leases.timer);
+	uint64_t now = uv_now(d->loop);
+	struct cpuhpd_list *pos, *tmp;
+
+	/*
+	 * Answering a waiter can close its connection, which removes that
+	 * connection's other waiters: restart the walk after every answer.
+	 */
+again:
+	cpuhpd_list_for_each_safe(pos, tmp, &d->leases.waiters)
+	{
+		struct lease_waiter *w = cpuhpd_container_of(pos, struct lease_waiter, node);
+
+		if (w->deadline > now)
+			continue;
+		unlink_waiter(d, w);
+		cpuhpd_conn_send_error(w->conn, w->req_id, ETIMEDOUT,
+		                       "no lease within %" PRIu32
+		                       " ms: a CPU hotplug was waiting or running all that time",
+		                       w->timeout_ms);
+		free(w);
+		goto again;
+	}
+	arm(d);
+}
+
+void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeout_ms)
+{
+	struct cpuhpd *d = c->d;
+	struct cpuhpd_leases *l = &d->leases;
+	struct lease_waiter *w;
+
+	if (c->nleases + c->nwaiting_leases >= CPUHPD_CONN_MAX_LEASES) {
+		cpuhpd_conn_send_error(c, req_id, EDQUOT,
+		                       "this connection already holds or waits for %u leases, the "
+		                       "limit per connection; release one first",
+		                       CPUHPD_CONN_MAX_LEASES);
+		return;
+	}
+	if (!l->blocked) {
+		grant(d, c, req_id);
+		return;
+	}
+	if (timeout_ms == 0) {
+		cpuhpd_conn_send_error(c, req_id, EAGAIN,
+		                       "a CPU hotplug is waiting or running; ask again, or ask "
+		                       "with a timeout to wait for it");
+		return;
+	}
+	if (c->npending >= CPUHPD_CONN_MAX_PENDING) {
+		cpuhpd_conn_send_error(c, req_id, EDQUOT,
+		                       "this connection already has %u requests waiting, the limit "
+		                       "per connection",
+		                       CPUHPD_CONN_MAX_PENDING);
+		return;
+	}
+	w = malloc(sizeof(*w));
+	if (!w) {
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	w->conn = c;
+	w->req_id = req_id;
+	w->timeout_ms = timeout_ms;
+	w->deadline = uv_now(d->loop) + timeout_ms;
+	cpuhpd_list_add_tail(&l->waiters, &w->node);
+	l->nwaiters++;
+	c->nwaiting_leases++;
+	c->npending++;
+	/* Timeouts differ, so the newcomer's deadline may be the earliest. */
+	arm(d);
+}
+
+static bool drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
+{
+	for (unsigned i = 0; i < c->nleases; i++) {
+		if (c->leases[i] == lease_id) {
+			c->leases[i] = c->leases[--c->nleases];
+			c->d->leases.held--;
+			return true;
+		}
+	}
+	return false;
+}
+
+void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
+	struct cpuhpd *d = c->d;
+
+	if (!drop_lease(c, lease_id)) {
+		cpuhpd_conn_send_error(c, req_id, ESRCH,
+		                       "no lease %" PRIu64 " on this connection (leases belong to "
+		                       "the connection that acquired them)",
+		                       lease_id);
+		return;
+	}
+	rel.lease_id = lease_id;
+	r.id = req_id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
+	r.lease_released = &rel;
+	cpuhpd_conn_send(c, &r);
+	cpuhpd_lease_check_drained(d);
+}
+
+void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
+{
+	struct cpuhpd *d = c->d;
+	struct cpuhpd_list *pos, *tmp;
+	unsigned had = c->nleases;
+
+	cpuhpd_list_for_each_safe(pos, tmp, &d->leases.waiters)
+	{
+		struct lease_waiter *w = cpuhpd_container_of(pos, struct lease_waiter, node);
+
+		if (w->conn == c) {
+			unlink_waiter(d, w);
+			free(w);
+		}
+	}
+	d->leases.held -= had;
+	c->nleases = 0;
+	if (had)
+		cpuhpd_debug("client %u: %u lease(s) ended with the connection", c->id, had);
+	if (had)
+		cpuhpd_lease_check_drained(d);
+}
+
+void cpuhpd_lease_check_drained(struct cpuhpd *d)
+{
+	if (d->leases.blocked && d->leases.held == 0 && cpuhpd_fastpath_drained(d))
+		cpuhpd_hotplug_leases_drained(d);
+}
+
+unsigned cpuhpd_lease_held_total(const struct cpuhpd *d)
+{
+	return d->leases.held + cpuhpd_fastpath_held(d);
+}
+
+bool cpuhpd_lease_block(struct cpuhpd *d)
+{
+	d->leases.blocked = true;
+	cpuhpd_fastpath_block(d);
+	return d->leases.held == 0 && cpuhpd_fastpath_drained(d);
+}
+
+void cpuhpd_lease_unblock(struct cpuhpd *d)
+{
+	struct cpuhpd_leases *l = &d->leases;
+	struct cpuhpd_list *n;
+
+	l->blocked = false;
+	cpuhpd_fastpath_unblock(d);
+	/*
+	 * Pop one at a time: granting can close a connection, which removes
+	 * that connection's later waiters from the list under us.
+	 */
+	while ((n = cpuhpd_list_first(&l->waiters))) {
+		struct lease_waiter *w = cpuhpd_container_of(n, struct lease_waiter, node);
+		struct cpuhpd_conn *c = w->conn;
+		uint64_t req_id = w->req_id;
+
+		unlink_waiter(d, w);
+		free(w);
+		grant(d, c, req_id);
+	}
+	uv_timer_stop(&l->timer);
+}
+
+void cpuhpd_lease_cancel_waiters(struct cpuhpd *d)
+{
+	struct cpuhpd_list *n;
+
+	while ((n = cpuhpd_list_first(&d->leases.waiters))) {
+		struct lease_waiter *w = cpuhpd_container_of(n, struct lease_waiter, node);
+		struct cpuhpd_conn *c = w->conn;
+		uint64_t req_id = w->req_id;
+
+		unlink_waiter(d, w);
+		free(w);
+		cpuhpd_conn_send_error(c, req_id, ECANCELED, "cpuhpd is shutting down");
+	}
+	uv_timer_stop(&d->leases.timer);
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Reader leases: "the set of online CPUs will not change while I hold this".
+ *
+ * The table is a gate with two states, driven by hotplug.c:
+ *
+ *   OPEN     no hotplug queued: an acquire is granted at once.
+ *   BLOCKED  a hotplug is queued (waiting or running): an acquire waits in a
+ *            FIFO up to its timeout (a timeout of 0 fails with -EAGAIN).
+ *            This is writer preference: a stream of overlapping leases
+ *            cannot starve the hotplug.
+ *
+ * BLOCKED -> OPEN (cpuhpd_lease_unblock, when the hotplug finished, timed
+ * out or was cancelled) grants every waiter, in arrival order, before the
+ * next hotplug may block the gate again.  That is the fairness rule: every
+ * lease that waited on hotplug H is granted before a later hotplug H2
+ * starts.  While BLOCKED, the table tells the hotplug side when the number of
+ * held leases reaches zero (cpuhpd_hotplug_leases_drained).
+ *
+ * Loop thread only.
+ */
+#ifndef CPUHPD_LEASE_H
+#define CPUHPD_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "list.h"
+
+struct cpuhpd;
+struct cpuhpd_conn;
+
+struct cpuhpd_leases {
+	uint64_t next_id; /* lease ids are unique for the daemon's lifetime */
+	unsigned held;    /* leases held, all connections together */
+	bool blocked;
+	struct cpuhpd_list waiters; /* struct lease_waiter.node, arrival order */
+	unsigned nwaiters;
+	uv_timer_t timer; /* fires at the earliest waiter deadline */
+};
+
+int cpuhpd_lease_init(struct cpuhpd *d);
+void cpuhpd_lease_close(struct cpuhpd *d);
+
+/* Handle LeaseAcquire: answers LeaseGranted now or later, or an Error. */
+void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeout_ms);
+
+/* Handle LeaseRelease: answers LeaseReleased, or Error ESRCH. */
+void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease_id);
+
+/* The connection is going away: drop its leases and its waiting acquires, no answers. */
+void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c);
+
+/**
+ * cpuhpd_lease_block() - close the gate for a hotplug.
+ * Also blocks the fast path (cpuhpd_fastpath_block).
+ * Return: true if no lease is held (the hotplug may go on at once); otherwise
+ * cpuhpd_hotplug_leases_drained() is called when the last one is released,
+ * socket or fast.
+ */
+bool cpuhpd_lease_block(struct cpuhpd *d);
+
+/*
+ * While blocked: if no socket lease and no fast lease (fastlease.c) is
+ * held, tell the hotplug side (cpuhpd_hotplug_leases_drained).
+ */
+void cpuhpd_lease_check_drained(struct cpuhpd *d);
+
+/* Leases held, socket and fast (a snapshot of the slots), for log lines. */
+unsigned cpuhpd_lease_held_total(const struct cpuhpd *d);
+
+/* Open the gate: grant every waiter in arrival order. */
+void cpuhpd_lease_unblock(struct cpuhpd *d);
+
+/* Daemon stop: answer every waiter with ECANCELED. */
+void cpuhpd_lease_cancel_waiters(struct cpuhpd *d);
+
+#endif /* CPUHPD_LEASE_H */

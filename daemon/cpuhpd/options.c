@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The command line of cpuhpd: --help, --version, and the options into struct cpuhpd_options. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cpuhp/version.h>
+
+#include "cpuhpd.h"
+#include "auth.h"
+#include "conn.h"
+#include "hotplug.h"
+#include "options.h"
+
+#define DEFAULT_SOCKET "/run/cpuhpd/cpuhpd.sock"
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "Usage: cpuhpd [OPTION]...\n"
+	    "Serve CPU-hotplug reader leases and apply CPU hotplug through sysfs.\n"
+	    "\n"
+	    "  --socket PATH          listen on PATH (default " DEFAULT_SOCKET ");\n"
+	    "                         ignored under systemd socket activation (LISTEN_FDS)\n"
+	    "  --socket-mode OCTAL    permissions of the socket (default 0660): who may\n"
+	    "                         connect, hence take leases and read status\n"
+	    "  --admin-group GROUP    members of GROUP may hotplug too (default: root only)\n"
+	    "  --sysfs-root DIR       sysfs mount point (default /sys); a simulated tree needs\n"
+	    "                         "
+	    "DIR/devices/system/cpu/{possible,present,online,cpuN/online}\n"
+	    "  --max-connections N    refuse connections beyond N with EUSERS (default 4096)\n"
+	    "  --uevent-socket PATH   also accept injected uevents as datagrams on PATH\n"
+	    "                         (for simulated trees; in the kernel uevent format)\n"
+	    "  --no-netlink           do not listen to kernel uevents\n"
+	    "  --fast-path MODE       fast leases in shared memory: auto (default: the best\n"
+	    "                         this kernel offers), expedited (membarrier\n"
+	    "                         GLOBAL_EXPEDITED), global (membarrier GLOBAL, ms per\n"
+	    "                         hotplug), fence (clients fence), off (socket leases only)\n"
+	    "  -v, --verbose          debug log lines\n"
+	    "  -h, --help             this help\n"
+	    "  -V, --version          print the version\n"
+	    "\n"
+	    "Limits per connection: %u leases, %u waiting requests, %u unsent replies;\n"
+	    "at most %u CPUs per hotplug request.\n"
+	    "SIGTERM or SIGINT stops it cleanly (exit 0).  More in daemon/README.md.\n",
+	    CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED,
+	    CPUHPD_HOTPLUG_MAX_CPUS);
+}
+
+static int parse_uint(const char *opt, const char *s, int base, unsigned long max,
+                      unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, base);
+	if (!*s || *end || errno || *out > max || *s == '-') {
+		fprintf(stderr, "cpuhpd: %s: invalid value '%s'; try --help\n", opt, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
+{
+	enum { O_SOCKET = 256, O_MODE, O_GROUP, O_ROOT, O_MAXCONN, O_UEVENT, O_NONETLINK, O_FAST };
+	static const struct option longopts[] = {
+	    {"socket", required_argument, NULL, O_SOCKET},
+	    {"socket-mode", required_argument, NULL, O_MODE},
+	    {"admin-group", required_argument, NULL, O_GROUP},
+	    {"sysfs-root", required_argument, NULL, O_ROOT},
+	    {"max-connections", required_argument, NULL, O_MAXCONN},
+	    {"uevent-socket", required_argument, NULL, O_UEVENT},
+	    {"no-netlink", no_argument, NULL, O_NONETLINK},
+	    {"fast-path", required_argument, NULL, O_FAST},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	unsigned long v;
+	int c;
+
+	o->socket_path = DEFAULT_SOCKET;
+	o->sysfs_root = "/sys";
+	o->socket_mode = 0660;
+	o->max_connections = 4096;
+	o->fast_path = CPUHPD_FAST_AUTO;
+	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_SOCKET:
+			o->socket_path = optarg;
+			break;
+		case O_MODE:
+			if (parse_uint("--socket-mode", optarg, 8, 0777, &v))
+				return -1;
+			o->socket_mode = (mode_t)v;
+			break;
+		case O_GROUP:
+			o->admin_group = optarg;
+			if (cpuhpd_auth_group(optarg, &o->admin_gid)) {
+				fprintf(stderr, "cpuhpd: --admin-group: no group '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case O_ROOT:
+			o->sysfs_root = optarg;
+			break;
+		case O_MAXCONN:
+			if (parse_uint("--max-connections", optarg, 10, 1000000, &v) || !v)
+				return -1;
+			o->max_connections = (unsigned)v;
+			break;
+		case O_UEVENT:
+			o->uevent_socket = optarg;
+			break;
+		case O_NONETLINK:
+			o->no_netlink = true;
+			break;
+		case O_FAST:
+			if (cpuhpd_fast_mode_parse(optarg, &o->fast_path)) {
+				fprintf(stderr,
+				        "cpuhpd: --fast-path: '%s' is none of auto, expedited, "
+				        "global, fence, off\n",
+				        optarg);
+				return -1;
+			}
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'V':
+			printf("cpuhpd %s\n", CPUHP_VERSION_STRING);
+			return 1;
+		default:
+			fprintf(stderr, "Try 'cpuhpd --help'.\n");
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cpuhpd: unexpected argument '%s'; try --help\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}

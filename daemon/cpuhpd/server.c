@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Listen and accept; see server.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cpuhpd.h"
+#include "conn.h"
+#include "log.h"
+
+#define SD_LISTEN_FDS_START 3
+
+/*
+ * Return: the activation socket's fd; -ENOENT when not socket-activated;
+ * another -errno when the passed fd is unusable.
+ */
+static int activation_fd(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	int fd = SD_LISTEN_FDS_START, type = 0, listening = 0;
+	socklen_t len = sizeof(int);
+	struct sockaddr_un sa;
+	socklen_t salen = sizeof(sa);
+	long n;
+
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
+		return -ENOENT;
+	n = strtol(fds, NULL, 10);
+	/* Children (none today) must not think the socket is theirs. */
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (n < 1)
+		return -ENOENT;
+	if (n > 1)
+		cpuhpd_warn("socket activation passed %ld sockets; using the first (fd 3)", n);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0 || sa.sun_family != AF_UNIX ||
+	    type != SOCK_STREAM || !listening) {
+		cpuhpd_err("socket activation: fd 3 is not a listening Unix stream socket; check "
+		           "ListenStream= in cpuhpd.socket");
+		return -EINVAL;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+/* The path systemd bound, for log lines: --socket does not apply then. */
+static void activated_path(struct cpuhpd *d, int fd)
+{
+	static struct sockaddr_un sa;
+	socklen_t len = sizeof(sa) - 1;
+
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0])
+		d->opt.socket_path = sa.sun_path;
+}
+
+static int make_parent_dirs(const char *path)
+{
+	char *p = strdup(path), *s;
+	int err = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			err = -errno;
+			cpuhpd_err("cannot create directory %s for the socket: %s", p,
+			           strerror(errno));
+			break;
+		}
+		*s = '/';
+	}
+	free(p);
+	return err;
+}
+
+/* A socket file at @path: remove it if nobody listens (a daemon crashed), refuse otherwise. */
+static int clear_stale(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd, r, e;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		cpuhpd_err("%s exists and is not a socket; remove it or choose another --socket",
+		           path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	strcpy(sa.sun_path, path);
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	e = errno;
+	close(fd);
+	if (r == 0) {
+		cpuhpd_err("another cpuhpd is already listening on %s; stop it first or choose "
+		           "another --socket",
+		           path);
+		return -EADDRINUSE;
+	}
+	if (e != ECONNREFUSED) {
+		cpuhpd_err("cannot probe the existing socket %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		cpuhpd_err("cannot remove the stale socket %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	cpuhpd_info("removed the stale socket %s (nobody listened on it)", path);
+	return 0;
+}
+
+static int bind_path(struct cpuhpd *d)
+{
+	const char *path = d->opt.socket_path;
+	struct sockaddr_un sa;
+	mode_t old;
+	int err;
+
+	/* uv_pipe_bind() would silently cut the path. */
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		cpuhpd_err("socket path %s is too long (%zu bytes, the limit is %zu); choose a "
+		           "shorter --socket",
+		           path, strlen(path), sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	err = make_parent_dirs(path);
+	if (!err)
+		err = clear_stale(path);
+	if (err)
+		return err;
+	/* Never accessible beyond --socket-mode, not even between bind and chmod. */
+	old = umask(~d->opt.socket_mode & 0777);
+	err = uv_pipe_bind(&d->server.pipe, path);
+	umask(old);
+	if (err) {
+		cpuhpd_err("cannot bind %s: %s", path, uv_strerror(err));
+		return err;
+	}
+	/* uv_pipe_chmod() only knows "readable/writable by all": set the mode exactly. */
+	if (chmod(path, d->opt.socket_mode) < 0) {
+		err = -errno;
+		cpuhpd_err("cannot chmod %s to %04o: %s", path, (unsigned)d->opt.socket_mode,
+		           strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct cpuhpd *d = cpuhpd_container_of(server, struct cpuhpd, server.pipe);
+
+	if (status < 0) {
+		cpuhpd_warn("accept: %s", uv_strerror(status));
+		return;
+	}
+	cpuhpd_conn_accept(d, server);
+}
+
+int cpuhpd_server_start(struct cpuhpd *d)
+{
+	struct cpuhpd_server *s = &d->server;
+	int fd, err;
+
+	err = uv_pipe_init(d->loop, &s->pipe, 0);
+	if (err)
+		return err;
+	s->open = true;
+	fd = activation_fd();
+	if (fd >= 0) {
+		err = uv_pipe_open(&s->pipe, fd);
+		if (err) {
+			cpuhpd_err("socket activation: cannot use fd 3: %s", uv_strerror(err));
+			return err;
+		}
+		s->activated = true;
+		activated_path(d, fd);
+	} else if (fd != -ENOENT) {
+		return fd;
+	} else {
+		err = bind_path(d);
+		if (err)
+			return err;
+	}
+	/* Bursts of connections (1000 clients starting at once) must not be refused. */
+	err = uv_listen((uv_stream_t *)&s->pipe, 4096, on_connection);
+	if (err) {
+		cpuhpd_err("cannot listen on %s: %s", d->opt.socket_path, uv_strerror(err));
+		return err;
+	}
+	return 0;
+}
+
+void cpuhpd_server_stop(struct cpuhpd *d)
+{
+	struct cpuhpd_server *s = &d->server;
+
+	if (!s->open)
+		return;
+	s->open = false;
+	/* libuv unlinks the path of a pipe it bound, and leaves an opened fd's file alone. */
+	uv_close((uv_handle_t *)&s->pipe, NULL);
+}

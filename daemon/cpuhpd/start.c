@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Bring the daemon's services up, in dependency order: the CPU view from
+ * sysfs, the lease and hotplug state (and the fast path, whose shared
+ * memory the server hands out), the sysfs worker thread, then the socket
+ * and the uevent watch, which let the world in.  One place for main() and
+ * the dispatch fuzzer, so that the fuzzer runs the daemon main() runs.
+ */
+#include <string.h>
+
+#include "cpuhpd.h"
+#include "cpus.h"
+#include "fastlease.h"
+#include "hotplug.h"
+#include "lease.h"
+#include "log.h"
+#include "server.h"
+#include "uevent.h"
+#include "worker.h"
+
+int cpuhpd_start(struct cpuhpd *d)
+{
+	const char *which = NULL;
+	int err;
+
+	err = cpuhpd_cpus_read(d->opt.sysfs_root, &d->view, &which);
+	if (err) {
+		cpuhpd_err("cannot read %s/devices/system/cpu/%s: %s; is --sysfs-root right?",
+		           d->opt.sysfs_root, which, strerror(-err));
+		return err;
+	}
+	cpuhpd_list_init(&d->conns);
+	cpuhpd_list_init(&d->watch.list);
+	if ((err = cpuhpd_lease_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
+	    (err = cpuhpd_fastpath_start(d)))
+		return err;
+	err = cpuhpd_worker_start(d);
+	if (err) {
+		cpuhpd_err("cannot start the worker thread: %s", uv_strerror(err));
+		return err;
+	}
+	if ((err = cpuhpd_server_start(d)) || (err = cpuhpd_uevent_start(d)))
+		return err;
+	return 0;
+}

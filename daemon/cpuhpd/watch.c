@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Event fan-out to watching clients; see watch.h. */
+#include <errno.h>
+#include <inttypes.h>
+
+#include "cpuhpd.h"
+#include "conn.h"
+#include "log.h"
+#include "watch.h"
+
+void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__WatchStarted ws = CPUHP__WATCH_STARTED__INIT;
+
+	if (c->watching) {
+		cpuhpd_conn_send_error(c, req_id, EALREADY,
+		                       "this connection already watches (request %" PRIu64
+		                       "); one watch per connection",
+		                       c->watch_id);
+		return;
+	}
+	c->watching = true;
+	c->watch_id = req_id;
+	cpuhpd_list_add_tail(&c->d->watch.list, &c->watch_node);
+	r.id = req_id;
+	r.body_case = CPUHP__RESPONSE__BODY_WATCH_STARTED;
+	r.watch_started = &ws;
+	cpuhpd_conn_send(c, &r);
+}
+
+void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c)
+{
+	if (!c->watching)
+		return;
+	cpuhpd_list_del(&c->watch_node);
+	c->watching = false;
+	c->d->watch.gen++;
+}
+
+static void broadcast(struct cpuhpd *d, Cpuhp__Event *ev)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	uint64_t seq = ++d->watch.seq;
+	struct cpuhpd_list *pos;
+	uint64_t gen;
+
+	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
+	r.event = ev;
+	/*
+	 * A send can close its connection, and what that sets off (leases
+	 * ending, a hotplug dropped, leases granted) can close others: any of
+	 * them may be the next node.  So restart the walk whenever the list
+	 * changed, skipping those that already have this event.
+	 */
+again:
+	gen = d->watch.gen;
+	cpuhpd_list_for_each(pos, &d->watch.list)
+	{
+		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, watch_node);
+
+		if (c->watch_seq == seq)
+			continue;
+		c->watch_seq = seq;
+		r.id = c->watch_id;
+		cpuhpd_conn_send(c, &r);
+		if (d->watch.gen != gen)
+			goto again;
+	}
+}
+
+void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool online)
+{
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+	Cpuhp__HotplugStarted hs = CPUHP__HOTPLUG_STARTED__INIT;
+
+	hs.cpus = (char *)cpus;
+	hs.online = online;
+	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_STARTED;
+	ev.hotplug_started = &hs;
+	broadcast(d, &ev);
+}
+
+void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,
+                                   Cpuhp__CpuResult **results, unsigned nresults)
+{
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+	Cpuhp__HotplugFinished hf = CPUHP__HOTPLUG_FINISHED__INIT;
+
+	hf.cpus = (char *)cpus;
+	hf.online = online;
+	hf.ok = ok;
+	hf.results = results;
+	hf.n_results = nresults;
+	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_FINISHED;
+	ev.hotplug_finished = &hf;
+	broadcast(d, &ev);
+}
+
+void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool external)
+{
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+	Cpuhp__OnlineChanged oc = CPUHP__ONLINE_CHANGED__INIT;
+
+	cpuhpd_info("online CPUs now %s%s", online, external ? " (changed outside cpuhpd)" : "");
+	oc.online = (char *)online;
+	oc.external = external;
+	ev.kind_case = CPUHP__EVENT__KIND_ONLINE_CHANGED;
+	ev.online_changed = &oc;
+	broadcast(d, &ev);
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Watch: clients that sent Watch get every event (hotplug started/finished,
+ * online set changed) as a Response carrying the Watch request's id.  Each
+ * event goes through the client's bounded write queue (conn.h): a
+ * watcher that stops reading is disconnected, never buffered without limit.
+ * Loop thread only.
+ */
+#ifndef CPUHPD_WATCH_H
+#define CPUHPD_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpuhp.pb-c.h"
+
+#include "list.h"
+
+struct cpuhpd;
+struct cpuhpd_conn;
+
+struct cpuhpd_watchers {
+	struct cpuhpd_list list; /* struct cpuhpd_conn.watch_node */
+	uint64_t seq;            /* numbers events, to send each once per watcher */
+	uint64_t gen;            /* bumped when a watcher leaves */
+};
+
+/* Handle Watch: answers WatchStarted, or EALREADY on a second Watch. */
+void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id);
+void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c);
+
+void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool online);
+void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,
+                                   Cpuhp__CpuResult **results, unsigned nresults);
+void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool external);
+
+#endif /* CPUHPD_WATCH_H */

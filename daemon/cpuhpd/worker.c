@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The worker thread and the jobs it runs (see worker.h).  A hotplug
+ * job is one writer section of the process-wide hotplug lock: it excludes the
+ * daemon's in-process readers, re-reads the online set, writes each CPU that
+ * is not yet in the asked state, and reads the set back, all under the lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cpuhp/hotplug.h>
+
+#include "cpuhpd.h"
+#include "log.h"
+#include "worker.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void post(struct cpuhpd_worker *w, struct cpuhpd_job_msg *m)
+{
+	uv_mutex_lock(&w->lock);
+	cpuhpd_list_add_tail(&w->msgs, &m->node);
+	uv_mutex_unlock(&w->lock);
+	uv_async_send(&w->async);
+}
+
+/* What the kernel's answer means for the person reading it. */
+static const char *explain(int err, bool online)
+{
+	switch (err) {
+	case ENOENT:
+		return "the CPU is not hot pluggable (it has no online file)";
+	case EBUSY:
+		return online ? "the kernel is busy: CPU hotplug is disabled right now"
+		              : "the kernel refused: it is the last online CPU, or CPU hotplug "
+		                "is disabled right now";
+	case EPERM:
+		return "the kernel does not allow it (not hot pluggable, or an SMT sibling "
+		       "while SMT is off)";
+	case EACCES:
+		return "permission denied: cpuhpd must run as root to hotplug";
+	case EOPNOTSUPP:
+		return "the platform does not support taking this CPU offline";
+	case EINVAL:
+		return "the kernel rejected the write (CPU not present?)";
+	case EIO:
+		/*
+		 * cpuhp_sysfs_set_online() returns EIO for three things it cannot
+		 * tell apart afterwards: the kernel's own EIO (a hotplug step
+		 * failed and was rolled back), a short write, and a file that
+		 * does not read back the new state.  Name all three.
+		 */
+		return "an I/O error from the kernel, a short write, or a read-back that differs";
+	default:
+		return strerror(err);
+	}
+}
+
+static void run_cpu(const char *root, const struct cpuhpd_cpus *before, bool online,
+                    struct cpuhpd_cpu_result *r)
+{
+	const char *verb = online ? "bring online" : "take offline";
+	int err;
+
+	if (!cpuhp_cpuset_has(&before->possible, r->cpu)) {
+		r->err = ENOENT;
+		snprintf(r->msg, sizeof(r->msg), "CPU %u does not exist", r->cpu);
+		return;
+	}
+	if (!cpuhp_cpuset_has(&before->present, r->cpu)) {
+		r->err = ENOENT;
+		snprintf(r->msg, sizeof(r->msg), "CPU %u is not present", r->cpu);
+		return;
+	}
+	if (cpuhp_cpuset_has(&before->online, r->cpu) == online) {
+		snprintf(r->msg, sizeof(r->msg), "CPU %u is already %s", r->cpu,
+		         online ? "online" : "offline");
+		return;
+	}
+	err = cpuhp_sysfs_set_online(root, r->cpu, online);
+	if (err) {
+		r->err = -err;
+		snprintf(r->msg, sizeof(r->msg),
+		         "CPU %u: cannot %s: %s (%s/devices/system/cpu/cpu%u/online: %s)", r->cpu,
+		         verb, explain(-err, online), root ? root : "/sys", r->cpu, strerror(-err));
+		return;
+	}
+	r->changed = true;
+	snprintf(r->msg, sizeof(r->msg), "CPU %u %s", r->cpu, online ? "enabled" : "disabled");
+}
+
+static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
+{
+	struct cpuhpd_cpus before;
+	int cpu = -1;
+	unsigned i = 0;
+	int err;
+
+	/* Leases are gone (the loop saw to that); in-process readers may remain. */
+	err = cpuhp_hotplug_begin_timeout(job->timeout_ms);
+	if (err) {
+		job->err = err;
+		return;
+	}
+	if (atomic_load(&job->cancel)) {
+		cpuhp_hotplug_done();
+		job->err = -ECANCELED;
+		return;
+	}
+	job->t_locked_ns = now_ns();
+	post(w, &job->msg_started);
+
+	err = cpuhpd_cpus_read(w->root, &before, &job->err_what);
+	if (err) {
+		cpuhp_hotplug_done();
+		job->err = err;
+		return;
+	}
+	job->results = calloc(cpuhp_cpuset_count(&job->cpus), sizeof(*job->results));
+	if (!job->results) {
+		cpuhp_hotplug_done();
+		job->err = -ENOMEM;
+		return;
+	}
+	/* Ascending order, like chcpu; a failure does not stop the others. */
+	while ((cpu = cpuhp_cpuset_next(&job->cpus, cpu)) >= 0) {
+		job->results[i].cpu = (unsigned)cpu;
+		run_cpu(w->root, &before, job->online, &job->results[i]);
+		i++;
+	}
+	job->nresults = i;
+	job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
+	cpuhp_hotplug_done();
+	job->t_done_ns = now_ns();
+}
+
+static void run_refresh(struct cpuhpd_worker *w, struct cpuhpd_job *job)
+{
+	job->err = cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
+	job->view_ok = !job->err;
+}
+
+static void worker_main(void *arg)
+{
+	struct cpuhpd_worker *w = arg;
+
+	uv_mutex_lock(&w->lock);
+	for (;;) {
+		struct cpuhpd_list *n;
+		struct cpuhpd_job *job;
+
+		while (cpuhpd_list_empty(&w->jobs) && !w->stop)
+			uv_cond_wait(&w->cond, &w->lock);
+		if (w->stop)
+			break;
+		n = cpuhpd_list_first(&w->jobs);
+		cpuhpd_list_del(n);
+		uv_mutex_unlock(&w->lock);
+
+		job = cpuhpd_container_of(n, struct cpuhpd_job, node);
+		if (job->kind == CPUHPD_JOB_HOTPLUG)
+			run_hotplug(w, job);
+		else
+			run_refresh(w, job);
+		post(w, &job->msg_done);
+
+		uv_mutex_lock(&w->lock);
+	}
+	uv_mutex_unlock(&w->lock);
+}
+
+static void async_cb(uv_async_t *a)
+{
+	struct cpuhpd *d = cpuhpd_container_of(a, struct cpuhpd, worker.async);
+	struct cpuhpd_worker *w = &d->worker;
+	struct cpuhpd_list msgs, *n;
+
+	cpuhpd_list_init(&msgs);
+	uv_mutex_lock(&w->lock);
+	if (!cpuhpd_list_empty(&w->msgs)) {
+		/* Move the whole queue: its order (started before done) is kept. */
+		msgs.next = w->msgs.next;
+		msgs.prev = w->msgs.prev;
+		msgs.next->prev = &msgs;
+		msgs.prev->next = &msgs;
+		cpuhpd_list_init(&w->msgs);
+	}
+	uv_mutex_unlock(&w->lock);
+
+	/* Unlink each message before its callback: "done" may free the job holding it. */
+	while ((n = cpuhpd_list_first(&msgs))) {
+		struct cpuhpd_job_msg *m = cpuhpd_container_of(n, struct cpuhpd_job_msg, node);
+
+		cpuhpd_list_del(n);
+		if (m->done)
+			m->job->done(d, m->job);
+		else if (m->job->started)
+			m->job->started(d, m->job);
+	}
+}
+
+int cpuhpd_worker_start(struct cpuhpd *d)
+{
+	struct cpuhpd_worker *w = &d->worker;
+	int err;
+
+	w->root = d->opt.sysfs_root;
+	cpuhpd_list_init(&w->jobs);
+	cpuhpd_list_init(&w->msgs);
+	err = uv_mutex_init(&w->lock);
+	if (err)
+		return err;
+	err = uv_cond_init(&w->cond);
+	if (err)
+		goto fail_cond;
+	err = uv_async_init(d->loop, &w->async, async_cb);
+	if (err)
+		goto fail_async;
+	err = uv_thread_create(&w->thread, worker_main, w);
+	if (err)
+		goto fail_thread;
+	w->running = true;
+	return 0;
+
+fail_thread:
+	uv_close((uv_handle_t *)&w->async, NULL);
+fail_async:
+	uv_cond_destroy(&w->cond);
+fail_cond:
+	uv_mutex_destroy(&w->lock);
+	return err;
+}
+
+void cpuhpd_worker_stop(struct cpuhpd *d)
+{
+	struct cpuhpd_worker *w = &d->worker;
+
+	if (!w->running)
+		return;
+	uv_mutex_lock(&w->lock);
+	w->stop = true;
+	uv_cond_signal(&w->cond);
+	uv_mutex_unlock(&w->lock);
+	uv_thread_join(&w->thread);
+	uv_close((uv_handle_t *)&w->async, NULL);
+	uv_cond_destroy(&w->cond);
+	uv_mutex_destroy(&w->lock);
+	w->running = false;
+}
+
+void cpuhpd_worker_submit(struct cpuhpd *d, struct cpuhpd_job *job)
+{
+	struct cpuhpd_worker *w = &d->worker;
+
+	job->err = 0;
+	job->err_what = NULL;
+	job->view_ok = false;
+	job->results = NULL;
+	job->nresults = 0;
+	job->msg_started.job = job;
+	job->msg_started.done = false;
+	job->msg_done.job = job;
+	job->msg_done.done = true;
+	uv_mutex_lock(&w->lock);
+	cpuhpd_list_add_tail(&w->jobs, &job->node);
+	uv_cond_signal(&w->cond);
+	uv_mutex_unlock(&w->lock);
+}
+
+void cpuhpd_job_fini(struct cpuhpd_job *job)
+{
+	free(job->results);
+	job->results = NULL;
+	job->nresults = 0;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The worker thread: everything that blocks on sysfs or on the hotplug lock
+ * runs here, one job at a time in submission order, never on the loop.
+ *
+ * A dedicated thread rather than uv_queue_work(): libuv's pool has 4 threads
+ * shared by the whole process, and a job waiting for in-process readers (up
+ * to its timeout) must not hold one of them; a job in the pool also cannot
+ * be cancelled.
+ *
+ * Jobs report back to the loop through a locked message queue and one
+ * uv_async (uv_async_send() coalesces, so the callback drains the whole
+ * queue).  A hotplug job reports twice: "started" once it holds the hotplug
+ * lock and is about to write sysfs, "done" at the end.
+ *
+ * Ownership: the loop fills the "in" fields and submits; the worker owns the
+ * job until it posts "done" (it writes only the "out" fields); then the loop
+ * owns it again.  The mutex orders the two.  ->cancel is the only field both
+ * touch concurrently.
+ */
+#ifndef CPUHPD_WORKER_H
+#define CPUHPD_WORKER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "cpus.h"
+#include "list.h"
+
+struct cpuhpd;
+struct cpuhpd_job;
+
+enum cpuhpd_job_kind {
+	CPUHPD_JOB_HOTPLUG, /* take the hotplug lock, write cpuN/online, read back */
+	CPUHPD_JOB_REFRESH, /* re-read the view (after a uevent) */
+};
+
+struct cpuhpd_cpu_result {
+	unsigned cpu;
+	int err; /* 0 or a positive errno */
+	bool changed;
+	char msg[200];
+};
+
+struct cpuhpd_job_msg {
+	struct cpuhpd_list node;
+	struct cpuhpd_job *job;
+	bool done;
+};
+
+struct cpuhpd_job {
+	struct cpuhpd_list node; /* in worker.jobs while queued */
+	enum cpuhpd_job_kind kind;
+	void (*started)(struct cpuhpd *d, struct cpuhpd_job *job); /* loop thread */
+	void (*done)(struct cpuhpd *d, struct cpuhpd_job *job);    /* loop thread */
+
+	/* in */
+	struct cpuhp_cpuset cpus;
+	bool online;
+	unsigned timeout_ms; /* for in-process readers of the hotplug lock */
+	atomic_bool cancel;  /* set by the loop; checked once the lock is held */
+
+	/* out */
+	int err;                 /* 0, -ETIMEDOUT, -ECANCELED, or -errno reading the view */
+	const char *err_what;    /* which mask could not be read */
+	struct cpuhpd_cpus view; /* read back at the end; valid if view_ok */
+	bool view_ok;
+	struct cpuhpd_cpu_result *results; /* malloc()ed, one per CPU of ->cpus */
+	unsigned nresults;
+	uint64_t t_locked_ns, t_done_ns; /* CLOCK_MONOTONIC, for log lines */
+
+	struct cpuhpd_job_msg msg_started, msg_done;
+};
+
+struct cpuhpd_worker {
+	uv_thread_t thread;
+	uv_mutex_t lock;
+	uv_cond_t cond;
+	struct cpuhpd_list jobs; /* under lock */
+	struct cpuhpd_list msgs; /* under lock */
+	bool stop;               /* under lock */
+	uv_async_t async;
+	const char *root;
+	bool running;
+};
+
+int cpuhpd_worker_start(struct cpuhpd *d);
+/* Join the thread (jobs still queued are dropped) and close the async handle. */
+void cpuhpd_worker_stop(struct cpuhpd *d);
+void cpuhpd_worker_submit(struct cpuhpd *d, struct cpuhpd_job *job);
+
+/* Free a finished job's results. */
+void cpuhpd_job_fini(struct cpuhpd_job *job);
+
+#endif /* CPUHPD_WORKER_H */

@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# lock-only.sh SOURCE_ROOT
+# The lock library on its own: configure SOURCE_ROOT in a temporary build
+# directory with the client, daemon and Python parts switched off, check in
+# meson's own log that neither libuv nor protobuf-c was looked up, build,
+# and run the unit and stress suites there.  A machine without libuv or
+# protobuf-c can build and test libcpuhp this way.
+set -eu
+case "${1:-}" in
+"" | -h | --help)
+	sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//'
+	[ -n "${1:-}" ] && exit 0
+	exit 2
+	;;
+esac
+src=$1
+work=$(mktemp -d "${TMPDIR:-/tmp}/cpuhp-lock-only.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+meson setup "$work/build" "$src" -Dclient=disabled -Ddaemon=disabled -Dpython=disabled \
+	-Ddebug_checks=true >"$work/setup.out" 2>&1 || {
+	cat "$work/setup.out"
+	echo "lock-only: meson setup failed with the client, daemon and Python parts off" >&2
+	exit 1
+}
+log=$work/build/meson-logs/meson-log.txt
+# Any probe names the package: "Run-time dependency libuv found: ...",
+# "Program protoc-c found: ...", pkg-config command lines.
+if grep -Ein 'libuv|protobuf|protoc-c' "$log"; then
+	echo "lock-only: meson looked up libuv or protobuf-c (lines above, from $log)" >&2
+	exit 1
+fi
+grep -q 'Run-time dependency liburcu-memb found: YES' "$log" || {
+	echo "lock-only: meson's log does not show liburcu-memb being found; is $log a configure log?" >&2
+	exit 1
+}
+echo "lock-only: configured without looking up libuv or protobuf-c"
+ninja -C "$work/build" >"$work/ninja.out" 2>&1 || {
+	cat "$work/ninja.out"
+	echo "lock-only: the lock library alone does not build" >&2
+	exit 1
+}
+for t in client cpuhpd cpuhpctl; do
+	if [ -n "$(find "$work/build" -name "*$t*" -type f -perm -u+x | head -n 1)" ]; then
+		echo "lock-only: built $t with the client and daemon parts off" >&2
+		exit 1
+	fi
+done
+meson test -C "$work/build" --suite unit --suite stress --num-processes 2 --print-errorlogs
