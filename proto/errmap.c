@@ -38,7 +38,7 @@ static const struct errmap_entry errmap[] = {
     {CPUHP__ERROR_CODE__ERR_EPROTONOSUPPORT, EPROTONOSUPPORT, "protocol version not supported"},
 };
 
-Cpuhp__ErrorCode cpuhp_errmap_to_wire(int err)
+Cpuhp__ErrorCode cpuhp__errmap_to_wire(int err)
 {
 	size_t i;
 
@@ -60,14 +60,14 @@ static const struct errmap_entry *find_code(int code)
 	return NULL;
 }
 
-int cpuhp_errmap_from_wire(int code)
+int cpuhp__errmap_from_wire(int code)
 {
 	const struct errmap_entry *e = find_code(code);
 
 	return e ? -e->err : -EIO;
 }
 
-const char *cpuhp_errmap_describe(int code)
+const char *cpuhp__errmap_describe(int code)
 {
 	const struct errmap_entry *e = find_code(code);
 

@@ -11,27 +11,27 @@
 #include "cpuhp.pb-c.h"
 
 /**
- * cpuhp_errmap_to_wire() - the code for an errno.
+ * cpuhp__errmap_to_wire() - the code for an errno.
  * @err: an errno value, negative or positive.
  * Return: its code; CPUHP__ERROR_CODE__ERR_UNKNOWN for 0 and for any errno
  * the protocol has no name for.
  */
-Cpuhp__ErrorCode cpuhp_errmap_to_wire(int err);
+Cpuhp__ErrorCode cpuhp__errmap_to_wire(int err);
 
 /**
- * cpuhp_errmap_from_wire() - the errno for a code.
+ * cpuhp__errmap_from_wire() - the errno for a code.
  * @code: as received; a newer peer may send values this side does not know.
  * Return: a negative errno; -EIO for ERR_UNKNOWN and unknown values, so a
  * failure never maps to success.
  */
-int cpuhp_errmap_from_wire(int code);
+int cpuhp__errmap_from_wire(int code);
 
 /**
- * cpuhp_errmap_describe() - a short human text for @code in the terms of
+ * cpuhp__errmap_describe() - a short human text for @code in the terms of
  * the protocol ("a hotplug is in the way", "no such lease ..."), for log
  * lines and messages when the peer sent none.
  * Return: a static string, never NULL.
  */
-const char *cpuhp_errmap_describe(int code);
+const char *cpuhp__errmap_describe(int code);
 
 #endif /* CPUHP_PROTO_ERRMAP_H */

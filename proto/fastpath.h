@@ -12,7 +12,7 @@
  *
  * A region: one memfd per connection, sealed against resizing.  Line 0 is
  * the region head, written by cpuhpd only; then nslots slots, one
- * CPUHP_FAST_LINE each, written by the client only, each slot by one thread
+ * CPUHP__FAST_LINE each, written by the client only, each slot by one thread
  * (slot 0 is shared, changed with atomic read-modify-writes).  cpuhpd reads
  * the slots and judges every region on its own: a client can write its own
  * slots and nothing else, so it can lie only about its own leases.
@@ -23,12 +23,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define CPUHP_FAST_MAGIC  0x63687066u /* "fphc" as a little-endian word */
-#define CPUHP_FAST_LAYOUT 1u
+#define CPUHP__FAST_MAGIC  0x63687066u /* "fphc" as a little-endian word */
+#define CPUHP__FAST_LAYOUT 1u
 /* Keep writers of different slots 128 bytes apart: x86 prefetches line pairs. */
-#define CPUHP_FAST_LINE 128u
+#define CPUHP__FAST_LINE 128u
 /* Slots one connection may have, the shared slot included. */
-#define CPUHP_FAST_MAX_SLOTS 64u
+#define CPUHP__FAST_MAX_SLOTS 64u
 
 /*
  * ->state, a robust futex word of the daemon's fast-path thread (whose TID is
@@ -36,47 +36,47 @@
  * ends, and any value but ->open sends a reader to the socket.
  *
  *   open                          fast leases may be taken
- *   open | CPUHP_FAST_BLOCKED     a hotplug waits or runs: take the socket
+ *   open | CPUHP__FAST_BLOCKED     a hotplug waits or runs: take the socket
  *                                 path; a lease that ends wakes the daemon
- *   CPUHP_FAST_STOPPED (0)        cpuhpd is stopping
+ *   CPUHP__FAST_STOPPED (0)        cpuhpd is stopping
  *   anything with bit 30 set      cpuhpd died (FUTEX_OWNER_DIED)
  *
  * BLOCKED is bit 31 so the TID bits stay intact while blocked: a daemon that
  * dies in the middle of a hotplug is still noticed.
  */
-#define CPUHP_FAST_BLOCKED 0x80000000u
-#define CPUHP_FAST_STOPPED 0u
+#define CPUHP__FAST_BLOCKED 0x80000000u
+#define CPUHP__FAST_STOPPED 0u
 
-struct cpuhp_fast_header {
-	uint32_t magic;  /* CPUHP_FAST_MAGIC */
-	uint32_t layout; /* CPUHP_FAST_LAYOUT */
+struct cpuhp__fast_header {
+	uint32_t magic;  /* CPUHP__FAST_MAGIC */
+	uint32_t layout; /* CPUHP__FAST_LAYOUT */
 	uint32_t open;   /* ->state's value while fast leases may be taken */
 	uint32_t reserved;
 	/* Own line: read on every fast acquire and release, written per hotplug. */
-	_Alignas(CPUHP_FAST_LINE) _Atomic uint32_t state;
+	_Alignas(CPUHP__FAST_LINE) _Atomic uint32_t state;
 };
 
-struct cpuhp_fast_region_head {
+struct cpuhp__fast_region_head {
 	/* cpuhpd set it before it dropped this connection's counts: nothing is counted any more. */
 	_Atomic uint32_t revoked;
 	uint32_t nslots;
 };
 
-struct cpuhp_fast_slot {
+struct cpuhp__fast_slot {
 	/* Fast leases taken minus released by the threads using this slot. */
-	_Alignas(CPUHP_FAST_LINE) _Atomic int32_t count;
+	_Alignas(CPUHP__FAST_LINE) _Atomic int32_t count;
 };
 
-struct cpuhp_fast_region {
-	_Alignas(CPUHP_FAST_LINE) struct cpuhp_fast_region_head head;
-	struct cpuhp_fast_slot slot[]; /* nslots */
+struct cpuhp__fast_region {
+	_Alignas(CPUHP__FAST_LINE) struct cpuhp__fast_region_head head;
+	struct cpuhp__fast_slot slot[]; /* nslots */
 };
 
-#define CPUHP_FAST_HEADER_SIZE 4096u
-#define CPUHP_FAST_REGION_SIZE(nslots)                                                             \
-	((uint32_t)(sizeof(struct cpuhp_fast_region) + (nslots) * sizeof(struct cpuhp_fast_slot)))
+#define CPUHP__FAST_HEADER_SIZE 4096u
+#define CPUHP__FAST_REGION_SIZE(nslots)                                                             \
+	((uint32_t)(sizeof(struct cpuhp__fast_region) + (nslots) * sizeof(struct cpuhp__fast_slot)))
 
-_Static_assert(sizeof(struct cpuhp_fast_header) <= CPUHP_FAST_HEADER_SIZE, "header fits a page");
-_Static_assert(sizeof(struct cpuhp_fast_slot) == CPUHP_FAST_LINE, "one slot per line");
+_Static_assert(sizeof(struct cpuhp__fast_header) <= CPUHP__FAST_HEADER_SIZE, "header fits a page");
+_Static_assert(sizeof(struct cpuhp__fast_slot) == CPUHP__FAST_LINE, "one slot per line");
 
 #endif /* CPUHP_PROTO_FASTPATH_H */

@@ -19,9 +19,9 @@ static int check_len(size_t len, size_t max)
 	return 0;
 }
 
-int cpuhp_frame_put_header(uint8_t hdr[CPUHP_FRAME_HDR], size_t len)
+int cpuhp__frame_put_header(uint8_t hdr[CPUHP__FRAME_HDR], size_t len)
 {
-	int ret = check_len(len, CPUHP_FRAME_MAX);
+	int ret = check_len(len, CPUHP__FRAME_MAX);
 
 	if (ret < 0)
 		return ret;
@@ -32,35 +32,35 @@ int cpuhp_frame_put_header(uint8_t hdr[CPUHP_FRAME_HDR], size_t len)
 	return 0;
 }
 
-static uint32_t get_header(const uint8_t hdr[CPUHP_FRAME_HDR])
+static uint32_t get_header(const uint8_t hdr[CPUHP__FRAME_HDR])
 {
 	return (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
 }
 
-int cpuhp_frame_pack(const ProtobufCMessage *msg, uint8_t **out, size_t *out_len)
+int cpuhp__frame_pack(const ProtobufCMessage *msg, uint8_t **out, size_t *out_len)
 {
 	size_t len = protobuf_c_message_get_packed_size(msg);
 	uint8_t *buf;
 	int ret;
 
-	ret = check_len(len, CPUHP_FRAME_MAX);
+	ret = check_len(len, CPUHP__FRAME_MAX);
 	if (ret < 0)
 		return ret;
-	buf = malloc(CPUHP_FRAME_HDR + len);
+	buf = malloc(CPUHP__FRAME_HDR + len);
 	if (!buf)
 		return -ENOMEM;
-	cpuhp_frame_put_header(buf, len);
-	protobuf_c_message_pack(msg, buf + CPUHP_FRAME_HDR);
+	cpuhp__frame_put_header(buf, len);
+	protobuf_c_message_pack(msg, buf + CPUHP__FRAME_HDR);
 	*out = buf;
-	*out_len = CPUHP_FRAME_HDR + len;
+	*out_len = CPUHP__FRAME_HDR + len;
 	return 0;
 }
 
-int cpuhp_frame_unpack_request(const uint8_t *payload, size_t len, Cpuhp__Request **out)
+int cpuhp__frame_unpack_request(const uint8_t *payload, size_t len, Cpuhp__Request **out)
 {
 	Cpuhp__Request *req;
 
-	if (len > CPUHP_FRAME_MAX)
+	if (len > CPUHP__FRAME_MAX)
 		return -EMSGSIZE;
 	req = cpuhp__request__unpack(NULL, len, payload);
 	if (!req)
@@ -69,11 +69,11 @@ int cpuhp_frame_unpack_request(const uint8_t *payload, size_t len, Cpuhp__Reques
 	return 0;
 }
 
-int cpuhp_frame_unpack_response(const uint8_t *payload, size_t len, Cpuhp__Response **out)
+int cpuhp__frame_unpack_response(const uint8_t *payload, size_t len, Cpuhp__Response **out)
 {
 	Cpuhp__Response *resp;
 
-	if (len > CPUHP_FRAME_MAX)
+	if (len > CPUHP__FRAME_MAX)
 		return -EMSGSIZE;
 	resp = cpuhp__response__unpack(NULL, len, payload);
 	if (!resp)
@@ -82,25 +82,25 @@ int cpuhp_frame_unpack_response(const uint8_t *payload, size_t len, Cpuhp__Respo
 	return 0;
 }
 
-void cpuhp_frame_decoder_init(struct cpuhp_frame_decoder *d, uint32_t max_payload)
+void cpuhp__frame_decoder_init(struct cpuhp__frame_decoder *d, uint32_t max_payload)
 {
 	memset(d, 0, sizeof(*d));
-	d->max = max_payload ? max_payload : CPUHP_FRAME_MAX;
+	d->max = max_payload ? max_payload : CPUHP__FRAME_MAX;
 }
 
-void cpuhp_frame_decoder_fini(struct cpuhp_frame_decoder *d)
+void cpuhp__frame_decoder_fini(struct cpuhp__frame_decoder *d)
 {
 	free(d->buf);
 	d->buf = NULL;
 	d->cap = 0;
 }
 
-bool cpuhp_frame_decoder_idle(const struct cpuhp_frame_decoder *d)
+bool cpuhp__frame_decoder_idle(const struct cpuhp__frame_decoder *d)
 {
 	return d->hdr_have == 0;
 }
 
-static void next_frame(struct cpuhp_frame_decoder *d)
+static void next_frame(struct cpuhp__frame_decoder *d)
 {
 	d->hdr_have = 0;
 	d->need = 0;
@@ -108,16 +108,16 @@ static void next_frame(struct cpuhp_frame_decoder *d)
 }
 
 /* Consume what is left of the prefix; on completion validate the length. */
-static ssize_t take_header(struct cpuhp_frame_decoder *d, const uint8_t *data, size_t len)
+static ssize_t take_header(struct cpuhp__frame_decoder *d, const uint8_t *data, size_t len)
 {
-	size_t n = CPUHP_FRAME_HDR - d->hdr_have;
+	size_t n = CPUHP__FRAME_HDR - d->hdr_have;
 	uint32_t need;
 
 	if (n > len)
 		n = len;
 	memcpy(d->hdr + d->hdr_have, data, n);
 	d->hdr_have += n;
-	if (d->hdr_have < CPUHP_FRAME_HDR)
+	if (d->hdr_have < CPUHP__FRAME_HDR)
 		return n;
 	need = get_header(d->hdr);
 	d->error = check_len(need, d->max);
@@ -127,7 +127,7 @@ static ssize_t take_header(struct cpuhp_frame_decoder *d, const uint8_t *data, s
 	return n;
 }
 
-ssize_t cpuhp_frame_decoder_feed(struct cpuhp_frame_decoder *d, const uint8_t *data, size_t len,
+ssize_t cpuhp__frame_decoder_feed(struct cpuhp__frame_decoder *d, const uint8_t *data, size_t len,
                                  const uint8_t **payload, size_t *payload_len)
 {
 	size_t used = 0, n;
@@ -136,10 +136,10 @@ ssize_t cpuhp_frame_decoder_feed(struct cpuhp_frame_decoder *d, const uint8_t *d
 	*payload_len = 0;
 	if (d->error)
 		return d->error;
-	if (d->hdr_have < CPUHP_FRAME_HDR) {
+	if (d->hdr_have < CPUHP__FRAME_HDR) {
 		ssize_t ret = take_header(d, data, len);
 
-		if (ret < 0 || d->hdr_have < CPUHP_FRAME_HDR)
+		if (ret < 0 || d->hdr_have < CPUHP__FRAME_HDR)
 			return ret;
 		used = ret;
 	}

@@ -31,7 +31,7 @@ struct write_req {
  * completely (the decoder copies only frames split across reads) before the
  * next one is allocated.  Sized so that a whole maximal frame fits.
  */
-static uint8_t read_buf[CPUHP_FRAME_HDR + CPUHP_FRAME_MAX];
+static uint8_t read_buf[CPUHP__FRAME_HDR + CPUHP__FRAME_MAX];
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -43,7 +43,7 @@ static void close_cb(uv_handle_t *h)
 {
 	struct cpuhpd_conn *c = cpuhpd_container_of(h, struct cpuhpd_conn, pipe);
 
-	cpuhp_frame_decoder_fini(&c->dec);
+	cpuhp__frame_decoder_fini(&c->dec);
 	free(c);
 }
 
@@ -167,7 +167,7 @@ static void queue_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len, size_
 /* Frame @resp; a reply that cannot be encoded closes @c.  Return: 0 or -errno. */
 static int pack(struct cpuhpd_conn *c, const Cpuhp__Response *resp, uint8_t **frame, size_t *len)
 {
-	int err = cpuhp_frame_pack_response(resp, frame, len);
+	int err = cpuhp__frame_pack_response(resp, frame, len);
 
 	if (err) {
 		char why[128];
@@ -248,7 +248,7 @@ __attribute__((format(printf, 4, 0))) static void vsend_error(struct cpuhpd_conn
 	char msg[512];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	e.code = cpuhp_errmap_to_wire(err);
+	e.code = cpuhp__errmap_to_wire(err);
 	e.message = msg;
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_ERROR;
@@ -297,7 +297,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 			snprintf(why, sizeof(why), "read failed: %s", uv_strerror((int)nread));
 			cpuhpd_conn_close(c, why);
-		} else if (!cpuhp_frame_decoder_idle(&c->dec)) {
+		} else if (!cpuhp__frame_decoder_idle(&c->dec)) {
 			cpuhpd_conn_fail(c, 0, EPROTO,
 			                 "truncated frame: the connection ended in the middle of a "
 			                 "frame");
@@ -310,13 +310,13 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	while (left && !c->closing) {
 		const uint8_t *payload;
 		size_t plen;
-		ssize_t n = cpuhp_frame_decoder_feed(&c->dec, p, left, &payload, &plen);
+		ssize_t n = cpuhp__frame_decoder_feed(&c->dec, p, left, &payload, &plen);
 
 		if (n == -EMSGSIZE) {
 			cpuhpd_conn_fail(c, 0, EMSGSIZE,
 			                 "frame too large: the length prefix is over the limit of "
 			                 "%u bytes",
-			                 (unsigned)CPUHP_FRAME_MAX);
+			                 (unsigned)CPUHP__FRAME_MAX);
 			return;
 		}
 		if (n == -EPROTO) {
@@ -346,11 +346,11 @@ static void reject(struct cpuhpd *d, uv_pipe_t *p)
 	snprintf(msg, sizeof(msg),
 	         "too many connections (the limit is %u, --max-connections); try again later",
 	         d->opt.max_connections);
-	e.code = cpuhp_errmap_to_wire(EUSERS);
+	e.code = cpuhp__errmap_to_wire(EUSERS);
 	e.message = msg;
 	r.body_case = CPUHP__RESPONSE__BODY_ERROR;
 	r.error = &e;
-	if (!cpuhp_frame_pack_response(&r, &frame, &len)) {
+	if (!cpuhp__frame_pack_response(&r, &frame, &len)) {
 		uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
 
 		uv_try_write((uv_stream_t *)p, &b, 1);
@@ -399,7 +399,7 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 	}
 	c->d = d;
 	c->id = ++d->next_conn_id;
-	cpuhp_frame_decoder_init(&c->dec, 0);
+	cpuhp__frame_decoder_init(&c->dec, 0);
 	cpuhpd_list_init(&c->watch_node);
 	cpuhpd_list_add_tail(&d->conns, &c->node);
 	d->nconns++;

@@ -51,7 +51,7 @@ struct cpuhpd_conn {
 	struct cpuhpd_list node; /* in d->conns */
 	unsigned id;             /* for log lines */
 	struct cpuhpd_peer peer;
-	struct cpuhp_frame_decoder dec;
+	struct cpuhp__frame_decoder dec;
 	bool hello;   /* Hello answered: other requests allowed */
 	bool closing; /* detached from every module; uv_close() pending */
 

@@ -22,14 +22,14 @@ static void hello(struct cpuhpd_conn *c, uint64_t id, const Cpuhp__Hello *h)
 		cpuhpd_conn_fail(c, id, EPROTONOSUPPORT,
 		                 "protocol version %" PRIu32 " is not supported; this cpuhpd "
 		                 "speaks versions 1 to %u",
-		                 h->version, CPUHP_PROTO_VERSION);
+		                 h->version, CPUHP__PROTO_VERSION);
 		return;
 	}
 	c->hello = true;
 	cpuhpd_debug("client %u: hello from '%s'", c->id, h->client_name);
-	hr.version = CPUHP_PROTO_VERSION;
+	hr.version = CPUHP__PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
-	hr.max_frame = CPUHP_FRAME_MAX;
+	hr.max_frame = CPUHP__FRAME_MAX;
 	hr.fast_path = cpuhpd_fastpath_offered(c->d);
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
@@ -79,7 +79,7 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	Cpuhp__Request *req;
 	uint64_t id;
 
-	if (cpuhp_frame_unpack_request(payload, len, &req)) {
+	if (cpuhp__frame_unpack_request(payload, len, &req)) {
 		cpuhpd_conn_fail(c, 0, EPROTO, "malformed request: not a cpuhp.Request message");
 		return;
 	}

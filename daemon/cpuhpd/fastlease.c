@@ -107,7 +107,7 @@
 
 struct cpuhpd_fast_region {
 	struct cpuhpd_list node; /* in fast.regions */
-	struct cpuhp_fast_region *map;
+	struct cpuhp__fast_region *map;
 	size_t size;
 	unsigned nslots;
 	bool undrained; /* meaningful while fast.counted */
@@ -334,7 +334,7 @@ void cpuhpd_fastpath_block(struct cpuhpd *d)
 	 * Q (pairs with P and T), and V: "blocked" before the barrier, the sums
 	 * and any later grant.
 	 */
-	atomic_store_explicit(&fp->hdr->state, fp->open | CPUHP_FAST_BLOCKED, memory_order_seq_cst);
+	atomic_store_explicit(&fp->hdr->state, fp->open | CPUHP__FAST_BLOCKED, memory_order_seq_cst);
 	if (!fp->nregions) {
 		/* Nobody to order: regions granted from now on hold nothing (V). */
 		fp->counted = true;
@@ -363,7 +363,7 @@ void cpuhpd_fastpath_unblock(struct cpuhpd *d)
 	fp->blocked = false;
 	fp->counted = false;
 	/* U: the hotplug's section before "open"; pairs with P's acquire load of the state. */
-	atomic_store_explicit(&fp->hdr->state, d->stopping ? CPUHP_FAST_STOPPED : fp->open,
+	atomic_store_explicit(&fp->hdr->state, d->stopping ? CPUHP__FAST_STOPPED : fp->open,
 	                      memory_order_release);
 }
 
@@ -425,7 +425,7 @@ static struct cpuhpd_fast_region *region_new(unsigned nslots, int *fd)
 	if (!r)
 		return NULL;
 	r->nslots = nslots;
-	r->size = CPUHP_FAST_REGION_SIZE(nslots);
+	r->size = CPUHP__FAST_REGION_SIZE(nslots);
 	*fd = seal_map("cpuhpd-fast-region", r->size, REGION_SEALS, &map);
 	if (*fd < 0) {
 		free(r);
@@ -461,8 +461,8 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
 	}
 	if (n < 1)
 		n = 1;
-	if (n > CPUHP_FAST_MAX_SLOTS)
-		n = CPUHP_FAST_MAX_SLOTS;
+	if (n > CPUHP__FAST_MAX_SLOTS)
+		n = CPUHP__FAST_MAX_SLOTS;
 	r = region_new(n, &fds[1]);
 	if (!r) {
 		cpuhpd_conn_send_error(c, req_id, ENOMEM,
@@ -475,14 +475,14 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
 	fp->nregions++;
 	c->fast = r;
 
-	g.layout = CPUHP_FAST_LAYOUT;
+	g.layout = CPUHP__FAST_LAYOUT;
 	g.nslots = n;
 	g.barrier = fp->mode == CPUHPD_FAST_EXPEDITED
 	                ? CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_EXPEDITED
 	            : fp->mode == CPUHPD_FAST_GLOBAL
 	                ? CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_GLOBAL
 	                : CPUHP__FAST_BARRIER__FAST_BARRIER_FENCE;
-	g.header_size = CPUHP_FAST_HEADER_SIZE;
+	g.header_size = CPUHP__FAST_HEADER_SIZE;
 	g.region_size = (uint32_t)r->size;
 	resp.id = req_id;
 	resp.body_case = CPUHP__RESPONSE__BODY_FAST_PATH_GRANTED;
@@ -641,7 +641,7 @@ int cpuhpd_fastpath_start(struct cpuhpd *d)
 		return err;
 	if (fp->mode == CPUHPD_FAST_OFF)
 		return 0;
-	fp->hdr_fd = seal_map("cpuhpd-fast-header", CPUHP_FAST_HEADER_SIZE,
+	fp->hdr_fd = seal_map("cpuhpd-fast-header", CPUHP__FAST_HEADER_SIZE,
 	                      REGION_SEALS | F_SEAL_FUTURE_WRITE, &map);
 	if (fp->hdr_fd < 0) {
 		cpuhpd_warn("fast path off: cannot create a sealed memfd (%s; F_SEAL_FUTURE_WRITE "
@@ -651,15 +651,15 @@ int cpuhpd_fastpath_start(struct cpuhpd *d)
 		return 0;
 	}
 	fp->hdr = map;
-	fp->hdr->magic = CPUHP_FAST_MAGIC;
-	fp->hdr->layout = CPUHP_FAST_LAYOUT;
-	atomic_init(&fp->hdr->state, CPUHP_FAST_STOPPED);
+	fp->hdr->magic = CPUHP__FAST_MAGIC;
+	fp->hdr->layout = CPUHP__FAST_LAYOUT;
+	atomic_init(&fp->hdr->state, CPUHP__FAST_STOPPED);
 	err = start_thread(d);
 	if (err) {
 		cpuhpd_warn("fast path off: cannot start its thread or register its robust futex "
 		            "(%s); clients use socket leases",
 		            strerror(err < 0 ? -err : err));
-		munmap(fp->hdr, CPUHP_FAST_HEADER_SIZE);
+		munmap(fp->hdr, CPUHP__FAST_HEADER_SIZE);
 		close(fp->hdr_fd);
 		fp->hdr = NULL;
 		fp->hdr_fd = -1;
@@ -684,7 +684,7 @@ void cpuhpd_fastpath_stop(struct cpuhpd *d)
 	 * stopping), and "blocked" already kept readers out of a running one.
 	 */
 	if (fp->mode != CPUHPD_FAST_OFF)
-		atomic_store_explicit(&fp->hdr->state, CPUHP_FAST_STOPPED, memory_order_seq_cst);
+		atomic_store_explicit(&fp->hdr->state, CPUHP__FAST_STOPPED, memory_order_seq_cst);
 }
 
 void cpuhpd_fastpath_close(struct cpuhpd *d)
@@ -702,7 +702,7 @@ void cpuhpd_fastpath_close(struct cpuhpd *d)
 	uv_close((uv_handle_t *)&fp->async, NULL);
 	uv_cond_destroy(&fp->cond);
 	uv_mutex_destroy(&fp->lock);
-	munmap(fp->hdr, CPUHP_FAST_HEADER_SIZE);
+	munmap(fp->hdr, CPUHP__FAST_HEADER_SIZE);
 	close(fp->hdr_fd);
 	fp->hdr = NULL;
 	fp->hdr_fd = -1;

@@ -49,7 +49,7 @@ int cpuhpd_fast_mode_parse(const char *s, enum cpuhpd_fast_mode *out);
 struct cpuhpd_fastpath {
 	enum cpuhpd_fast_mode mode;
 	int hdr_fd;
-	struct cpuhp_fast_header *hdr; /* the only writable mapping of it */
+	struct cpuhp__fast_header *hdr; /* the only writable mapping of it */
 	uint32_t open;                 /* hdr->state while open: the thread's TID */
 
 	struct cpuhpd_list regions; /* struct cpuhpd_fast_region.node */

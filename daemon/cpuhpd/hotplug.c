@@ -368,9 +368,9 @@ static size_t message_budget(const struct hotplug_req *h, const char *online, un
 	size_t fixed = 512 + strlen(h->cpus_str) + (online ? strlen(online) : 0) + 24 * (size_t)n;
 	size_t per;
 
-	if (!n || fixed >= CPUHP_FRAME_MAX)
+	if (!n || fixed >= CPUHP__FRAME_MAX)
 		return 0;
-	per = (CPUHP_FRAME_MAX - fixed) / n;
+	per = (CPUHP__FRAME_MAX - fixed) / n;
 	return per < sizeof(h->job.results[0].msg) ? per : sizeof(h->job.results[0].msg) - 1;
 }
 
@@ -418,7 +418,7 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 		res[i].ok = cr->err == 0;
 		res[i].changed = cr->changed;
 		res[i].code =
-		    cr->err ? cpuhp_errmap_to_wire(cr->err) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
+		    cr->err ? cpuhp__errmap_to_wire(cr->err) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
 		res[i].message = (char *)cr->msg;
 		resp[i] = &res[i];
 		all_ok &= cr->err == 0;

@@ -29,8 +29,8 @@
 struct cpuhp_client;
 
 struct cpuhp__fast {
-	const struct cpuhp_fast_header *hdr; /* read-only mapping */
-	struct cpuhp_fast_region *reg;       /* this connection's slots */
+	const struct cpuhp__fast_header *hdr; /* read-only mapping */
+	struct cpuhp__fast_region *reg;       /* this connection's slots */
 	size_t reg_size;
 	uint32_t open;   /* hdr->state while fast leases may be taken */
 	bool fence;      /* P and T are full fences (no membarrier to rely on) */
@@ -38,7 +38,7 @@ struct cpuhp__fast {
 	uint64_t serial; /* never 0, never reused by another handle */
 	pid_t pid;       /* a fork child must not touch its parent's slots */
 	pthread_mutex_t claim_lock;
-	pid_t owner[CPUHP_FAST_MAX_SLOTS]; /* under claim_lock: the thread using slot i */
+	pid_t owner[CPUHP__FAST_MAX_SLOTS]; /* under claim_lock: the thread using slot i */
 	uint8_t wake_frame[32];            /* Request{id 0, FastWake}, packed once */
 	size_t wake_len;
 };

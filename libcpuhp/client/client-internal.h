@@ -41,7 +41,7 @@ struct cpuhp_client {
 	uint32_t max_frame; /* the daemon's limit, from HelloReply */
 
 	/* Bytes read ahead: rbuf[rpos, rlen) is not yet fed to dec. */
-	struct cpuhp_frame_decoder dec;
+	struct cpuhp__frame_decoder dec;
 	size_t rpos, rlen;
 	uint8_t rbuf[16384];
 

@@ -45,14 +45,14 @@ int cpuhp__client_hello(struct cpuhp_client *c)
 	Cpuhp__Response *resp;
 	int ret;
 
-	hello.version = CPUHP_PROTO_VERSION;
+	hello.version = CPUHP__PROTO_VERSION;
 	hello.client_name = program_invocation_short_name;
 	req.body_case = CPUHP__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_HELLO, &resp);
 	if (ret < 0)
 		return ret;
-	if (resp->hello->version != CPUHP_PROTO_VERSION)
+	if (resp->hello->version != CPUHP__PROTO_VERSION)
 		ret = -EPROTONOSUPPORT;
 	else if (resp->hello->max_frame && resp->hello->max_frame < c->max_frame)
 		c->max_frame = resp->hello->max_frame;
@@ -176,7 +176,7 @@ static int convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *
 		const Cpuhp__CpuResult *in = reply->results[i];
 
 		r[i].cpu = in->cpu;
-		r[i].error = in->ok ? 0 : cpuhp_errmap_from_wire(in->code);
+		r[i].error = in->ok ? 0 : cpuhp__errmap_from_wire(in->code);
 		r[i].changed = in->ok && in->changed;
 		snprintf(r[i].message, sizeof(r[i].message), "%s", in->message ? in->message : "");
 	}

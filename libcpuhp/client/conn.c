@@ -148,7 +148,7 @@ static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
 	while (c->rpos < c->rlen) {
 		const uint8_t *payload;
 		size_t plen;
-		ssize_t n = cpuhp_frame_decoder_feed(&c->dec, c->rbuf + c->rpos, c->rlen - c->rpos,
+		ssize_t n = cpuhp__frame_decoder_feed(&c->dec, c->rbuf + c->rpos, c->rlen - c->rpos,
 		                                     &payload, &plen);
 
 		if (n < 0)
@@ -159,7 +159,7 @@ static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
 		c->rpos += (size_t)n;
 		if (payload) {
 			/* Unpack now: an in-place payload lives in rbuf until the next recv. */
-			if (cpuhp_frame_unpack_response(payload, plen, out) < 0)
+			if (cpuhp__frame_unpack_response(payload, plen, out) < 0)
 				return cpuhp__client_kill(
 				    c, -EPROTO,
 				    "cpuhpd sent a message that does not decode as a "
@@ -197,7 +197,7 @@ int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response *
 		if (n == 0)
 			return cpuhp__client_kill(
 			    c, -ECONNRESET,
-			    cpuhp_frame_decoder_idle(&c->dec)
+			    cpuhp__frame_decoder_idle(&c->dec)
 			        ? "cpuhpd closed the connection"
 			        : "cpuhpd closed the connection in the middle of a frame");
 		c->rpos = 0;
@@ -230,11 +230,11 @@ Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c)
 
 int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e)
 {
-	int err = cpuhp_errmap_from_wire(e->code);
+	int err = cpuhp__errmap_from_wire(e->code);
 
 	if (e->message && e->message[0])
 		return cpuhp__client_error(c, err, "%s", e->message);
-	return cpuhp__client_error(c, err, "cpuhpd: %s", cpuhp_errmap_describe(e->code));
+	return cpuhp__client_error(c, err, "cpuhpd: %s", cpuhp__errmap_describe(e->code));
 }
 
 /*
@@ -269,8 +269,8 @@ int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
 		return cpuhp__client_error(c, c->dead,
 		                           "the connection to cpuhpd failed earlier; reconnect");
 	req->id = ++c->next_id;
-	ret = cpuhp_frame_pack_request(req, &frame, &len);
-	if (ret == 0 && len - CPUHP_FRAME_HDR > c->max_frame) {
+	ret = cpuhp__frame_pack_request(req, &frame, &len);
+	if (ret == 0 && len - CPUHP__FRAME_HDR > c->max_frame) {
 		free(frame);
 		ret = -EMSGSIZE;
 	}
@@ -365,8 +365,8 @@ int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out)
 		goto err_free;
 	}
 	c->sa = *sa;
-	cpuhp_frame_decoder_init(&c->dec, CPUHP_FRAME_MAX);
-	c->max_frame = CPUHP_FRAME_MAX;
+	cpuhp__frame_decoder_init(&c->dec, CPUHP__FRAME_MAX);
+	c->max_frame = CPUHP__FRAME_MAX;
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		ret = -errno;
@@ -386,7 +386,7 @@ err_close:
 	drop_fds(c);
 	close(c->fd);
 err_mutex:
-	cpuhp_frame_decoder_fini(&c->dec);
+	cpuhp__frame_decoder_fini(&c->dec);
 	pthread_mutex_destroy(&c->fb_lock);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);
@@ -423,7 +423,7 @@ void cpuhp_client_close(struct cpuhp_client *c)
 	close(c->fd);
 	while ((ev = cpuhp__client_dequeue_event(c)))
 		cpuhp__response__free_unpacked(ev, NULL);
-	cpuhp_frame_decoder_fini(&c->dec);
+	cpuhp__frame_decoder_fini(&c->dec);
 	pthread_mutex_destroy(&c->fb_lock);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);

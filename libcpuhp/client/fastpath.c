@@ -102,7 +102,7 @@ void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
 {
 	/* Stopped, dead or revoked: nobody waits for this count. */
 	if (atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
-	    (f->open | CPUHP_FAST_BLOCKED))
+	    (f->open | CPUHP__FAST_BLOCKED))
 		return;
 	/*
 	 * W: after the slot--.  Under the send lock only, not the call lock: a
@@ -118,7 +118,7 @@ void cpuhp__client_fast_free(struct cpuhp__fast *f)
 	if (!f)
 		return;
 	if (f->hdr)
-		munmap((void *)f->hdr, CPUHP_FAST_HEADER_SIZE);
+		munmap((void *)f->hdr, CPUHP__FAST_HEADER_SIZE);
 	if (f->reg)
 		munmap(f->reg, f->reg_size);
 	pthread_mutex_destroy(&f->claim_lock);
@@ -136,7 +136,7 @@ static unsigned slots_wanted(void)
 	n = strtoul(s, &end, 10);
 	if (*end || !n)
 		return DEFAULT_SLOTS;
-	return n > CPUHP_FAST_MAX_SLOTS ? CPUHP_FAST_MAX_SLOTS : (unsigned)n;
+	return n > CPUHP__FAST_MAX_SLOTS ? CPUHP__FAST_MAX_SLOTS : (unsigned)n;
 }
 
 static bool fast_disabled(void)
@@ -164,12 +164,12 @@ static void *map_fd(int fd, size_t size, int prot)
 /* Map what came with @g into @f; false if it does not look like the layout we know. */
 static bool map_granted(struct cpuhp__fast *f, const Cpuhp__FastPathGranted *g, const int *fds)
 {
-	if (g->layout != CPUHP_FAST_LAYOUT || g->header_size != CPUHP_FAST_HEADER_SIZE ||
-	    g->nslots < 1 || g->nslots > CPUHP_FAST_MAX_SLOTS ||
-	    g->region_size < CPUHP_FAST_REGION_SIZE(g->nslots))
+	if (g->layout != CPUHP__FAST_LAYOUT || g->header_size != CPUHP__FAST_HEADER_SIZE ||
+	    g->nslots < 1 || g->nslots > CPUHP__FAST_MAX_SLOTS ||
+	    g->region_size < CPUHP__FAST_REGION_SIZE(g->nslots))
 		return false;
-	f->hdr = map_fd(fds[0], CPUHP_FAST_HEADER_SIZE, PROT_READ);
-	if (!f->hdr || f->hdr->magic != CPUHP_FAST_MAGIC || f->hdr->layout != CPUHP_FAST_LAYOUT)
+	f->hdr = map_fd(fds[0], CPUHP__FAST_HEADER_SIZE, PROT_READ);
+	if (!f->hdr || f->hdr->magic != CPUHP__FAST_MAGIC || f->hdr->layout != CPUHP__FAST_LAYOUT)
 		return false;
 	f->reg_size = g->region_size;
 	f->reg = map_fd(fds[1], f->reg_size, PROT_READ | PROT_WRITE);
@@ -203,7 +203,7 @@ static bool pack_wake(struct cpuhp__fast *f)
 	req.id = 0; /* never answered (proto/FRAMING.md) */
 	req.body_case = CPUHP__REQUEST__BODY_FAST_WAKE;
 	req.fast_wake = &w;
-	if (cpuhp_frame_pack_request(&req, &frame, &len) < 0)
+	if (cpuhp__frame_pack_request(&req, &frame, &len) < 0)
 		return false;
 	if (len <= sizeof(f->wake_frame)) {
 		memcpy(f->wake_frame, frame, len);
@@ -316,7 +316,7 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 				return 0;
 			continue;
 		}
-		if (s != (f->open | CPUHP_FAST_BLOCKED))
+		if (s != (f->open | CPUHP__FAST_BLOCKED))
 			return fail(c, -ECONNRESET, "cpuhpd stopped or died; reconnect");
 		if (!timeout_ms)
 			return fail(c, -EAGAIN,

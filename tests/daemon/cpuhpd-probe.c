@@ -50,7 +50,7 @@ struct conn {
 	char name[64];
 	int fd;
 	uint64_t next_id;
-	struct cpuhp_frame_decoder dec;
+	struct cpuhp__frame_decoder dec;
 	struct queued *head, *tail;
 	uint8_t buf[8192];
 	size_t have, off;
@@ -221,7 +221,7 @@ static void drop(struct conn *c)
 		cpuhp__response__free_unpacked(q->resp, NULL);
 		free(q);
 	}
-	cpuhp_frame_decoder_fini(&c->dec);
+	cpuhp__frame_decoder_fini(&c->dec);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
@@ -241,7 +241,7 @@ static struct conn *open_conn(const char *name, int *err)
 	}
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->next_id = 1;
-	cpuhp_frame_decoder_init(&c->dec, 0);
+	cpuhp__frame_decoder_init(&c->dec, 0);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	strncpy(sa.sun_path, sock_path, sizeof(sa.sun_path) - 1);
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -283,7 +283,7 @@ static int read_one(struct conn *c)
 		if (c->off < c->have) {
 			const uint8_t *payload;
 			size_t plen;
-			ssize_t n = cpuhp_frame_decoder_feed(&c->dec, c->buf + c->off,
+			ssize_t n = cpuhp__frame_decoder_feed(&c->dec, c->buf + c->off,
 			                                     c->have - c->off, &payload, &plen);
 			Cpuhp__Response *resp;
 			struct queued *q;
@@ -293,7 +293,7 @@ static int read_one(struct conn *c)
 			c->off += (size_t)n;
 			if (!payload)
 				continue;
-			if (cpuhp_frame_unpack_response(payload, plen, &resp))
+			if (cpuhp__frame_unpack_response(payload, plen, &resp))
 				return EPROTO;
 			q = calloc(1, sizeof(*q));
 			q->resp = resp;
@@ -418,7 +418,7 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		printf("{\"ok\":false,\"what\":\"bad request kind\"}\n");
 		return 0;
 	}
-	err = cpuhp_frame_pack_request(&req, &frame, &len);
+	err = cpuhp__frame_pack_request(&req, &frame, &len);
 	if (err) {
 		reply_err("pack", -err);
 		return 0;

@@ -39,11 +39,11 @@
 
 static int sock = -1, fds[2] = {-1, -1}, nfds;
 static uint64_t next_id = 1;
-static struct cpuhp_frame_decoder dec;
+static struct cpuhp__frame_decoder dec;
 static uint8_t buf[70000];
 static size_t have, off;
-static const struct cpuhp_fast_header *hdr;
-static struct cpuhp_fast_region *reg;
+static const struct cpuhp__fast_header *hdr;
+static struct cpuhp__fast_region *reg;
 static size_t reg_size;
 
 static void die(const char *what)
@@ -58,7 +58,7 @@ static void send_req(Cpuhp__Request *req, uint64_t id)
 	size_t len;
 
 	req->id = id;
-	if (cpuhp_frame_pack_request(req, &frame, &len) < 0)
+	if (cpuhp__frame_pack_request(req, &frame, &len) < 0)
 		die("pack");
 	if (send(sock, frame, len, MSG_NOSIGNAL) != (ssize_t)len)
 		die("send");
@@ -79,12 +79,12 @@ static Cpuhp__Response *recv_resp(void)
 		ssize_t n;
 
 		while (off < have) {
-			n = cpuhp_frame_decoder_feed(&dec, buf + off, have - off, &payload, &plen);
+			n = cpuhp__frame_decoder_feed(&dec, buf + off, have - off, &payload, &plen);
 			if (n < 0)
 				die("bad frame from cpuhpd");
 			off += (size_t)n;
 			if (payload) {
-				if (cpuhp_frame_unpack_response(payload, plen, &resp) < 0)
+				if (cpuhp__frame_unpack_response(payload, plen, &resp) < 0)
 					die("bad response");
 				return resp;
 			}
@@ -133,7 +133,7 @@ static void cmd_hello(void)
 	Cpuhp__Hello h = CPUHP__HELLO__INIT;
 	Cpuhp__Response *r;
 
-	h.version = CPUHP_PROTO_VERSION;
+	h.version = CPUHP__PROTO_VERSION;
 	h.client_name = "fastlease-raw";
 	req.body_case = CPUHP__REQUEST__BODY_HELLO;
 	req.hello = &h;
@@ -164,7 +164,7 @@ static void cmd_fastpath(unsigned slots)
 	}
 	g = r->fast_path_granted;
 	if (nfds == 2 && !hdr) {
-		hdr = mmap(NULL, CPUHP_FAST_HEADER_SIZE, PROT_READ, MAP_SHARED, fds[0], 0);
+		hdr = mmap(NULL, CPUHP__FAST_HEADER_SIZE, PROT_READ, MAP_SHARED, fds[0], 0);
 		reg_size = g->region_size;
 		reg = mmap(NULL, reg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 		if (hdr == MAP_FAILED || reg == MAP_FAILED)
@@ -188,11 +188,11 @@ static void cmd_hdrwrite(void)
 	int e_mmap, e_mprotect, e_pwrite, e_reopen, fd;
 	uint32_t v = 1;
 
-	p = mmap(NULL, CPUHP_FAST_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	p = mmap(NULL, CPUHP__FAST_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	e_mmap = p == MAP_FAILED ? errno : 0;
 	if (p != MAP_FAILED)
-		munmap(p, CPUHP_FAST_HEADER_SIZE);
-	e_mprotect = err_of(mprotect((void *)hdr, CPUHP_FAST_HEADER_SIZE, PROT_READ | PROT_WRITE));
+		munmap(p, CPUHP__FAST_HEADER_SIZE);
+	e_mprotect = err_of(mprotect((void *)hdr, CPUHP__FAST_HEADER_SIZE, PROT_READ | PROT_WRITE));
 	e_pwrite = err_of((int)pwrite(fds[0], &v, sizeof(v), 128));
 	/* A new open file description of the same memfd, read-write. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
@@ -200,10 +200,10 @@ static void cmd_hdrwrite(void)
 	if (fd < 0) {
 		e_reopen = errno;
 	} else {
-		p = mmap(NULL, CPUHP_FAST_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		p = mmap(NULL, CPUHP__FAST_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		e_reopen = p == MAP_FAILED ? errno : 0;
 		if (p != MAP_FAILED)
-			munmap(p, CPUHP_FAST_HEADER_SIZE);
+			munmap(p, CPUHP__FAST_HEADER_SIZE);
 		close(fd);
 	}
 	printf("{\"mmap\":%d,\"mprotect\":%d,\"pwrite\":%d,\"reopen\":%d}\n", e_mmap, e_mprotect,
@@ -287,7 +287,7 @@ int main(int argc, char **argv)
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die("connect");
-	cpuhp_frame_decoder_init(&dec, CPUHP_FRAME_MAX);
+	cpuhp__frame_decoder_init(&dec, CPUHP__FRAME_MAX);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while (fgets(line, sizeof(line), stdin)) {
 		char *cmd = strtok(line, " \n"), *a = strtok(NULL, " \n"), *b = strtok(NULL, " \n");

@@ -37,7 +37,7 @@ struct client {
 	uint64_t next_id;
 	uint64_t out[MAX_OUT]; /* ids sent and not yet answered */
 	unsigned nout;
-	struct cpuhp_frame_decoder dec;
+	struct cpuhp__frame_decoder dec;
 	uint8_t buf[8192];
 	size_t have, off;
 	unsigned long requests, replies;
@@ -72,7 +72,7 @@ static uint64_t send_req(struct client *c, Cpuhp__Request *req, const char *what
 	if (c->nout == MAX_OUT)
 		die("too many requests outstanding", EOVERFLOW);
 	req->id = c->next_id++;
-	err = cpuhp_frame_pack_request(req, &frame, &len);
+	err = cpuhp__frame_pack_request(req, &frame, &len);
 	if (err)
 		die("pack", -err);
 	while (off < len) {
@@ -98,7 +98,7 @@ static Cpuhp__Response *recv_reply(struct client *c)
 		if (c->off < c->have) {
 			const uint8_t *payload;
 			size_t plen;
-			ssize_t n = cpuhp_frame_decoder_feed(&c->dec, c->buf + c->off,
+			ssize_t n = cpuhp__frame_decoder_feed(&c->dec, c->buf + c->off,
 			                                     c->have - c->off, &payload, &plen);
 			Cpuhp__Response *r;
 			unsigned i;
@@ -109,7 +109,7 @@ static Cpuhp__Response *recv_reply(struct client *c)
 			c->off += (size_t)n;
 			if (!payload)
 				continue;
-			if (cpuhp_frame_unpack_response(payload, plen, &r))
+			if (cpuhp__frame_unpack_response(payload, plen, &r))
 				anomaly("a frame that is not a Response (%zu bytes)", plen);
 			for (i = 0; i < c->nout && c->out[i] != r->id; i++)
 				;
@@ -164,14 +164,14 @@ static void connect_hello(struct client *c, const char *path)
 	Cpuhp__Response *r;
 
 	c->next_id = 1;
-	cpuhp_frame_decoder_init(&c->dec, 0);
+	cpuhp__frame_decoder_init(&c->dec, 0);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (strlen(path) >= sizeof(sa.sun_path))
 		die("socket path", ENAMETOOLONG);
 	strcpy(sa.sun_path, path);
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die("connect", errno);
-	h.version = CPUHP_PROTO_VERSION;
+	h.version = CPUHP__PROTO_VERSION;
 	h.client_name = (char *)"cpuhpd-churn";
 	req.body_case = CPUHP__REQUEST__BODY_HELLO;
 	req.hello = &h;

@@ -347,16 +347,16 @@ static struct idcount *idc(struct reference *ref, uint64_t id)
  */
 static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 {
-	struct cpuhp_frame_decoder dec;
+	struct cpuhp__frame_decoder dec;
 	size_t pos = 0;
 	bool hello = false;
 
 	ref->clean = false;
-	cpuhp_frame_decoder_init(&dec, 0);
+	cpuhp__frame_decoder_init(&dec, 0);
 	while (pos < n) {
 		const uint8_t *payload;
 		size_t plen;
-		ssize_t used = cpuhp_frame_decoder_feed(&dec, s + pos, n - pos, &payload, &plen);
+		ssize_t used = cpuhp__frame_decoder_feed(&dec, s + pos, n - pos, &payload, &plen);
 		Cpuhp__Request *req;
 		struct idcount *ic;
 		bool closes;
@@ -366,7 +366,7 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		pos += (size_t)used;
 		if (!payload)
 			continue; /* the stream ends inside a frame */
-		if (cpuhp_frame_unpack_request(payload, plen, &req))
+		if (cpuhp__frame_unpack_request(payload, plen, &req))
 			goto out;
 		ref->nrequests++;
 		ic = idc(ref, req->id);
@@ -393,9 +393,9 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		}
 		cpuhp__request__free_unpacked(req, NULL);
 	}
-	ref->clean = cpuhp_frame_decoder_idle(&dec);
+	ref->clean = cpuhp__frame_decoder_idle(&dec);
 out:
-	cpuhp_frame_decoder_fini(&dec);
+	cpuhp__frame_decoder_fini(&dec);
 }
 
 static void check_response(const Cpuhp__Response *r, struct reference *ref, bool last)
@@ -434,23 +434,23 @@ static void check_response(const Cpuhp__Response *r, struct reference *ref, bool
 
 static void check_responses(const struct client *cl, struct reference *ref)
 {
-	struct cpuhp_frame_decoder dec;
+	struct cpuhp__frame_decoder dec;
 	size_t pos = 0;
 	Cpuhp__Response *pending = NULL;
 
-	cpuhp_frame_decoder_init(&dec, 0);
+	cpuhp__frame_decoder_init(&dec, 0);
 	while (pos < cl->rx_len) {
 		const uint8_t *payload;
 		size_t plen;
 		ssize_t used =
-		    cpuhp_frame_decoder_feed(&dec, cl->rx + pos, cl->rx_len - pos, &payload, &plen);
+		    cpuhp__frame_decoder_feed(&dec, cl->rx + pos, cl->rx_len - pos, &payload, &plen);
 		Cpuhp__Response *r;
 
 		FUZZ_CHECK(used > 0);
 		pos += (size_t)used;
 		if (!payload)
 			continue;
-		FUZZ_CHECK(cpuhp_frame_unpack_response(payload, plen, &r) == 0);
+		FUZZ_CHECK(cpuhp__frame_unpack_response(payload, plen, &r) == 0);
 		/* One behind, so that the check knows which response is the last. */
 		if (pending) {
 			check_response(pending, ref, false);
@@ -459,8 +459,8 @@ static void check_responses(const struct client *cl, struct reference *ref)
 		pending = r;
 	}
 	/* The daemon sends whole frames only. */
-	FUZZ_CHECK(cpuhp_frame_decoder_idle(&dec));
-	cpuhp_frame_decoder_fini(&dec);
+	FUZZ_CHECK(cpuhp__frame_decoder_idle(&dec));
+	cpuhp__frame_decoder_fini(&dec);
 	if (pending) {
 		check_response(pending, ref, true);
 		cpuhp__response__free_unpacked(pending, NULL);

@@ -39,7 +39,7 @@ static size_t ref_frames(const uint8_t *s, size_t n, uint32_t max, size_t *off, 
 	size_t pos = 0, k = 0;
 
 	*err = 0;
-	while (n - pos >= CPUHP_FRAME_HDR && k < cap) {
+	while (n - pos >= CPUHP__FRAME_HDR && k < cap) {
 		uint32_t l = (uint32_t)s[pos] << 24 | (uint32_t)s[pos + 1] << 16 |
 		             (uint32_t)s[pos + 2] << 8 | s[pos + 3];
 
@@ -47,12 +47,12 @@ static size_t ref_frames(const uint8_t *s, size_t n, uint32_t max, size_t *off, 
 			*err = l == 0 ? -EPROTO : -EMSGSIZE;
 			return k;
 		}
-		if (n - pos - CPUHP_FRAME_HDR < l)
+		if (n - pos - CPUHP__FRAME_HDR < l)
 			break;
-		off[k] = pos + CPUHP_FRAME_HDR;
+		off[k] = pos + CPUHP__FRAME_HDR;
 		len[k] = l;
 		k++;
-		pos += CPUHP_FRAME_HDR + l;
+		pos += CPUHP__FRAME_HDR + l;
 	}
 	return k;
 }
@@ -69,15 +69,15 @@ static void check_request_round_trip(const Cpuhp__Request *req)
 	uint8_t *frame, *frame2;
 	size_t flen, flen2;
 	Cpuhp__Request *again;
-	int ret = cpuhp_frame_pack_request(req, &frame, &flen);
+	int ret = cpuhp__frame_pack_request(req, &frame, &flen);
 
 	/* An encoding of only default fields is empty, and cannot be framed. */
 	FUZZ_CHECK(ret == 0 || ret == -EPROTO || ret == -EMSGSIZE);
 	if (ret < 0)
 		return;
-	if (cpuhp_frame_unpack_request(frame + CPUHP_FRAME_HDR, flen - CPUHP_FRAME_HDR, &again) ==
+	if (cpuhp__frame_unpack_request(frame + CPUHP__FRAME_HDR, flen - CPUHP__FRAME_HDR, &again) ==
 	    0) {
-		FUZZ_CHECK(cpuhp_frame_pack_request(again, &frame2, &flen2) == 0);
+		FUZZ_CHECK(cpuhp__frame_pack_request(again, &frame2, &flen2) == 0);
 		FUZZ_CHECK(flen == flen2 && !memcmp(frame, frame2, flen));
 		free(frame2);
 		cpuhp__request__free_unpacked(again, NULL);
@@ -91,14 +91,14 @@ static void check_payload(const uint8_t *p, size_t n)
 	Cpuhp__Request *req;
 	Cpuhp__Response *resp;
 
-	if (cpuhp_frame_unpack_request(p, n, &req) == 0) {
+	if (cpuhp__frame_unpack_request(p, n, &req) == 0) {
 		check_request_round_trip(req);
 		cpuhp__request__free_unpacked(req, NULL);
 	}
-	if (cpuhp_frame_unpack_response(p, n, &resp) == 0) {
+	if (cpuhp__frame_unpack_response(p, n, &resp) == 0) {
 		if (resp->body_case == CPUHP__RESPONSE__BODY_ERROR)
-			FUZZ_CHECK(cpuhp_errmap_from_wire(resp->error->code) < 0 &&
-			           cpuhp_errmap_describe(resp->error->code));
+			FUZZ_CHECK(cpuhp__errmap_from_wire(resp->error->code) < 0 &&
+			           cpuhp__errmap_describe(resp->error->code));
 		cpuhp__response__free_unpacked(resp, NULL);
 	}
 }
@@ -108,11 +108,11 @@ static void run_decoder(const uint8_t *split, size_t nsplit, const uint8_t *s, s
 {
 	enum { CAP = 256 };
 	size_t off[CAP], len[CAP], k, got = 0, pos = 0, i = 0;
-	struct cpuhp_frame_decoder d;
+	struct cpuhp__frame_decoder d;
 	int err, final = 0;
 
 	k = ref_frames(s, n, max, off, len, CAP, &err);
-	cpuhp_frame_decoder_init(&d, max);
+	cpuhp__frame_decoder_init(&d, max);
 	while (pos < n && got < CAP) {
 		/* Piece sizes 1..256 from the input's first bytes, cycled. */
 		size_t piece = nsplit ? (size_t)split[i++ % nsplit] + 1 : n;
@@ -123,7 +123,7 @@ static void run_decoder(const uint8_t *split, size_t nsplit, const uint8_t *s, s
 		if (piece > n - pos)
 			piece = n - pos;
 		while (piece) {
-			used = cpuhp_frame_decoder_feed(&d, s + pos, piece, &payload, &plen);
+			used = cpuhp__frame_decoder_feed(&d, s + pos, piece, &payload, &plen);
 			if (used < 0) {
 				final = (int)used;
 				goto done;
@@ -147,7 +147,7 @@ done:
 	FUZZ_CHECK(got == k);
 	if (got < CAP)
 		FUZZ_CHECK(final == err);
-	cpuhp_frame_decoder_fini(&d);
+	cpuhp__frame_decoder_fini(&d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -160,9 +160,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nsplit = data[0] % 8;
 	if (nsplit > size - 1)
 		nsplit = size - 1;
-	run_decoder(data + 1, nsplit, data + 1 + nsplit, size - 1 - nsplit, CPUHP_FRAME_MAX);
+	run_decoder(data + 1, nsplit, data + 1 + nsplit, size - 1 - nsplit, CPUHP__FRAME_MAX);
 	run_decoder(data + 1, nsplit, data + 1 + nsplit, size - 1 - nsplit, SMALL_MAX);
 	/* The bytes as one payload, without framing. */
-	check_payload(data, size > CPUHP_FRAME_MAX ? CPUHP_FRAME_MAX : size);
+	check_payload(data, size > CPUHP__FRAME_MAX ? CPUHP__FRAME_MAX : size);
 	return 0;
 }

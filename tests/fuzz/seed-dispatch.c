@@ -51,7 +51,7 @@ static void request_id(struct seed *s, Cpuhp__Request *req, uint64_t id)
 	int err;
 
 	req->id = id;
-	err = cpuhp_frame_pack_request(req, &frame, &len);
+	err = cpuhp__frame_pack_request(req, &frame, &len);
 	if (err)
 		fail("pack", -err);
 	raw(s, frame, len);

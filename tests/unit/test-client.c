@@ -52,17 +52,17 @@ static void write_exact(int fd, const void *buf, size_t len)
 
 static Cpuhp__Request *srv_read(int fd)
 {
-	uint8_t hdr[CPUHP_FRAME_HDR], *payload;
+	uint8_t hdr[CPUHP__FRAME_HDR], *payload;
 	Cpuhp__Request *req;
 	size_t len;
 
 	read_exact(fd, hdr, sizeof(hdr));
 	len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
-	CHECK(len > 0 && len <= CPUHP_FRAME_MAX);
+	CHECK(len > 0 && len <= CPUHP__FRAME_MAX);
 	payload = malloc(len);
 	CHECK(payload != NULL);
 	read_exact(fd, payload, len);
-	CHECK_EQ_INT(cpuhp_frame_unpack_request(payload, len, &req), 0);
+	CHECK_EQ_INT(cpuhp__frame_unpack_request(payload, len, &req), 0);
 	free(payload);
 	return req;
 }
@@ -84,7 +84,7 @@ static void srv_send(int fd, const Cpuhp__Response *resp)
 	uint8_t *frame;
 	size_t len;
 
-	CHECK_EQ_INT(cpuhp_frame_pack_response(resp, &frame, &len), 0);
+	CHECK_EQ_INT(cpuhp__frame_pack_response(resp, &frame, &len), 0);
 	write_exact(fd, frame, len);
 	free(frame);
 }
@@ -109,11 +109,11 @@ static void srv_hello_reply(int fd, uint32_t version)
 	Cpuhp__HelloReply h = CPUHP__HELLO_REPLY__INIT;
 
 	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_HELLO);
-	CHECK_EQ_INT(req->hello->version, CPUHP_PROTO_VERSION);
+	CHECK_EQ_INT(req->hello->version, CPUHP__PROTO_VERSION);
 	CHECK_EQ_STR(req->hello->client_name, "test-client");
 	h.version = version;
 	h.daemon_version = "fake";
-	h.max_frame = CPUHP_FRAME_MAX;
+	h.max_frame = CPUHP__FRAME_MAX;
 	r.id = req->id;
 	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
 	r.hello = &h;
@@ -123,7 +123,7 @@ static void srv_hello_reply(int fd, uint32_t version)
 
 static void srv_hello(int fd)
 {
-	srv_hello_reply(fd, CPUHP_PROTO_VERSION);
+	srv_hello_reply(fd, CPUHP__PROTO_VERSION);
 }
 
 /* Wait for the client to close: the script ends only after the client is done. */

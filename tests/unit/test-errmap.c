@@ -22,13 +22,13 @@ static void errmap_every_declared_code_round_trips(void)
 
 		if (code == CPUHP__ERROR_CODE__ERR_UNKNOWN)
 			continue;
-		err = cpuhp_errmap_from_wire(code);
+		err = cpuhp__errmap_from_wire(code);
 		printf("  %s -> %d (%s): %s\n", desc->values[i].name, err, strerror(-err),
-		       cpuhp_errmap_describe(code));
+		       cpuhp__errmap_describe(code));
 		CHECK(err < 0);
-		CHECK_EQ_INT(cpuhp_errmap_to_wire(err), code);
-		CHECK_EQ_INT(cpuhp_errmap_to_wire(-err), code);
-		CHECK(strcmp(cpuhp_errmap_describe(code), "unknown error") != 0);
+		CHECK_EQ_INT(cpuhp__errmap_to_wire(err), code);
+		CHECK_EQ_INT(cpuhp__errmap_to_wire(-err), code);
+		CHECK(strcmp(cpuhp__errmap_describe(code), "unknown error") != 0);
 		/* The enumerator's name says which errno it carries. */
 		CHECK_EQ_STR(desc->values[i].name + strlen("ERR_"), strerrorname_np(-err));
 		named++;
@@ -38,19 +38,19 @@ static void errmap_every_declared_code_round_trips(void)
 
 static void errmap_unknown_errno_becomes_unknown_then_eio(void)
 {
-	CHECK_EQ_INT(cpuhp_errmap_to_wire(-ENOTTY), CPUHP__ERROR_CODE__ERR_UNKNOWN);
-	CHECK_EQ_INT(cpuhp_errmap_to_wire(EXDEV), CPUHP__ERROR_CODE__ERR_UNKNOWN);
-	CHECK_EQ_INT(cpuhp_errmap_to_wire(0), CPUHP__ERROR_CODE__ERR_UNKNOWN);
-	CHECK_EQ_INT(cpuhp_errmap_to_wire(100000), CPUHP__ERROR_CODE__ERR_UNKNOWN);
-	CHECK_EQ_INT(cpuhp_errmap_from_wire(CPUHP__ERROR_CODE__ERR_UNKNOWN), -EIO);
-	CHECK_EQ_STR(cpuhp_errmap_describe(CPUHP__ERROR_CODE__ERR_UNKNOWN), "unknown error");
+	CHECK_EQ_INT(cpuhp__errmap_to_wire(-ENOTTY), CPUHP__ERROR_CODE__ERR_UNKNOWN);
+	CHECK_EQ_INT(cpuhp__errmap_to_wire(EXDEV), CPUHP__ERROR_CODE__ERR_UNKNOWN);
+	CHECK_EQ_INT(cpuhp__errmap_to_wire(0), CPUHP__ERROR_CODE__ERR_UNKNOWN);
+	CHECK_EQ_INT(cpuhp__errmap_to_wire(100000), CPUHP__ERROR_CODE__ERR_UNKNOWN);
+	CHECK_EQ_INT(cpuhp__errmap_from_wire(CPUHP__ERROR_CODE__ERR_UNKNOWN), -EIO);
+	CHECK_EQ_STR(cpuhp__errmap_describe(CPUHP__ERROR_CODE__ERR_UNKNOWN), "unknown error");
 }
 
 static void errmap_codes_from_a_newer_peer_are_failures(void)
 {
-	CHECK_EQ_INT(cpuhp_errmap_from_wire(9999), -EIO);
-	CHECK_EQ_INT(cpuhp_errmap_from_wire(-1), -EIO);
-	CHECK(cpuhp_errmap_describe(9999) != NULL);
+	CHECK_EQ_INT(cpuhp__errmap_from_wire(9999), -EIO);
+	CHECK_EQ_INT(cpuhp__errmap_from_wire(-1), -EIO);
+	CHECK(cpuhp__errmap_describe(9999) != NULL);
 }
 
 int main(void)

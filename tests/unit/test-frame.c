@@ -33,7 +33,7 @@ static void pack_set_online(uint64_t id, char *cpus, uint8_t **frame, size_t *le
 	Cpuhp__SetOnline so;
 
 	make_set_online(&req, &so, id, cpus);
-	CHECK_EQ_INT(cpuhp_frame_pack_request(&req, frame, len), 0);
+	CHECK_EQ_INT(cpuhp__frame_pack_request(&req, frame, len), 0);
 }
 
 static void check_set_online(const uint8_t *payload, size_t len, uint64_t id, const char *cpus)
@@ -41,7 +41,7 @@ static void check_set_online(const uint8_t *payload, size_t len, uint64_t id, co
 	Cpuhp__Request *req = NULL;
 
 	CHECK(payload != NULL);
-	CHECK_EQ_INT(cpuhp_frame_unpack_request(payload, len, &req), 0);
+	CHECK_EQ_INT(cpuhp__frame_unpack_request(payload, len, &req), 0);
 	CHECK_EQ_INT(req->id, id);
 	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_SET_ONLINE);
 	CHECK_EQ_STR(req->set_online->cpus, cpus);
@@ -56,33 +56,33 @@ static void frame_pack_writes_big_endian_length_then_payload(void)
 	size_t len, n;
 
 	pack_set_online(7, "2-3,5", &frame, &len);
-	CHECK(len > CPUHP_FRAME_HDR);
-	n = len - CPUHP_FRAME_HDR;
+	CHECK(len > CPUHP__FRAME_HDR);
+	n = len - CPUHP__FRAME_HDR;
 	CHECK_EQ_INT(frame[0], (n >> 24) & 0xff);
 	CHECK_EQ_INT(frame[1], (n >> 16) & 0xff);
 	CHECK_EQ_INT(frame[2], (n >> 8) & 0xff);
 	CHECK_EQ_INT(frame[3], n & 0xff);
-	check_set_online(frame + CPUHP_FRAME_HDR, n, 7, "2-3,5");
+	check_set_online(frame + CPUHP__FRAME_HDR, n, 7, "2-3,5");
 	free(frame);
 }
 
 static void frame_whole_frame_is_handed_out_in_place(void)
 {
-	struct cpuhp_frame_decoder d;
+	struct cpuhp__frame_decoder d;
 	const uint8_t *payload;
 	size_t plen;
 	uint8_t *frame;
 	size_t len;
 
 	pack_set_online(1, "0", &frame, &len);
-	cpuhp_frame_decoder_init(&d, 0);
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, frame, len, &payload, &plen), len);
-	CHECK(payload == frame + CPUHP_FRAME_HDR);
-	CHECK_EQ_INT(plen, len - CPUHP_FRAME_HDR);
-	CHECK(cpuhp_frame_decoder_idle(&d));
+	cpuhp__frame_decoder_init(&d, 0);
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, frame, len, &payload, &plen), len);
+	CHECK(payload == frame + CPUHP__FRAME_HDR);
+	CHECK_EQ_INT(plen, len - CPUHP__FRAME_HDR);
+	CHECK(cpuhp__frame_decoder_idle(&d));
 	CHECK(d.buf == NULL); /* nothing was copied */
 	check_set_online(payload, plen, 1, "0");
-	cpuhp_frame_decoder_fini(&d);
+	cpuhp__frame_decoder_fini(&d);
 	free(frame);
 }
 
@@ -119,10 +119,10 @@ static void make_stream(struct stream *s)
  */
 static void feed_stream(const struct stream *s, size_t split, size_t step)
 {
-	struct cpuhp_frame_decoder d;
+	struct cpuhp__frame_decoder d;
 	size_t off = 0, seen = 0;
 
-	cpuhp_frame_decoder_init(&d, 0);
+	cpuhp__frame_decoder_init(&d, 0);
 	while (off < s->len) {
 		size_t chunk = off == 0 && split ? split : step;
 		size_t left;
@@ -139,7 +139,7 @@ static void feed_stream(const struct stream *s, size_t split, size_t step)
 		while (left) {
 			const uint8_t *payload;
 			size_t plen;
-			ssize_t n = cpuhp_frame_decoder_feed(&d, p, left, &payload, &plen);
+			ssize_t n = cpuhp__frame_decoder_feed(&d, p, left, &payload, &plen);
 
 			CHECK(n > 0 && (size_t)n <= left);
 			p += n;
@@ -154,8 +154,8 @@ static void feed_stream(const struct stream *s, size_t split, size_t step)
 		off += chunk;
 	}
 	CHECK_EQ_INT(seen, 3);
-	CHECK(cpuhp_frame_decoder_idle(&d));
-	cpuhp_frame_decoder_fini(&d);
+	CHECK(cpuhp__frame_decoder_idle(&d));
+	cpuhp__frame_decoder_fini(&d);
 }
 
 static void frame_decoder_reassembles_byte_by_byte(void)
@@ -182,105 +182,105 @@ static void frame_decoder_reassembles_at_every_split_point(void)
 
 static void frame_decoder_refuses_oversize_from_the_prefix_alone(void)
 {
-	struct cpuhp_frame_decoder d;
+	struct cpuhp__frame_decoder d;
 	const uint8_t *payload;
 	size_t plen;
-	uint8_t bytes[CPUHP_FRAME_HDR + 8] = {0x00, 0x01, 0x00, 0x01}; /* 65537 */
+	uint8_t bytes[CPUHP__FRAME_HDR + 8] = {0x00, 0x01, 0x00, 0x01}; /* 65537 */
 
-	cpuhp_frame_decoder_init(&d, 0);
+	cpuhp__frame_decoder_init(&d, 0);
 	/* Three prefix bytes are not enough to judge. */
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, bytes, 3, &payload, &plen), 3);
-	CHECK(!cpuhp_frame_decoder_idle(&d));
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, bytes + 3, sizeof(bytes) - 3, &payload, &plen),
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes, 3, &payload, &plen), 3);
+	CHECK(!cpuhp__frame_decoder_idle(&d));
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes + 3, sizeof(bytes) - 3, &payload, &plen),
 	             -EMSGSIZE);
 	CHECK(payload == NULL);
 	CHECK(d.buf == NULL && d.cap == 0); /* refused before buffering a byte */
 	/* Sticky: the stream cannot be resynchronised. */
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, bytes, sizeof(bytes), &payload, &plen),
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes, sizeof(bytes), &payload, &plen),
 	             -EMSGSIZE);
-	cpuhp_frame_decoder_fini(&d);
+	cpuhp__frame_decoder_fini(&d);
 
 	/* A smaller limit is honoured the same way. */
 	bytes[0] = bytes[1] = bytes[2] = 0;
 	bytes[3] = 9;
-	cpuhp_frame_decoder_init(&d, 8);
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, bytes, sizeof(bytes), &payload, &plen),
+	cpuhp__frame_decoder_init(&d, 8);
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes, sizeof(bytes), &payload, &plen),
 	             -EMSGSIZE);
 	CHECK(d.buf == NULL);
-	cpuhp_frame_decoder_fini(&d);
+	cpuhp__frame_decoder_fini(&d);
 }
 
 static void frame_decoder_accepts_exactly_the_maximum(void)
 {
-	struct cpuhp_frame_decoder d;
+	struct cpuhp__frame_decoder d;
 	const uint8_t *payload;
 	size_t plen, off;
-	uint8_t *bytes = malloc(CPUHP_FRAME_HDR + CPUHP_FRAME_MAX);
+	uint8_t *bytes = malloc(CPUHP__FRAME_HDR + CPUHP__FRAME_MAX);
 
 	CHECK(bytes != NULL);
-	CHECK_EQ_INT(cpuhp_frame_put_header(bytes, CPUHP_FRAME_MAX), 0);
-	for (off = 0; off < CPUHP_FRAME_MAX; off++)
-		bytes[CPUHP_FRAME_HDR + off] = (uint8_t)(off * 31);
-	cpuhp_frame_decoder_init(&d, 0);
+	CHECK_EQ_INT(cpuhp__frame_put_header(bytes, CPUHP__FRAME_MAX), 0);
+	for (off = 0; off < CPUHP__FRAME_MAX; off++)
+		bytes[CPUHP__FRAME_HDR + off] = (uint8_t)(off * 31);
+	cpuhp__frame_decoder_init(&d, 0);
 	/* Split, so the payload is buffered rather than handed out in place. */
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, bytes, 1000, &payload, &plen), 1000);
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes, 1000, &payload, &plen), 1000);
 	CHECK(payload == NULL);
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, bytes + 1000,
-	                                      CPUHP_FRAME_HDR + CPUHP_FRAME_MAX - 1000, &payload,
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes + 1000,
+	                                      CPUHP__FRAME_HDR + CPUHP__FRAME_MAX - 1000, &payload,
 	                                      &plen),
-	             CPUHP_FRAME_HDR + CPUHP_FRAME_MAX - 1000);
+	             CPUHP__FRAME_HDR + CPUHP__FRAME_MAX - 1000);
 	CHECK(payload != NULL);
-	CHECK_EQ_INT(plen, CPUHP_FRAME_MAX);
-	CHECK(memcmp(payload, bytes + CPUHP_FRAME_HDR, CPUHP_FRAME_MAX) == 0);
-	cpuhp_frame_decoder_fini(&d);
+	CHECK_EQ_INT(plen, CPUHP__FRAME_MAX);
+	CHECK(memcmp(payload, bytes + CPUHP__FRAME_HDR, CPUHP__FRAME_MAX) == 0);
+	cpuhp__frame_decoder_fini(&d);
 	free(bytes);
 }
 
 static void frame_decoder_refuses_zero_length(void)
 {
-	struct cpuhp_frame_decoder d;
+	struct cpuhp__frame_decoder d;
 	const uint8_t *payload;
 	size_t plen;
-	const uint8_t zero[CPUHP_FRAME_HDR + 2] = {0, 0, 0, 0, 0x08, 0x01};
+	const uint8_t zero[CPUHP__FRAME_HDR + 2] = {0, 0, 0, 0, 0x08, 0x01};
 
-	cpuhp_frame_decoder_init(&d, 0);
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, zero, sizeof(zero), &payload, &plen), -EPROTO);
+	cpuhp__frame_decoder_init(&d, 0);
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, zero, sizeof(zero), &payload, &plen), -EPROTO);
 	CHECK(payload == NULL);
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, zero + 4, 2, &payload, &plen), -EPROTO);
-	cpuhp_frame_decoder_fini(&d);
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, zero + 4, 2, &payload, &plen), -EPROTO);
+	cpuhp__frame_decoder_fini(&d);
 }
 
 static void frame_decoder_not_idle_inside_a_truncated_frame(void)
 {
-	struct cpuhp_frame_decoder d;
+	struct cpuhp__frame_decoder d;
 	const uint8_t *payload;
 	size_t plen;
 	uint8_t *frame;
 	size_t len;
 
 	pack_set_online(3, "1", &frame, &len);
-	cpuhp_frame_decoder_init(&d, 0);
-	CHECK(cpuhp_frame_decoder_idle(&d));
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, frame, len - 1, &payload, &plen), len - 1);
+	cpuhp__frame_decoder_init(&d, 0);
+	CHECK(cpuhp__frame_decoder_idle(&d));
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, frame, len - 1, &payload, &plen), len - 1);
 	CHECK(payload == NULL);
-	CHECK(!cpuhp_frame_decoder_idle(&d));
-	CHECK_EQ_INT(cpuhp_frame_decoder_feed(&d, frame + len - 1, 1, &payload, &plen), 1);
+	CHECK(!cpuhp__frame_decoder_idle(&d));
+	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, frame + len - 1, 1, &payload, &plen), 1);
 	check_set_online(payload, plen, 3, "1");
-	CHECK(cpuhp_frame_decoder_idle(&d));
-	cpuhp_frame_decoder_fini(&d);
+	CHECK(cpuhp__frame_decoder_idle(&d));
+	cpuhp__frame_decoder_fini(&d);
 	free(frame);
 }
 
 static void frame_put_header_refuses_zero_and_oversize(void)
 {
-	uint8_t hdr[CPUHP_FRAME_HDR] = {0xaa, 0xaa, 0xaa, 0xaa};
+	uint8_t hdr[CPUHP__FRAME_HDR] = {0xaa, 0xaa, 0xaa, 0xaa};
 
-	CHECK_EQ_INT(cpuhp_frame_put_header(hdr, 0), -EPROTO);
-	CHECK_EQ_INT(cpuhp_frame_put_header(hdr, CPUHP_FRAME_MAX + 1), -EMSGSIZE);
+	CHECK_EQ_INT(cpuhp__frame_put_header(hdr, 0), -EPROTO);
+	CHECK_EQ_INT(cpuhp__frame_put_header(hdr, CPUHP__FRAME_MAX + 1), -EMSGSIZE);
 	CHECK_EQ_INT(hdr[0], 0xaa); /* untouched on failure */
-	CHECK_EQ_INT(cpuhp_frame_put_header(hdr, 0xfe03), 0);
+	CHECK_EQ_INT(cpuhp__frame_put_header(hdr, 0xfe03), 0);
 	CHECK(hdr[0] == 0 && hdr[1] == 0 && hdr[2] == 0xfe && hdr[3] == 3);
-	CHECK_EQ_INT(cpuhp_frame_put_header(hdr, CPUHP_FRAME_MAX), 0);
+	CHECK_EQ_INT(cpuhp__frame_put_header(hdr, CPUHP__FRAME_MAX), 0);
 	CHECK(hdr[0] == 0 && hdr[1] == 1 && hdr[2] == 0 && hdr[3] == 0);
 }
 
@@ -290,19 +290,19 @@ static void frame_pack_refuses_oversize_and_empty_messages(void)
 	Cpuhp__SetOnline so;
 	uint8_t *frame = (uint8_t *)"untouched";
 	size_t len = 12345;
-	char *big = malloc(CPUHP_FRAME_MAX + 1);
+	char *big = malloc(CPUHP__FRAME_MAX + 1);
 
 	CHECK(big != NULL);
-	memset(big, '1', CPUHP_FRAME_MAX);
-	big[CPUHP_FRAME_MAX] = '\0';
+	memset(big, '1', CPUHP__FRAME_MAX);
+	big[CPUHP__FRAME_MAX] = '\0';
 	make_set_online(&req, &so, 1, big);
-	CHECK_EQ_INT(cpuhp_frame_pack_request(&req, &frame, &len), -EMSGSIZE);
+	CHECK_EQ_INT(cpuhp__frame_pack_request(&req, &frame, &len), -EMSGSIZE);
 	CHECK_EQ_STR((char *)frame, "untouched");
 	CHECK_EQ_INT(len, 12345);
 
 	/* Every field at its default encodes to nothing: not a frame. */
 	cpuhp__request__init(&req);
-	CHECK_EQ_INT(cpuhp_frame_pack_request(&req, &frame, &len), -EPROTO);
+	CHECK_EQ_INT(cpuhp__frame_pack_request(&req, &frame, &len), -EPROTO);
 	free(big);
 }
 
@@ -318,10 +318,10 @@ static void frame_unpack_garbage_is_eproto(void)
 	Cpuhp__Request *req = (Cpuhp__Request *)1;
 	Cpuhp__Response *resp = (Cpuhp__Response *)1;
 
-	CHECK_EQ_INT(cpuhp_frame_unpack_request(overrun, sizeof(overrun), &req), -EPROTO);
-	CHECK_EQ_INT(cpuhp_frame_unpack_request(endless, sizeof(endless), &req), -EPROTO);
-	CHECK_EQ_INT(cpuhp_frame_unpack_request(cut, sizeof(cut), &req), -EPROTO);
-	CHECK_EQ_INT(cpuhp_frame_unpack_response(overrun, sizeof(overrun), &resp), -EPROTO);
+	CHECK_EQ_INT(cpuhp__frame_unpack_request(overrun, sizeof(overrun), &req), -EPROTO);
+	CHECK_EQ_INT(cpuhp__frame_unpack_request(endless, sizeof(endless), &req), -EPROTO);
+	CHECK_EQ_INT(cpuhp__frame_unpack_request(cut, sizeof(cut), &req), -EPROTO);
+	CHECK_EQ_INT(cpuhp__frame_unpack_response(overrun, sizeof(overrun), &resp), -EPROTO);
 	CHECK(req == (Cpuhp__Request *)1 && resp == (Cpuhp__Response *)1);
 }
 
@@ -346,9 +346,9 @@ static void frame_response_round_trips_with_repeated_results(void)
 	resp.id = UINT64_MAX;
 	resp.body_case = CPUHP__RESPONSE__BODY_SET_ONLINE;
 	resp.set_online = &reply;
-	CHECK_EQ_INT(cpuhp_frame_pack_response(&resp, &frame, &len), 0);
+	CHECK_EQ_INT(cpuhp__frame_pack_response(&resp, &frame, &len), 0);
 	CHECK_EQ_INT(
-	    cpuhp_frame_unpack_response(frame + CPUHP_FRAME_HDR, len - CPUHP_FRAME_HDR, &out), 0);
+	    cpuhp__frame_unpack_response(frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR, &out), 0);
 	CHECK(out->id == UINT64_MAX);
 	CHECK_EQ_INT(out->body_case, CPUHP__RESPONSE__BODY_SET_ONLINE);
 	CHECK_EQ_INT(out->set_online->n_results, 2);
