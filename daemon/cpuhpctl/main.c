@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cpuhp/cpuset.h>
+#include <cpuhp/version.h>
 
 #include "ctl.h"
 
@@ -34,6 +35,7 @@ static void usage(FILE *f)
 	        "Options:\n"
 	        "  -s, --socket PATH  cpuhpd's socket (default: $%s, else %s)\n"
 	        "  -h, --help         this text\n"
+	        "  -V, --version      print the version\n"
 	        "\n"
 	        "Exit status:\n"
 	        "  %d   done\n"
@@ -153,6 +155,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
 	struct cpuhpctl ctl = {0};
@@ -160,13 +163,16 @@ int main(int argc, char **argv)
 	int opt;
 
 	/* '+': options after the command belong to the command. */
-	while ((opt = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			ctl.socket = optarg;
 			break;
 		case 'h':
 			usage(stdout);
+			return CPUHPCTL_EXIT_OK;
+		case 'V':
+			printf("cpuhpctl %s\n", CPUHP_VERSION_STRING);
 			return CPUHPCTL_EXIT_OK;
 		default:
 			usage(stderr);

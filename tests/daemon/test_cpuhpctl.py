@@ -121,6 +121,20 @@ def test_help_on_the_program_and_every_command(tmp, args):
     assert r.returncode == 0 and r.stdout.startswith('Usage: cpuhpctl'), r
 
 
+def project_version():
+    import json
+    info = json.loads((fixture.BUILD / 'meson-info' / 'intro-projectinfo.json').read_text())
+    return info['version']
+
+
+@pytest.mark.parametrize('opt', ['--version', '-V'])
+def test_version_prints_the_project_version_and_needs_no_daemon(tmp, opt):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), opt],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 0 and r.stdout == f'cpuhpctl {project_version()}\n', r
+    assert r.stderr == '', r
+
+
 def test_hold_keeps_a_lease_while_cmd_runs_and_exits_with_its_status(daemon4, sim4):
     # Inside the hold: one lease, and a try-offline is refused (75).
     script = (f'"{fixture.CPUHPCTL}" --socket "{daemon4.socket}" status | grep "leases held" '
