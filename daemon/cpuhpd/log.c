@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -16,6 +18,45 @@ static const char *const level_names[] = {
     [CPUHPD_LOG_INFO] = "info",
     [CPUHPD_LOG_DEBUG] = "debug",
 };
+
+/* The syslog priority of each level, for the journal: "<N>" starts the line. */
+static const char *const level_prio[] = {
+    [CPUHPD_LOG_ERROR] = "<3>",
+    [CPUHPD_LOG_WARN] = "<4>",
+    [CPUHPD_LOG_INFO] = "<6>",
+    [CPUHPD_LOG_DEBUG] = "<7>",
+};
+
+enum { STREAM_UNKNOWN, STREAM_JOURNAL, STREAM_PLAIN };
+static atomic_int stream_kind;
+
+/*
+ * systemd sets JOURNAL_STREAM=DEV:INO for a service whose stderr is the
+ * journal's stream socket; it is inherited, so it names stderr only while
+ * fd 2's device and inode match (a child with stderr redirected keeps the
+ * variable).  Then the journal reads a leading "<N>" as the line's
+ * priority, and `journalctl -p warning` finds the warnings.  Decided once:
+ * every thread computes the same answer, so a race only repeats the work.
+ */
+static bool to_journal(void)
+{
+	int kind = atomic_load_explicit(&stream_kind, memory_order_relaxed);
+	const char *env;
+	unsigned long long dev, ino;
+	struct stat st;
+	char tail;
+
+	if (kind == STREAM_UNKNOWN) {
+		kind = STREAM_PLAIN;
+		env = getenv("JOURNAL_STREAM");
+		if (env && sscanf(env, "%llu:%llu%c", &dev, &ino, &tail) == 2 &&
+		    fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+		    (unsigned long long)st.st_ino == ino)
+			kind = STREAM_JOURNAL;
+		atomic_store_explicit(&stream_kind, kind, memory_order_relaxed);
+	}
+	return kind == STREAM_JOURNAL;
+}
 
 void cpuhpd_log_set_verbose(bool v)
 {
@@ -35,7 +76,8 @@ void cpuhpd_log(enum cpuhpd_log_level level, const char *fmt, ...)
 
 	if (level == CPUHPD_LOG_DEBUG && !cpuhpd_log_verbose())
 		return;
-	n = snprintf(line, sizeof(line), "cpuhpd: %s: ", level_names[level]);
+	n = snprintf(line, sizeof(line), "%scpuhpd: %s: ", to_journal() ? level_prio[level] : "",
+	             level_names[level]);
 	va_start(ap, fmt);
 	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

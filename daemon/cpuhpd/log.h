@@ -2,7 +2,9 @@
 /*
  * Log lines on stderr: "cpuhpd: LEVEL: message".  One write(2) per line, so
  * lines from the worker thread and the loop never interleave.  Under systemd
- * the journal adds the timestamp; --verbose adds debug lines.
+ * the journal adds the timestamp, and each line starts with its syslog
+ * priority ("<3>" error, "<4>" warning, "<6>" info, "<7>" debug) when
+ * $JOURNAL_STREAM names stderr; --verbose adds debug lines.
  */
 #ifndef CPUHPD_LOG_H
 #define CPUHPD_LOG_H
