@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The memory of the fast path, the one description shared by cpuhpd
- * (daemon/cpuhpd/fastlease.c, which writes the argument for its safety) and
- * libcpuhp-client (libcpuhp/client/fastpath.c).  FRAMING.md says how the two
- * memfds travel.
+ * The memory of the fast path, shared by cpuhpd (daemon/cpuhpd/fastlease.c)
+ * and libcpuhp-client (libcpuhp/client/fastpath.c).  FASTPATH.md beside this
+ * file is the protocol: who writes what, the barrier table (P-W) and the
+ * security argument; FRAMING.md says how the two memfds travel.
  *
  * The header: one memfd for the whole daemon, one page.  cpuhpd writes it
  * through the only writable mapping there will ever be (it is sealed

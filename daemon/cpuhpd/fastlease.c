@@ -3,90 +3,12 @@
  * Fast leases: the cross-process read side of the hotplug lock, with cpuhpd
  * as the writer.
  *
- * Memory (proto/fastpath.h).  One header memfd for the daemon holds the
- * state word; cpuhpd maps it writable once and then seals it
- * F_SEAL_FUTURE_WRITE, so every client mapping is read-only, enforced by the
- * kernel.  Each connection that asks gets a region memfd of its own, sealed
- * against shrinking and growing (a client cannot make our reads fault) and
- * against further seals: a head line that only cpuhpd writes (->revoked) and
- * the client's slots, one cache line each.
- *
- * Security.  A client can write its own region and nothing else: not the
- * header (read-only), not another client's slots (another memfd it never
- * receives).  cpuhpd judges each region on its own (a region holds leases
- * while its slots do not add up to zero, negative sums included), so a
- * client cannot cancel another's count.  What a malicious client can do:
- * write any value into its own slots, which keeps a hotplug waiting until
- * that hotplug's timeout (exactly what holding a lease does, and which
- * expires the same way: ETIMEDOUT, nothing changed, waiting leases let in);
- * send FastWake frames, each of which costs one sum of its own region; clear
- * its own ->revoked, which only deceives itself.  Its region dies with its
- * connection.
- *
- * Reader (libcpuhp/client/fastpath.c): slot++, compiler barrier, load the
- * state; if it is not "open", slot--, FastWake if "blocked", and wait for a
- * socket lease (on a connection of its own, so that no client thread waits
- * holding its handle's lock).  Release: slot--, compiler barrier, load the
- * state; if "blocked", FastWake.
- *
- * Writer (here), when the lease gate closes for a hotplug: store "blocked",
- * make every reader thread execute a full barrier (membarrier, on the
- * fast-path thread so the loop never waits for it), then sum every region.
- * A region with a non-zero sum is "undrained" until a FastWake from its
- * connection finds it at zero, or the connection closes.  The hotplug goes
- * on when the socket leases and the undrained regions are both zero.  Nothing
- * polls: every way a count can reach zero ends in a FastWake or a close.
- *
- * Why wake-ups are frames and not a FUTEX_WAKE on a shared word: a word
- * that every client can write would let one client reset it under another's
- * wake-up (and the header is read-only on purpose); a word per region would
- * need a thread in futex_waitv() over every region, re-armed as connections
- * come and go; the loop already reads every connection, and a frame on a
- * client's own connection can only speak for that client.  A FastWake costs
- * a syscall, only on a release that races with a hotplug.
- *
- * Barriers (the core's A-H are in libcpuhp/src/internal.h; these are the
- * cross-process ones):
- *   P  reader: slot++ then load state (compiler barrier; a fence in FENCE
- *      mode)                                                    pairs with Q
- *   Q  writer: store "blocked", membarrier (or a fence), then sum the slots.
- *      membarrier makes every thread of every registered client execute a
- *      full barrier at some point M inside the call.  If a reader's slot++
- *      came before M, the sum sees it; if after M, its load of the state
- *      comes after M too and sees "blocked", and it backs out.  Either the
- *      writer counts the reader, or the reader does not enter.
- *   T  reader release: slot-- then load state                  pairs with Q
- *      Same argument: if the sum missed the decrement, the reader's load
- *      came after M and sees "blocked", so it sends FastWake.
- *   W  FastWake is sent after the slot-- and read by the loop before it sums
- *      that region again (the socket orders the two): no lost wake-up.
- *   R  reader release: its section, then slot-- (release)       pairs with S
- *   S  writer: a region summed to zero (acquire loads) before the hotplug's
- *      section (the worker is handed the job after the sum).
- *   U  writer: the hotplug's section, then store "open" (release)
- *      pairs with P's acquire load: a reader let in after a hotplug sees
- *      what it did.
- *   V  a region granted while blocked holds nothing: "blocked" was stored
- *      before the grant was sent, and its client reads the state only after
- *      receiving the grant.
- * In FENCE mode P and T are full fences and Q's membarrier is a full fence:
- * the store-buffering pattern, same conclusions.  In EXPEDITED mode clients
- * register with MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED before their first
- * fast acquire (and use FENCE if that fails).
- *
- * Writer preference, fairness and timeouts are the lease gate's
- * (lease.c): while blocked, a fast acquire becomes a socket acquire,
- * which waits in the gate's FIFO and is granted when the gate opens, before
- * the next hotplug blocks it again; a hotplug that times out opens the gate
- * and grants the waiters.  The state says "open" again just before the
- * active hotplug answers (hotplug.c), so a client that reads the
- * answer finds fast leases open, as a socket acquire would find the gate.
- *
- * The daemon's death: the state word is a robust futex of the fast-path
- * thread (->open is its TID, "blocked" only adds bit 31).  However cpuhpd's
- * process ends, the kernel walks that thread's robust list and sets
- * FUTEX_OWNER_DIED in the word, so clients stop taking fast leases that no
- * daemon counts.  An orderly stop stores "stopped" (0) first.
+ * The protocol (memory, reader, writer, the barrier table P-W, the
+ * security argument, the daemon's death) is proto/FASTPATH.md; the labels
+ * below are its.  Here: the header and the regions (seal_map, region_new,
+ * cpuhpd_fastpath_request: V), the fast-path thread that runs Q's
+ * membarrier off the loop, the sums (S) and undrained regions, FastWake
+ * (W), "open" again (U), and the robust state word.
  */
 #include <errno.h>
 #include <fcntl.h>

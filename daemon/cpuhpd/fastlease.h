@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fast leases: readers in other processes count their leases in shared
- * memory, and the daemon, as the writer, reads those counts.  The design and
- * its ordering argument are at the top of fastlease.c; the memory
- * layout is proto/fastpath.h; the protocol is in proto/FRAMING.md.
+ * memory, and the daemon, as the writer, reads those counts.  The protocol,
+ * its barrier table and its security argument are proto/FASTPATH.md; the
+ * memory layout is proto/fastpath.h; the frames are in proto/FRAMING.md.
  *
  * The lease gate (lease.c) drives it: blocking the gate blocks the
  * fast path too (cpuhpd_fastpath_block), and a hotplug waits until both the

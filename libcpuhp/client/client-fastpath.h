@@ -2,9 +2,9 @@
 /*
  * The client's fast leases: the inline acquire and release that
  * cpuhp_client_lease_acquire/release try first, and what fastpath.c
- * provides around them (setup, a thread's slot, the wake-up).  The design
- * and the barrier labels (P, R, T, W) are at the top of
- * daemon/cpuhpd/fastlease.c; the memory layout is proto/fastpath.h.
+ * provides around them (setup, a thread's slot, the wake-up).  The protocol
+ * and the barrier labels (P, R, T, W here; Q, S, U, V on the daemon's side)
+ * are proto/FASTPATH.md; the memory layout is proto/fastpath.h.
  *
  * Each thread writes one slot of the handle's region with plain stores (it
  * is the slot's only writer); threads beyond the region's slots share slot

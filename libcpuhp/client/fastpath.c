@@ -2,7 +2,8 @@
 /*
  * The client's fast path around the inline acquire and release of
  * client-fastpath.h: asking for it after the hello, mapping what the daemon
- * sent, the membarrier registration, a thread's slot, and FastWake.
+ * sent, the membarrier registration, a thread's slot, and FastWake (W).
+ * The protocol and its barrier labels are proto/FASTPATH.md.
  *
  * Slots: slot 0 is shared (atomic read-modify-writes); every other slot
  * belongs to one thread at a time, found by its TID under ->claim_lock the

@@ -4,8 +4,8 @@
  * hotplug lock, with cpuhpd as the writer (daemon/cpuhpd/fastlease.c,
  * libcpuhp/client/fastpath.c, proto/fastpath.h), checked with spin by
  * run.py beside this file.  README.md maps every part to the C code; the
- * barrier letters (P, Q, T, W, R, S, U, V) are those tabled at the top of
- * daemon/cpuhpd/fastlease.c.
+ * protocol and its barrier letters (P, Q, T, W, R, S, U, V) are
+ * proto/FASTPATH.md.
  *
  * Processes: two client processes (client(0), client(1)), each with a
  * region of its own holding one slot, and the daemon's event loop
