@@ -57,11 +57,7 @@ static void usage(FILE *f)
 
 static const char *socket_shown(const char *path)
 {
-	const char *env = getenv(CPUHP_CLIENT_SOCKET_ENV);
-
-	if (path)
-		return path;
-	return env && *env ? env : CPUHP_CLIENT_DEFAULT_SOCKET;
+	return path ? path : cpuhp_client_socket_path();
 }
 
 static int fail(struct cpuhp_client *c, const char *what, int err)

@@ -54,11 +54,7 @@ static void usage(FILE *f)
 /* The socket connect() will use, for messages. */
 static const char *socket_path(const struct cpuhpctl *ctl)
 {
-	const char *env = getenv(CPUHP_CLIENT_SOCKET_ENV);
-
-	if (ctl->socket)
-		return ctl->socket;
-	return env && env[0] ? env : CPUHP_CLIENT_DEFAULT_SOCKET;
+	return ctl->socket ? ctl->socket : cpuhp_client_socket_path();
 }
 
 int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out)

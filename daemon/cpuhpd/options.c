@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cpuhp/socket.h>
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
@@ -13,7 +14,8 @@
 #include "hotplug.h"
 #include "options.h"
 
-#define DEFAULT_SOCKET "/run/cpuhpd/cpuhpd.sock"
+/* The default once, shared with the clients and the socket unit; no client code linked. */
+#define DEFAULT_SOCKET CPUHP_CLIENT_DEFAULT_SOCKET
 
 static void usage(FILE *f)
 {

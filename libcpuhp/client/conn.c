@@ -395,15 +395,19 @@ err_free:
 	return ret;
 }
 
+const char *cpuhp_client_socket_path(void)
+{
+	const char *env = getenv(CPUHP_CLIENT_SOCKET_ENV);
+
+	return env && env[0] ? env : CPUHP_CLIENT_DEFAULT_SOCKET;
+}
+
 int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
-	if (!path) {
-		path = getenv(CPUHP_CLIENT_SOCKET_ENV);
-		if (!path || !path[0])
-			path = CPUHP_CLIENT_DEFAULT_SOCKET;
-	}
+	if (!path)
+		path = cpuhp_client_socket_path();
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);

@@ -66,6 +66,16 @@ def test_the_default_socket_is_the_c_librarys(cpuhp, monkeypatch):
     assert cpuhp.DEFAULT_SOCKET == '/run/cpuhpd/cpuhpd.sock'
 
 
+def test_socket_path_is_the_environment_unless_unset_or_empty(cpuhp, monkeypatch):
+    # os.environ writes through to C's environment, where the resolver reads.
+    monkeypatch.setenv(cpuhp.SOCKET_ENV, '/tmp/elsewhere.sock')
+    assert cpuhp.socket_path() == '/tmp/elsewhere.sock'
+    monkeypatch.setenv(cpuhp.SOCKET_ENV, '')
+    assert cpuhp.socket_path() == cpuhp.DEFAULT_SOCKET
+    monkeypatch.delenv(cpuhp.SOCKET_ENV)
+    assert cpuhp.socket_path() == cpuhp.DEFAULT_SOCKET
+
+
 def test_no_socket_is_filenotfounderror_naming_the_path_and_what_to_do(cpuhp, tmp):
     path = str(tmp / 'nothing.sock')
     with pytest.raises(FileNotFoundError) as e:

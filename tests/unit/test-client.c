@@ -209,6 +209,26 @@ static void client_connect_path_null_uses_cpuhp_socket_env(void)
 	fake_finish(&f);
 }
 
+static void client_socket_path_is_env_unless_unset_or_empty(void)
+{
+	const char *saved = getenv(CPUHP_CLIENT_SOCKET_ENV);
+	char *keep = saved ? strdup(saved) : NULL;
+
+	CHECK_EQ_INT(setenv(CPUHP_CLIENT_SOCKET_ENV, "/tmp/elsewhere.sock", 1), 0);
+	CHECK_EQ_STR(cpuhp_client_socket_path(), "/tmp/elsewhere.sock");
+	/* Read at each call, not cached. */
+	CHECK_EQ_INT(setenv(CPUHP_CLIENT_SOCKET_ENV, "/tmp/again.sock", 1), 0);
+	CHECK_EQ_STR(cpuhp_client_socket_path(), "/tmp/again.sock");
+	CHECK_EQ_INT(setenv(CPUHP_CLIENT_SOCKET_ENV, "", 1), 0);
+	CHECK_EQ_STR(cpuhp_client_socket_path(), CPUHP_CLIENT_DEFAULT_SOCKET);
+	CHECK_EQ_INT(unsetenv(CPUHP_CLIENT_SOCKET_ENV), 0);
+	CHECK_EQ_STR(cpuhp_client_socket_path(), CPUHP_CLIENT_DEFAULT_SOCKET);
+	CHECK(CPUHP_CLIENT_DEFAULT_SOCKET[0] == '/');
+	if (keep)
+		setenv(CPUHP_CLIENT_SOCKET_ENV, keep, 1);
+	free(keep);
+}
+
 static void script_hello_v2(int fd)
 {
 	srv_hello_reply(fd, 2);
@@ -728,6 +748,7 @@ int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
 	RUN_TEST(client_connect_path_null_uses_cpuhp_socket_env);
+	RUN_TEST(client_socket_path_is_env_unless_unset_or_empty);
 	RUN_TEST(client_connect_fails_on_version_mismatch_or_refusal);
 	RUN_TEST(client_connect_reports_unreachable_daemon);
 	RUN_TEST(client_lease_calls_map_replies_and_errors);

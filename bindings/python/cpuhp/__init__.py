@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
                       HotplugFinished, HotplugResult, HotplugStarted, Lease, OnlineChanged, Status,
-                      WriterState)
+                      WriterState, socket_path)
 from ._cpuset import CPUSET_MAX, CPUs, format_cpulist, parse_cpulist
 from ._locks import RWSem, hotplug_section, online_cpus_held
 
@@ -56,6 +56,7 @@ __all__ = [
     'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
     'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
     'parse_cpulist', 'format_cpulist', 'CPUs', 'CPUSET_MAX', 'DEFAULT_SOCKET', 'SOCKET_ENV',
+    'socket_path',
 ]
 
 # Public names say cpuhp.X in help(), reprs and tracebacks, wherever they live.

@@ -26,6 +26,15 @@ DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
 #: The environment variable naming the daemon's socket.
 SOCKET_ENV: str = ffi.string(lib.CPUHP_CLIENT_SOCKET_ENV).decode()
 
+
+
+def socket_path() -> str:
+    """The socket Client() connects to when given no path: $CPUHP_SOCKET if
+    it is set and not empty, else DEFAULT_SOCKET.  Read at each call
+    (libcpuhp-client's cpuhp_client_socket_path(), the one resolver)."""
+    return os.fsdecode(ffi.string(lib.cpuhp_client_socket_path()))
+
+
 _CONNECT_HINTS = {
     errno.ENOENT: 'no socket there; is cpuhpd running? Or pass path=, or set {env}',
     errno.ECONNREFUSED: 'nobody listens on that socket: start cpuhpd',
@@ -230,8 +239,10 @@ class Client:
         self._lock = threading.Lock()
         self._watching = False
         if path is None:
-            cpath = ffi.NULL
-            self.path = os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
+            # Resolved once, by the C client's one resolver (os.environ
+            # writes through to C's environment), and connected to as shown.
+            self.path = socket_path()
+            cpath = os.fsencode(self.path)
         else:
             self.path = os.fspath(path)
             if not isinstance(self.path, str):

@@ -46,14 +46,11 @@
 
 #include <cpuhp/cpuset.h>
 #include <cpuhp/export.h>
+#include <cpuhp/socket.h> /* CPUHP_CLIENT_DEFAULT_SOCKET, CPUHP_CLIENT_SOCKET_ENV */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Where cpuhpd listens unless CPUHP_SOCKET or the path argument says otherwise. */
-#define CPUHP_CLIENT_DEFAULT_SOCKET "/run/cpuhpd/cpuhpd.sock"
-#define CPUHP_CLIENT_SOCKET_ENV     "CPUHP_SOCKET"
 
 /* "0": connect without fast leases.  A number: counters wanted (1 to 64, default 16). */
 #define CPUHP_CLIENT_FAST_PATH_ENV  "CPUHP_CLIENT_FAST_PATH"
@@ -129,9 +126,24 @@ struct cpuhp_client_event {
 };
 
 /**
+ * cpuhp_client_socket_path() - the socket a client connects to when it is
+ * given no path: the one place that resolves it, for messages and for
+ * cpuhp_client_connect(NULL, ...) alike.
+ *
+ * $CPUHP_SOCKET (CPUHP_CLIENT_SOCKET_ENV) if it is set and not empty;
+ * otherwise (unset, or set to "") CPUHP_CLIENT_DEFAULT_SOCKET.  The
+ * environment is read at each call, never cached.
+ *
+ * Context: any thread; reads the environment with getenv(), so it must not
+ * race with setenv()/unsetenv()/putenv() in another thread.
+ * Return: never NULL; the variable's value (valid until the environment
+ * changes) or the static default.
+ */
+CPUHP_EXPORT const char *cpuhp_client_socket_path(void);
+
+/**
  * cpuhp_client_connect() - connect to cpuhpd and agree on a protocol version.
- * @path: the daemon's socket; NULL: $CPUHP_SOCKET if set and not empty,
- *        else CPUHP_CLIENT_DEFAULT_SOCKET.
+ * @path: the daemon's socket; NULL: cpuhp_client_socket_path().
  * @out:  the new handle, for cpuhp_client_close().
  *
  * Context: blocks until the daemon answers the hello.
