@@ -1,37 +1,60 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Write the C source of cpuhp._cpuhp, the cffi extension, for meson to compile.
+"""Write the C source of one of the cpuhp package's cffi extensions, for
+meson to compile.
 
-cffi in API mode, without setuptools: the declarations come from cpuhp.cdef,
-and the C file this writes includes the real <cpuhp/cpuhp.h> and
-<cpuhp/client.h>, so compiling it checks every declaration against the
-headers and fills in the constants and struct layouts the cdef leaves as
-"...".  meson compiles the result with py.extension_module().
+  build_cffi.py LOCK_CDEF OUTPUT.c              cpuhp._cpuhp (libcpuhp)
+  build_cffi.py LOCK_CDEF CLIENT_CDEF OUTPUT.c  cpuhp._cpuhp_client
+                                                (libcpuhp-client)
 
-Usage: build_cffi.py CDEF OUTPUT.c
+cffi in API mode, without setuptools: the declarations come from the cdef
+files, and the C file this writes includes the real headers, so compiling
+it checks every declaration against them and fills in the constants and
+struct layouts the cdef leaves as "...".  The client module includes the
+lock module (ffi.include): the types of cpuhp.cdef, struct cpuhp_cpuset
+first, are one type in both, and the lock module is built and imported on
+its own, without the client library.  meson compiles the result with
+py.extension_module().
 """
 import contextlib
 import sys
 
 import cffi
 
-PREAMBLE = '''
+LOCK_PREAMBLE = '''
+#include <cpuhp/cpuhp.h>
+'''
+CLIENT_PREAMBLE = '''
 #include <cpuhp/cpuhp.h>
 #include <cpuhp/client.h>
 '''
 
 
+def read(path):
+    with open(path, encoding='utf-8') as f:
+        return f.read()
+
+
+def lock_ffi(cdef_path):
+    ffi = cffi.FFI()
+    ffi.cdef(read(cdef_path))
+    ffi.set_source('cpuhp._cpuhp', LOCK_PREAMBLE)
+    return ffi
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] in ('-h', '--help'):
+    if len(argv) not in (3, 4) or argv[1] in ('-h', '--help'):
         print(__doc__.strip(), file=sys.stderr if len(argv) != 2 else sys.stdout)
         return 0 if len(argv) == 2 else 2
-    cdef_path, out = argv[1], argv[2]
-    ffi = cffi.FFI()
-    with open(cdef_path, encoding='utf-8') as f:
-        ffi.cdef(f.read())
-    ffi.set_source('cpuhp._cpuhp', PREAMBLE)
+    ffi = lock_ffi(argv[1])
+    if len(argv) == 4:
+        client = cffi.FFI()
+        client.include(ffi)
+        client.cdef(read(argv[2]))
+        client.set_source('cpuhp._cpuhp_client', CLIENT_PREAMBLE)
+        ffi = client
     with contextlib.redirect_stdout(None):  # cffi prints 'generating ...'
-        ffi.emit_c_code(out)
+        ffi.emit_c_code(argv[-1])
     return 0
 
 

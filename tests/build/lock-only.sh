@@ -1,15 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# lock-only.sh SOURCE_ROOT
+# lock-only.sh [--python] SOURCE_ROOT
 # The lock library on its own: configure SOURCE_ROOT in a temporary build
 # directory with the client, daemon and Python parts switched off, check in
 # meson's own log that neither libuv nor protobuf-c was looked up, build,
 # and run the unit and stress suites there.  A machine without libuv or
-# protobuf-c can build and test libcpuhp this way.
+# protobuf-c can build and test libcpuhp this way.  --python: the same with
+# the Python binding on (-Dpython=enabled): only its lock half is built,
+# and the python suite runs (the lock tests, and test_no_client.py).
 set -eu
+python=disabled
+if [ "${1:-}" = --python ]; then
+	python=enabled
+	shift
+fi
 case "${1:-}" in
 "" | -h | --help)
-	sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'
 	[ -n "${1:-}" ] && exit 0
 	exit 2
 	;;
@@ -18,10 +25,10 @@ src=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/cpuhp-lock-only.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-meson setup "$work/build" "$src" -Dclient=disabled -Ddaemon=disabled -Dpython=disabled \
+meson setup "$work/build" "$src" -Dclient=disabled -Ddaemon=disabled -Dpython=$python \
 	-Ddebug_checks=true >"$work/setup.out" 2>&1 || {
 	cat "$work/setup.out"
-	echo "lock-only: meson setup failed with the client, daemon and Python parts off" >&2
+	echo "lock-only: meson setup failed with the client and daemon parts off (python $python)" >&2
 	exit 1
 }
 log=$work/build/meson-logs/meson-log.txt
@@ -38,7 +45,7 @@ grep -q 'Run-time dependency liburcu-memb found: YES' "$log" || {
 echo "lock-only: configured without looking up libuv or protobuf-c"
 ninja -C "$work/build" >"$work/ninja.out" 2>&1 || {
 	cat "$work/ninja.out"
-	echo "lock-only: the lock library alone does not build" >&2
+	echo "lock-only: the lock library alone does not build (python $python)" >&2
 	exit 1
 }
 for t in client cpuhpd cpuhpctl; do
@@ -47,4 +54,11 @@ for t in client cpuhpd cpuhpctl; do
 		exit 1
 	fi
 done
+if [ $python = enabled ]; then
+	[ -n "$(find "$work/build/bindings/python/cpuhp" -name '_cpuhp.*.so' | head -n 1)" ] || {
+		echo "lock-only: -Dpython=enabled built no cpuhp._cpuhp extension" >&2
+		exit 1
+	}
+	exec meson test -C "$work/build" --suite python --num-processes 2 --print-errorlogs
+fi
 meson test -C "$work/build" --suite unit --suite stress --num-processes 2 --print-errorlogs

@@ -8,9 +8,9 @@ import contextlib
 class LibSpy:
     """Stands in for a cffi `lib`: forwards every attribute, records calls."""
 
-    def __init__(self, lib):
+    def __init__(self, lib, calls=None):
         self._lib = lib
-        self.calls = []
+        self.calls = [] if calls is None else calls
 
     def __getattr__(self, name):
         real = getattr(self._lib, name)
@@ -28,8 +28,9 @@ class LibSpy:
 
 @contextlib.contextmanager
 def spy_on(monkeypatch, *modules):
-    """Replace `lib` in each module by one LibSpy; yield it."""
+    """Replace `lib` in each module by a LibSpy (the lock and the client
+    extension are two libs), all recording into one list; yield the first."""
     spy = LibSpy(modules[0].lib)
     for m in modules:
-        monkeypatch.setattr(m, 'lib', spy)
+        monkeypatch.setattr(m, 'lib', spy if m.lib is spy._lib else LibSpy(m.lib, spy.calls))
     yield spy

@@ -13,27 +13,37 @@ import pytest
 SOURCE = pathlib.Path(os.environ.get('CPUHP_SOURCE_ROOT',
                                      pathlib.Path(__file__).resolve().parents[2]))
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
-CDEF = SOURCE / 'bindings' / 'python' / 'cpuhp.cdef'
-GENERATED = BUILD / 'bindings' / 'python' / '_cpuhp.c'
+PY = SOURCE / 'bindings' / 'python'
+# Each extension: its cdef, and the C that build_cffi.py generated from it.
+EXTENSIONS = {
+    '_cpuhp': (PY / 'cpuhp.cdef', BUILD / 'bindings' / 'python' / '_cpuhp.c'),
+    '_cpuhp_client': (PY / 'cpuhp_client.cdef', BUILD / 'bindings' / 'python' / '_cpuhp_client.c'),
+}
 
 
-def cdef_functions():
-    text = re.sub(r'/\*.*?\*/', '', CDEF.read_text(), flags=re.S)
+def cdef_functions(ext):
+    text = re.sub(r'/\*.*?\*/', '', EXTENSIONS[ext][0].read_text(), flags=re.S)
     return set(re.findall(r'\b(cpuhp_\w+)\s*\(', text))
 
 
-def test_every_c_call_of_the_extension_releases_the_gil():
+@pytest.mark.parametrize('ext,least', [('_cpuhp', 15), ('_cpuhp_client', 10)])
+def test_every_c_call_of_the_extension_releases_the_gil(ext, least):
     """cffi's API mode wraps each call in Py_BEGIN/END_ALLOW_THREADS; this
     holds it to that for every function the cdef declares."""
     wrapped = set(re.findall(r'Py_BEGIN_ALLOW_THREADS\s+_cffi_restore_errno\(\);\s+'
-                             r'\{ (?:result = )?(cpuhp_\w+)\(', GENERATED.read_text()))
-    declared = cdef_functions()
-    assert len(declared) > 20
+                             r'\{ (?:result = )?(cpuhp_\w+)\(', EXTENSIONS[ext][1].read_text()))
+    declared = cdef_functions(ext)
+    assert len(declared) > least
     assert declared - wrapped == set()
 
 
-def test_the_cdef_takes_every_constant_and_layout_from_the_headers():
-    text = re.sub(r'/\*.*?\*/', '', CDEF.read_text(), flags=re.S)
+def test_the_lock_extension_declares_no_client_call():
+    assert not any(f.startswith('cpuhp_client') for f in cdef_functions('_cpuhp'))
+
+
+@pytest.mark.parametrize('ext', EXTENSIONS)
+def test_the_cdef_takes_every_constant_and_layout_from_the_headers(ext):
+    text = re.sub(r'/\*.*?\*/', '', EXTENSIONS[ext][0].read_text(), flags=re.S)
     assert re.findall(r'#define\s+\w+\s+(?!\.\.\.)\S+', text) == []
     assert re.findall(r'=\s*(?!\.\.\.)[-\w]+\s*,', text) == []  # enum values
     assert re.findall(r'\[\s*\d+\s*\]', text) == []             # array sizes
@@ -41,10 +51,20 @@ def test_the_cdef_takes_every_constant_and_layout_from_the_headers():
         assert '...;' in struct, struct  # partial: the compiler fills the layout
 
 
-def test_the_extension_exposes_what_the_cdef_declares(cpuhp):
+def test_the_extensions_expose_what_the_cdefs_declare(cpuhp):
     from cpuhp._cpuhp import lib
-    assert cdef_functions() <= set(dir(lib))
+    from cpuhp._cpuhp_client import lib as client_lib
+    assert cdef_functions('_cpuhp') <= set(dir(lib))
+    assert cdef_functions('_cpuhp_client') <= set(dir(client_lib))
     assert lib.CPUHP_CPUSET_MAX == cpuhp.CPUSET_MAX == 8192
+    assert cpuhp.HAVE_CLIENT is True
+
+
+def test_a_cpuset_of_the_lock_extension_is_one_the_client_takes(cpuhp):
+    """ffi.include: struct cpuhp_cpuset is one type in both extensions."""
+    from cpuhp._cpuhp import ffi
+    from cpuhp._cpuhp_client import ffi as client_ffi
+    assert ffi.typeof('struct cpuhp_cpuset *') is client_ffi.typeof('struct cpuhp_cpuset *')
 
 
 def public_callables(cpuhp):

@@ -15,7 +15,10 @@ Across processes (cpuhpd, the daemon that owns CPU hotplug):
   the set of online CPUs still while it is held, ``client.status()`` says
   what the daemon sees, ``client.set_online(cpus, online, timeout=None)``
   brings CPUs online or takes them offline once no lease is held,
-  ``client.watch()`` yields events.
+  ``client.watch()`` yields events.  ``HAVE_CLIENT`` says whether this build
+  has it: a package built without libcpuhp-client (meson
+  ``-Dclient=disabled``) has only the in-process part, and asking it for
+  ``Client`` (or any name of this part) raises ImportError saying so.
 
 CPU lists: ``parse_cpulist("0-3,8")`` and ``format_cpulist({0, 1, 2, 3, 8})``
 use libcpuhp's parser and formatter; functions that take CPUs accept a CPU
@@ -34,12 +37,30 @@ Ctrl-C until it returns: give it a timeout.)
 """
 from __future__ import annotations
 
-from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
-                      HotplugFinished, HotplugResult, HotplugStarted, Lease, OnlineChanged, Status,
-                      WriterState, socket_path)
 from ._cpuset import CPUSET_MAX, CPUs, format_cpulist, parse_cpulist
 from ._locks import RWSem, hotplug_section, online_cpus_held
 
+#: The names of the cross-process part (libcpuhp-client's).
+_CLIENT_NAMES = [
+    'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
+    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
+    'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path',
+]
+
+try:
+    from ._cpuhp_client import lib as _client_lib  # built only with libcpuhp-client
+except ModuleNotFoundError as _e:
+    if _e.name != f'{__name__}._cpuhp_client':
+        raise  # it exists but does not load: say why, do not hide it
+    del _e
+    #: Whether this build has the cross-process part (Client, libcpuhp-client).
+    HAVE_CLIENT: bool = False
+else:
+    del _client_lib
+    HAVE_CLIENT = True
+    from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
+                          HotplugFinished, HotplugResult, HotplugStarted, Lease, OnlineChanged,
+                          Status, WriterState, socket_path)
 
 
 def _version() -> str:
@@ -53,11 +74,17 @@ del _version
 
 __all__ = [
     'RWSem', 'online_cpus_held', 'hotplug_section',
-    'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
-    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
-    'parse_cpulist', 'format_cpulist', 'CPUs', 'CPUSET_MAX', 'DEFAULT_SOCKET', 'SOCKET_ENV',
-    'socket_path',
-]
+    'parse_cpulist', 'format_cpulist', 'CPUs', 'CPUSET_MAX', 'HAVE_CLIENT',
+] + (_CLIENT_NAMES if HAVE_CLIENT else [])
+
+
+def __getattr__(name: str) -> object:
+    if name in _CLIENT_NAMES:
+        raise ImportError(f'cpuhp.{name} is not in this build: the cpuhp package was built '
+                          'without libcpuhp-client (meson -Dclient=disabled, or protobuf-c '
+                          'missing); rebuild with -Dclient=enabled to talk to cpuhpd',
+                          name=__name__)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 # Public names say cpuhp.X in help(), reprs and tracebacks, wherever they live.
 for _name in __all__:

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
-from ._cpuhp import ffi, lib
+from ._cpuhp import lib as _locklib
+from ._cpuhp_client import ffi, lib
 from ._cpuset import CPUs, format_cset, from_cset, to_cset
 from ._errors import INT_MS_MAX, UINT_MS_MAX, error, timeout_ms
 
@@ -370,7 +371,7 @@ class Client:
         if not isinstance(online, bool):
             raise TypeError(f'online must be True or False, not {online!r}')
         cset = to_cset(cpus)
-        if lib.cpuhp_cpuset_count(cset) == 0:
+        if _locklib.cpuhp_cpuset_count(cset) == 0:
             raise ValueError(f'no CPUs named in {cpus!r}')
         text = format_cset(cset).encode('ascii')
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
