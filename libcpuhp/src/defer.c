@@ -12,6 +12,14 @@
  * calls.  The price is CPUHP__DEFER_NS more on the slow path for readers,
  * against the ~10 ms by which liburcu's worker batches callbacks anyway.
  *
+ * The same thread ends the exit windows of fenced (H) rcu_syncs
+ * (cpuhp__defer_window()): there no grace period is needed, only a delay,
+ * so at its deadline the thread calls the entry's expire function itself
+ * (under ->lock) instead of call_rcu().  Each entry has its own deadline;
+ * the timer is armed for the earliest.  Wherever the thread is missing (it
+ * cannot start, its timerfd broke, a fork child), such an entry goes to
+ * call_rcu() with its rcu callback like any other: later, never lost.
+ *
  * The thread starts on first use and then sleeps in read() on its timerfd;
  * it never wakes on its own, so an idle process pays nothing.  If it cannot
  * be started (no memory, no timerfd), or its timerfd is closed under it,
@@ -36,16 +44,36 @@
 /* One millisecond: far past a burst of writers, small against liburcu's 10. */
 #define CPUHP__DEFER_NS 1000000L
 
+/* A window shorter than this is not worth a timer interrupt of its own. */
+#define CPUHP__DEFER_MIN_NS 1000L
+
 static struct {
 	pthread_mutex_t lock;
-	struct cpuhp__deferred *head; /* queued, not yet handed to call_rcu() */
+	struct cpuhp__deferred *head; /* queued, not yet due */
 	int tfd;                      /* -1: no thread (yet, or in a fork child) */
-	bool armed;                   /* the timer will fire for ->head */
+	bool armed;                   /* the timer will fire at ->armed_at */
 	bool broken;                  /* no thread (it could not start, its timerfd went bad) */
-} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false};
+	uint64_t armed_at;            /* CLOCK_MONOTONIC ns */
+} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false, 0};
+
+/* What the last queueing cost its caller, ns (a statistic: relaxed). */
+static _Atomic uint64_t queue_cost_ns;
 
 /* For tests: callbacks a fork child found queued and handed over itself. */
 unsigned long cpuhp__defer_child_handovers;
+
+uint64_t cpuhp__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cpuhp__defer_queue_cost_ns(void)
+{
+	return atomic_load_explicit(&queue_cost_ns, memory_order_relaxed);
+}
 
 /*
  * Our accesses to what holds @head come before the callback, which may let
@@ -92,6 +120,66 @@ static void flush_locked(bool give_up)
 	hand_over(d);
 }
 
+/* Under ->lock: arm the timer for the earliest deadline queued, if any. */
+static void rearm_locked(void)
+{
+	struct itimerspec at = {{0, 0}, {0, 0}};
+	uint64_t first = UINT64_MAX;
+
+	for (struct cpuhp__deferred *d = defer.head; d; d = d->next)
+		if (d->deadline_ns < first)
+			first = d->deadline_ns;
+	defer.armed = false;
+	if (first == UINT64_MAX)
+		return;
+	at.it_value.tv_sec = (time_t)(first / 1000000000u);
+	at.it_value.tv_nsec = (long)(first % 1000000000u);
+	/* Fails only if the descriptor was closed under us. */
+	if (timerfd_settime(defer.tfd, TFD_TIMER_ABSTIME, &at, NULL)) {
+		flush_locked(true);
+		return;
+	}
+	defer.armed = true;
+	defer.armed_at = first;
+}
+
+/*
+ * Under ->lock, on the timer thread: every entry whose deadline has come
+ * goes to call_rcu(), or to its expire function, which may ask for more
+ * time.  An expire function that returns 0 is done with its entry, whose
+ * owner may free it at once: it is not touched again.
+ */
+static void run_due_locked(void)
+{
+	struct cpuhp__deferred *d = defer.head, *keep = NULL;
+	uint64_t now = cpuhp__now_ns();
+
+	defer.head = NULL;
+	while (d) {
+		struct cpuhp__deferred *next = d->next;
+
+		if (d->deadline_ns > now) {
+			d->next = keep;
+			keep = d;
+		} else if (!d->expire) {
+			call_now(d->head, d->func);
+		} else {
+			uint64_t more;
+
+			more = d->expire(d);
+			if (more) {
+				d->deadline_ns =
+				    now + (more < CPUHP__DEFER_MIN_NS ? CPUHP__DEFER_MIN_NS : more);
+				d->next = keep;
+				keep = d;
+			}
+		}
+		d = next;
+	}
+	defer.head = keep;
+	rearm_locked();
+}
+
 static void *defer_thread(void *arg)
 {
 	int tfd = (int)(intptr_t)arg;
@@ -105,7 +193,10 @@ static void *defer_thread(void *arg)
 		           errno != EAGAIN;
 
 		pthread_mutex_lock(&defer.lock);
-		flush_locked(bad && defer.tfd == tfd);
+		if (bad && defer.tfd == tfd)
+			flush_locked(true);
+		else if (!bad)
+			run_due_locked();
 		pthread_mutex_unlock(&defer.lock);
 		if (bad)
 			return NULL;
@@ -146,29 +237,44 @@ broken:
 	return false;
 }
 
-void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
-                              void (*func)(struct rcu_head *head))
+/* Queue @d to be due @delay_ns from now; call_rcu() at once if there is no thread. */
+static void queue(struct cpuhp__deferred *d, uint64_t delay_ns)
 {
-	static const struct itimerspec in_a_while = {.it_value = {0, CPUHP__DEFER_NS}};
+	uint64_t t0 = cpuhp__now_ns();
 
-	d->head = head;
-	d->func = func;
+	d->deadline_ns = t0 + (delay_ns < CPUHP__DEFER_MIN_NS ? CPUHP__DEFER_MIN_NS : delay_ns);
 	pthread_mutex_lock(&defer.lock);
 	if (!start_locked()) {
 		pthread_mutex_unlock(&defer.lock);
-		call_now(head, func);
+		call_now(d->head, d->func);
 		return;
 	}
 	d->next = defer.head;
 	defer.head = d;
-	if (!defer.armed) {
-		/* Fails only if the descriptor was closed under us. */
-		if (timerfd_settime(defer.tfd, 0, &in_a_while, NULL))
-			flush_locked(true);
-		else
-			defer.armed = true;
-	}
+	if (!defer.armed || d->deadline_ns < defer.armed_at)
+		rearm_locked();
 	pthread_mutex_unlock(&defer.lock);
+	/* Not through *d: its expire may have run and its owner freed it. */
+	atomic_store_explicit(&queue_cost_ns, cpuhp__now_ns() - t0, memory_order_relaxed);
+}
+
+void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
+                              void (*func)(struct rcu_head *head))
+{
+	d->head = head;
+	d->func = func;
+	d->expire = NULL;
+	queue(d, CPUHP__DEFER_NS);
+}
+
+void cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
+                         uint64_t (*expire)(struct cpuhp__deferred *d), struct rcu_head *head,
+                         void (*func)(struct rcu_head *head))
+{
+	d->head = head;
+	d->func = func;
+	d->expire = expire;
+	queue(d, delay_ns);
 }
 
 void cpuhp__defer_before_fork(void)

@@ -21,6 +21,22 @@
  *      state the writer stored before it.  A reader that was not running
  *      passed a context switch, a full barrier, in between.  For such
  *      readers H replaces G: enter needs no grace period.
+ *   I  rcu_sync, H readers only: the writers' sections, then ->state = IDLE
+ *      by the exit window's expiry (a release store, under ->lock, which
+ *      every exit also took)           (rcu_sync.c) pairs with the fast
+ *      path's acquire load of ->state  (rwsem.c, rwsem-inline.h).
+ *      If the reader's load sees IDLE, it sees every write of every writer
+ *      that exited before it (release/acquire through ->lock).  If it does
+ *      not, it takes the slow path, where A-D order it against any writer.
+ *      And the other way round: a writer that enters after the IDLE store
+ *      finds IDLE under ->lock and issues the membarrier (H) before it
+ *      counts readers; one that enters before it finds EXIT or REPLAY under
+ *      ->lock and counts itself, and the expiry then goes to PASSED, never
+ *      IDLE, so no reader took the fast path since the membarrier of the
+ *      first writer of the run.  For G readers the return to IDLE must wait
+ *      a grace period (a reader section that saw "not idle" may still
+ *      run); H readers have no sections, so I replaces that grace period
+ *      and the window's length is policy, not correctness.
  */
 #ifndef CPUHP_INTERNAL_H
 #define CPUHP_INTERNAL_H
@@ -119,14 +135,31 @@ enum cpuhp__gp_state {
 	CPUHP__GP_REPLAY,   /* enter+exit again while EXIT: one more period */
 };
 
-/* defer.c: a call_rcu() that a timer thread makes for us, soon. */
+/*
+ * defer.c: a call_rcu() that a timer thread makes for us, soon; or, for a
+ * fenced rcu_sync's exit window, a function it calls at a deadline.
+ */
 struct cpuhp__deferred {
 	struct cpuhp__deferred *next;
 	struct rcu_head *head;
 	void (*func)(struct rcu_head *head);
+	/*
+	 * NULL: call_rcu(head, func) when due.  Else called when due, on the
+	 * timer thread with defer.c's lock held (so it must not queue): 0 when
+	 * done (the entry may be freed as soon as it returns), or how many ns
+	 * more to wait.  Without a timer thread, call_rcu(head, func) instead.
+	 */
+	uint64_t (*expire)(struct cpuhp__deferred *d);
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC; under defer.c's lock */
 };
 void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
                               void (*func)(struct rcu_head *head));
+void cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
+                         uint64_t (*expire)(struct cpuhp__deferred *d), struct rcu_head *head,
+                         void (*func)(struct rcu_head *head));
+/* What the caller of the last queueing paid for it (the timer's arming), ns. */
+uint64_t cpuhp__defer_queue_cost_ns(void);
+uint64_t cpuhp__now_ns(void);
 void cpuhp__defer_before_fork(void);
 void cpuhp__defer_after_fork_parent(void);
 void cpuhp__defer_after_fork_child(void);
@@ -134,9 +167,10 @@ extern unsigned long cpuhp__defer_child_handovers CPUHP__HIDDEN;
 
 struct cpuhp_rcu_sync {
 	/*
-	 * Written under ->lock, read locklessly by readers inside an RCU
-	 * read-side section (acquire, so that ThreadSanitizer sees the
-	 * callback's release; the ordering proof is the grace period, G).
+	 * Written under ->lock (release), read locklessly by readers (acquire).
+	 * G readers read it inside an RCU read-side section, and the ordering
+	 * proof is the grace period (G; the acquire is for ThreadSanitizer);
+	 * for H readers the release/acquire pair is the proof (I).
 	 */
 	_Atomic int state;
 	int count; /* enters not yet exited; under ->lock */
@@ -151,12 +185,23 @@ struct cpuhp_rcu_sync {
 	 */
 	bool fenced_readers;
 	/*
+	 * The exit window of fenced readers (I; rcu_sync.c), all under ->lock:
+	 * what leaving IDLE last cost the writers (ns, smoothed), the moment
+	 * the window of the last exit ends, and the tests' hold (while
+	 * ->window_holds, an expiry is kept for the release, ->window_due).
+	 */
+	uint64_t reenter_ns;
+	uint64_t idle_at_ns;
+	unsigned window_holds;
+	bool window_due;
+	/*
 	 * Statistics for tests: grace periods waited by enter, membarriers
-	 * issued by enter instead (H), callbacks run.
+	 * issued by enter instead (H), callbacks run, windows that expired.
 	 */
 	unsigned long nr_sync;
 	unsigned long nr_fences;
 	unsigned long nr_callbacks;
+	unsigned long nr_windows;
 };
 
 void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
@@ -165,6 +210,15 @@ void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss);
+/*
+ * For tests: while held, a fenced rcu_sync's exit window does not end (an
+ * expiry waits for the release), as a parked RCU reader holds off G's
+ * callback.  Nests.  Release before freeing.
+ */
+void cpuhp__rcu_sync_window_hold(struct cpuhp_rcu_sync *rss);
+void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss);
+/* The window the next last exit of @rss would get, ns (under ->lock). */
+uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss);
 
 static inline bool cpuhp__rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss)
 {

@@ -20,6 +20,20 @@
  * A cpuhp_rwsem's rcu_sync (cpuhp__rcu_sync_init_fenced()) has readers
  * that use no read-side section where membarrier works (H in internal.h):
  * its enter issues the membarrier instead of waiting for a grace period.
+ *
+ * Such readers need no grace period on the way back either (I in
+ * internal.h), so their last exit does not go through call_rcu(): it opens
+ * a window at whose end defer.c's timer thread calls window_expire(), which
+ * goes IDLE (or PASSED, if an enter came meanwhile).  Its length is policy,
+ * after BRAVO (Dice and Kogan, ATC'19): a multiple of what leaving IDLE
+ * again costs the writers, measured (the membarrier and the wake-ups of
+ * concurrent enters, plus queueing the next window's timer), so that a
+ * writer pays that cost at most once per CPUHP__WINDOW_FACTOR times its
+ * length: with writes more frequent than the window, they find rcu_sync
+ * still out of IDLE and skip the membarrier, as in a burst; with writes
+ * rarer, readers are back on the fast path soon after each.  Bounded above
+ * by the ~11 ms that the call_rcu() exit takes (1 ms timer + liburcu's
+ * 10 ms batching).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +45,8 @@ static void set_state(struct cpuhp_rcu_sync *rss, enum cpuhp__gp_state s)
 	/* Release: pairs with the readers' acquire in cpuhp__rcu_sync_is_idle(). */
 	atomic_store_explicit(&rss->state, s, memory_order_release);
 }
+
+static void rcu_sync_func(struct rcu_head *head);
 
 static enum cpuhp__gp_state get_state(struct cpuhp_rcu_sync *rss)
 {
@@ -46,6 +62,11 @@ void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	rss->nr_sync = 0;
 	rss->nr_fences = 0;
 	rss->nr_callbacks = 0;
+	rss->nr_windows = 0;
+	rss->reenter_ns = 0;
+	rss->idle_at_ns = 0;
+	rss->window_holds = 0;
+	rss->window_due = false;
 	pthread_mutex_init(&rss->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -58,6 +79,106 @@ void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
 {
 	cpuhp__rcu_sync_init(rss);
 	rss->fenced_readers = true;
+}
+
+/*
+ * BRAVO's N: a writer that finds IDLE pays the re-enter cost, and only
+ * after a window N times that cost with no writer at all, so the writers'
+ * overhead stays below 1/(N+1) of their time: 10% at most.
+ */
+#define CPUHP__WINDOW_FACTOR 9
+/* Today's window for G readers: 1 ms of timer and liburcu's 10 ms batching. */
+#define CPUHP__WINDOW_MAX_NS 11000000u
+
+/* The last exit opens a window (I) rather than waiting for a grace period (G). */
+static bool exit_by_window(const struct cpuhp_rcu_sync *rss)
+{
+	return rss->fenced_readers && cpuhp__asym_fence;
+}
+
+uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss)
+{
+	uint64_t cost = rss->reenter_ns + cpuhp__defer_queue_cost_ns();
+	uint64_t w = cost * CPUHP__WINDOW_FACTOR;
+
+	if (w < cost)
+		w = cost;
+	return w < CPUHP__WINDOW_MAX_NS ? w : CPUHP__WINDOW_MAX_NS;
+}
+
+/*
+ * Under ->lock: the exit window ended.  Returns 0, or the ns left of the
+ * window of an exit that came since it was queued.
+ */
+static uint64_t window_end_locked(struct cpuhp_rcu_sync *rss)
+{
+	uint64_t now;
+
+	rss->nr_windows++;
+	if (rss->count) {
+		/*
+		 * EXIT/REPLAY -> PASSED: an enter came inside the window and
+		 * skipped the membarrier; readers have been on the slow path
+		 * all along, and stay there until it exits.
+		 */
+		set_state(rss, CPUHP__GP_PASSED);
+		return 0;
+	}
+	now = cpuhp__now_ns();
+	if (now < rss->idle_at_ns) {
+		/* REPLAY -> EXIT: a later exit's window is still open. */
+		set_state(rss, CPUHP__GP_EXIT);
+		return rss->idle_at_ns - now;
+	}
+	/*
+	 * EXIT/REPLAY -> IDLE, I: the release (under ->lock, which every
+	 * exit took) orders every writer's section before the readers'
+	 * acquire load that sees IDLE; the next enter finds IDLE under
+	 * ->lock and issues the membarrier (H).
+	 */
+	set_state(rss, CPUHP__GP_IDLE);
+	pthread_cond_broadcast(&rss->cond);
+	return 0;
+}
+
+/* defer.c's timer thread, at the window's end (its lock held: we must not queue). */
+static uint64_t window_expire(struct cpuhp__deferred *d)
+{
+	struct cpuhp_rcu_sync *rss = cpuhp__container_of(d, struct cpuhp_rcu_sync, defer);
+	uint64_t more = 0;
+
+	pthread_mutex_lock(&rss->lock);
+	if (rss->window_holds)
+		rss->window_due = true; /* a test holds it: the release requeues */
+	else
+		more = window_end_locked(rss);
+	/* After this unlock, an IDLE rss may be freed: return without touching it. */
+	pthread_mutex_unlock(&rss->lock);
+	return more;
+}
+
+void cpuhp__rcu_sync_window_hold(struct cpuhp_rcu_sync *rss)
+{
+	pthread_mutex_lock(&rss->lock);
+	rss->window_holds++;
+	pthread_mutex_unlock(&rss->lock);
+}
+
+void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss)
+{
+	bool due;
+
+	pthread_mutex_lock(&rss->lock);
+	CPUHP_BUG_ON(!rss->window_holds, "rcu_sync", "window release without hold");
+	due = --rss->window_holds == 0 && rss->window_due;
+	rss->window_due = false;
+	pthread_mutex_unlock(&rss->lock);
+	/*
+	 * Outside ->lock, as in exit: nothing else queues ->defer while the
+	 * state stays EXIT or REPLAY, which only the expiry changes.
+	 */
+	if (due)
+		cpuhp__defer_window(&rss->defer, 0, window_expire, &rss->cb, rcu_sync_func);
 }
 
 /* The call_rcu() callback: a grace period has passed since the last exit. */
@@ -109,28 +230,41 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	if (was == CPUHP__GP_IDLE) {
 		/* IDLE -> ENTER: new readers go slow; old ones may still be fast. */
 		set_state(rss, CPUHP__GP_ENTER);
-		fence_only = rss->fenced_readers && cpuhp__asym_fence;
+		fence_only = exit_by_window(rss); /* H readers: also exit by window (I) */
 		if (fence_only)
 			rss->nr_fences++;
 		else
 			rss->nr_sync++;
 		pthread_mutex_unlock(&rss->lock);
 		if (fence_only) {
+			uint64_t t0 = cpuhp__now_ns(), cost;
+
 			/*
 			 * H: a cpuhp_rwsem's readers use no read-side section
 			 * (rwsem.c); this fence on their CPUs orders them, and
 			 * a grace period would add nothing.
 			 */
 			cpuhp__membarrier();
-		} else {
+			pthread_mutex_lock(&rss->lock);
+			/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
+			set_state(rss, CPUHP__GP_PASSED);
+			pthread_cond_broadcast(&rss->cond);
 			/*
-			 * G: the grace period orders our state change before
-			 * the end of every reader section that saw IDLE,
-			 * including the fast-path increments and the critical
-			 * sections before fast-path decrements in rwsem.c.
+			 * What leaving IDLE cost us: the membarrier, ->lock and
+			 * waking the enters that waited; smoothed (1/4 new).
 			 */
-			urcu_memb_synchronize_rcu();
+			cost = cpuhp__now_ns() - t0;
+			rss->reenter_ns = rss->reenter_ns ? (3 * rss->reenter_ns + cost) / 4 : cost;
+			pthread_mutex_unlock(&rss->lock);
+			return;
 		}
+		/*
+		 * G: the grace period orders our state change before the end
+		 * of every reader section that saw IDLE, including the
+		 * fast-path increments and the critical sections before
+		 * fast-path decrements in rwsem.c.
+		 */
+		urcu_memb_synchronize_rcu();
 		pthread_mutex_lock(&rss->lock);
 		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 		set_state(rss, CPUHP__GP_PASSED);
@@ -149,7 +283,8 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 {
-	bool queue = false;
+	bool queue = false, window = exit_by_window(rss);
+	uint64_t window_ns = 0;
 
 	cpuhp__thread_get();
 	pthread_mutex_lock(&rss->lock);
@@ -166,6 +301,11 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 			set_state(rss, CPUHP__GP_REPLAY);
 		}
 		/* REPLAY stays REPLAY; ENTER cannot be: enter returned. */
+		if (window) {
+			/* I: readers go fast once this exit's window is over. */
+			window_ns = cpuhp__rcu_sync_window_ns_locked(rss);
+			rss->idle_at_ns = cpuhp__now_ns() + window_ns;
+		}
 	}
 	pthread_mutex_unlock(&rss->lock);
 	/*
@@ -174,7 +314,9 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 	 * order), which is safe: until the callback runs, the state stays EXIT
 	 * or REPLAY, so no other exit queues ->defer and free waits for us.
 	 */
-	if (queue)
+	if (queue && window)
+		cpuhp__defer_window(&rss->defer, window_ns, window_expire, &rss->cb, rcu_sync_func);
+	else if (queue)
 		cpuhp__call_rcu_deferred(&rss->defer, &rss->cb, rcu_sync_func);
 }
 

@@ -110,6 +110,16 @@ static inline unsigned long lw_gp_callbacks(struct cpuhp_rcu_sync *rss)
 	return n;
 }
 
+static inline unsigned long lw_gp_windows(struct cpuhp_rcu_sync *rss)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&rss->lock);
+	n = rss->nr_windows;
+	pthread_mutex_unlock(&rss->lock);
+	return n;
+}
+
 /*
  * A thread parked inside a liburcu read-side section until released: no
  * grace period can end meanwhile, so a queued rcu_sync callback cannot run

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -300,16 +301,23 @@ static void rwsem_read_trylock_fails_only_while_writer_blocks(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 
+	struct lw_rcu_holder h;
+
 	CHECK(cpuhp_rwsem_read_trylock(sem)); /* idle: fast path */
 	cpuhp_rwsem_read_unlock(sem);
 	cpuhp_rwsem_write_lock(sem);
 	CHECK(!cpuhp_rwsem_read_trylock(sem));
 	CHECK_EQ_INT(lw_readers(sem), 0); /* the failed attempt left no count */
+	/* Hold rcu_sync out of IDLE: G's callback and H's exit window. */
+	lw_rcu_hold(&h);
+	cpuhp__rcu_sync_window_hold(&sem->rss);
 	cpuhp_rwsem_write_unlock(sem);
 	/* Writer gone, rcu_sync not idle yet: the slow path succeeds. */
 	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE);
 	CHECK(cpuhp_rwsem_read_trylock(sem));
 	cpuhp_rwsem_read_unlock(sem);
+	cpuhp__rcu_sync_window_release(&sem->rss);
+	lw_rcu_release(&h);
 	lw_wait_idle(&sem->rss);
 	CHECK(cpuhp_rwsem_read_trylock(sem));
 	cpuhp_rwsem_read_unlock(sem);
@@ -495,6 +503,177 @@ static void rwsem_survives_fork_with_readers_running(void)
 	cpuhp_rwsem_free(sem);
 }
 
+/* ---- the exit window: how rcu_sync goes back to IDLE after the last writer */
+
+/*
+ * With membarrier (H) the last exit opens a window that defer.c's timer
+ * thread closes (I): no call_rcu() callback runs.  Without it (G) the exit
+ * goes through call_rcu() and a grace period, as before.
+ */
+static void rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_call_rcu(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	cpuhp_rwsem_write_lock(sem);
+	cpuhp_rwsem_write_unlock(sem); /* PASSED -> EXIT */
+	lw_wait_idle(&sem->rss);       /* EXIT -> IDLE */
+	if (cpuhp__asym_fence) {
+		CHECK_EQ_INT(lw_gp_windows(&sem->rss), 1);
+		CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
+	} else {
+		CHECK_EQ_INT(lw_gp_windows(&sem->rss), 0);
+		CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 1);
+	}
+	cpuhp_rwsem_read_lock(sem); /* IDLE again: the fast path */
+	CHECK_EQ_INT(lw_readers(sem), 1);
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * A writer that arrives inside the window finds EXIT and skips the
+ * membarrier; the window's end then finds it inside: EXIT -> PASSED, not
+ * IDLE.  Its own exit opens the next window.  One membarrier in all.
+ */
+static void rwsem_writer_inside_exit_window_skips_membarrier(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor w;
+
+	if (!cpuhp__asym_fence) {
+		printf("# SKIP: no exit window without membarrier (G readers use call_rcu, "
+		       "tested by test-rcu-sync)\n");
+		cpuhp_rwsem_free(sem);
+		return;
+	}
+	cpuhp__rcu_sync_window_hold(&sem->rss);
+	cpuhp_rwsem_write_lock(sem);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_EXIT);
+	actor_start(&w, sem, OP_WRITE);
+	actor_wait_locked(&w);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1); /* only the first writer's */
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_EXIT);
+	cpuhp__rcu_sync_window_release(&sem->rss); /* the window ends with w inside */
+	WAIT_FOR(lw_gp_windows(&sem->rss) == 1);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_PASSED);
+	actor_unlock(&w); /* PASSED -> EXIT: a new window */
+	lw_wait_idle(&sem->rss);
+	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 2);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
+	CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * A writer that enters and exits inside the window (EXIT -> REPLAY) moves
+ * the window's end to its own exit's: the expiry then goes to IDLE, or
+ * back to EXIT until that later end.  Either way IDLE follows, with one
+ * membarrier and no call_rcu().
+ */
+static void rwsem_exit_inside_exit_window_replays_the_window(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	if (!cpuhp__asym_fence) {
+		printf("# SKIP: no exit window without membarrier (REPLAY through call_rcu is "
+		       "tested by test-rcu-sync)\n");
+		cpuhp_rwsem_free(sem);
+		return;
+	}
+	cpuhp__rcu_sync_window_hold(&sem->rss);
+	cpuhp_rwsem_write_lock(sem);
+	cpuhp_rwsem_write_unlock(sem); /* PASSED -> EXIT */
+	cpuhp_rwsem_write_lock(sem);
+	cpuhp_rwsem_write_unlock(sem); /* EXIT -> REPLAY */
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_REPLAY);
+	cpuhp_rwsem_write_lock(sem);
+	cpuhp_rwsem_write_unlock(sem); /* REPLAY stays REPLAY */
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_REPLAY);
+	cpuhp__rcu_sync_window_release(&sem->rss);
+	lw_wait_idle(&sem->rss); /* REPLAY -> (EXIT ->) IDLE */
+	CHECK(lw_gp_windows(&sem->rss) >= 1);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
+	CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * The window is CPUHP__WINDOW_FACTOR (9) times the measured re-enter cost
+ * (the enter's membarrier and wake-ups, plus queueing the timer), never
+ * below that cost, never above the ~11 ms the call_rcu() exit takes.  The
+ * cost is set here, so this checks the rule, not the clock.
+ */
+static void rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rcu_sync *rss = &sem->rss;
+	uint64_t w, cost;
+
+	cpuhp_rwsem_write_lock(sem); /* measures a cost, queues a timer */
+	cpuhp_rwsem_write_unlock(sem);
+	lw_wait_idle(rss);
+	pthread_mutex_lock(&rss->lock);
+	if (cpuhp__asym_fence)
+		CHECK(rss->reenter_ns > 0); /* measured by the enter from IDLE */
+	rss->reenter_ns = 1000;
+	cost = 1000 + cpuhp__defer_queue_cost_ns(); /* nothing else queues meanwhile */
+	w = cpuhp__rcu_sync_window_ns_locked(rss);
+	CHECK(w >= cost);
+	CHECK_EQ_INT(w, cost * 9 < 11000000 ? cost * 9 : 11000000);
+	rss->reenter_ns = 100000000; /* 100 ms: the cap wins over the lower bound */
+	CHECK_EQ_INT(cpuhp__rcu_sync_window_ns_locked(rss), 11000000);
+	pthread_mutex_unlock(&rss->lock);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * Freeing right after the last writer waits for its window; the expiry
+ * touches nothing after it lets the free go (ASan sees a use after free).
+ */
+static void rwsem_free_right_after_last_writer_waits_for_the_window(void)
+{
+	for (int i = 0; i < 50; i++) {
+		struct cpuhp_rwsem *sem = new_sem();
+
+		cpuhp_rwsem_write_lock(sem);
+		cpuhp_rwsem_write_unlock(sem);
+		cpuhp_rwsem_free(sem);
+	}
+}
+
+/*
+ * Where the timer thread cannot start (no descriptor left for its
+ * timerfd; in a fork child, which has none yet), the window's exit falls
+ * back to call_rcu(), the G way: later, never lost.
+ */
+static void rwsem_exit_window_without_a_timer_thread_goes_through_call_rcu(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct cpuhp_rwsem *sem = new_sem();
+		int lowest = dup(0);
+		struct rlimit none_left = {(rlim_t)lowest, (rlim_t)lowest};
+
+		close(lowest);
+		if (setrlimit(RLIMIT_NOFILE, &none_left) || dup(0) != -1)
+			_exit(2);
+		cpuhp_rwsem_write_lock(sem);
+		cpuhp_rwsem_write_unlock(sem);
+		lw_wait_idle(&sem->rss); /* hangs (meson's timeout) if the exit was lost */
+		if (lw_gp_windows(&sem->rss) != 0 || lw_gp_callbacks(&sem->rss) != 1)
+			_exit(3);
+		cpuhp_rwsem_free(sem);
+		_exit(0);
+	}
+	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_INT(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	/* The -rcu-readers variant must really run the fallback fast path. */
@@ -517,12 +696,18 @@ int main(void)
 	RUN_TEST(rwsem_write_timeout_while_queued_leaves_queue_unchanged);
 	RUN_TEST(rwsem_read_lock_released_on_another_thread);
 	RUN_TEST(rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind);
+	RUN_TEST(rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_call_rcu);
+	RUN_TEST(rwsem_writer_inside_exit_window_skips_membarrier);
+	RUN_TEST(rwsem_exit_inside_exit_window_replays_the_window);
+	RUN_TEST(rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms);
+	RUN_TEST(rwsem_free_right_after_last_writer_waits_for_the_window);
 #ifdef CHECK_UNDER_TSAN
 	/* The gcc and ASan builds run it; TSan aborts a child that starts threads. */
 	printf("# SKIP rwsem_survives_fork_with_readers_running: ThreadSanitizer does not "
 	       "support threads started after a multi-threaded fork\n");
 #else
 	RUN_TEST(rwsem_survives_fork_with_readers_running);
+	RUN_TEST(rwsem_exit_window_without_a_timer_thread_goes_through_call_rcu);
 #endif
 	return 0;
 }
