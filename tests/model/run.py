@@ -121,6 +121,12 @@ CHECKS = [
           "writer both get in",
           MEMBARRIER_OFF + ["-DMUTANT_NO_GP"], expect=ASSERT,
           ignore_deadlocks=True),
+    Check("mutant-window-ignores-enter",
+          "the H exit window ends in IDLE although a writer that entered "
+          "inside it (and so skipped the membarrier) is still inside: a "
+          "fast-path reader and that writer both get in",
+          ["-DMUTANT_WINDOW_IGNORES_ENTER"], expect=ASSERT,
+          ignore_deadlocks=True),
     Check("mutant-no-replay",
           "rcu_sync EXIT not turned into REPLAY: IDLE before a grace period "
           "after the last exit",

@@ -6,7 +6,9 @@
  * tabled in libcpuhp/src/internal.h.
  *
  * Processes: NR_READERS reader(), NR_WRITERS writer(), and rcu_worker()
- * (liburcu's call_rcu thread running rcu_sync_func()).
+ * (liburcu's call_rcu thread running rcu_sync_func(); G only) or
+ * defer_timer() (defer.c's timer thread ending the exit window with
+ * window_expire(); H only).
  *
  * Reader fast path: by default the membarrier scheme (H: slot++, compiler
  * barrier, load the state; the writer's membarrier fences the readers, and
@@ -43,7 +45,9 @@
  * in cpuhp__rcu_sync_exit() and rcu_sync_func()) snapshots rcu_in[] into a
  * bit set when it starts and ends once every reader in the set has left
  * its section: RCU's guarantee and nothing more.  H readers use no
- * sections, so there the callback's grace period is only a delay.
+ * sections: their last exit opens a window instead (I in internal.h),
+ * which defer_timer() ends at a moment of its choosing (the window's
+ * length is policy: any length, zero included, must be safe).
  *
  * Switches (spin -D...): NR_READERS (2 or 3), NR_WRITERS (1 or 2),
  * READER_LOOPS and WRITER_LOOPS (iterations), NO_MEMBARRIER (see above),
@@ -130,7 +134,8 @@ byte gp_state = GP_IDLE;   /* ->state */
 byte gp_count;             /* ->count */
 byte rss_lock = NONE;      /* ->lock: the owner's _pid */
 bit rss_cond[NR_WRITERS];  /* writer w sleeps on ->cond */
-bit cb_queued;             /* ->cb handed to call_rcu(), not yet run */
+bit cb_queued;             /* ->cb handed to call_rcu(), not yet run (G) */
+bit timer_armed;           /* ->defer queued for window_expire() (H) */
 
 /* --------------------------------------------------- struct cpuhp_rwsem */
 
@@ -331,7 +336,16 @@ inline rcu_sync_exit(w)
 		if
 		:: gp_count == 0 && gp_state == GP_PASSED ->
 			gp_state = GP_EXIT; /* PASSED -> EXIT */
+#ifdef NO_MEMBARRIER
 			call_rcu()
+#else
+			/*
+			 * H: cpuhp__defer_window(), made after the unlock in
+			 * the C code; nothing can run it before, so one step.
+			 */
+			assert(!timer_armed);
+			timer_armed = 1
+#endif
 		:: gp_count == 0 && gp_state == GP_EXIT ->
 #ifndef MUTANT_NO_REPLAY
 			gp_state = GP_REPLAY /* EXIT -> REPLAY */
@@ -339,7 +353,16 @@ inline rcu_sync_exit(w)
 			skip /* mutant: the pending callback will go IDLE too early */
 #endif
 		:: gp_count == 0 && gp_state == GP_REPLAY -> skip
+#ifndef MUTANT_WINDOW_IGNORES_ENTER
 		:: else -> assert(gp_count > 0 && gp_state != GP_IDLE && gp_state != GP_ENTER)
+#else
+		/*
+		 * The C code does nothing in the states the mutant makes
+		 * possible: only what the lock lets readers and writers do may
+		 * catch it.
+		 */
+		:: else -> skip
+#endif
 		fi
 	}
 }
@@ -381,6 +404,62 @@ end_idle:
 			gp_state = GP_IDLE;
 			CLEAR_ALL(rss_cond, NR_WRITERS)
 		:: else -> assert(false) /* a callback in IDLE, ENTER or PASSED */
+		fi
+	   }
+	od
+}
+
+/*
+ * defer.c's timer thread at the end of an H exit window: window_expire()
+ * takes ->lock and runs window_end_locked(), in one step.  When it fires
+ * is not modelled: at any moment after the exit queued it, so every window
+ * length is checked, zero included.
+ */
+proctype defer_timer()
+{
+	byte i;
+
+end_idle:
+	do
+	:: atomic {
+		timer_armed && rss_lock == NONE ->
+		timer_armed = 0;
+		if
+		:: gp_count > 0 ->
+#ifndef MUTANT_WINDOW_IGNORES_ENTER
+			/*
+			 * EXIT/REPLAY -> PASSED: a writer entered inside the
+			 * window and skipped the membarrier; readers must stay
+			 * on the slow path until it exits.
+			 */
+			gp_state = GP_PASSED
+#else
+			/*
+			 * Mutant: the window ends in IDLE although a writer
+			 * that skipped the membarrier is inside: readers go
+			 * fast without H between them and that writer.
+			 */
+			gp_state = GP_IDLE;
+			CLEAR_ALL(rss_cond, NR_WRITERS)
+#endif
+		:: gp_count == 0 && gp_state == GP_REPLAY ->
+			/* REPLAY -> EXIT, requeued: a later exit's window is still open. */
+			gp_state = GP_EXIT;
+			timer_armed = 1
+		:: gp_count == 0 ->
+			/*
+			 * EXIT/REPLAY -> IDLE (I).  The rcu_sync property for
+			 * H: no updater between enter and exit (no grace
+			 * period is owed).
+			 */
+			assert(gp_state == GP_EXIT || gp_state == GP_REPLAY);
+			i = 0;
+			do
+			:: i < NR_WRITERS -> assert(!rs_entered[i]); i++
+			:: else -> i = 0; break
+			od;
+			gp_state = GP_IDLE;
+			CLEAR_ALL(rss_cond, NR_WRITERS)
 		fi
 	   }
 	od
@@ -956,7 +1035,11 @@ init {
 	byte i;
 
 	atomic {
+#ifdef NO_MEMBARRIER
 		run rcu_worker();
+#else
+		run defer_timer();
+#endif
 		run reader(0);
 		run reader(1);
 #if NR_READERS >= 3
@@ -969,7 +1052,7 @@ init {
 	}
 #ifndef FOREVER
 	/*
-	 * Everyone is done (only init and rcu_worker are left): once the
+	 * Everyone is done (only init and rcu_worker or defer_timer are left): once the
 	 * stores have drained, the lock is as new, and rcu_sync goes back to
 	 * IDLE (or init never ends: an invalid end state).
 	 */
@@ -980,7 +1063,7 @@ init {
 #if NR_READERS >= 3
 		DRAIN(2);
 #endif
-		assert(gp_count == 0 && !cb_queued);
+		assert(gp_count == 0 && !cb_queued && !timer_armed);
 		assert(!block && !wwait && nr_rwait == 0 && nr_granted == 0 && empty(wq));
 		assert(rcs == 0 && wcs == 0);
 		i = 0;

@@ -59,7 +59,8 @@ CPUHP_EXPORT int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *nam
 /**
  * cpuhp_rwsem_free() - destroy an unlocked semaphore.
  *
- * Context: may block (about 11 ms) to let a pending rcu_sync callback finish.
+ * Context: may block (at most about 11 ms) until rcu_sync is idle again
+ * after the last writer.
  */
 CPUHP_EXPORT void cpuhp_rwsem_free(struct cpuhp_rwsem *sem);
 
@@ -121,9 +122,11 @@ CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigne
  * cpuhp_rwsem_write_unlock() - drop the write lock.
  *
  * Every reader waiting at this moment is let in before the next writer.
- * Readers use the slow path for one more grace period (~11 ms: 1 ms before
- * the call_rcu() is made, then liburcu's batching), which lets back-to-back
- * writers skip leaving the idle state again.
+ * Readers stay on the slow path a while longer, which lets back-to-back
+ * writers skip leaving the idle state again: where membarrier works, for a
+ * window of about nine times what leaving it costs a writer (tens to
+ * hundreds of microseconds, at most ~11 ms); otherwise for a grace period
+ * (~11 ms: 1 ms before the call_rcu() is made, then liburcu's batching).
  * Context: the thread that took the write lock.  Never blocks.
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem);
