@@ -10,6 +10,7 @@
 
 #include "cpuhpd.h"
 #include "auth.h"
+#include "config.h"
 #include "conn.h"
 #include "hotplug.h"
 #include "options.h"
@@ -24,6 +25,10 @@ static void usage(FILE *f)
 	    "Usage: cpuhpd [OPTION]...\n"
 	    "Serve CPU-hotplug reader leases and apply CPU hotplug through sysfs.\n"
 	    "\n"
+	    "  --config FILE          read options from FILE first, one 'name = value' a\n"
+	    "                         line (names as below, without the dashes; 'yes' or\n"
+	    "                         'no' for those without a value); the command line\n"
+	    "                         wins.  cpuhpd.service passes " CPUHPD_CONFIG_FILE "\n"
 	    "  --socket PATH          listen on PATH (default " DEFAULT_SOCKET ");\n"
 	    "                         ignored under systemd socket activation (LISTEN_FDS)\n"
 	    "  --socket-mode OCTAL    permissions of the socket (default 0660): who may\n"
@@ -67,7 +72,17 @@ static int parse_uint(const char *opt, const char *s, int base, unsigned long ma
 
 int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 {
-	enum { O_SOCKET = 256, O_MODE, O_GROUP, O_ROOT, O_MAXCONN, O_UEVENT, O_NONETLINK, O_FAST };
+	enum {
+		O_SOCKET = 256,
+		O_MODE,
+		O_GROUP,
+		O_ROOT,
+		O_MAXCONN,
+		O_UEVENT,
+		O_NONETLINK,
+		O_FAST,
+		O_CONFIG,
+	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
 	    {"socket-mode", required_argument, NULL, O_MODE},
@@ -77,13 +92,29 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"uevent-socket", required_argument, NULL, O_UEVENT},
 	    {"no-netlink", no_argument, NULL, O_NONETLINK},
 	    {"fast-path", required_argument, NULL, O_FAST},
+	    {"config", required_argument, NULL, O_CONFIG},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
+	const char *config = NULL;
 	unsigned long v;
 	int c;
+
+	/*
+	 * A first pass finds --config only (the rest, errors included, is the
+	 * second pass's); the file's options then go in front of the command
+	 * line's, so that the command line overrides them.
+	 */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1)
+		if (c == O_CONFIG)
+			config = optarg;
+	opterr = 1;
+	optind = 0; /* glibc: a full restart */
+	if (config && cpuhpd_config_argv(config, longopts, &argc, &argv))
+		return -1;
 
 	o->socket_path = DEFAULT_SOCKET;
 	o->sysfs_root = "/sys";
@@ -130,6 +161,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 				return -1;
 			}
 			break;
+		case O_CONFIG:
+			break; /* read above */
 		case 'v':
 			o->verbose = true;
 			break;

@@ -191,7 +191,16 @@ def test_systemd_units_pass_systemd_analyze_verify(tmp):
         lines = [f'ExecStart={fixture.CPUHPD}' if ln.startswith('ExecStart=') else ln
                  for ln in text.splitlines()]
         (tmp / name).write_text('\n'.join(lines) + '\n')
+    # Documentation=man:... is checked with man(1): the built pages, laid out as installed.
+    env = dict(os.environ)
+    pages = sorted((fixture.BUILD / 'doc').glob('*.[0-9]'))
+    if pages:
+        for page in pages:
+            section = tmp / 'man' / f'man{page.suffix[1:]}'
+            section.mkdir(parents=True, exist_ok=True)
+            (section / page.name).symlink_to(page)
+        env['MANPATH'] = str(tmp / 'man')
     r = subprocess.run([tool, 'verify', str(tmp / 'cpuhpd.socket'), str(tmp / 'cpuhpd.service')],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=env)
     ours = [ln for ln in (r.stdout + r.stderr).splitlines() if 'cpuhpd' in ln]
     assert r.returncode == 0 and not ours, r.stdout + r.stderr

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# bash completion for cpuhpctl(8): commands, options, and CPU numbers.
+# online offers the CPUs now offline, offline those now online (only CPUs
+# with a cpuN/online file: the hotpluggable ones), read from
+# ${CPUHPCTL_SYSFS_ROOT:-/sys}/devices/system/cpu: set CPUHPCTL_SYSFS_ROOT
+# to the tree a cpuhpd --sysfs-root names (a simulated one).
+
+# _cpuhpctl_cpus STATE: the hotpluggable CPUs whose online file says STATE (0 or 1).
+_cpuhpctl_cpus()
+{
+	local dir=${CPUHPCTL_SYSFS_ROOT:-/sys}/devices/system/cpu f n v
+	for f in "$dir"/cpu[0-9]*/online; do
+		[[ -r $f ]] || continue
+		n=${f%/online}
+		n=${n##*/cpu}
+		read -r v <"$f" 2>/dev/null || continue
+		[[ $v == "$1" ]] && printf '%s\n' "$n"
+	done | sort -n
+}
+
+_cpuhpctl()
+{
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local i cmd= cmd_at=0 w
+	local commands='status online offline watch hold help'
+
+	# The command is the first word that is neither an option nor --socket's value.
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		case $w in
+		-s | --socket) ((i++)) ;;
+		-*) ;;
+		*)
+			cmd=$w
+			cmd_at=$i
+			break
+			;;
+		esac
+	done
+
+	if [[ -z $cmd ]]; then
+		case $prev in
+		-s | --socket)
+			COMPREPLY=($(compgen -f -- "$cur"))
+			return
+			;;
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '-s --socket -h --help -V --version' -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+		fi
+		return
+	fi
+
+	case $cmd in
+	online | offline)
+		case $prev in
+		-t | --timeout) return ;; # a number of ms: nothing to offer
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '-t --timeout -h --help' -- "$cur"))
+			return
+		fi
+		# A range list: complete the number after the last ',' or '-'.
+		local state=0 pre= cpus
+		[[ $cmd == offline ]] && state=1
+		[[ $cur == *[,-]* ]] && pre=${cur%[,-]*}${cur: ${#cur%[,-]*}:1}
+		cpus=$(_cpuhpctl_cpus "$state")
+		COMPREPLY=($(compgen -P "$pre" -W "$cpus" -- "${cur#"$pre"}"))
+		;;
+	watch)
+		case $prev in
+		-n | --count) return ;;
+		esac
+		COMPREPLY=($(compgen -W '-n --count -h --help' -- "$cur"))
+		;;
+	hold)
+		# CMD starts after '--', or at the first word that is not an option.
+		local at=0
+		for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
+			case ${COMP_WORDS[i]} in
+			-t | --timeout) ((i++)) ;;
+			--)
+				at=$((i + 1))
+				break
+				;;
+			-*) ;;
+			*)
+				at=$i
+				break
+				;;
+			esac
+		done
+		if ((at && at < COMP_CWORD)); then # CMD's own arguments
+			if declare -F _command_offset >/dev/null; then
+				_command_offset "$at"
+			else
+				COMPREPLY=($(compgen -f -- "$cur"))
+			fi
+			return
+		fi
+		case $prev in
+		-t | --timeout) return ;;
+		esac
+		if ((!at)) && [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '-t --timeout -h --help --' -- "$cur"))
+		else
+			COMPREPLY=($(compgen -c -- "$cur"))
+		fi
+		;;
+	status)
+		COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
+		;;
+	esac
+}
+complete -F _cpuhpctl cpuhpctl
