@@ -16,6 +16,15 @@
  * (slot 0 is shared, changed with atomic read-modify-writes).  cpuhpd reads
  * the slots and judges every region on its own: a client can write its own
  * slots and nothing else, so it can lie only about its own leases.
+ *
+ * A slot's leases are ->count - ->released: ->count is written by the
+ * threads that take leases through the slot (acquire +1, their own release
+ * -1), ->released only by other threads releasing one of those leases
+ * (+1, an atomic add).  So a release always lands on the slot its lease was
+ * counted in, and an honest slot never reads below 0 or above
+ * CPUHP__FAST_SLOT_MAX_LEASES (the reader loads ->released before ->count,
+ * each acquire: a release it sees was counted first).  cpuhpd treats any
+ * other value as a protocol violation of the connection and closes it.
  */
 #ifndef CPUHP_PROTO_FASTPATH_H
 #define CPUHP_PROTO_FASTPATH_H
@@ -24,11 +33,18 @@
 #include <stdint.h>
 
 #define CPUHP__FAST_MAGIC  0x63687066u /* "fphc" as a little-endian word */
-#define CPUHP__FAST_LAYOUT 1u
+/* 2: ->released beside ->count, and the per-slot limit (layout 1 daemons are refused). */
+#define CPUHP__FAST_LAYOUT 2u
 /* Keep writers of different slots 128 bytes apart: x86 prefetches line pairs. */
 #define CPUHP__FAST_LINE 128u
 /* Slots one connection may have, the shared slot included. */
 #define CPUHP__FAST_MAX_SLOTS 64u
+/*
+ * Fast leases one slot may hold at once: the client library gives at most
+ * this many per slot (-EDQUOT beyond), and cpuhpd closes a connection whose
+ * slot says more (or less than 0).  A connection's limit is nslots times it.
+ */
+#define CPUHP__FAST_SLOT_MAX_LEASES 16
 
 /*
  * ->state, a robust futex word of the daemon's fast-path thread (whose TID is
@@ -63,8 +79,10 @@ struct cpuhp__fast_region_head {
 };
 
 struct cpuhp__fast_slot {
-	/* Fast leases taken minus released by the threads using this slot. */
+	/* Fast leases taken through this slot, minus those its own threads released. */
 	_Alignas(CPUHP__FAST_LINE) _Atomic int32_t count;
+	/* Leases of this slot that other threads released (atomic adds only). */
+	_Atomic int32_t released;
 };
 
 struct cpuhp__fast_region {

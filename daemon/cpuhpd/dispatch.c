@@ -58,6 +58,7 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.offline = s[1];
 	st.possible = s[2];
 	st.present = s[3];
+	cpuhpd_fastpath_police(d); /* a forged count shows capped, and its connection closes */
 	cpuhpd_fastpath_status(d, &st);
 	st.leases_held = d->leases.held + st.fast_leases_held;
 	st.writer = cpuhpd_hotplug_writer_state(d);

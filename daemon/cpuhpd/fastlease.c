@@ -29,10 +29,19 @@
 
 struct cpuhpd_fast_region {
 	struct cpuhpd_list node; /* in fast.regions */
+	struct cpuhpd_conn *conn;
 	struct cpuhp__fast_region *map;
 	size_t size;
 	unsigned nslots;
 	bool undrained; /* meaningful while fast.counted */
+	/*
+	 * A slot read what no honest client can write (below 0, over
+	 * CPUHP__FAST_SLOT_MAX_LEASES): the connection is closed from the
+	 * police timer.  Until then the region counts as holding leases.
+	 */
+	bool bad;
+	unsigned bad_slot;
+	int64_t bad_value;
 };
 
 static int membarrier(int cmd)
@@ -171,14 +180,100 @@ static void fast_thread(void *arg)
 
 /* ------------------------------------------------------------------- counting */
 
-static int64_t region_sum(const struct cpuhpd_fast_region *r)
+/*
+ * One slot's leases (proto/fastpath.h): ->count - ->released, in modular
+ * arithmetic (both only ever move by one, and ->released only grows).
+ * ->released is read before ->count and again after: every release seen
+ * in the first read had its acquire counted before it, so @hi (against the
+ * first) is never below 0 for an honest client and never below the leases
+ * really held (what the hotplug waits for); every entry reuse seen in
+ * ->count follows the release that freed it, which the second read sees,
+ * so @lo (against the second) never exceeds the per-slot limit.
+ * S: acquire loads, so that a zero seen here orders the reader's section
+ * (R) first; Z (pairs with X and Y).
+ * Return: false if the slot holds what no honest client can write.
+ */
+static bool slot_read(const struct cpuhp__fast_slot *sl, int64_t *hi)
 {
-	int64_t sum = 0;
+	uint32_t r1 = (uint32_t)atomic_load_explicit(&sl->released, memory_order_acquire);
+	uint32_t c = (uint32_t)atomic_load_explicit(&sl->count, memory_order_acquire);
+	uint32_t r2 = (uint32_t)atomic_load_explicit(&sl->released, memory_order_acquire);
+	int32_t h = (int32_t)(c - r1), lo = (int32_t)(c - r2);
 
-	/* S: acquire, so that a zero seen here orders the reader's section (R) first. */
-	for (unsigned i = 0; i < r->nslots; i++)
-		sum += atomic_load_explicit(&r->map->slot[i].count, memory_order_acquire);
-	return sum;
+	*hi = h;
+	return h >= 0 && lo <= CPUHP__FAST_SLOT_MAX_LEASES;
+}
+
+static void police_arm(struct cpuhpd *d);
+
+/*
+ * The region's leases; a slot no honest client can produce marks the
+ * region bad (its connection is closed soon, police_cb) and counts as
+ * one lease held meanwhile, so that it neither unblocks nor releases a
+ * hotplug by itself.
+ */
+static int64_t region_sum(struct cpuhpd *d, struct cpuhpd_fast_region *r)
+{
+	int64_t sum = 0, v;
+
+	for (unsigned i = 0; i < r->nslots; i++) {
+		if (slot_read(&r->map->slot[i], &v)) {
+			sum += v;
+			continue;
+		}
+		if (!r->bad) {
+			r->bad = true;
+			r->bad_slot = i;
+			r->bad_value = v;
+			police_arm(d);
+		}
+	}
+	return r->bad ? (sum > 0 ? sum : 1) : sum;
+}
+
+/* The police timer: close every connection whose region went bad. */
+static void police_cb(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, fast.police);
+	struct cpuhpd_list *pos;
+
+	/* Closing may close others (a hotplug answered, its client gone): walk again each time. */
+again:
+	cpuhpd_list_for_each(pos, &d->fast.regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+		struct cpuhpd_conn *c = r->conn;
+
+		if (!r->bad)
+			continue;
+		cpuhpd_warn("client %u (pid %d, uid %u): protocol violation: fast-path slot %u "
+		            "says %lld leases (0 to %d possible: a double or forged release, or "
+		            "the slot written by hand); closing the connection, its leases end",
+		            c->id, (int)c->peer.pid, (unsigned)c->peer.uid, r->bad_slot,
+		            (long long)r->bad_value, CPUHP__FAST_SLOT_MAX_LEASES);
+		cpuhpd_conn_fail(c, 0, EPROTO,
+		                 "protocol violation: fast-path slot %u says %lld leases (0 to %d "
+		                 "possible)",
+		                 r->bad_slot, (long long)r->bad_value, CPUHP__FAST_SLOT_MAX_LEASES);
+		goto again;
+	}
+}
+
+static void police_arm(struct cpuhpd *d)
+{
+	if (d->fast.police_on && !uv_is_active((uv_handle_t *)&d->fast.police))
+		uv_timer_start(&d->fast.police, police_cb, 0, 0);
+}
+
+void cpuhpd_fastpath_police(struct cpuhpd *d)
+{
+	struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->fast.regions)
+	{
+		region_sum(d, cpuhpd_container_of(pos, struct cpuhpd_fast_region, node));
+	}
 }
 
 /* After Q: judge every region. */
@@ -193,7 +288,7 @@ static void count_all(struct cpuhpd *d)
 		struct cpuhpd_fast_region *r =
 		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
 
-		r->undrained = region_sum(r) != 0;
+		r->undrained = region_sum(d, r) != 0;
 		fp->undrained += r->undrained;
 	}
 	fp->counted = true;
@@ -393,6 +488,7 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
 		return;
 	}
 	/* V: in the list before the grant, so every later sum includes it. */
+	r->conn = c;
 	cpuhpd_list_add_tail(&fp->regions, &r->node);
 	fp->nregions++;
 	c->fast = r;
@@ -430,7 +526,7 @@ void cpuhpd_fastpath_wake(struct cpuhpd_conn *c)
 	struct cpuhpd_fast_region *r = c->fast;
 
 	/* W: this frame came after the client's slot--; sum its region again. */
-	if (!r || !fp->blocked || !fp->counted || !r->undrained || region_sum(r) != 0)
+	if (!r || !fp->blocked || !fp->counted || !r->undrained || region_sum(c->d, r) != 0)
 		return;
 	r->undrained = false;
 	if (--fp->undrained == 0)
@@ -476,9 +572,19 @@ static void snapshot(const struct cpuhpd *d, unsigned *held, unsigned *holders)
 	{
 		const struct cpuhpd_fast_region *r =
 		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
-		int64_t s = region_sum(r);
+		int64_t s = 0, v;
 
-		/* A negative sum is a client's bug or lie: it holds nothing to show. */
+		/*
+		 * Each slot within what an honest client can hold: a bad slot
+		 * (a client's bug or lie, whose connection is being closed)
+		 * shows as at most the limit, never as 2147483647 leases.
+		 */
+		for (unsigned i = 0; i < r->nslots; i++) {
+			slot_read(&r->map->slot[i], &v);
+			if (v > CPUHP__FAST_SLOT_MAX_LEASES)
+				v = CPUHP__FAST_SLOT_MAX_LEASES;
+			s += v > 0 ? v : 0;
+		}
 		if (s > 0) {
 			*held += s > UINT32_MAX - *held ? UINT32_MAX - *held : (unsigned)s;
 			(*holders)++;
@@ -573,6 +679,8 @@ int cpuhpd_fastpath_start(struct cpuhpd *d)
 		return 0;
 	}
 	fp->hdr = map;
+	uv_timer_init(d->loop, &fp->police);
+	fp->police_on = true;
 	fp->hdr->magic = CPUHP__FAST_MAGIC;
 	fp->hdr->layout = CPUHP__FAST_LAYOUT;
 	atomic_init(&fp->hdr->state, CPUHP__FAST_STOPPED);
@@ -586,6 +694,8 @@ int cpuhpd_fastpath_start(struct cpuhpd *d)
 		fp->hdr = NULL;
 		fp->hdr_fd = -1;
 		fp->mode = CPUHPD_FAST_OFF;
+		fp->police_on = false;
+		uv_close((uv_handle_t *)&fp->police, NULL);
 		return 0;
 	}
 	fp->open = (uint32_t)fp->tid;
@@ -622,6 +732,10 @@ void cpuhpd_fastpath_close(struct cpuhpd *d)
 	uv_thread_join(&fp->thread);
 	fp->running = false;
 	uv_close((uv_handle_t *)&fp->async, NULL);
+	if (fp->police_on) {
+		fp->police_on = false;
+		uv_close((uv_handle_t *)&fp->police, NULL);
+	}
 	uv_cond_destroy(&fp->cond);
 	uv_mutex_destroy(&fp->lock);
 	munmap(fp->hdr, CPUHP__FAST_HEADER_SIZE);

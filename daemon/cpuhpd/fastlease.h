@@ -77,6 +77,9 @@ struct cpuhpd_fastpath {
 	uv_async_t async;
 	struct robust_list_head rhead; /* the thread's robust list: one entry, ->state */
 	struct robust_list rentry;
+	/* Closes connections whose slots broke the rules (fastlease.c, police_cb). */
+	uv_timer_t police;
+	bool police_on;
 };
 
 /* Start (after the lease table): choose the mode, build the header, start the thread. */
@@ -109,7 +112,14 @@ bool cpuhpd_fastpath_drained(const struct cpuhpd *d);
 /* Blocked, and the barrier not back yet: nobody knows yet whether fast leases are held. */
 bool cpuhpd_fastpath_counting(const struct cpuhpd *d);
 
-/* A snapshot of the slots, for Status and log lines. */
+/*
+ * Judge every region's slots now: a connection whose slot holds what no
+ * honest client writes (below 0, over CPUHP__FAST_SLOT_MAX_LEASES) is
+ * closed in the next loop iteration.  Status calls it before its snapshot.
+ */
+void cpuhpd_fastpath_police(struct cpuhpd *d);
+
+/* A snapshot of the slots (each capped at its limit), for Status and log lines. */
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
 void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st);
 

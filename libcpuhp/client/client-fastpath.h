@@ -24,22 +24,52 @@
 
 #include <cpuhp/client.h>
 
+#include "client-internal.h"
 #include "fastpath.h"
 
 struct cpuhp_client;
+
+/*
+ * The lease table of one slot: the ids of the fast leases counted in it.
+ * Private memory (never shared with the daemon).  An entry is 0 (free),
+ * CPUHP__FAST_RESERVED (an acquire of slot 0 claimed it), CPUHP__FAST_TOMB
+ * (a release is taking it back) or a live id.  Only the slot's owner thread
+ * makes a free entry of slot > 0 anything else (slot 0's entries are claimed
+ * with a compare-and-swap); any thread ends a live id with a
+ * compare-and-swap id -> TOMB, so an id is released at most once and an id
+ * this table does not hold is refused without touching any count.
+ */
+#define CPUHP__FAST_TOMB     UINT64_C(1)
+#define CPUHP__FAST_RESERVED UINT64_C(2)
+struct cpuhp__fast_table {
+	_Alignas(CPUHP__FAST_LINE) _Atomic uint64_t id[CPUHP__FAST_SLOT_MAX_LEASES];
+	_Atomic uint64_t seq; /* numbers the ids of this slot */
+};
+
+/*
+ * A fast lease id: bit 63 CPUHP_CLIENT_FAST_LEASE, bits 48-62 the handle's
+ * serial, 42-47 the slot, 38-41 the table entry, 0-37 the slot's sequence.
+ */
+#define CPUHP__FAST_ID_SERIAL(id) (((id) >> 48) & 0x7fff)
+#define CPUHP__FAST_ID_SLOT(id)   ((unsigned)((id) >> 42) & 0x3f)
+#define CPUHP__FAST_ID_ENTRY(id)  ((unsigned)((id) >> 38) & 0xf)
+#define CPUHP__FAST_ID_SEQ_MASK   ((UINT64_C(1) << 38) - 1)
+_Static_assert(CPUHP__FAST_MAX_SLOTS <= 64 && CPUHP__FAST_SLOT_MAX_LEASES <= 16, "id fields");
 
 struct cpuhp__fast {
 	const struct cpuhp__fast_header *hdr; /* read-only mapping */
 	struct cpuhp__fast_region *reg;       /* this connection's slots */
 	size_t reg_size;
-	uint32_t open;   /* hdr->state while fast leases may be taken */
-	bool fence;      /* P and T are full fences (no membarrier to rely on) */
-	unsigned nslots; /* slot 0 is shared, the others are claimed by threads */
-	uint64_t serial; /* never 0, never reused by another handle */
-	pid_t pid;       /* a fork child must not touch its parent's slots */
+	struct cpuhp__fast_table *table; /* nslots of them */
+	uint32_t open;                   /* hdr->state while fast leases may be taken */
+	bool fence;                      /* P and T are full fences (no membarrier to rely on) */
+	unsigned nslots;                 /* slot 0 is shared, the others are claimed by threads */
+	uint64_t serial;                 /* never 0, never reused by another handle */
+	pid_t pid;                       /* a fork child must not touch its parent's slots */
+	unsigned forks; /* cpuhp__client_forks when it was set up (client-internal.h) */
 	pthread_mutex_t claim_lock;
 	pid_t owner[CPUHP__FAST_MAX_SLOTS]; /* under claim_lock: the thread using slot i */
-	uint8_t wake_frame[32];            /* Request{id 0, FastWake}, packed once */
+	uint8_t wake_frame[32];             /* Request{id 0, FastWake}, packed once */
 	size_t wake_len;
 };
 
@@ -47,8 +77,8 @@ struct cpuhp__fast {
 struct cpuhp__fast_tls {
 	uint64_t serial; /* the handle's; 0: empty */
 	_Atomic int32_t *count;
+	struct cpuhp__fast_table *table;
 	uint32_t slot;
-	uint32_t seq; /* numbers this thread's fast lease ids */
 };
 
 #define CPUHP__FAST_TLS_WAYS 2
@@ -61,13 +91,13 @@ extern __thread struct cpuhp__fast_tls cpuhp__fast_tls[CPUHP__FAST_TLS_WAYS]
  * Return: 0 (whether or not it was granted); a connection -errno.
  */
 int cpuhp__client_fast_setup(struct cpuhp_client *c);
-void cpuhp__client_fast_free(struct cpuhp__fast *f);
+void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked);
 
 /*
  * cpuhp__fast_slow_acquire() - after a failed fast attempt: try again if the
  * hotplug is over, else -EAGAIN (@timeout_ms 0), else wait for a socket
  * lease on a connection of its own; -ECONNRESET if the daemon closed this
- * connection, stopped or died.
+ * connection, stopped or died; -EDQUOT if this thread's slot is full.
  */
 int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
                              uint64_t *lease_id);
@@ -85,7 +115,10 @@ void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f);
 
 /* A failed attempt: undo the count like a release, the daemon may have seen it (out of line). */
 void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
-                          const struct cpuhp__fast_tls *t);
+                          const struct cpuhp__fast_tls *t, unsigned entry);
+
+/* A release the table refused: -ESRCH with a message, nothing changed (out of line). */
+int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id);
 
 static inline void cpuhp__fast_add(const struct cpuhp__fast_tls *t, int32_t v)
 {
@@ -96,9 +129,12 @@ static inline void cpuhp__fast_add(const struct cpuhp__fast_tls *t, int32_t v)
 	if (__builtin_expect(t->slot == 0, 0))
 		atomic_fetch_add_explicit(t->count, v, memory_order_release);
 	else
-		atomic_store_explicit(t->count,
-		                      atomic_load_explicit(t->count, memory_order_relaxed) + v,
-		                      memory_order_release);
+		/* Modular: ->count keeps growing when other threads release (->released). */
+		atomic_store_explicit(
+		    t->count,
+		    (int32_t)((uint32_t)atomic_load_explicit(t->count, memory_order_relaxed) +
+		              (uint32_t)v),
+		    memory_order_release);
 }
 
 /*
@@ -124,16 +160,47 @@ static inline struct cpuhp__fast_tls *cpuhp__fast_tls_get(struct cpuhp__fast *f)
 }
 
 /*
- * A fast lease, or false: then nothing is held and the caller asks over the
- * socket (where a hotplug in the way makes it wait).
+ * A free entry of @t's table, claimed; -1 if the slot holds
+ * CPUHP__FAST_SLOT_MAX_LEASES.  Y: acquire on the free value (pairs with
+ * the release store that freed it): the release's decrement happened
+ * before this lease is counted, which keeps an honest slot within the
+ * daemon's limit.
  */
-static inline bool cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast *f,
-                                       uint64_t *lease_id)
+static inline int cpuhp__fast_entry_claim(const struct cpuhp__fast_tls *t)
+{
+	for (unsigned k = 0; k < CPUHP__FAST_SLOT_MAX_LEASES; k++) {
+		uint64_t v = atomic_load_explicit(&t->table->id[k], memory_order_acquire);
+
+		if (v)
+			continue;
+		/* Slot > 0: only this thread makes a free entry busy. */
+		if (__builtin_expect(t->slot != 0, 1))
+			return (int)k;
+		if (atomic_compare_exchange_strong_explicit(
+		        &t->table->id[k], &v, CPUHP__FAST_RESERVED, memory_order_acquire,
+		        memory_order_relaxed))
+			return (int)k;
+	}
+	return -1;
+}
+
+/*
+ * A fast lease: 0; -EAGAIN: nothing is held and the caller asks over the
+ * socket (where a hotplug in the way makes it wait); -EDQUOT: this
+ * thread's slot holds all the leases it may.
+ */
+static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast *f,
+                                      uint64_t *lease_id)
 {
 	struct cpuhp__fast_tls *t = cpuhp__fast_tls_get(f);
+	uint64_t seq, id;
+	int k;
 
 	if (__builtin_expect(!t, 0))
-		return false;
+		return -EAGAIN;
+	k = cpuhp__fast_entry_claim(t);
+	if (__builtin_expect(k < 0, 0))
+		return -EDQUOT;
 	cpuhp__fast_add(t, 1);
 	cpuhp__fast_order(f); /* P */
 	/*
@@ -144,21 +211,58 @@ static inline bool cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fas
 	                             f->open &&
 	                         !atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed),
 	                     1)) {
-		*lease_id = CPUHP_CLIENT_FAST_LEASE | (uint64_t)t->slot << 32 | ++t->seq;
-		return true;
+		if (__builtin_expect(t->slot != 0, 1)) {
+			seq = atomic_load_explicit(&t->table->seq, memory_order_relaxed) + 1;
+			atomic_store_explicit(&t->table->seq, seq, memory_order_relaxed);
+		} else {
+			seq =
+			    atomic_fetch_add_explicit(&t->table->seq, 1, memory_order_relaxed) + 1;
+		}
+		id = CPUHP_CLIENT_FAST_LEASE | (f->serial & 0x7fff) << 48 |
+		     (uint64_t)t->slot << 42 | (uint64_t)k << 38 | (seq & CPUHP__FAST_ID_SEQ_MASK);
+		/*
+		 * X: release, the count before the id; pairs with the acquire of
+		 * the compare-and-swap that releases it (cpuhp__fast_release), so
+		 * another thread's ->released++ comes after this ->count++.
+		 */
+		atomic_store_explicit(&t->table->id[k], id, memory_order_release);
+		*lease_id = id;
+		return 0;
 	}
-	cpuhp__fast_back_out(c, f, t);
-	return false;
+	cpuhp__fast_back_out(c, f, t, (unsigned)k);
+	return -EAGAIN;
 }
 
-static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast *f)
+/*
+ * End fast lease @id: the table gives it back once (else -ESRCH, nothing
+ * changed); its count goes from the slot it was counted in: ->count by the
+ * slot's own thread (or anyone, atomically, for slot 0), ->released by any
+ * other thread.
+ */
+static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
 {
-	struct cpuhp__fast_tls *t = cpuhp__fast_tls_get(f);
+	unsigned s = CPUHP__FAST_ID_SLOT(id), k = CPUHP__FAST_ID_ENTRY(id);
+	struct cpuhp__fast_tls *t = &cpuhp__fast_tls[f->serial % CPUHP__FAST_TLS_WAYS];
+	uint64_t want = id;
 
-	if (__builtin_expect(!t, 0))
-		return -ESRCH;
-	cpuhp__fast_add(t, -1); /* R */
-	cpuhp__fast_order(f);   /* T */
+	if (__builtin_expect(
+	        CPUHP__FAST_ID_SERIAL(id) != (f->serial & 0x7fff) || s >= f->nslots ||
+	            f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed) ||
+	            !atomic_compare_exchange_strong_explicit(&f->table[s].id[k], &want,
+	                                                     CPUHP__FAST_TOMB, memory_order_acquire,
+	                                                     memory_order_relaxed),
+	        0))
+		return cpuhp__fast_release_refused(c, f, id);
+	if (__builtin_expect(t->serial == f->serial && t->slot == s, 1))
+		cpuhp__fast_add(t, -1); /* R */
+	else if (s == 0)
+		atomic_fetch_sub_explicit(&f->reg->slot[0].count, 1, memory_order_release); /* R */
+	else
+		atomic_fetch_add_explicit(&f->reg->slot[s].released, 1,
+		                          memory_order_release); /* R */
+	/* Y: release, the decrement before the entry is free (cpuhp__fast_entry_claim). */
+	atomic_store_explicit(&f->table[s].id[k], 0, memory_order_release);
+	cpuhp__fast_order(f); /* T */
 	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_relaxed) != f->open,
 	                     0))
 		cpuhp__fast_after_release(c, f);

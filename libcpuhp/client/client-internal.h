@@ -75,7 +75,23 @@ struct cpuhp_client {
 	unsigned nfb, capfb;
 
 	struct sockaddr_un sa; /* the daemon's address, for those connections */
+
+	unsigned forks; /* cpuhp__client_forks when opened: another value means a fork child */
+	struct cpuhp_client *fork_next, *fork_prev; /* fork.c's list of open handles */
 };
+
+/*
+ * fork.c: forks of this process counted by a pthread_atfork child handler,
+ * registered by the first connect.  A handle inherited through fork() is
+ * refused by every call (cpuhp__client_forked).
+ */
+extern _Atomic unsigned cpuhp__client_forks;
+/* Put @c on the list (its socket is closed in fork children) and note the fork count. */
+void cpuhp__client_fork_track(struct cpuhp_client *c);
+void cpuhp__client_fork_untrack(struct cpuhp_client *c);
+bool cpuhp__client_forked(const struct cpuhp_client *c);
+/* -ECHILD with a message, for every call on a handle a fork child inherited. */
+int cpuhp__client_forked_error(struct cpuhp_client *c);
 
 /* Set c->message (printf format) and return @err, for `return cpuhp__client_error(...)`. */
 int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)

@@ -99,14 +99,14 @@ acquire_slow(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
 {
 	int ret;
 
-	/* A fork child has none of the fast path's memory (fastpath.c): socket leases only. */
-	if (f && f->pid != getpid())
-		return socket_acquire(c, timeout_ms, lease_id);
+	/* A fork child: the handle's connection and leases are its parent's (fork.c). */
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
 	if (!f && c->fast_offered) {
 		ret = fast_get(c, &f);
 		if (ret < 0)
 			return ret;
-		if (f && cpuhp__fast_acquire(c, f, lease_id))
+		if (f && cpuhp__fast_acquire(c, f, lease_id) == 0)
 			return 0;
 	}
 	if (f)
@@ -119,7 +119,7 @@ int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint
 	/* No lock, no message: the handle's lock may be held by a call waiting for a hotplug. */
 	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
 
-	if (__builtin_expect(f != NULL, 1) && cpuhp__fast_acquire(c, f, lease_id))
+	if (__builtin_expect(f != NULL, 1) && cpuhp__fast_acquire(c, f, lease_id) == 0)
 		return 0;
 	return acquire_slow(c, f, timeout_ms, lease_id);
 }
@@ -132,6 +132,10 @@ __attribute__((noinline, cold)) static int release_slow(struct cpuhp_client *c,
 	Cpuhp__Response *resp;
 	int ret;
 
+	if (cpuhp__client_forked(c)) {
+		cpuhp__client_forked_error(c);
+		return -ESRCH;
+	}
 	if (f) {
 		/* Waited for behind a hotplug: it is the only lease of its connection. */
 		struct cpuhp_client *w = cpuhp__fallback_take(c, lease_id);
@@ -152,12 +156,27 @@ __attribute__((noinline, cold)) static int release_slow(struct cpuhp_client *c,
 	return leave(c, ret);
 }
 
+/* A fast id on a handle without the fast path: nothing to end. */
+__attribute__((noinline, cold)) static int release_unknown(struct cpuhp_client *c,
+                                                           uint64_t lease_id)
+{
+	if (cpuhp__client_forked(c)) {
+		cpuhp__client_forked_error(c);
+		return -ESRCH;
+	}
+	enter(c);
+	return leave(c, cpuhp__client_error(c, -ESRCH,
+	                                    "no fast lease %#llx on this handle (it has no fast "
+	                                    "path; the id is from another handle)",
+	                                    (unsigned long long)lease_id));
+}
+
 int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
 {
 	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
 
 	if (__builtin_expect((lease_id & CPUHP_CLIENT_FAST_LEASE) != 0, 1))
-		return f ? cpuhp__fast_release(c, f) : -ESRCH;
+		return f ? cpuhp__fast_release(c, f, lease_id) : release_unknown(c, lease_id);
 	return release_slow(c, f, lease_id);
 }
 
@@ -212,6 +231,8 @@ int cpuhp_client_set_online_results(struct cpuhp_client *c, const char *cpus, bo
                                     unsigned timeout_ms, struct cpuhp_client_cpu_result **results,
                                     size_t *n_results)
 {
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
 	enter(c);
 	return leave(c, set_online_locked(c, cpus, online, timeout_ms, results, n_results));
 }
@@ -228,6 +249,8 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 	size_t n, i;
 	int ret;
 
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
 	enter(c);
 	ret = set_online_locked(c, cpus, online, timeout_ms, &r, &n);
 	if (ret < 0)
@@ -288,6 +311,8 @@ int cpuhp_client_status(struct cpuhp_client *c, struct cpuhp_client_status *out)
 	struct cpuhp_client_status *st;
 	int ret;
 
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
 	/* Over 4 KiB of masks: build it on the heap so @out stays untouched on failure. */
 	st = malloc(sizeof(*st));
 	if (!st)
@@ -311,9 +336,11 @@ int cpuhp_client_fast_path(struct cpuhp_client *c)
 	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
 	int ret = 0;
 
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
 	if (!f && c->fast_offered)
 		ret = fast_get(c, &f);
-	return ret < 0 ? ret : f != NULL && f->pid == getpid();
+	return ret < 0 ? ret : f != NULL;
 }
 
 int cpuhp_client_watch(struct cpuhp_client *c)
@@ -323,6 +350,8 @@ int cpuhp_client_watch(struct cpuhp_client *c)
 	Cpuhp__Response *resp;
 	int ret;
 
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
 	enter(c);
 	if (c->watch_id)
 		return leave(c,
@@ -421,9 +450,12 @@ static int next_event_locked(struct cpuhp_client *c, int timeout_ms, struct cpuh
 int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms, struct cpuhp_client_event *ev)
 {
 	/* Over 3 KiB of masks: filled on the heap so @ev stays untouched on failure. */
-	struct cpuhp_client_event *tmp = malloc(sizeof(*tmp));
+	struct cpuhp_client_event *tmp;
 	int ret;
 
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	tmp = malloc(sizeof(*tmp));
 	if (!tmp)
 		return -ENOMEM;
 	enter(c);

@@ -372,6 +372,7 @@ int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out)
 		ret = -errno;
 		goto err_mutex;
 	}
+	cpuhp__client_fork_track(c);
 	ret = connect_unix(c->fd, sa);
 	if (ret < 0)
 		goto err_close;
@@ -383,8 +384,10 @@ int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out)
 	return 0;
 
 err_close:
+	cpuhp__client_fork_untrack(c);
 	drop_fds(c);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 err_mutex:
 	cpuhp__frame_decoder_fini(&c->dec);
 	pthread_mutex_destroy(&c->fb_lock);
@@ -418,19 +421,32 @@ void cpuhp_client_close(struct cpuhp_client *c)
 {
 	Cpuhp__Response *ev;
 
+	bool forked;
+
 	if (!c)
 		return;
+	/*
+	 * In a fork child: its copy of the socket is closed already (fork.c),
+	 * the fast path's memory is not mapped here (an address there may hold
+	 * something else now), and the mutexes may have been held by a parent's
+	 * thread: free the memory only.
+	 */
+	forked = cpuhp__client_forked(c);
+	cpuhp__client_fork_untrack(c);
 	/* Fast leases still held end here, with the connection, as socket leases do. */
-	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed));
+	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed), forked);
 	cpuhp__client_fallback_close_all(c);
 	drop_fds(c);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	while ((ev = cpuhp__client_dequeue_event(c)))
 		cpuhp__response__free_unpacked(ev, NULL);
 	cpuhp__frame_decoder_fini(&c->dec);
-	pthread_mutex_destroy(&c->fb_lock);
-	pthread_mutex_destroy(&c->send_lock);
-	pthread_mutex_destroy(&c->lock);
+	if (!forked) {
+		pthread_mutex_destroy(&c->fb_lock);
+		pthread_mutex_destroy(&c->send_lock);
+		pthread_mutex_destroy(&c->lock);
+	}
 	free(c);
 }
 

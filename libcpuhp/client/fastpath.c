@@ -21,11 +21,18 @@
  * daemon's rules (writer preference, FIFO fairness, timeouts) apply to that
  * connection as to any.
  *
+ * Lease ids: each slot has a table of the ids counted in it
+ * (client-fastpath.h, struct cpuhp__fast_table); a release takes its id out
+ * of the table with one compare-and-swap before it touches a count, so a
+ * second release, an id never granted or one of another handle is -ESRCH
+ * and changes nothing.  A lease released by another thread than the one
+ * that took it is counted back in its own slot's ->released word
+ * (proto/fastpath.h), which keeps each slot within what the daemon allows.
+ *
  * fork: the child gets neither mapping (MADV_DONTFORK) and its thread's
- * cache is emptied, so it never writes its parent's slots (nor reads the
- * header it does not have: every path checks ->pid first); with a handle
- * it inherited it only has socket leases, on a socket its parent uses too:
- * a child connects anew.
+ * cache is emptied (fork.c), so it never writes its parent's slots (nor
+ * reads the header it does not have: every path compares ->forks first);
+ * every call on a handle it inherited fails (fork.c).
  */
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -46,18 +53,9 @@
 __thread struct cpuhp__fast_tls cpuhp__fast_tls[CPUHP__FAST_TLS_WAYS]
     __attribute__((tls_model("initial-exec")));
 
+_Static_assert(CPUHP__FAST_SLOT_MAX_LEASES == 16, "the -EDQUOT message says 16");
+
 static _Atomic uint64_t next_serial;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void atfork_child(void)
-{
-	memset(cpuhp__fast_tls, 0, sizeof(cpuhp__fast_tls));
-}
-
-static void atfork_register(void)
-{
-	pthread_atfork(NULL, NULL, atfork_child);
-}
 
 static bool thread_gone(pid_t pid, pid_t tid)
 {
@@ -70,7 +68,7 @@ struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f)
 	pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
 	unsigned i, slot = 0;
 
-	if (pid != f->pid)
+	if (f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed))
 		return NULL;
 	pthread_mutex_lock(&f->claim_lock);
 	for (i = 1; i < f->nslots && !slot; i++)
@@ -87,16 +85,37 @@ struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f)
 	pthread_mutex_unlock(&f->claim_lock);
 	t->serial = f->serial;
 	t->count = &f->reg->slot[slot].count;
+	t->table = &f->table[slot];
 	t->slot = slot;
 	return t;
 }
 
 void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
-                          const struct cpuhp__fast_tls *t)
+                          const struct cpuhp__fast_tls *t, unsigned entry)
 {
 	cpuhp__fast_add(t, -1);
+	/* Y, as in a release: the decrement before the entry is free again. */
+	atomic_store_explicit(&t->table->id[entry], 0, memory_order_release);
 	cpuhp__fast_order(f); /* T */
 	cpuhp__fast_after_release(c, f);
+}
+
+/* The handle's message, if no call runs (defined below). */
+static int fail(struct cpuhp_client *c, int err, const char *msg);
+
+int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
+{
+	char msg[CPUHP_CLIENT_MESSAGE_MAX];
+
+	if (f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed))
+		return fail(c, -ESRCH,
+		            "this handle was inherited through fork(): its leases are the "
+		            "parent's; connect anew in the child");
+	snprintf(msg, sizeof(msg),
+	         "no fast lease %#llx on this handle: released already, never granted, or "
+	         "taken on another handle (nothing was changed)",
+	         (unsigned long long)id);
+	return fail(c, -ESRCH, msg);
 }
 
 void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
@@ -114,15 +133,18 @@ void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
 	(void)cpuhp__client_send_all(c, f->wake_frame, f->wake_len);
 }
 
-void cpuhp__client_fast_free(struct cpuhp__fast *f)
+void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked)
 {
 	if (!f)
 		return;
-	if (f->hdr)
+	/* A fork child has no such mappings (MADV_DONTFORK); its claim_lock may be taken. */
+	if (f->hdr && !forked)
 		munmap((void *)f->hdr, CPUHP__FAST_HEADER_SIZE);
-	if (f->reg)
+	if (f->reg && !forked)
 		munmap(f->reg, f->reg_size);
-	pthread_mutex_destroy(&f->claim_lock);
+	free(f->table);
+	if (!forked)
+		pthread_mutex_destroy(&f->claim_lock);
 	free(f);
 }
 
@@ -177,6 +199,11 @@ static bool map_granted(struct cpuhp__fast *f, const Cpuhp__FastPathGranted *g, 
 	if (!f->reg)
 		return false;
 	f->nslots = g->nslots;
+	/* Zeroed: every entry free. */
+	f->table = aligned_alloc(CPUHP__FAST_LINE, f->nslots * sizeof(*f->table));
+	if (!f->table)
+		return false;
+	memset(f->table, 0, f->nslots * sizeof(*f->table));
 	f->open = f->hdr->open;
 	switch (g->barrier) {
 	case CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_EXPEDITED:
@@ -313,7 +340,13 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 			            "cpuhpd closed this connection (see its log); reconnect");
 		if (s == f->open) {
 			/* The hotplug ended since the attempt: try again. */
-			if (cpuhp__fast_acquire(c, f, lease_id))
+			int ret = cpuhp__fast_acquire(c, f, lease_id);
+
+			if (ret == -EDQUOT)
+				return fail(c, ret,
+				            "this thread holds 16 fast leases on this handle, the "
+				            "limit per thread; release one first");
+			if (ret == 0)
 				return 0;
 			continue;
 		}
@@ -368,12 +401,12 @@ int cpuhp__client_fast_setup(struct cpuhp_client *c)
 	close(fds[0]);
 	close(fds[1]);
 	if (!ok) {
-		cpuhp__client_fast_free(f);
+		cpuhp__client_fast_free(f, false);
 		return 0;
 	}
 	f->pid = getpid();
+	f->forks = c->forks;
 	f->serial = atomic_fetch_add(&next_serial, 1) + 1;
-	pthread_once(&atfork_once, atfork_register);
 	c->fast_refused = false;
 	/*
 	 * Release: lease calls on other threads read it without the lock; pairs

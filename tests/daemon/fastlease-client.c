@@ -19,8 +19,11 @@
  *   badframe H              write a zero-length frame on H's socket, which the
  *                           daemon answers by closing the connection (so a test
  *                           can make the daemon drop a live client)
- *   forklease H             a child of fork() takes and releases a lease on the
- *                           inherited handle H (the parent waits for it)
+ *   forklease H [ID]        a child of fork() takes a lease on the inherited
+ *                           handle H, releases ID (the parent's) if given, and
+ *                           asks for status (the parent waits for it)
+ *   forkstay H              a child of fork() that keeps the inherited handle H
+ *                           and blocks reading stdin; prints its pid
  *   close H                 cpuhp_client_close(H) (its threads must be idle)
  *   pid                     this process's pid
  *
@@ -206,30 +209,61 @@ static void print_status(struct handle *h)
 	free(st);
 }
 
+struct fork_report {
+	int acquire, fast, release, status, fd;
+	char message[CPUHP_CLIENT_MESSAGE_MAX];
+};
+
 /* The child reports through a pipe; a hang shows as the test's timeout. */
-static void fork_lease(struct handle *h)
+static void fork_lease(struct handle *h, uint64_t parent_id)
 {
-	int p[2], r[3] = {0};
+	struct fork_report r = {.acquire = -EINVAL};
+	int p[2];
 	pid_t pid;
 
 	if (pipe(p))
 		abort();
 	pid = fork();
 	if (pid == 0) {
+		struct cpuhp_client_status st;
 		uint64_t id = 0;
 
-		r[0] = cpuhp_client_lease_acquire(h->c, 0, &id);
-		r[1] = (id & CPUHP_CLIENT_FAST_LEASE) != 0;
-		r[2] = r[0] ? 0 : cpuhp_client_lease_release(h->c, id);
-		_exit(write(p[1], r, sizeof(r)) == sizeof(r) ? 0 : 1);
+		r.acquire = cpuhp_client_lease_acquire(h->c, 0, &id);
+		r.fast = (id & CPUHP_CLIENT_FAST_LEASE) != 0;
+		snprintf(r.message, sizeof(r.message), "%s", cpuhp_client_last_message(h->c));
+		if (r.acquire == 0)
+			r.release = cpuhp_client_lease_release(h->c, id);
+		else if (parent_id)
+			r.release = cpuhp_client_lease_release(h->c, parent_id);
+		r.status = cpuhp_client_status(h->c, &st);
+		r.fd = cpuhp_client_fd(h->c);
+		/* Frees the handle's memory only: nothing of the parent's is touched. */
+		cpuhp_client_close(h->c);
+		_exit(write(p[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
 	}
 	close(p[1]);
-	if (pid < 0 || read(p[0], r, sizeof(r)) != sizeof(r))
-		r[0] = -ECHILD;
+	if (pid < 0 || read(p[0], &r, sizeof(r)) != sizeof(r))
+		r.acquire = -EPIPE;
 	close(p[0]);
 	waitpid(pid, NULL, 0);
-	printf("{\"acquire\":%d,\"fast\":%s,\"release\":%d}\n", r[0], r[1] ? "true" : "false",
-	       r[2]);
+	printf("{\"acquire\":%d,\"fast\":%s,\"release\":%d,\"status\":%d,\"fd\":%d,"
+	       "\"message\":\"%s\"}\n",
+	       r.acquire, r.fast ? "true" : "false", r.release, r.status, r.fd, r.message);
+}
+
+/* A child that lives on with the inherited handle until stdin has a line or ends. */
+static void fork_stay(struct handle *h)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char c;
+
+		(void)h;
+		(void)!read(0, &c, 1);
+		_exit(0);
+	}
+	printf("{\"child\":%d}\n", (int)pid);
 }
 
 static void command(char *line)
@@ -282,7 +316,9 @@ static void command(char *line)
 
 		printf("{\"written\":%zd}\n", write(cpuhp_client_fd(h->c), zero, sizeof(zero)));
 	} else if (!strcmp(cmd, "forklease") && a && (h = find_handle(a))) {
-		fork_lease(h);
+		fork_lease(h, b ? strtoull(b, NULL, 10) : 0);
+	} else if (!strcmp(cmd, "forkstay") && a && (h = find_handle(a))) {
+		fork_stay(h);
 	} else if (!strcmp(cmd, "close") && a && (h = find_handle(a))) {
 		cpuhp_client_close(h->c);
 		h->c = NULL;

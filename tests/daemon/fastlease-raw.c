@@ -12,7 +12,10 @@
  *   hdrwrite               every way to write the header: mmap writable, mprotect,
  *                          pwrite, reopen through /proc; prints each errno (0: it worked)
  *   resize                 ftruncate and F_ADD_SEALS on the region and the header
- *   set SLOT VALUE         store VALUE into a slot of the region
+ *   set SLOT VALUE         store VALUE into a slot's count
+ *   setrel SLOT VALUE      store VALUE into a slot's released word
+ *   closed                 read until the daemon closes the connection; prints the
+ *                          last id-0 error's code and message and the revoked word
  *   state                  the header's state and open words, the region's revoked word
  *   wake                   send FastWake (unanswered)
  *   acquire MS             a socket LeaseAcquire; prints the reply
@@ -261,6 +264,27 @@ static void cmd_status(void)
 	cpuhp__response__free_unpacked(r, NULL);
 }
 
+/* Replies until EOF: what the daemon said last about the connection. */
+static void cmd_closed(void)
+{
+	char code[64] = "", msg[512] = "";
+	Cpuhp__Response *r;
+
+	while ((r = recv_resp())) {
+		if (r->body_case == CPUHP__RESPONSE__BODY_ERROR && r->id == 0) {
+			const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+			    &cpuhp__error_code__descriptor, r->error->code);
+
+			snprintf(code, sizeof(code), "%s", v ? v->name : "?");
+			snprintf(msg, sizeof(msg), "%s",
+			         r->error->message ? r->error->message : "");
+		}
+		cpuhp__response__free_unpacked(r, NULL);
+	}
+	printf("{\"eof\":true,\"code\":\"%s\",\"message\":\"%s\",\"revoked\":%u}\n", code, msg,
+	       reg ? (unsigned)atomic_load(&reg->head.revoked) : 0u);
+}
+
 static void cmd_wake(void)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
@@ -306,7 +330,12 @@ int main(int argc, char **argv)
 		else if (!strcmp(cmd, "set") && a && b && mapped) {
 			atomic_store(&reg->slot[strtoul(a, NULL, 10)].count, (int32_t)atol(b));
 			printf("{\"ok\":true}\n");
-		} else if (!strcmp(cmd, "state") && mapped)
+		} else if (!strcmp(cmd, "setrel") && a && b && mapped) {
+			atomic_store(&reg->slot[strtoul(a, NULL, 10)].released, (int32_t)atol(b));
+			printf("{\"ok\":true}\n");
+		} else if (!strcmp(cmd, "closed"))
+			cmd_closed();
+		else if (!strcmp(cmd, "state") && mapped)
 			cmd_state();
 		else if (!strcmp(cmd, "wake"))
 			cmd_wake();

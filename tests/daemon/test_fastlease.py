@@ -10,6 +10,7 @@ Proofs, not timings: that a hotplug waits for a fast lease is proved by its
 timeout failing with the lease counted in its message; that a release
 wakes it, by a hotplug with a long timeout succeeding once the lease goes
 (a lost wake-up would make it fail with ETIMEDOUT)."""
+import errno
 import os
 import signal
 import subprocess
@@ -205,7 +206,7 @@ def test_threads_beyond_the_slots_share_one_and_still_count(daemon, sim, probe):
             c.thread(f't{t}', 'a')
             leases.append(c.lease(f't{t}'))
         # Slot 1 is one thread's; the four others share slot 0.
-        assert {lease >> 32 & 0xff for lease in leases} == {0, 1}, leases
+        assert {lease >> 42 & 0x3f for lease in leases} == {0, 1}, leases
         probe.connect('h')
         r = probe.call('h', 'offline', 1, SHORT)
         assert error_code(r) == 'ERR_ETIMEDOUT' and '5 lease(s)' in r['message'], r
@@ -254,12 +255,16 @@ def test_cpuhpctl_status_shows_the_fast_lease_hold_takes(daemon):
         r.stdout
 
 
-def test_fork_child_takes_socket_leases_on_an_inherited_handle(daemon, client, probe):
-    # The child must not write its parent's slots (nor loop on a fast path it cannot use).
-    hold(client)
-    r = client('forklease a')
-    assert r == {'acquire': 0, 'fast': False, 'release': 0}, r
+def test_fork_child_cannot_use_or_end_its_parents_leases(daemon, sim, client, probe):
+    # The child must not write its parent's slots, nor end or add leases on the
+    # parent's connection: every call fails and touches nothing.
+    lease = hold(client)
+    r = client(f'forklease a {lease}')
+    assert r['acquire'] == -errno.ECHILD and 'fork' in r['message'], r
+    assert r['release'] == -errno.ESRCH and r['status'] == -errno.ECHILD and r['fd'] == -1, r
     client.thread('t2', 'a')
     assert client.lease('t2') & FAST_BIT
     probe.connect('p')
     assert probe.status('p')['leases_held'] == 2
+    r = probe.call('p', 'offline', 1, SHORT)
+    assert error_code(r) == 'ERR_ETIMEDOUT' and sim.read_online(1) == '1', r

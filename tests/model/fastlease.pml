@@ -32,6 +32,20 @@
  * client), KILL (see above), NEGATIVE (client 1 leaves -1 in its slot and
  * then dies: what a crashed or malicious client can leave behind), and the
  * MUTANT_* switches, each documented where it acts.
+ *
+ * One process, two threads (issue 17, section 2): with SAME_PROCESS the two
+ * clients are threads of one process, each with its own slot in one region
+ * (region 0, one connection: fconn[0]); the daemon sums the region over
+ * both slots.  Then:
+ *   DOUBLE  thread 1 releases its fast lease a second time.  The client
+ *           library's lease table refuses it (nothing changes);
+ *           MUTANT_NO_TABLE decrements again, as the library did before.
+ *   FORGE   thread 1 writes -1 into its slot (the table bypassed) and sends
+ *           FastWake.
+ * The daemon judges each slot (fastlease.c, slot_read): a slot below 0 is a
+ * protocol violation, the region counts as held, and the connection is
+ * closed: the process's fast leases end (their ghosts with them) and its
+ * threads die, as with a kill.  MUTANT_NO_POLICE judges only the sum.
  */
 
 #ifndef HOTPLUGS
@@ -68,6 +82,7 @@ bit held[NR_CLIENTS];      /* client i holds a socket lease */
 bit waiting[NR_CLIENTS];   /* client i's acquire waits in the gate */
 bit gate_closed;           /* the lease gate is closed for a hotplug */
 bit killed[NR_CLIENTS];    /* the kernel killed client i */
+bit revoked[NR_CLIENTS];   /* region i's ->revoked: its connection was closed */
 
 /* Hotplug phases (the daemon's, in order). */
 #define IDLE    0
@@ -83,6 +98,7 @@ byte hp_left = HOTPLUGS;
 /* ----------------------------------------------------------------- ghosts */
 
 bit in_cs[NR_CLIENTS]; /* client i is inside a lease (fast or socket) */
+bit in_fast[NR_CLIENTS]; /* ...a fast one (voided when its connection is closed) */
 bit hp_in;             /* the hotplug's section runs */
 bit qd[NR_CLIENTS];    /* client i's socket acquire waits... */
 bit qd_old[NR_CLIENTS]; /* ...and a hotplug has opened the gate since */
@@ -117,6 +133,13 @@ byte finished;         /* clients that returned or died */
 	:: true                                                                \
 	fi
 
+/* Which region (and region connection) a client's slot is in. */
+#ifdef SAME_PROCESS
+#define RGN(me) 0
+#else
+#define RGN(me) me
+#endif
+
 /* --------------------------------------------------------------- clients */
 
 /* The lease's section starts in the step that gets the client in. */
@@ -129,7 +152,7 @@ byte finished;         /* clients that returned or died */
  * (W: after the slot--, which the caller made first).
  */
 #ifndef MUTANT_NO_WAKE
-#define SEND_WAKE(me) atomic { DRAIN(me); fconn[me]!WAKE }
+#define SEND_WAKE(me) atomic { DRAIN(me); fconn[RGN(me)]!WAKE }
 #else
 #define SEND_WAKE(me) skip /* mutant: nobody tells the daemon */
 #endif
@@ -150,7 +173,7 @@ byte finished;         /* clients that returned or died */
 #define FAST_DEC(me, cs)                                                       \
 	atomic {                                                               \
 		if                                                             \
-		:: cs -> in_cs[me] = 0                                         \
+		:: cs -> in_cs[me] = 0; in_fast[me] = 0                        \
 		:: else                                                        \
 		fi;                                                            \
 		SLOT_STORE(me, SLOT_VIEW(me) - 1)                              \
@@ -161,7 +184,7 @@ byte finished;         /* clients that returned or died */
 	AFTER_RELEASE(me);                                                     \
 	atomic {                                                               \
 		if                                                             \
-		:: cs -> in_cs[me] = 0                                         \
+		:: cs -> in_cs[me] = 0; in_fast[me] = 0                        \
 		:: else                                                        \
 		fi;                                                            \
 		SLOT_STORE(me, SLOT_VIEW(me) - 1)                              \
@@ -189,15 +212,25 @@ proctype client(byte me)
 			:: else
 			fi;
 #endif
+#ifdef FORGE
+			if
+			:: me == 1 ->
+				/* The table bypassed: -1 written by hand, then a wake-up. */
+				atomic { SLOT_STORE(me, -1) };
+				SEND_WAKE(me);
+				goto next
+			:: else
+			fi;
+#endif
 			/*
 			 * Fast acquire (P): cpuhp__fast_claim(), slot++ (relaxed:
 			 * buffered), compiler barrier, load the state (acquire).
 			 */
 			atomic { SLOT_STORE(me, SLOT_VIEW(me) + 1) };
 			atomic {
-				ok = !blocked;
+				ok = !blocked && !revoked[RGN(me)];
 				if
-				:: ok -> CS_ENTER(me)
+				:: ok -> CS_ENTER(me); in_fast[me] = 1
 				:: else
 				fi
 			};
@@ -205,6 +238,18 @@ proctype client(byte me)
 			:: ok ->
 				/* the section; then the fast release (R, T, W) */
 				FAST_DEC(me, 1);
+#ifdef DOUBLE
+				/*
+				 * A second release of the same id: the lease table
+				 * refuses it (-ESRCH, nothing changes).
+				 */
+#ifdef MUTANT_NO_TABLE
+				if
+				:: me == 1 -> FAST_DEC(me, 0) /* mutant: counted again */
+				:: else
+				fi;
+#endif
+#endif
 				goto next
 			:: else
 			fi;
@@ -227,8 +272,11 @@ next:
 		/* Death: the kernel closes both connections. */
 		atomic {
 			in_cs[me] = 0;
+			in_fast[me] = 0;
 			DRAIN(me);
+#ifndef SAME_PROCESS
 			fconn[me]!CLOSE;
+#endif
 			lconn[me]!CLOSE
 		}
 	};
@@ -253,10 +301,51 @@ proctype killer()
  * MUTANT_GLOBAL_SUM: one sum over every live region, so that a negative
  * count in one region cancels a lease in another.
  */
-#ifndef MUTANT_GLOBAL_SUM
+#if defined(SAME_PROCESS)
+#define REGION_NONZERO(r) (slot[0] + slot[1] != 0)
+#elif !defined(MUTANT_GLOBAL_SUM)
 #define REGION_NONZERO(r) (slot[r] != 0)
 #else
 #define REGION_NONZERO(r) ((alive[0] -> slot[0] : 0) + (alive[1] -> slot[1] : 0) != 0)
+#endif
+
+/*
+ * slot_read(): a slot below 0 makes region @r bad; it counts as held.
+ * MUTANT_NO_POLICE: only the sum is judged.
+ */
+#if defined(SAME_PROCESS) && !defined(MUTANT_NO_POLICE)
+#define REGION_BAD(r) (slot[0] < 0 || slot[1] < 0)
+#elif !defined(MUTANT_NO_POLICE)
+#define REGION_BAD(r) (slot[r] < 0)
+#else
+#define REGION_BAD(r) 0
+#endif
+#define REGION_HELD(r) (REGION_NONZERO(r) || REGION_BAD(r))
+
+/*
+ * police_cb(): close the connection of a bad region: ->revoked, its fast
+ * leases end (their ghosts go), and its process's threads die (what they
+ * hold on their lease connections ends when those close).
+ */
+#ifdef SAME_PROCESS
+#define POLICE(r)                                                              \
+	if                                                                     \
+	:: alive[r] && REGION_BAD(r) ->                                        \
+		alive[r] = 0; undrained[r] = 0; revoked[r] = 1;                \
+		in_cs[0] = in_cs[0] && !in_fast[0]; in_fast[0] = 0;            \
+		in_cs[1] = in_cs[1] && !in_fast[1]; in_fast[1] = 0;            \
+		killed[0] = 1; killed[1] = 1                                   \
+	:: else                                                                \
+	fi
+#else
+#define POLICE(r)                                                              \
+	if                                                                     \
+	:: alive[r] && REGION_BAD(r) ->                                        \
+		alive[r] = 0; undrained[r] = 0; revoked[r] = 1;                \
+		in_cs[r] = in_cs[r] && !in_fast[r]; in_fast[r] = 0;            \
+		killed[r] = 1                                                  \
+	:: else                                                                \
+	fi
 #endif
 
 /*
@@ -301,7 +390,7 @@ end_loop:
 				MAY_DRAIN(0);
 				MAY_DRAIN(1);
 				if
-				:: !REGION_NONZERO(r) -> undrained[r] = 0
+				:: !REGION_HELD(r) -> undrained[r] = 0
 				:: else
 				fi
 			:: else
@@ -370,11 +459,14 @@ end_loop:
 		 */
 		MAY_DRAIN(0);
 		MAY_DRAIN(1);
-		undrained[0] = alive[0] && REGION_NONZERO(0);
-		undrained[1] = alive[1] && REGION_NONZERO(1);
+		undrained[0] = alive[0] && REGION_HELD(0);
+		undrained[1] = alive[1] && REGION_HELD(1);
 		counted = 1;
 		phase = WAITING
 	   }
+	/* The police timer: a bad region's connection is closed (any time it is bad). */
+	:: atomic { alive[0] && REGION_BAD(0) -> POLICE(0) }
+	:: atomic { alive[1] && REGION_BAD(1) -> POLICE(1) }
 	:: atomic {
 		/* cpuhpd_fastpath_drained() and no socket lease: the section (S). */
 		phase == WAITING && NONE_OF(undrained) && leases == 0 ->
@@ -434,7 +526,9 @@ end_loop:
 init {
 	atomic {
 		alive[0] = 1;
+#ifndef SAME_PROCESS
 		alive[1] = 1;
+#endif
 		run daemon();
 		run client(0);
 		run client(1);

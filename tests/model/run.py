@@ -166,6 +166,34 @@ CHECKS = [
           "client 1 leaves -1 in its slot and dies; client 0's lease still "
           "holds the hotplug off (regions summed apart)",
           ["-DNEGATIVE", "-DHOTPLUGS=2"], model=FASTLEASE),
+    # Issue 17, section 2: two threads of one process, one region.
+    Check("fastlease-double-release",
+          "2 threads of one process (one region, 2 slots), 2 hotplugs: thread "
+          "1 releases its fast lease twice; the lease table refuses the "
+          "second, thread 0's lease still holds the hotplug off",
+          ["-DSAME_PROCESS", "-DDOUBLE", "-DHOTPLUGS=2"], model=FASTLEASE),
+    Check("fastlease-double-release-daemon-only",
+          "the same with the client's table removed: the daemon finds the "
+          "slot at -1 and closes the connection (its leases end with it); "
+          "no live lease is inside a hotplug",
+          ["-DSAME_PROCESS", "-DDOUBLE", "-DMUTANT_NO_TABLE", "-DHOTPLUGS=2"],
+          model=FASTLEASE),
+    Check("fastlease-forged-slot",
+          "thread 1 writes -1 into its slot and wakes the daemon: the "
+          "connection is closed, the hotplug neither runs under thread 0's "
+          "lease nor waits for ever",
+          ["-DSAME_PROCESS", "-DFORGE", "-DHOTPLUGS=2"], model=FASTLEASE),
+    Check("fastlease-mutant-old-release",
+          "the code before the fix (no lease table, no per-slot judgement): a "
+          "double release cancels thread 0's lease and the hotplug gets in",
+          ["-DSAME_PROCESS", "-DDOUBLE", "-DMUTANT_NO_TABLE",
+           "-DMUTANT_NO_POLICE"], expect=ASSERT, ignore_deadlocks=True,
+          model=FASTLEASE),
+    Check("fastlease-mutant-no-police",
+          "only the region's sum judged: a forged -1 cancels thread 0's lease "
+          "and the hotplug gets in",
+          ["-DSAME_PROCESS", "-DFORGE", "-DMUTANT_NO_POLICE"], expect=ASSERT,
+          ignore_deadlocks=True, model=FASTLEASE),
     Check("fastlease-mutant-no-q",
           "no membarrier after storing 'blocked' (Q): a buffered slot++ is "
           "missed and a reader and the hotplug both get in",

@@ -34,8 +34,14 @@
  * of the first 15 threads that use a handle (or $CPUHP_CLIENT_FAST_SLOTS -
  * 1, at most 63) gets a counter of its own; more threads share one with
  * atomic instructions.  $CPUHP_CLIENT_FAST_PATH=0 turns it off for handles
- * without a lease yet.  A child of fork() must connect anew: an inherited
- * handle has no fast path there (and its socket is its parent's).
+ * without a lease yet.
+ *
+ * fork(): a child must connect anew.  Every call on a handle it inherited
+ * fails and changes nothing (-ECHILD; a lease release -ESRCH): the
+ * connection and its leases are the parent's.  The child's copy of the
+ * socket is closed at fork, so a lease ends with the process that took it
+ * even while a child lives on; cpuhp_client_close() in the child frees the
+ * handle's memory only, and cpuhp_client_fd() is -1 there.
  */
 #ifndef CPUHP_CLIENT_H
 #define CPUHP_CLIENT_H
@@ -176,8 +182,9 @@ CPUHP_EXPORT void cpuhp_client_close(struct cpuhp_client *c);
  * thread, and only once.
  * Context: blocks up to @timeout_ms (plus a round trip).
  * Return: 0; -EAGAIN (@timeout_ms 0 and a hotplug in the way);
- * -ETIMEDOUT; -EDQUOT (this connection's lease limit); -ECONNRESET and
- * other -errno if the connection failed.
+ * -ETIMEDOUT; -EDQUOT (this connection's lease limit, or 16 fast leases
+ * held through this thread's counter); -ECHILD (a handle inherited through
+ * fork()); -ECONNRESET and other -errno if the connection failed.
  */
 CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms,
                                             uint64_t *lease_id);
@@ -186,12 +193,13 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  * cpuhp_client_lease_release() - end a lease taken on @c.
  *
  * A fast lease ends without a round trip (one frame is sent, not awaited,
- * if a hotplug waits for it); its id is not checked, so releasing one
- * twice, or an id never granted, is a bug that keeps hotplugs waiting
- * until their timeout while @c lives.
+ * if a hotplug waits for it).  Its id is checked against @c's table of
+ * live fast leases: a second release, an id never granted, or one granted
+ * on another handle is -ESRCH and changes nothing, as for socket leases.
  * Context: blocks for a round trip (socket leases).
- * Return: 0; -ESRCH if @c holds no such lease; -errno if the connection
- * failed (and with it every lease).
+ * Return: 0; -ESRCH if @c holds no such lease (also in a fork child, for
+ * its parent's leases); -errno if the connection failed (and with it every
+ * lease).
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
 
