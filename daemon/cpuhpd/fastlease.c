@@ -3,7 +3,7 @@
  * Fast leases: the cross-process read side of the hotplug lock, with cpuhpd
  * as the writer.
  *
- * The protocol (memory, reader, writer, the barrier table P-W, the
+ * The protocol (memory, reader, writer, the barrier table P-Z, the
  * security argument, the daemon's death) is proto/FASTPATH.md; the labels
  * below are its.  Here: the header and the regions (seal_map, region_new,
  * cpuhpd_fastpath_request: V), the fast-path thread that runs Q's
