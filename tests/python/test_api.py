@@ -114,3 +114,34 @@ def test_the_package_is_typed(cpuhp):
                                   'parse_cpulist', 'format_cpulist'])
 def test_the_issue_s_api_is_there(cpuhp, name):
     assert name in cpuhp.__all__
+
+
+def test_dir_shows_the_api_and_no_module_or_helper(cpuhp):
+    import types
+    names = dir(cpuhp)
+    assert names == sorted(cpuhp.__all__ + ['__version__'])
+    assert not [n for n in names if isinstance(getattr(cpuhp, n), types.ModuleType)]
+    assert '_client' not in names and 'annotations' not in names
+    assert cpuhp._client.Client is cpuhp.Client  # still importable for whoever wants it
+
+
+def test_str_of_an_enum_is_its_name_and_int_its_c_value(cpuhp):
+    from cpuhp._cpuhp_client import lib
+    for state in cpuhp.WriterState:
+        assert str(state) == f'{state}' == state.name
+        assert int(state) == getattr(lib, f'CPUHP_CLIENT_WRITER_{state.name}')
+    assert f'{cpuhp.WriterState.RUNNING:d}' == str(lib.CPUHP_CLIENT_WRITER_RUNNING)
+
+
+def c_struct_fields(header, struct):
+    body = re.search(r'struct %s \{(.*?)\n\};' % struct, header.read_text(), flags=re.S)[1]
+    body = re.sub(r'/\*.*?\*/', '', body, flags=re.S)
+    return re.findall(r'(\w+)(?:\[\w*\])?;', body)
+
+
+def test_status_has_every_field_of_the_c_struct(cpuhp):
+    import dataclasses
+    header = SOURCE / 'libcpuhp' / 'include' / 'cpuhp' / 'client.h'
+    fields = c_struct_fields(header, 'cpuhp_client_status')
+    assert 'fast_path' in fields and len(fields) > 10
+    assert [f.name for f in dataclasses.fields(cpuhp.Status)] == fields

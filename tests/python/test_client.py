@@ -421,3 +421,18 @@ def test_negative_errno_becomes_the_matching_oserror_subclass(cpuhp, code, cls):
     e = error(-code, 'the daemon said so')
     assert type(e) is cls and e.errno == code and e.strerror == 'the daemon said so'
     assert error(-code).strerror  # the C library's text when there is no message
+
+
+def test_status_reports_the_fast_path_and_its_counts(cpuhp, client, observer):
+    before = observer.status()
+    assert before.fast_path in ('membarrier-global-expedited', 'membarrier-global', 'fence',
+                                'off')
+    assert before.fast_leases_held == before.fast_holders == 0
+    with client.lease() as lease:
+        s = observer.status()
+        if before.fast_path == 'off':
+            assert s.fast_leases_held == 0 and s.fast_connections == 0
+        else:
+            assert lease.id >= 1 << 63  # a fast lease
+            assert s.fast_leases_held == s.fast_holders == s.fast_connections == 1
+            assert s.leases_held == 1  # counted there too

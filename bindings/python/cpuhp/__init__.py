@@ -86,6 +86,13 @@ def __getattr__(name: str) -> object:
                           name=__name__)
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
+
+def __dir__() -> list[str]:
+    # The API, not the modules and helpers it is built from (they stay
+    # importable, as cpuhp._client..., for whoever wants them).
+    return sorted(__all__ + ['__version__'])
+
+
 # Public names say cpuhp.X in help(), reprs and tracebacks, wherever they live.
 for _name in __all__:
     if hasattr(globals()[_name], '__module__') and not _name.isupper():
@@ -93,4 +100,4 @@ for _name in __all__:
             globals()[_name].__module__ = __name__
         except (AttributeError, TypeError):
             pass
-del _name
+del _name, annotations

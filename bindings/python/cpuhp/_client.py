@@ -46,13 +46,18 @@ _CONNECT_HINTS = {
 
 
 class WriterState(enum.IntEnum):
-    """What cpuhpd's hotplug writer is doing."""
+    """What cpuhpd's hotplug writer is doing.  ``str()`` is the name
+    (``IDLE``), as for a plain Enum; ``int()`` the C value."""
     #: No hotplug queued: leases are granted at once.
     IDLE = lib.CPUHP_CLIENT_WRITER_IDLE
     #: A hotplug waits for the leases held (and in-process readers) to go.
     WAITING = lib.CPUHP_CLIENT_WRITER_WAITING
     #: A hotplug is writing sysfs.
     RUNNING = lib.CPUHP_CLIENT_WRITER_RUNNING
+
+    # An IntEnum's str() is its number since Python 3.11: say the name.
+    def __str__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,15 @@ class Status:
     pending_hotplugs: int
     connections: int
     daemon_version: str
+    #: Fast leases held (counted in leases_held too): a snapshot of the shared counters.
+    fast_leases_held: int
+    #: Connections holding fast leases.
+    fast_holders: int
+    #: Connections with the fast path.
+    fast_connections: int
+    #: How the daemon orders fast leases: "membarrier-global-expedited",
+    #: "membarrier-global", "fence", or "off".
+    fast_path: str
 
 
 @dataclass(frozen=True)
@@ -351,7 +365,11 @@ class Client:
             pending_leases=int(out.pending_leases),
             pending_hotplugs=int(out.pending_hotplugs),
             connections=int(out.connections),
-            daemon_version=_text(out.daemon_version))
+            daemon_version=_text(out.daemon_version),
+            fast_leases_held=int(out.fast_leases_held),
+            fast_holders=int(out.fast_holders),
+            fast_connections=int(out.fast_connections),
+            fast_path=_text(out.fast_path))
 
     def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
                    check: bool = True) -> HotplugResult:
