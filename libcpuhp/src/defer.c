@@ -244,9 +244,15 @@ static void queue(struct cpuhp__deferred *d, uint64_t delay_ns)
 
 	d->deadline_ns = t0 + (delay_ns < CPUHP__DEFER_MIN_NS ? CPUHP__DEFER_MIN_NS : delay_ns);
 	pthread_mutex_lock(&defer.lock);
+	/*
+	 * Under ->lock, whichever way it goes: a fork finds @d either not
+	 * queued at all (->queued still false: its owner's fork handler
+	 * queues it again in the child) or queued here or in liburcu.
+	 */
+	atomic_store_explicit(&d->queued, true, memory_order_relaxed);
 	if (!start_locked()) {
-		pthread_mutex_unlock(&defer.lock);
 		call_now(d->head, d->func);
+		pthread_mutex_unlock(&defer.lock);
 		return;
 	}
 	d->next = defer.head;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fork() support.  Precondition (documented in rwsem.h): no writer is active.
+ * The same rule holds for a standalone rcu_sync (rcu_sync.h): the child
+ * inherits its count, and enters of threads that are gone stay counted
+ * (free forgives them), but it is never caught mid-transition: its ->lock
+ * is held across the fork.
  *
  * Before the fork, pause liburcu's call_rcu workers (so none is half-way
  * through a callback) and take the registry lock (so no thread is half-way
@@ -29,12 +33,15 @@ static void prepare(void)
 {
 	cpuhp__defer_before_fork();
 	urcu_memb_call_rcu_before_fork();
+	/* After the workers paused: a callback in progress takes ->lock. */
+	cpuhp__rcu_sync_before_fork();
 	cpuhp__registry_lock();
 }
 
 static void parent(void)
 {
 	cpuhp__registry_unlock();
+	cpuhp__rcu_sync_after_fork_parent();
 	urcu_memb_call_rcu_after_fork_parent();
 	cpuhp__defer_after_fork_parent();
 }
@@ -51,9 +58,12 @@ static void child(void)
 	cpuhp__registry_forget_others();
 	cpuhp__registry_for_each_counter(counter_after_fork_child);
 	cpuhp__registry_unlock();
+	cpuhp__rcu_sync_after_fork_child();
 	urcu_memb_call_rcu_after_fork_child();
 	/* Exits queued for the parent's timer thread: call_rcu() them here. */
 	cpuhp__defer_after_fork_child();
+	/* And those a gone thread was about to queue. */
+	cpuhp__rcu_sync_requeue_after_fork_child();
 }
 
 void cpuhp__fork_init(void)

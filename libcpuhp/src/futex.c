@@ -1,13 +1,37 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Private futex waits with absolute CLOCK_MONOTONIC deadlines. */
+/*
+ * Waiting: private futex waits with absolute CLOCK_MONOTONIC deadlines, and
+ * the library's mutexes and condition variables (CLOCK_MONOTONIC too, so that
+ * a timed wait is not moved by a change of the wall clock).
+ */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+int cpuhp__mutex_init(pthread_mutex_t *m)
+{
+	return -pthread_mutex_init(m, NULL);
+}
+
+int cpuhp__cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+	int err = pthread_condattr_init(&ca);
+
+	if (err)
+		return -err;
+	err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!err)
+		err = pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+	return -err;
+}
 
 void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms)
 {

@@ -3,28 +3,64 @@
  * libcpuhp internals shared by the core's source files (and by white-box
  * tests).  Not installed.
  *
- * Memory-ordering labels used across rcu_sync.c, rwsem.c and pcount.c:
+ * Memory-ordering labels.  Each half is named by file and function; a
+ * comment with the label sits at each one.  "sum" is cpuhp__pcount_sum()
+ * (pcount.c), which reads ->shared and every thread's slot with acquire
+ * loads and takes the registry lock.
  *
- *   A  reader slow path: count++ then load ->block        (rwsem.c)  pairs with D
- *   B  reader leaving: critical section then count--       (rwsem.c)  pairs with C
- *   C  writer: counts summed to zero, then its section     (rwsem.c)  pairs with B
- *   D  writer: ->block = 1 then sum the counts              (rwsem.c)  pairs with A
- *   E  reader leaving: count-- then load ->wwait           (rwsem.c)  pairs with F
- *   F  writer: ->wwait = 1 then sum the counts              (rwsem.c)  pairs with E
- *   G  rcu_sync: state != IDLE, then synchronize_rcu()      (rcu_sync.c) pairs with
- *      the reader fast path's read-side section (rwsem.c, without membarrier).
- *   H  rcu_sync: state != IDLE, then membarrier()           (rcu_sync.c) pairs with
- *      the reader fast path's count++ then load of the state (rwsem.c, with
- *      membarrier): the membarrier puts a full barrier into every running
- *      reader, so either the reader's increment is visible to the writer's
- *      later sum, or the reader's load comes after the barrier and sees the
- *      state the writer stored before it.  A reader that was not running
- *      passed a context switch, a full barrier, in between.  For such
- *      readers H replaces G: enter needs no grace period.
+ *   A  reader: count++, full barrier, load ->block.
+ *        rwsem.c: read_trylock_slow(), fast_inc_writer_coming() (also the
+ *        inline path's continuation, cpuhp__rwsem_read_lock_writer_coming()).
+ *      pairs with D.  Either the reader sees ->block and backs out, or the
+ *      writer's sum counts it and the writer waits.
+ *   B  reader leaving: its critical section, then count-- (release).
+ *        rwsem.c: read_unlock_slow() (full barrier), cpuhp_rwsem_read_unlock()
+ *        (fenced: the release store); rwsem-inline.h: cpuhp__inline_unlock()
+ *        (the same release store, inline); pcount.c: thread_exit() (the
+ *        registry's key destructor) moving an exiting thread's counts to ->shared (release).
+ *      pairs with C.
+ *   C  writer: the sum reads zero (acquire loads), full barrier, its section.
+ *        rwsem.c: wait_for_readers(); pcount.c: cpuhp__pcount_sum_locked().
+ *      pairs with B: a reader's section happens before the writer's.
+ *   D  writer: ->block = 1 (under ->lock), full barrier, sum.
+ *        rwsem.c: write_lock_common() after take_block().
+ *      pairs with A.
+ *   E  reader leaving: count--, full barrier, load ->wwait; wake if set.
+ *        rwsem.c: read_unlock_slow(), read_unlock_fenced_slow() (also the
+ *        inline path's, cpuhp__rwsem_read_unlock_writer_coming()).
+ *      pairs with F.
+ *   F  writer: load ->wseq, ->wwait = 1, full barrier, sum; futex_wait on
+ *      ->wseq with the value loaded first.
+ *        rwsem.c: wait_for_readers().
+ *      pairs with E: either the sum sees the reader's decrement, or the
+ *      reader sees ->wwait and bumps ->wseq.  No lost wake-up, because ->wseq
+ *      was loaded before ->wwait = 1: a bump between the two (or any time
+ *      before the futex call) makes futex_wait(wseq, seq) return at once.
+ *   G  rcu_sync enter: state != IDLE, then synchronize_rcu().
+ *        rcu_sync.c: cpuhp__rcu_sync_enter() when readers are not fenced.
+ *      pairs with the reader fast path's read-side section without
+ *      membarrier: rwsem.c: fast_inc_rcu(), fast_dec_rcu().  A section
+ *      that saw IDLE ends before enter returns; a later one sees not-IDLE.
+ *   H  rcu_sync enter: state != IDLE, then membarrier().
+ *        rcu_sync.c: cpuhp__rcu_sync_enter() when readers are fenced.
+ *      pairs with the fenced fast path's two halves, each a plain store,
+ *      a compiler barrier and a load of the state:
+ *        lock   (count++, load state)  rwsem.c: fast_inc_fenced();
+ *               rwsem-inline.h: cpuhp__inline_lock();
+ *        unlock (count--, load state)  rwsem.c: cpuhp_rwsem_read_unlock();
+ *               rwsem-inline.h: cpuhp__inline_unlock().
+ *      The membarrier puts a full barrier into every running reader, so
+ *      either the reader's store is visible to the writer's later sum, or
+ *      the reader's load comes after the barrier and sees the state the
+ *      writer stored before it (and goes on as A, or as E).  A reader that
+ *      was not running passed a context switch, a full barrier, in between.
+ *      For such readers H replaces G: enter needs no grace period.
  *   I  rcu_sync, H readers only: the writers' sections, then ->state = IDLE
  *      by the exit window's expiry (a release store, under ->lock, which
- *      every exit also took)           (rcu_sync.c) pairs with the fast
- *      path's acquire load of ->state  (rwsem.c, rwsem-inline.h).
+ *      every exit also took).
+ *        rcu_sync.c: window_end_locked().
+ *      pairs with the fast path's acquire load of ->state: internal.h:
+ *      cpuhp__rcu_sync_is_idle(); rwsem-inline.h: cpuhp__inline_idle().
  *      If the reader's load sees IDLE, it sees every write of every writer
  *      that exited before it (release/acquire through ->lock).  If it does
  *      not, it takes the slow path, where A-D order it against any writer.
@@ -151,6 +187,14 @@ struct cpuhp__deferred {
 	 */
 	uint64_t (*expire)(struct cpuhp__deferred *d);
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; under defer.c's lock */
+	/*
+	 * Set by defer.c under its lock when it takes the entry (into its
+	 * queue, or straight to call_rcu()); cleared by the owner before it
+	 * hands the entry over.  A fork child that finds it clear while the
+	 * owner's callback is due knows the queueing thread did not get that
+	 * far, and queues it itself (rcu_sync.c).
+	 */
+	_Atomic bool queued;
 };
 void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
                               void (*func)(struct rcu_head *head));
@@ -174,6 +218,11 @@ struct cpuhp_rcu_sync {
 	 */
 	_Atomic int state;
 	int count; /* enters not yet exited; under ->lock */
+	/*
+	 * In a fork child: enters counted at the fork, which may be other
+	 * threads' (gone); destroy forgives up to this many.  Under ->lock.
+	 */
+	int inherited;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* broadcast on ENTER->PASSED and on ->IDLE */
 	struct rcu_head cb;
@@ -202,11 +251,25 @@ struct cpuhp_rcu_sync {
 	unsigned long nr_fences;
 	unsigned long nr_callbacks;
 	unsigned long nr_windows;
+	/* cpuhp_rcu_sync_new()'s objects, for fork.c; NULL in a rwsem's. */
+	struct cpuhp_rcu_sync *prev, *next;
+	bool requeue; /* fork child: the last exit's callback was never queued */
 };
 
-void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
+/* 0 or a negative errno (futex.c's rule for mutex and cond init). */
+int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
 /* For a cpuhp_rwsem: readers use H when cpuhp__asym_fence is set, else G. */
-void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
+int cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
+/*
+ * fork.c: standalone objects' ->lock held across fork(); in the child every
+ * object, standalone or a rwsem's, is reset by cpuhp__rcu_sync_reset_after_fork().
+ */
+void cpuhp__rcu_sync_before_fork(void);
+void cpuhp__rcu_sync_after_fork_parent(void);
+void cpuhp__rcu_sync_after_fork_child(void);
+/* In the child, after defer.c's handover: queue the callbacks a gone thread did not. */
+void cpuhp__rcu_sync_requeue_after_fork_child(void);
+void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss);
@@ -377,8 +440,34 @@ struct cpuhp_rwsem {
 int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name);
 void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem);
 
-/* debug.c helpers, compiled only with CPUHP_DEBUG. */
+/* debug.c: the debug checks; empty without CPUHP_DEBUG. */
+#if CPUHP_DEBUG
+void cpuhp__debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
+void cpuhp__debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
+void cpuhp__debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
+void cpuhp__debug_write_locked(struct cpuhp_rwsem *sem);
+void cpuhp__debug_write_unlocked(struct cpuhp_rwsem *sem);
 void cpuhp__debug_thread_exit(struct cpuhp__thread *t);
+#else
+static inline void cpuhp__debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+}
+static inline void cpuhp__debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+}
+static inline void cpuhp__debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
+{
+}
+static inline void cpuhp__debug_write_locked(struct cpuhp_rwsem *sem)
+{
+}
+static inline void cpuhp__debug_write_unlocked(struct cpuhp_rwsem *sem)
+{
+}
+static inline void cpuhp__debug_thread_exit(struct cpuhp__thread *t)
+{
+}
+#endif
 
 /* membarrier.c: true if readers may rely on H instead of RCU sections (G). */
 extern bool cpuhp__asym_fence CPUHP__HIDDEN;
@@ -396,7 +485,23 @@ void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem);
 /* hotplug.c */
 void cpuhp__hotplug_init(void);
 
-/* futex.c */
+/*
+ * futex.c: waiting.
+ *
+ * The rule for pthread_mutex_init() and pthread_cond_init() results, in
+ * libcpuhp and libcpuhp-client alike: never ignored.  glibc's cannot fail
+ * for the attributes we use (default mutexes; CLOCK_MONOTONIC conds: they
+ * only fill in the object), but POSIX allows EAGAIN/ENOMEM, so:
+ *  - where the caller can be told (a function that returns an errno, such
+ *    as cpuhp_rwsem_new() or cpuhp_client_connect()), unwind what was
+ *    initialised and return the negative errno;
+ *  - where it cannot (void paths: a writer's on-stack waiter, the fork
+ *    child's re-initialisation), it is an impossible state: CPUHP_BUG_ON.
+ * Every condition variable of the library waits on CLOCK_MONOTONIC, made
+ * by cpuhp__cond_init().  Both return 0 or a negative errno.
+ */
+int cpuhp__mutex_init(pthread_mutex_t *m);
+int cpuhp__cond_init(pthread_cond_t *c);
 int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
 void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
 void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms);

@@ -90,7 +90,7 @@ static void thread_exit(void *arg)
 		for (unsigned s = 0; s < CPUHP__CHUNK_SLOTS; s++) {
 			long v = atomic_load_explicit(&t->chunks[c][s].count, memory_order_relaxed);
 
-			/* Release: the thread's read sections before the move. */
+			/* B (internal.h): the thread's read sections before the move. */
 			if (v)
 				atomic_fetch_add_explicit(
 				    &counters[c * CPUHP__CHUNK_SLOTS + s]->shared, v,
@@ -226,13 +226,13 @@ void cpuhp__pcount_destroy(struct cpuhp__pcount *pc)
 
 long cpuhp__pcount_sum_locked(struct cpuhp__pcount *pc)
 {
-	/* Acquire: a reader's section happens before its decrement we count. */
+	/* C (internal.h): a reader's section happens before its decrement we count. */
 	long sum = atomic_load_explicit(&pc->shared, memory_order_acquire);
 
 	for (struct cpuhp__thread *t = registry; t; t = t->next)
 		if (pc->chunk < t->nchunks && t->chunks[pc->chunk])
 			sum += atomic_load_explicit(&t->chunks[pc->chunk][pc->slot].count,
-			                            memory_order_acquire);
+			                            memory_order_acquire); /* C */
 	return sum;
 }
 

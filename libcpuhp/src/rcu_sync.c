@@ -53,12 +53,13 @@ static enum cpuhp__gp_state get_state(struct cpuhp_rcu_sync *rss)
 	return atomic_load_explicit(&rss->state, memory_order_relaxed);
 }
 
-void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
+int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 {
-	pthread_condattr_t ca;
+	int err;
 
 	atomic_init(&rss->state, CPUHP__GP_IDLE);
 	rss->count = 0;
+	rss->inherited = 0;
 	rss->nr_sync = 0;
 	rss->nr_fences = 0;
 	rss->nr_callbacks = 0;
@@ -67,18 +68,25 @@ void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	rss->idle_at_ns = 0;
 	rss->window_holds = 0;
 	rss->window_due = false;
-	pthread_mutex_init(&rss->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&rss->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	rss->fenced_readers = false;
+	rss->prev = rss->next = NULL;
+	rss->requeue = false;
+	atomic_init(&rss->defer.queued, false);
+	err = cpuhp__mutex_init(&rss->lock);
+	if (err)
+		return err;
+	err = cpuhp__cond_init(&rss->cond);
+	if (err)
+		pthread_mutex_destroy(&rss->lock);
+	return err;
 }
 
-void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
+int cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
 {
-	cpuhp__rcu_sync_init(rss);
+	int err = cpuhp__rcu_sync_init(rss);
+
 	rss->fenced_readers = true;
+	return err;
 }
 
 /*
@@ -112,8 +120,12 @@ uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss)
  */
 static uint64_t window_end_locked(struct cpuhp_rcu_sync *rss)
 {
+	enum cpuhp__gp_state s = get_state(rss);
 	uint64_t now;
 
+	/* Queued only by PASSED -> EXIT; until it runs only exits move EXIT -> REPLAY. */
+	CPUHP_BUG_ON(s != CPUHP__GP_EXIT && s != CPUHP__GP_REPLAY, "rcu_sync",
+	             "exit window expired in state %d", s);
 	rss->nr_windows++;
 	if (rss->count) {
 		/*
@@ -124,9 +136,17 @@ static uint64_t window_end_locked(struct cpuhp_rcu_sync *rss)
 		set_state(rss, CPUHP__GP_PASSED);
 		return 0;
 	}
+	/*
+	 * REPLAY asks G readers for one more grace period, because a reader
+	 * section that began before the replayed enter may still be running
+	 * when the first period ends.  H readers have no sections: their
+	 * ordering comes from the release/acquire on ->state (I) and the
+	 * first writer's membarrier (H), so for them REPLAY is only a delay,
+	 * that of the last exit's window, kept in ->idle_at_ns.
+	 */
 	now = cpuhp__now_ns();
 	if (now < rss->idle_at_ns) {
-		/* REPLAY -> EXIT: a later exit's window is still open. */
+		/* REPLAY (or EXIT) -> EXIT: the last exit's window is still open. */
 		set_state(rss, CPUHP__GP_EXIT);
 		return rss->idle_at_ns - now;
 	}
@@ -186,8 +206,19 @@ static void rcu_sync_func(struct rcu_head *head)
 {
 	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, cb);
 
+	enum cpuhp__gp_state s;
+
 	cpuhp__tsan_acquire(head); /* pairs with defer.c's release */
 	pthread_mutex_lock(&rss->lock);
+	s = get_state(rss);
+	/*
+	 * Queued only by PASSED -> EXIT (or by ourselves, REPLAY -> EXIT), and
+	 * while we are pending nothing else leaves EXIT/REPLAY: enter leaves
+	 * them as they are and exit only moves EXIT -> REPLAY.  So IDLE,
+	 * ENTER or PASSED here would mean a second callback in flight.
+	 */
+	CPUHP_BUG_ON(s != CPUHP__GP_EXIT && s != CPUHP__GP_REPLAY, "rcu_sync",
+	             "callback in state %d", s);
 	rss->nr_callbacks++;
 	if (rss->count) {
 		/*
@@ -196,7 +227,7 @@ static void rcu_sync_func(struct rcu_head *head)
 		 * updater needs no period of its own.
 		 */
 		set_state(rss, CPUHP__GP_PASSED);
-	} else if (get_state(rss) == CPUHP__GP_REPLAY) {
+	} else if (s == CPUHP__GP_REPLAY) {
 		/*
 		 * REPLAY -> EXIT: an enter and its exit came and went while we
 		 * were pending.  Readers that start now must still see that
@@ -274,7 +305,9 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	}
 	/*
 	 * ENTER: another enter waits for the grace period; wait for it too.
-	 * PASSED, EXIT, REPLAY: readers are on the slow path already, no wait.
+	 * PASSED, EXIT, REPLAY: readers are on the slow path already, no wait,
+	 * and the state stays: the pending callback (or window expiry) of
+	 * EXIT/REPLAY finds ->count > 0 and moves it to PASSED.
 	 */
 	while (get_state(rss) == CPUHP__GP_ENTER)
 		pthread_cond_wait(&rss->cond, &rss->lock);
@@ -295,6 +328,7 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 		if (s == CPUHP__GP_PASSED) {
 			/* PASSED -> EXIT: go idle one grace period from now. */
 			set_state(rss, CPUHP__GP_EXIT);
+			atomic_store_explicit(&rss->defer.queued, false, memory_order_relaxed);
 			queue = true;
 		} else if (s == CPUHP__GP_EXIT) {
 			/* EXIT -> REPLAY: the pending callback is too early for us. */
@@ -323,10 +357,22 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 {
 	pthread_mutex_lock(&rss->lock);
-	CPUHP_BUG_ON(rss->count, "rcu_sync", "freed with %d enter(s) not exited", rss->count);
+	CPUHP_BUG_ON(rss->count > rss->inherited, "rcu_sync", "freed with %d enter(s) not exited",
+	             rss->count);
+	/*
+	 * A fork child may free an object with enters of threads that did not
+	 * survive the fork (->inherited): nothing can exit them now.
+	 */
+	if (rss->count) {
+		rss->count = 0;
+		/* PASSED (ENTER became PASSED in the child): no callback pending. */
+		if (get_state(rss) == CPUHP__GP_PASSED)
+			set_state(rss, CPUHP__GP_IDLE);
+	}
 	/* No reader is left to need the extra period REPLAY asked for. */
 	if (get_state(rss) == CPUHP__GP_REPLAY)
 		set_state(rss, CPUHP__GP_EXIT);
+	/* EXIT: the pending callback (count 0 now) goes IDLE and wakes us. */
 	while (get_state(rss) != CPUHP__GP_IDLE)
 		pthread_cond_wait(&rss->cond, &rss->lock);
 	pthread_mutex_unlock(&rss->lock);
@@ -334,13 +380,32 @@ void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 	pthread_mutex_destroy(&rss->lock);
 }
 
+/*
+ * Standalone objects (cpuhp_rcu_sync_new()), for fork(): a cpuhp_rwsem's
+ * rcu_sync is reached through the counter registry instead.  Lock order:
+ * standalone_lock, then each object's ->lock (fork.c's prepare only).
+ */
+static pthread_mutex_t standalone_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cpuhp_rcu_sync *standalone;
+
 int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out)
 {
 	struct cpuhp_rcu_sync *rss = malloc(sizeof(*rss));
+	int err;
 
 	if (!rss)
 		return -ENOMEM;
-	cpuhp__rcu_sync_init(rss);
+	err = cpuhp__rcu_sync_init(rss);
+	if (err) {
+		free(rss);
+		return err;
+	}
+	pthread_mutex_lock(&standalone_lock);
+	rss->next = standalone;
+	if (standalone)
+		standalone->prev = rss;
+	standalone = rss;
+	pthread_mutex_unlock(&standalone_lock);
 	*out = rss;
 	return 0;
 }
@@ -349,8 +414,85 @@ void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss)
 {
 	if (!rss)
 		return;
+	/*
+	 * Unlinked only after destroy's wait: a fork during the wait must
+	 * reset this object too, for the callback that the child carries
+	 * over takes its ->lock.  After the wait nothing can touch it.
+	 */
 	cpuhp__rcu_sync_destroy(rss);
+	pthread_mutex_lock(&standalone_lock);
+	if (rss->prev)
+		rss->prev->next = rss->next;
+	else
+		standalone = rss->next;
+	if (rss->next)
+		rss->next->prev = rss->prev;
+	pthread_mutex_unlock(&standalone_lock);
 	free(rss);
+}
+
+/*
+ * fork(): the rule is the rwsem's (fork.c).  Each standalone object's
+ * ->lock is held across the fork, so that the child's copy is not caught
+ * half-way through a transition; fork.c calls this after pausing liburcu's
+ * call_rcu workers, since our callback takes ->lock.
+ */
+void cpuhp__rcu_sync_before_fork(void)
+{
+	pthread_mutex_lock(&standalone_lock);
+	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next)
+		pthread_mutex_lock(&rss->lock);
+}
+
+void cpuhp__rcu_sync_after_fork_parent(void)
+{
+	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next)
+		pthread_mutex_unlock(&rss->lock);
+	pthread_mutex_unlock(&standalone_lock);
+}
+
+void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss)
+{
+	/* Only the forking thread runs, and it is inside none of these. */
+	CPUHP_BUG_ON(cpuhp__mutex_init(&rss->lock) || cpuhp__cond_init(&rss->cond), "rcu_sync",
+	             "cannot re-initialise after fork");
+	/*
+	 * The enters still counted may be other threads', gone with them:
+	 * free forgives those.  An enter that was waiting for its grace
+	 * period is one of them: nobody will end ENTER, and with one thread
+	 * no reader can be on the fast path, so PASSED is true at once.
+	 * EXIT/REPLAY keep their callback, which liburcu (or defer.c) runs
+	 * in the child too.
+	 */
+	rss->inherited = rss->count;
+	if (get_state(rss) == CPUHP__GP_ENTER)
+		set_state(rss, CPUHP__GP_PASSED);
+	/*
+	 * EXIT/REPLAY with the entry not taken by defer.c: the last exit was
+	 * a gone thread's, between its PASSED -> EXIT and its queueing
+	 * (which rcu_sync_exit() does outside ->lock).  Nobody else will.
+	 */
+	rss->requeue = (get_state(rss) == CPUHP__GP_EXIT || get_state(rss) == CPUHP__GP_REPLAY) &&
+	               !atomic_load_explicit(&rss->defer.queued, memory_order_relaxed);
+}
+
+void cpuhp__rcu_sync_after_fork_child(void)
+{
+	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next)
+		cpuhp__rcu_sync_reset_after_fork(rss);
+	CPUHP_BUG_ON(cpuhp__mutex_init(&standalone_lock), "rcu_sync",
+	             "cannot re-initialise after fork");
+}
+
+void cpuhp__rcu_sync_requeue_after_fork_child(void)
+{
+	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next) {
+		if (!rss->requeue)
+			continue;
+		rss->requeue = false;
+		/* Standalone objects have G readers: the grace-period exit. */
+		cpuhp__call_rcu_deferred(&rss->defer, &rss->cb, rcu_sync_func);
+	}
 }
 
 void cpuhp_rcu_sync_enter(struct cpuhp_rcu_sync *rss)

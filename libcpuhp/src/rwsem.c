@@ -56,29 +56,28 @@ _Static_assert(sizeof(_Atomic long) == sizeof(long) && offsetof(struct cpuhp__sl
                "reader handle: a counter is a long");
 const int cpuhp__inline_abi_2 = 2;
 
-static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
-static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
-static void debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s);
-static void debug_write_locked(struct cpuhp_rwsem *sem);
-static void debug_write_unlocked(struct cpuhp_rwsem *sem);
-
 int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 {
-	pthread_condattr_t ca;
-	int err = cpuhp__pcount_init(&sem->readers, name);
+	int err = cpuhp__rcu_sync_init_fenced(&sem->rss);
 
 	if (err)
 		return err;
-	cpuhp__rcu_sync_init_fenced(&sem->rss);
+	err = cpuhp__mutex_init(&sem->lock);
+	if (err)
+		goto no_lock;
+	err = cpuhp__cond_init(&sem->rcond);
+	if (err)
+		goto no_rcond;
+	err = cpuhp__cond_init(&sem->gcond);
+	if (err)
+		goto no_gcond;
+	/* Last: from here on the registry (fork.c) may reach this lock. */
+	err = cpuhp__pcount_init(&sem->readers, name);
+	if (err)
+		goto no_readers;
 	atomic_init(&sem->block, 0);
 	atomic_init(&sem->wwait, 0);
 	atomic_init(&sem->wseq, 0);
-	pthread_mutex_init(&sem->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&sem->rcond, &ca);
-	pthread_cond_init(&sem->gcond, &ca);
-	pthread_condattr_destroy(&ca);
 	sem->rgen = 0;
 	sem->nr_rwait = 0;
 	sem->nr_granted = 0;
@@ -90,6 +89,16 @@ int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 	atomic_init(&sem->dbg_owned, 0);
 #endif
 	return 0;
+
+no_readers:
+	pthread_cond_destroy(&sem->gcond);
+no_gcond:
+	pthread_cond_destroy(&sem->rcond);
+no_rcond:
+	pthread_mutex_destroy(&sem->lock);
+no_lock:
+	cpuhp__rcu_sync_destroy(&sem->rss);
+	return err;
 }
 
 void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem)
@@ -224,7 +233,7 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 		pthread_mutex_unlock(&sem->lock);
 		goto locked;
 	}
-	debug_recursive_wait(sem, s);
+	cpuhp__debug_recursive_wait(sem, s);
 	gen = sem->rgen;
 	sem->nr_rwait++;
 	while (sem->rgen == gen)
@@ -240,7 +249,7 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 		pthread_cond_broadcast(&sem->gcond);
 	pthread_mutex_unlock(&sem->lock);
 locked:
-	debug_read_locked(sem, s);
+	cpuhp__debug_read_locked(sem, s);
 	return true;
 }
 
@@ -272,6 +281,7 @@ __attribute__((noinline)) static bool fast_inc_writer_coming(struct cpuhp_rwsem 
  */
 static inline bool fast_inc_fenced(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 {
+	/* H (lock half); rwsem-inline.h's cpuhp__inline_lock() is a copy of this. */
 	cpuhp__slot_add(s, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 	return cpuhp__likely(cpuhp__rcu_sync_is_idle(&sem->rss));
@@ -301,7 +311,7 @@ __attribute__((noinline)) static bool read_lock_rest(struct cpuhp_rwsem *sem, st
                                                      bool incremented, bool try)
 {
 	if (incremented ? fast_inc_writer_coming(sem, s) : s && fast_inc_rcu(sem, s)) {
-		debug_read_locked(sem, s);
+		cpuhp__debug_read_locked(sem, s);
 		return true;
 	}
 	return read_lock_slow(sem, try);
@@ -313,7 +323,7 @@ static inline bool read_lock_common(struct cpuhp_rwsem *sem, bool try)
 
 	if (cpuhp__likely(s) && cpuhp__likely(cpuhp__asym_fence)) {
 		if (cpuhp__likely(fast_inc_fenced(sem, s))) {
-			debug_read_locked(sem, s);
+			cpuhp__debug_read_locked(sem, s);
 			return true;
 		}
 		return read_lock_rest(sem, s, true, try);
@@ -336,7 +346,7 @@ __attribute__((noinline, cold)) static void read_unlock_without_slot(struct cpuh
 {
 	struct cpuhp__slot *s = reader_slot(sem);
 
-	debug_read_unlocked(sem, s);
+	cpuhp__debug_read_unlocked(sem, s);
 	read_unlock_slow(sem, s);
 }
 
@@ -378,13 +388,14 @@ void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem)
 		read_unlock_without_slot(sem);
 		return;
 	}
-	debug_read_unlocked(sem, s);
+	cpuhp__debug_read_unlocked(sem, s);
 	if (cpuhp__likely(cpuhp__asym_fence)) {
 		/*
-		 * H, as for the increment: seeing IDLE after our decrement
-		 * means a writer that is coming will see the decrement.  B is
-		 * the release: a writer whose (acquire) sum reads it is ordered
-		 * after our critical section.
+		 * H (unlock half), as for the increment: seeing IDLE after our
+		 * decrement means a writer that is coming will see the
+		 * decrement.  B is the release: a writer whose (acquire) sum
+		 * reads it (C) is ordered after our critical section.
+		 * rwsem-inline.h's cpuhp__inline_unlock() is a copy of this.
 		 */
 		cpuhp__slot_add(s, -1, memory_order_release);
 		atomic_signal_fence(memory_order_seq_cst);
@@ -446,6 +457,13 @@ static int wait_for_readers(struct cpuhp_rwsem *sem, const struct timespec *dead
 	int err = 0;
 
 	for (;;) {
+		/*
+		 * ->wseq before ->wwait = 1, and futex_wait() below compares
+		 * against this value: a reader that saw ->wwait (E) bumps
+		 * ->wseq after our store, so after this load, and the futex
+		 * call then returns at once instead of sleeping through the
+		 * wake-up that reader already sent.
+		 */
 		unsigned seq = atomic_load_explicit(&sem->wseq, memory_order_relaxed);
 
 		atomic_store_explicit(&sem->wwait, 1, memory_order_relaxed);
@@ -514,17 +532,14 @@ static void unqueue_writer(struct cpuhp_rwsem *sem, struct cpuhp__wwaiter *w)
 static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
 {
 	struct cpuhp__wwaiter w = {.next = NULL, .granted = false};
-	pthread_condattr_t ca;
 
 	pthread_mutex_lock(&sem->lock);
 	if (!atomic_load_explicit(&sem->block, memory_order_relaxed)) {
 		atomic_store_explicit(&sem->block, 1, memory_order_relaxed);
 		goto granted;
 	}
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	/* A void path (write_lock): futex.c's rule makes failure a bug. */
+	CPUHP_BUG_ON(cpuhp__cond_init(&w.cond), sem->name, "cannot initialise a writer's wait");
 	if (sem->wtail)
 		sem->wtail->next = &w;
 	else
@@ -580,7 +595,7 @@ static int write_lock_common(struct cpuhp_rwsem *sem, const struct timespec *dea
 		cpuhp__rcu_sync_exit(&sem->rss);
 		return err;
 	}
-	debug_write_locked(sem);
+	cpuhp__debug_write_locked(sem);
 	return 0;
 }
 
@@ -599,7 +614,7 @@ int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigned timeout_ms)
 
 void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem)
 {
-	debug_write_unlocked(sem);
+	cpuhp__debug_write_unlocked(sem);
 	pthread_mutex_lock(&sem->lock);
 	CPUHP_BUG_ON(!atomic_load_explicit(&sem->block, memory_order_relaxed), sem->name,
 	             "write unlock of a lock that is not write-locked");
@@ -611,17 +626,11 @@ void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem)
 
 void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem)
 {
-	pthread_condattr_t ca;
-
 	/* Only the forking thread exists, and it is in none of these. */
-	pthread_mutex_init(&sem->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&sem->rcond, &ca);
-	pthread_cond_init(&sem->gcond, &ca);
-	pthread_cond_init(&sem->rss.cond, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&sem->rss.lock, NULL);
+	CPUHP_BUG_ON(cpuhp__mutex_init(&sem->lock) || cpuhp__cond_init(&sem->rcond) ||
+	                 cpuhp__cond_init(&sem->gcond),
+	             sem->name, "cannot re-initialise after fork");
+	cpuhp__rcu_sync_reset_after_fork(&sem->rss);
 	sem->nr_rwait = 0;
 	sem->nr_granted = 0;
 	/* A writer active at the fork (unsupported) would leave ->block set. */
@@ -632,105 +641,3 @@ void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem)
 	atomic_store(&sem->dbg_readers, cpuhp__pcount_sum_locked(&sem->readers));
 #endif
 }
-
-/* ------------------------------------------------------------- debug checks */
-
-#if CPUHP_DEBUG
-static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
-{
-	atomic_fetch_add_explicit(&sem->dbg_readers, 1, memory_order_relaxed);
-	if (s)
-		s->held++;
-}
-
-static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
-{
-	long before = atomic_fetch_sub_explicit(&sem->dbg_readers, 1, memory_order_relaxed);
-
-	CPUHP_BUG_ON(before <= 0, sem->name,
-	             "read unlock without a read lock (more unlocks than locks)");
-	if (s)
-		s->held--;
-}
-
-static void debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
-{
-	CPUHP_BUG_ON(s && s->held > 0, sem->name,
-	             "recursive read lock while a writer waits: the writer waits for this "
-	             "thread's outer read lock, this thread waits for the writer (deadlock); use "
-	             "cpuhp_get_online_cpus() for recursion");
-}
-
-static void debug_write_locked(struct cpuhp_rwsem *sem)
-{
-	struct cpuhp__thread *t = cpuhp__thread_get();
-
-	atomic_store(&sem->dbg_owner, pthread_self());
-	atomic_store(&sem->dbg_owned, 1);
-	if (t)
-		t->write_held++;
-}
-
-static void debug_write_unlocked(struct cpuhp_rwsem *sem)
-{
-	struct cpuhp__thread *t = cpuhp__self;
-
-	CPUHP_BUG_ON(!atomic_load(&sem->dbg_owned) ||
-	                 !pthread_equal(atomic_load(&sem->dbg_owner), pthread_self()),
-	             sem->name, "write unlock by a thread that does not hold the write lock");
-	atomic_store(&sem->dbg_owned, 0);
-	if (t)
-		t->write_held--;
-}
-
-static void debug_exit_check(struct cpuhp__pcount *pc, long held)
-{
-	struct cpuhp_rwsem *sem = cpuhp__container_of(pc, struct cpuhp_rwsem, readers);
-
-	CPUHP_BUG_ON(atomic_load(&sem->dbg_readers) > 0, sem->name,
-	             "thread exits inside a read-side critical section (%ld read lock(s) "
-	             "taken and not released)",
-	             held);
-}
-
-/* Called for every lock (registry lock held): report one this thread write-holds. */
-static void debug_exit_write_check(struct cpuhp__pcount *pc)
-{
-	struct cpuhp_rwsem *sem = cpuhp__container_of(pc, struct cpuhp_rwsem, readers);
-
-	CPUHP_BUG_ON(atomic_load(&sem->dbg_owned) &&
-	                 pthread_equal(atomic_load(&sem->dbg_owner), pthread_self()),
-	             sem->name, "thread exits holding the write lock");
-}
-
-void cpuhp__debug_thread_exit(struct cpuhp__thread *t)
-{
-	if (t->write_held) {
-		/* ->write_held is only a count: find the lock, to name it. */
-		cpuhp__registry_lock();
-		cpuhp__registry_for_each_counter(debug_exit_write_check);
-		cpuhp__registry_unlock();
-		CPUHP_BUG("cpuhp_rwsem", "thread exits holding %u write lock(s)", t->write_held);
-	}
-	cpuhp__pcount_debug_exit(t, debug_exit_check);
-}
-#else
-static void debug_read_locked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
-{
-}
-static void debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
-{
-}
-static void debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
-{
-}
-static void debug_write_locked(struct cpuhp_rwsem *sem)
-{
-}
-static void debug_write_unlocked(struct cpuhp_rwsem *sem)
-{
-}
-void cpuhp__debug_thread_exit(struct cpuhp__thread *t)
-{
-}
-#endif

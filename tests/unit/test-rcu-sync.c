@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -58,15 +60,19 @@ static void rcu_sync_starts_idle(void)
 static void rcu_sync_enter_from_idle_waits_one_grace_period(void)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
+	struct lw_rcu_holder h;
 
 	cpuhp_rcu_sync_enter(rss); /* IDLE -> ENTER -> PASSED */
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED);
 	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
 	CHECK(!idle_in_read_section(rss));
+	/* Pin EXIT: however long we are preempted, its callback cannot run yet. */
+	lw_rcu_hold(&h);
 	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT */
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
 	CHECK(!idle_in_read_section(rss)); /* exit never flips readers back at once */
-	lw_wait_idle(rss);                 /* EXIT -> IDLE from the callback */
+	lw_rcu_release(&h);
+	lw_wait_idle(rss); /* EXIT -> IDLE from the callback */
 	CHECK_EQ_INT(lw_gp_callbacks(rss), 1);
 	CHECK(idle_in_read_section(rss));
 	cpuhp_rcu_sync_free(rss);
@@ -75,6 +81,7 @@ static void rcu_sync_enter_from_idle_waits_one_grace_period(void)
 static void rcu_sync_nested_enters_need_as_many_exits(void)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
+	struct lw_rcu_holder h;
 
 	cpuhp_rcu_sync_enter(rss);
 	cpuhp_rcu_sync_enter(rss); /* PASSED: counted, no second period */
@@ -85,8 +92,10 @@ static void rcu_sync_nested_enters_need_as_many_exits(void)
 	cpuhp_rcu_sync_exit(rss);
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED); /* still entered once */
 	CHECK(!idle_in_read_section(rss));
+	lw_rcu_hold(&h); /* pins EXIT below, however long we are preempted */
 	cpuhp_rcu_sync_exit(rss);
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
+	lw_rcu_release(&h);
 	lw_wait_idle(rss);
 	CHECK_EQ_INT(lw_gp_callbacks(rss), 1);
 	cpuhp_rcu_sync_free(rss);
@@ -125,22 +134,50 @@ static void rcu_sync_enter_while_exit_pending_skips_grace_period(void)
 	cpuhp_rcu_sync_free(rss);
 }
 
-static void rcu_sync_exit_during_pending_exit_replays_one_period(void)
+/* A new object taken to REPLAY, its callback held off by @h. */
+static struct cpuhp_rcu_sync *new_rss_in_replay(struct lw_rcu_holder *h)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
-	struct lw_rcu_holder h;
 
 	cpuhp_rcu_sync_enter(rss);
-	lw_rcu_hold(&h);
+	lw_rcu_hold(h);
 	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT */
 	cpuhp_rcu_sync_enter(rss);
 	cpuhp_rcu_sync_exit(rss); /* EXIT -> REPLAY */
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
+	return rss;
+}
+
+static void rcu_sync_exit_during_pending_exit_replays_one_period(void)
+{
+	struct lw_rcu_holder h;
+	struct cpuhp_rcu_sync *rss = new_rss_in_replay(&h);
+
 	cpuhp_rcu_sync_enter(rss);
 	cpuhp_rcu_sync_exit(rss); /* REPLAY stays REPLAY */
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
 	lw_rcu_release(&h);
 	lw_wait_idle(rss); /* REPLAY -> EXIT (requeued) -> IDLE */
+	CHECK_EQ_INT(lw_gp_callbacks(rss), 2);
+	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
+	cpuhp_rcu_sync_free(rss);
+}
+
+/* REPLAY -> PASSED: the callback that finds REPLAY and an enter inside. */
+static void rcu_sync_enter_during_replay_passes_at_the_callback(void)
+{
+	struct lw_rcu_holder h;
+	struct cpuhp_rcu_sync *rss = new_rss_in_replay(&h);
+
+	cpuhp_rcu_sync_enter(rss); /* REPLAY stays, counted: no grace period */
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
+	CHECK_EQ_INT(lw_gp_count(rss), 1);
+	lw_rcu_release(&h);
+	WAIT_FOR(lw_gp_callbacks(rss) == 1);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_PASSED);
+	CHECK(!idle_in_read_section(rss));
+	cpuhp_rcu_sync_exit(rss); /* PASSED -> EXIT, a new callback */
+	lw_wait_idle(rss);
 	CHECK_EQ_INT(lw_gp_callbacks(rss), 2);
 	CHECK_EQ_INT(lw_gp_syncs(rss), 1);
 	cpuhp_rcu_sync_free(rss);
@@ -310,6 +347,111 @@ static void rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused(void)
 	cpuhp_rcu_sync_free(rss);
 }
 
+/*
+ * A standalone rcu_sync in a fork child (the rwsem's rule, rcu_sync.h): a
+ * child is never caught with the object's mutex held by a thread it does
+ * not have, never waits for that thread's grace period, and may free an
+ * object whose count still holds that thread's enter.  Each child runs
+ * under alarm(): a hang is a failure reported as SIGALRM, not a timeout.
+ */
+static void child_uses_and_frees(struct cpuhp_rcu_sync *rss, int count_at_fork)
+{
+	alarm(30);
+	if (count_at_fork >= 0 && lw_gp_count(rss) != count_at_fork)
+		_exit(4);
+	if (lw_gp_state(rss) == CPUHP__GP_ENTER)
+		_exit(5); /* nobody would end it */
+	cpuhp_rcu_sync_enter(rss);
+	if (idle_in_read_section(rss))
+		_exit(6);
+	cpuhp_rcu_sync_exit(rss);
+	cpuhp_rcu_sync_free(rss); /* forgives the enters of threads that are gone */
+	_exit(0);
+}
+
+static void check_child(pid_t pid)
+{
+	int status;
+
+	CHECK(pid >= 0);
+	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		CHECK_FAIL_("fork child killed by signal %d (%s)", WTERMSIG(status),
+		            WTERMSIG(status) == SIGALRM ? "hung" : "aborted");
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_INT(WEXITSTATUS(status), 0);
+}
+
+static void *enter_exit_once(void *p)
+{
+	cpuhp_rcu_sync_enter(p);
+	cpuhp_rcu_sync_exit(p);
+	return NULL;
+}
+
+static void rcu_sync_fork_while_an_enter_waits_for_its_grace_period(void)
+{
+	struct cpuhp_rcu_sync *rss = new_rss();
+	struct lw_rcu_holder h;
+	pthread_t t;
+	pid_t pid;
+
+	lw_rcu_hold(&h); /* the enter's synchronize_rcu() cannot return */
+	pthread_create(&t, NULL, enter_exit_once, rss);
+	WAIT_FOR(lw_gp_state(rss) == CPUHP__GP_ENTER);
+	pid = fork();
+	if (pid == 0)
+		child_uses_and_frees(rss, 1);
+	check_child(pid);
+	lw_rcu_release(&h);
+	pthread_join(t, NULL);
+	lw_wait_idle(rss);
+	cpuhp_rcu_sync_free(rss);
+}
+
+struct looper {
+	struct cpuhp_rcu_sync *rss;
+	atomic_bool stop;
+	atomic_ulong rounds;
+};
+
+static void *enter_exit_loop(void *p)
+{
+	struct looper *l = p;
+
+	while (!atomic_load(&l->stop)) {
+		cpuhp_rcu_sync_enter(l->rss);
+		cpuhp_rcu_sync_exit(l->rss);
+		atomic_fetch_add(&l->rounds, 1);
+	}
+	return NULL;
+}
+
+static void rcu_sync_fork_while_another_thread_loops_enter_exit(void)
+{
+	struct looper l = {.rss = new_rss()};
+	pthread_t t;
+
+	atomic_init(&l.stop, false);
+	atomic_init(&l.rounds, 0);
+	pthread_create(&t, NULL, enter_exit_loop, &l);
+	for (int i = 0; i < 60; i++) {
+		unsigned long before = atomic_load(&l.rounds);
+
+		/* Fork between rounds of the loop, not all before it starts. */
+		WAIT_FOR(atomic_load(&l.rounds) != before);
+		pid_t pid = fork();
+
+		if (pid == 0)
+			child_uses_and_frees(l.rss, -1);
+		check_child(pid);
+	}
+	atomic_store(&l.stop, true);
+	pthread_join(t, NULL);
+	lw_wait_idle(l.rss);
+	cpuhp_rcu_sync_free(l.rss);
+}
+
 int main(void)
 {
 	RUN_TEST(rcu_sync_starts_idle);
@@ -317,6 +459,7 @@ int main(void)
 	RUN_TEST(rcu_sync_nested_enters_need_as_many_exits);
 	RUN_TEST(rcu_sync_enter_while_exit_pending_skips_grace_period);
 	RUN_TEST(rcu_sync_exit_during_pending_exit_replays_one_period);
+	RUN_TEST(rcu_sync_enter_during_replay_passes_at_the_callback);
 	RUN_TEST(rcu_sync_concurrent_enters_share_one_grace_period);
 	RUN_TEST(rcu_sync_free_waits_for_pending_callback);
 #ifdef CHECK_UNDER_TSAN
@@ -325,6 +468,8 @@ int main(void)
 #else
 	RUN_TEST(rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child);
 	RUN_TEST(rcu_sync_exit_without_a_timer_thread_calls_call_rcu_itself);
+	RUN_TEST(rcu_sync_fork_while_an_enter_waits_for_its_grace_period);
+	RUN_TEST(rcu_sync_fork_while_another_thread_loops_enter_exit);
 #endif
 #ifdef CHECK_UNDER_TSAN
 	printf("# SKIP rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused: it closes a "

@@ -11,11 +11,34 @@
  * that callback is pending costs no grace period at all.
  *
  * State machine (each transition is commented where it happens in
- * libcpuhp/src/rcu_sync.c):
+ * libcpuhp/src/rcu_sync.c; "count" is the number of enters not yet exited):
  *
- *   IDLE --enter--> ENTER --grace period--> PASSED --last exit--> EXIT
- *   EXIT --callback, no users--> IDLE        EXIT --enter--> (count>0) PASSED
- *   EXIT --enter, last exit--> REPLAY --callback--> EXIT (one more period)
+ *   IDLE   --enter-->                 ENTER   first enter: waits a grace period
+ *   ENTER  --that wait ends-->        PASSED  enters that came meanwhile waited too
+ *   PASSED --enter-->                 PASSED  no wait
+ *   PASSED --last exit-->             EXIT    queues the callback
+ *   EXIT   --enter-->                 EXIT    no wait: readers are slow already
+ *   EXIT   --last exit-->             REPLAY  the queued callback is too early
+ *   REPLAY --enter, last exit-->      REPLAY
+ *   EXIT   --callback, count > 0-->   PASSED
+ *   REPLAY --callback, count > 0-->   PASSED
+ *   EXIT   --callback, count == 0-->  IDLE
+ *   REPLAY --callback, count == 0-->  EXIT    queues it again: one more period
+ *
+ * The callback is queued only by PASSED -> EXIT (and by itself), so exactly
+ * one is pending while the state is EXIT or REPLAY and none otherwise.
+ * A cpuhp_rwsem's own rcu_sync, where membarrier works, replaces the
+ * callback with the end of an exit window and REPLAY's extra period with
+ * the rest of that window (see rcu_sync.c).
+ *
+ * fork(): the same rule as a cpuhp_rwsem's.  Call fork() while no other
+ * thread is between enter and exit; the child then has a working object.
+ * If one is, the child still never hangs: the object is not caught half-way
+ * through a transition (its lock is held across the fork), an enter that
+ * was waiting for its grace period counts as passed, and its count keeps
+ * that thread's enter, which nothing can exit in the child: readers stay on
+ * the slow path there, and cpuhp_rcu_sync_free() forgives the enters that
+ * were counted at the fork.
  */
 #ifndef CPUHP_RCU_SYNC_H
 #define CPUHP_RCU_SYNC_H

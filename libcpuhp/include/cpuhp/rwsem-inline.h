@@ -70,7 +70,7 @@ static inline long *cpuhp__inline_slot(struct cpuhp_rwsem *sem)
 
 static inline bool cpuhp__inline_idle(struct cpuhp_rwsem *sem)
 {
-	/* Acquire: a reader sees what the last writer did (pairs with its release). */
+	/* I (acquire): a reader sees what the last writer did (window_end_locked()). */
 	return __atomic_load_n((int *)(void *)((char *)sem + CPUHP__RWSEM_STATE_OFFSET),
 	                       __ATOMIC_ACQUIRE) == 0;
 }
@@ -79,7 +79,10 @@ static inline bool cpuhp__inline_idle(struct cpuhp_rwsem *sem)
 static inline void cpuhp__inline_lock(struct cpuhp_rwsem *sem, long *c)
 {
 	if (__builtin_expect(c != 0, 1)) {
-		/* Label H (libcpuhp/src/internal.h): the writer's membarrier fences us. */
+		/*
+		 * H, lock half (libcpuhp/src/internal.h): the writer's membarrier
+		 * fences us.  A copy of rwsem.c's fast_inc_fenced().
+		 */
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (__builtin_expect(cpuhp__inline_idle(sem), 1))
@@ -93,7 +96,11 @@ static inline void cpuhp__inline_lock(struct cpuhp_rwsem *sem, long *c)
 static inline void cpuhp__inline_unlock(struct cpuhp_rwsem *sem, long *c)
 {
 	if (__builtin_expect(c != 0, 1)) {
-		/* Release: our section before a writer that sums this decrement (B). */
+		/*
+		 * H, unlock half, and B: the release orders our section before a
+		 * writer that sums this decrement (C).  A copy of rwsem.c's fenced
+		 * cpuhp_rwsem_read_unlock().
+		 */
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) - 1, __ATOMIC_RELEASE);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (__builtin_expect(!cpuhp__inline_idle(sem), 0))
