@@ -67,7 +67,8 @@ CPUHP_EXPORT int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out);
  *
  * Waits for a pending exit callback (1 ms and one call_rcu batch, ~11 ms), so
  * that the callback never touches freed memory.  Every enter must have been
- * matched by an exit.
+ * matched by an exit, except, in a fork child, the enters counted at the
+ * fork (see fork() above).
  *
  * Context: may block; not inside cpuhp_rcu_read_lock().
  */
