@@ -94,18 +94,18 @@ int cpuhp__client_fast_setup(struct cpuhp_client *c);
 void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked);
 
 /*
- * cpuhp__fast_slow_acquire() - after a failed fast attempt: try again if the
- * hotplug is over, else -EAGAIN (@timeout_ms 0), else wait for a socket
- * lease on a connection of its own; -ECONNRESET if the daemon closed this
+ * cpuhp__fast_try() - after a failed fast attempt: try again if the hotplug
+ * is over.  Return: 0 with *@lease_id; 1: a hotplug is in the way and
+ * @timeout_ms is not 0, so wait for a socket lease on a connection of its
+ * own; -EAGAIN (@timeout_ms 0); -ECONNRESET if the daemon closed this
  * connection, stopped or died; -EDQUOT if this thread's slot is full.
  */
+int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
+                    uint64_t *lease_id);
+
+/* cpuhp__fast_try(), and when it says 1 the wait on a connection of its own (call.c). */
 int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
                              uint64_t *lease_id);
-
-/* The connection a lease from cpuhp__fast_slow_acquire() waits on, now the caller's; or NULL. */
-struct cpuhp_client *cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id);
-/* cpuhp_client_close(): those connections close with the handle, and their leases end. */
-void cpuhp__client_fallback_close_all(struct cpuhp_client *c);
 
 /* The calling thread's entry for @f, claiming a slot; NULL in a fork child. */
 struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f);

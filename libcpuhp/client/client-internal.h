@@ -38,6 +38,7 @@ struct cpuhp_client {
 	int dead;
 	uint64_t next_id;
 	uint64_t watch_id;  /* id of the accepted Watch request, 0 before */
+	uint64_t hello_id;  /* the Hello sent, while its reply is not read yet */
 	uint32_t max_frame; /* the daemon's limit, from HelloReply */
 
 	/* Bytes read ahead: rbuf[rpos, rlen) is not yet fed to dec. */
@@ -67,8 +68,9 @@ struct cpuhp_client {
 	struct cpuhp__fast *_Atomic fast;
 
 	/*
-	 * Leases a fast-path handle had to wait for: each on a connection of
-	 * its own, so that no wait holds ->lock (fastpath.c says why).
+	 * Leases held on connections of their own (call.c): those a fast-path
+	 * handle had to wait for, so that no wait holds ->lock (fastpath.c
+	 * says why), and those of asynchronous calls.
 	 */
 	pthread_mutex_t fb_lock;
 	struct cpuhp__fallback *fb; /* under fb_lock */
@@ -104,14 +106,26 @@ int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what);
 int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e);
 
 /*
- * cpuhp__client_call() - send @req (its id is assigned here) and wait for
- * the reply, queueing events that arrive first.
- * @expect: the body case of a successful reply.
- * @out:    the reply, to free with cpuhp__response__free_unpacked(); written
- *          only on success.
- * Return: 0; the daemon's Error as -errno (message set); -EPROTO for a reply
- * of another kind; a connection -errno.
+ * cpuhp__client_send_request() - send @req (its id is assigned here) and
+ * do not wait.  Return: 0; -EMSGSIZE; the daemon's last word or a
+ * connection -errno if the send failed.
  */
+int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req);
+
+/*
+ * cpuhp__client_await() - the reply to request @id, queueing events that
+ * arrive first.  Requests are answered in order: await each before the next.
+ * @expect:     the body case of a successful reply.
+ * @timeout_ms: -1 blocks; 0 returns 1 while no whole reply is there.
+ * @out:        the reply, to free with cpuhp__response__free_unpacked();
+ *              written only on success.
+ * Return: 0; 1 (not yet); the daemon's Error as -errno (message set); -EPROTO
+ * for a reply of another kind; a connection -errno.
+ */
+int cpuhp__client_await(struct cpuhp_client *c, uint64_t id, Cpuhp__Response__BodyCase expect,
+                        int timeout_ms, Cpuhp__Response **out);
+
+/* cpuhp__client_send_request(), then cpuhp__client_await() its reply for as long as it takes. */
 int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
                        Cpuhp__Response__BodyCase expect, Cpuhp__Response **out);
 
@@ -128,8 +142,13 @@ void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev);
 /* Pop the oldest queued event; NULL if none. */
 Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c);
 
-/* Connect to @sa and say hello: cpuhp_client_connect() once the path is known. */
-int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out);
+/*
+ * Connect to @sa and say hello: cpuhp_client_connect() once the path is
+ * known.  Without @await_hello the Hello is only sent: the connection's
+ * first await (cpuhp__client_hello_finish()) reads its reply, so that a
+ * request may follow it at once (call.c).
+ */
+int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out);
 
 /*
  * cpuhp__client_send_all() - write @buf whole to the socket, under
@@ -138,8 +157,13 @@ int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out);
  */
 int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len);
 
-/* Send Hello and check the version; called by connect. */
-int cpuhp__client_hello(struct cpuhp_client *c);
+/* Send Hello; called by open. */
+int cpuhp__client_hello_send(struct cpuhp_client *c);
+/*
+ * Read the reply to the Hello sent (if it is not read yet) and check the
+ * version.  @timeout_ms and the return as for cpuhp__client_await().
+ */
+int cpuhp__client_hello_finish(struct cpuhp_client *c, int timeout_ms);
 
 /*
  * cpuhp__client_take_fds() - the @n descriptors that came with the reply
@@ -147,5 +171,37 @@ int cpuhp__client_hello(struct cpuhp_client *c);
  * Return: 0; -EBADMSG if there were not exactly @n (all are closed then).
  */
 int cpuhp__client_take_fds(struct cpuhp_client *c, int *fds, unsigned n);
+
+/*
+ * The handle's message, if no call runs on it: one that runs (and may
+ * wait) holds ->lock and owns the message.  Return: @err.
+ */
+int cpuhp__client_note(struct cpuhp_client *c, int err, const char *msg);
+
+/* client.c: ask for the fast path (under ->lock); *@f stays NULL if there is none. */
+int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f);
+/* client.c: a reply into the public structs; the message is set on @c on failure. */
+int cpuhp__client_convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
+                                  struct cpuhp_client_cpu_result **results, size_t *n_results);
+int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
+                                 struct cpuhp_client_status *out);
+
+/*
+ * call.c: leases held on connections of their own (a lease that waited
+ * behind a hotplug, a lease of cpuhp_client_lease_acquire_begin()), which
+ * are @c's: cpuhp_client_lease_release(@c, id) releases one and closes its
+ * connection, cpuhp_client_close(@c) closes them all.
+ */
+/* Return: 0; -ENOMEM (nothing changed). */
+int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w);
+/* The connection the lease @id is held on, now the caller's; or NULL. */
+struct cpuhp_client *cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id);
+void cpuhp__client_fallback_close_all(struct cpuhp_client *c);
+
+/* call.c: begin a LeaseAcquire on a connection of its own (no fast path tried). */
+int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms,
+                                  struct cpuhp_client_call **out);
+/* call.c: poll and read until @call is done, resuming after signals.  Return: as done. */
+int cpuhp__client_call_wait(struct cpuhp_client_call *call);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

@@ -38,22 +38,37 @@ static int parse_list(struct cpuhp_client *c, const char *what, const char *str,
 	return 0;
 }
 
-int cpuhp__client_hello(struct cpuhp_client *c)
+int cpuhp__client_hello_send(struct cpuhp_client *c)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__Hello hello = CPUHP__HELLO__INIT;
-	Cpuhp__Response *resp;
 	int ret;
 
 	hello.version = CPUHP__PROTO_VERSION;
 	hello.client_name = program_invocation_short_name;
 	req.body_case = CPUHP__REQUEST__BODY_HELLO;
 	req.hello = &hello;
-	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_HELLO, &resp);
-	if (ret < 0)
+	ret = cpuhp__client_send_request(c, &req);
+	if (ret == 0)
+		c->hello_id = req.id;
+	return ret;
+}
+
+int cpuhp__client_hello_finish(struct cpuhp_client *c, int timeout_ms)
+{
+	Cpuhp__Response *resp;
+	int ret;
+
+	if (!c->hello_id)
+		return 0;
+	ret = cpuhp__client_await(c, c->hello_id, CPUHP__RESPONSE__BODY_HELLO, timeout_ms, &resp);
+	if (ret != 0)
 		return ret;
+	c->hello_id = 0;
 	if (resp->hello->version != CPUHP__PROTO_VERSION)
-		ret = -EPROTONOSUPPORT;
+		ret = c->dead = cpuhp__client_error(
+		    c, -EPROTONOSUPPORT, "cpuhpd speaks protocol version %u, this client %u",
+		    resp->hello->version, CPUHP__PROTO_VERSION);
 	else if (resp->hello->max_frame && resp->hello->max_frame < c->max_frame)
 		c->max_frame = resp->hello->max_frame;
 	c->fast_offered = ret == 0 && resp->hello->fast_path;
@@ -62,7 +77,7 @@ int cpuhp__client_hello(struct cpuhp_client *c)
 }
 
 /* The fast path, asked for on the first lease; *@f stays NULL if there is none. */
-static int fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
+int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
 {
 	int ret = 0;
 
@@ -103,7 +118,7 @@ acquire_slow(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
 	if (!f && c->fast_offered) {
-		ret = fast_get(c, &f);
+		ret = cpuhp__client_fast_get(c, &f);
 		if (ret < 0)
 			return ret;
 		if (f && cpuhp__fast_acquire(c, f, lease_id) == 0)
@@ -136,8 +151,8 @@ __attribute__((noinline, cold)) static int release_slow(struct cpuhp_client *c,
 		cpuhp__client_forked_error(c);
 		return -ESRCH;
 	}
-	if (f) {
-		/* Waited for behind a hotplug: it is the only lease of its connection. */
+	{
+		/* Held on a connection of its own (call.c): its only lease. */
 		struct cpuhp_client *w = cpuhp__fallback_take(c, lease_id);
 
 		if (w) {
@@ -180,8 +195,8 @@ int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
 	return release_slow(c, f, lease_id);
 }
 
-static int convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
-                           struct cpuhp_client_cpu_result **results, size_t *n_results)
+int cpuhp__client_convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
+                                  struct cpuhp_client_cpu_result **results, size_t *n_results)
 {
 	struct cpuhp_client_cpu_result *r;
 	size_t i;
@@ -222,7 +237,7 @@ static int set_online_locked(struct cpuhp_client *c, const char *cpus, bool onli
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, &resp);
 	if (ret < 0)
 		return ret;
-	ret = convert_results(c, resp->set_online, results, n_results);
+	ret = cpuhp__client_convert_results(c, resp->set_online, results, n_results);
 	cpuhp__response__free_unpacked(resp, NULL);
 	return ret;
 }
@@ -267,8 +282,8 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 	return leave(c, ret);
 }
 
-static int convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
-                          struct cpuhp_client_status *out)
+int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
+                                 struct cpuhp_client_status *out)
 {
 	int ret;
 
@@ -322,7 +337,7 @@ int cpuhp_client_status(struct cpuhp_client *c, struct cpuhp_client_status *out)
 	req.status = &sr;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_STATUS, &resp);
 	if (ret == 0) {
-		ret = convert_status(c, resp->status, st);
+		ret = cpuhp__client_convert_status(c, resp->status, st);
 		cpuhp__response__free_unpacked(resp, NULL);
 	}
 	if (ret == 0)
@@ -339,7 +354,7 @@ int cpuhp_client_fast_path(struct cpuhp_client *c)
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
 	if (!f && c->fast_offered)
-		ret = fast_get(c, &f);
+		ret = cpuhp__client_fast_get(c, &f);
 	return ret < 0 ? ret : f != NULL;
 }
 

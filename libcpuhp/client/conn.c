@@ -29,6 +29,15 @@ int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)
 	return err;
 }
 
+int cpuhp__client_note(struct cpuhp_client *c, int err, const char *msg)
+{
+	if (pthread_mutex_trylock(&c->lock) == 0) {
+		snprintf(c->message, sizeof(c->message), "%s", msg);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return err;
+}
+
 int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what)
 {
 	c->dead = err;
@@ -149,7 +158,7 @@ static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
 		const uint8_t *payload;
 		size_t plen;
 		ssize_t n = cpuhp__frame_decoder_feed(&c->dec, c->rbuf + c->rpos, c->rlen - c->rpos,
-		                                     &payload, &plen);
+		                                      &payload, &plen);
 
 		if (n < 0)
 			return cpuhp__client_kill(c, (int)n,
@@ -258,8 +267,7 @@ static int send_failed(struct cpuhp_client *c, int err)
 	                          "sending to cpuhpd failed: the daemon closed the connection");
 }
 
-int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
-                       Cpuhp__Response__BodyCase expect, Cpuhp__Response **out)
+int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req)
 {
 	uint8_t *frame;
 	size_t len;
@@ -283,13 +291,22 @@ int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
 		return cpuhp__client_error(c, ret, "cannot encode the request");
 	ret = cpuhp__client_send_all(c, frame, len);
 	free(frame);
-	if (ret < 0)
-		return send_failed(c, ret);
+	return ret < 0 ? send_failed(c, ret) : 0;
+}
 
+int cpuhp__client_await(struct cpuhp_client *c, uint64_t id, Cpuhp__Response__BodyCase expect,
+                        int timeout_ms, Cpuhp__Response **out)
+{
 	for (;;) {
 		Cpuhp__Response *resp;
+		int ret;
 
-		ret = cpuhp__client_read(c, -1, &resp);
+		if (c->dead)
+			return cpuhp__client_error(
+			    c, c->dead, "the connection to cpuhpd failed earlier; reconnect");
+		ret = cpuhp__client_read(c, timeout_ms, &resp);
+		if (ret == -EAGAIN && timeout_ms == 0)
+			return 1; /* nothing yet: the caller polls the fd */
 		if (ret < 0)
 			return ret;
 		if (resp->body_case == CPUHP__RESPONSE__BODY_EVENT && c->watch_id &&
@@ -297,7 +314,7 @@ int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
 			cpuhp__client_queue_event(c, resp);
 			continue;
 		}
-		if (resp->id == req->id ||
+		if (resp->id == id ||
 		    (resp->id == 0 && resp->body_case == CPUHP__RESPONSE__BODY_ERROR)) {
 			if (resp->body_case == CPUHP__RESPONSE__BODY_ERROR) {
 				ret = cpuhp__client_take_error(c, resp->error);
@@ -316,11 +333,22 @@ int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
 			cpuhp__response__free_unpacked(resp, NULL);
 			return ret;
 		}
-		/* Only one request is ever outstanding: any other id is a daemon bug. */
+		/*
+		 * Requests are answered in order, and a call (or a begin's hello)
+		 * awaits the one before the next: any other id is a daemon bug.
+		 */
 		cpuhp__response__free_unpacked(resp, NULL);
 		return cpuhp__client_kill(c, -EPROTO,
 		                          "cpuhpd answered a request that was not asked");
 	}
+}
+
+int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
+                       Cpuhp__Response__BodyCase expect, Cpuhp__Response **out)
+{
+	int ret = cpuhp__client_send_request(c, req);
+
+	return ret < 0 ? ret : cpuhp__client_await(c, req->id, expect, -1, out);
 }
 
 /* Blocking connect; a signal during it leaves the connect going on: wait for its end. */
@@ -342,7 +370,7 @@ static int connect_unix(int fd, const struct sockaddr_un *sa)
 	return -err;
 }
 
-int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out)
+int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out)
 {
 	struct cpuhp_client *c;
 	int ret;
@@ -376,7 +404,9 @@ int cpuhp__client_open(const struct sockaddr_un *sa, struct cpuhp_client **out)
 	ret = connect_unix(c->fd, sa);
 	if (ret < 0)
 		goto err_close;
-	ret = cpuhp__client_hello(c);
+	ret = cpuhp__client_hello_send(c);
+	if (ret == 0 && await_hello)
+		ret = cpuhp__client_hello_finish(c, -1);
 	if (ret < 0)
 		goto err_close;
 	c->message[0] = '\0';
@@ -414,7 +444,7 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	return cpuhp__client_open(&sa, out);
+	return cpuhp__client_open(&sa, true, out);
 }
 
 void cpuhp_client_close(struct cpuhp_client *c)

@@ -14,8 +14,8 @@
  *
  * While a hotplug waits or runs, a fast acquire with a timeout waits for a
  * socket lease on a connection of its own, made for it and closed when that
- * lease is released (cpuhp__fast_slow_acquire).  Not on the handle's own
- * connection: a call holds the handle's lock while it waits, and another
+ * lease is released (cpuhp__fast_slow_acquire, with call.c's calls).  Not
+ * on the handle's own connection: a call holds the handle's lock while it waits, and another
  * thread of this process may need that lock to release a socket lease it
  * holds, the lease the hotplug, and so the wait, is waiting for.  The
  * daemon's rules (writer preference, FIFO fairness, timeouts) apply to that
@@ -100,22 +100,20 @@ void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
 	cpuhp__fast_after_release(c, f);
 }
 
-/* The handle's message, if no call runs (defined below). */
-static int fail(struct cpuhp_client *c, int err, const char *msg);
-
 int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
 {
 	char msg[CPUHP_CLIENT_MESSAGE_MAX];
 
 	if (f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed))
-		return fail(c, -ESRCH,
-		            "this handle was inherited through fork(): its leases are the "
-		            "parent's; connect anew in the child");
+		return cpuhp__client_note(
+		    c, -ESRCH,
+		    "this handle was inherited through fork(): its leases are the "
+		    "parent's; connect anew in the child");
 	snprintf(msg, sizeof(msg),
 	         "no fast lease %#llx on this handle: released already, never granted, or "
 	         "taken on another handle (nothing was changed)",
 	         (unsigned long long)id);
-	return fail(c, -ESRCH, msg);
+	return cpuhp__client_note(c, -ESRCH, msg);
 }
 
 void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
@@ -241,123 +239,61 @@ static bool pack_wake(struct cpuhp__fast *f)
 	return f->wake_len != 0;
 }
 
-struct cpuhp__fallback {
-	uint64_t id;
-	struct cpuhp_client *conn;
-};
-
-/*
- * The handle's message, if no call runs: one that runs (and waits) holds
- * the lock and owns the message.
- */
-static int fail(struct cpuhp_client *c, int err, const char *msg)
-{
-	if (pthread_mutex_trylock(&c->lock) == 0) {
-		snprintf(c->message, sizeof(c->message), "%s", msg);
-		pthread_mutex_unlock(&c->lock);
-	}
-	return err;
-}
-
-static int fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&c->fb_lock);
-	if (c->nfb == c->capfb) {
-		unsigned cap = c->capfb ? 2 * c->capfb : 8;
-		struct cpuhp__fallback *fb = realloc(c->fb, cap * sizeof(*fb));
-
-		if (fb) {
-			c->fb = fb;
-			c->capfb = cap;
-		} else {
-			ret = -ENOMEM;
-		}
-	}
-	if (!ret)
-		c->fb[c->nfb++] = (struct cpuhp__fallback){.id = id, .conn = w};
-	pthread_mutex_unlock(&c->fb_lock);
-	return ret;
-}
-
-struct cpuhp_client *cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id)
-{
-	struct cpuhp_client *w = NULL;
-
-	pthread_mutex_lock(&c->fb_lock);
-	for (unsigned i = 0; i < c->nfb; i++) {
-		if (c->fb[i].id == id) {
-			w = c->fb[i].conn;
-			c->fb[i] = c->fb[--c->nfb];
-			break;
-		}
-	}
-	pthread_mutex_unlock(&c->fb_lock);
-	return w;
-}
-
-void cpuhp__client_fallback_close_all(struct cpuhp_client *c)
-{
-	for (unsigned i = 0; i < c->nfb; i++)
-		cpuhp_client_close(c->fb[i].conn);
-	free(c->fb);
-	c->fb = NULL;
-	c->nfb = c->capfb = 0;
-}
-
-/* A socket lease on a connection of its own (see the top of the file). */
-static int fallback_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t *lease_id)
-{
-	struct cpuhp_client *w;
-	uint64_t id;
-	int ret = cpuhp__client_open(&c->sa, &w);
-
-	if (ret)
-		return fail(c, ret,
-		            "cannot connect to cpuhpd to wait for a lease behind a hotplug");
-	w->fast_offered = false; /* its one lease waits in the daemon's queue */
-	ret = cpuhp_client_lease_acquire(w, timeout_ms, &id);
-	if (ret == 0)
-		ret = fallback_add(c, id, w);
-	if (ret) {
-		fail(c, ret, cpuhp_client_last_message(w));
-		cpuhp_client_close(w);
-		return ret;
-	}
-	*lease_id = id;
-	return 0;
-}
-
-int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
-                             uint64_t *lease_id)
+int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
+                    uint64_t *lease_id)
 {
 	for (;;) {
 		uint32_t s = atomic_load_explicit(&f->hdr->state, memory_order_relaxed);
 
 		if (atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed))
-			return fail(c, -ECONNRESET,
-			            "cpuhpd closed this connection (see its log); reconnect");
+			return cpuhp__client_note(c, -ECONNRESET,
+			                          "cpuhpd closed this connection (see its log); "
+			                          "reconnect");
 		if (s == f->open) {
 			/* The hotplug ended since the attempt: try again. */
 			int ret = cpuhp__fast_acquire(c, f, lease_id);
 
 			if (ret == -EDQUOT)
-				return fail(c, ret,
-				            "this thread holds 16 fast leases on this handle, the "
-				            "limit per thread; release one first");
+				return cpuhp__client_note(
+				    c, ret,
+				    "this thread holds 16 fast leases on this "
+				    "handle, the limit per thread; release one "
+				    "first");
 			if (ret == 0)
 				return 0;
 			continue;
 		}
 		if (s != (f->open | CPUHP__FAST_BLOCKED))
-			return fail(c, -ECONNRESET, "cpuhpd stopped or died; reconnect");
+			return cpuhp__client_note(c, -ECONNRESET,
+			                          "cpuhpd stopped or died; reconnect");
 		if (!timeout_ms)
-			return fail(c, -EAGAIN,
-			            "a CPU hotplug is waiting or running; ask again, or ask with a "
-			            "timeout to wait for it");
-		return fallback_acquire(c, timeout_ms, lease_id);
+			return cpuhp__client_note(
+			    c, -EAGAIN,
+			    "a CPU hotplug is waiting or running; ask again, or "
+			    "ask with a timeout to wait for it");
+		return 1;
 	}
+}
+
+int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
+                             uint64_t *lease_id)
+{
+	struct cpuhp_client_call *call;
+	int ret = cpuhp__fast_try(c, f, timeout_ms, lease_id);
+
+	if (ret <= 0)
+		return ret;
+	/* A socket lease on a connection of its own (see the top of the file). */
+	ret = cpuhp__client_lease_begin_own(c, timeout_ms, &call);
+	if (ret < 0)
+		return ret;
+	ret = cpuhp__client_call_wait(call);
+	if (ret == 0)
+		ret = cpuhp_client_call_lease(call, lease_id);
+	if (ret < 0)
+		cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
+	cpuhp_client_call_free(call);
+	return ret;
 }
 
 int cpuhp__client_fast_setup(struct cpuhp_client *c)

@@ -8,6 +8,7 @@
  * into the public structs.  The real daemon is tested in tests/daemon.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,34 @@ static void srv_hello_reply(int fd, uint32_t version)
 	cpuhp__request__free_unpacked(req, NULL);
 }
 
+/* The Hello read now, its reply sent later (srv_send_hello_reply). */
+static uint64_t pending_hello_id;
+
+static void srv_hello_reply_later(int fd)
+{
+	pending_hello_id = srv_expect(fd, CPUHP__REQUEST__BODY_HELLO);
+}
+
+static void srv_send_hello_reply(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__HelloReply h = CPUHP__HELLO_REPLY__INIT;
+
+	h.version = CPUHP__PROTO_VERSION;
+	h.daemon_version = "fake";
+	h.max_frame = CPUHP__FRAME_MAX;
+	r.id = pending_hello_id;
+	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
+	r.hello = &h;
+	srv_send(fd, &r);
+}
+
+/* Read one request, whatever it is. */
+static void srv_read_any(int fd)
+{
+	cpuhp__request__free_unpacked(srv_read(fd), NULL);
+}
+
 static void srv_hello(int fd)
 {
 	srv_hello_reply(fd, CPUHP__PROTO_VERSION);
@@ -132,6 +161,17 @@ static void srv_wait_close(int fd)
 	char b;
 
 	CHECK_EQ_INT(read(fd, &b, 1), 0);
+}
+
+/* The fake running now: scripts of asynchronous calls accept their calls' connections. */
+static struct fake *fake_now;
+
+static int srv_accept(void)
+{
+	int fd = accept(fake_now->lfd, NULL, NULL);
+
+	CHECK(fd >= 0);
+	return fd;
 }
 
 static void *fake_main(void *arg)
@@ -158,6 +198,7 @@ static void fake_start(struct fake *f, void (*script)(int fd))
 	CHECK_EQ_INT(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	CHECK_EQ_INT(listen(f->lfd, 4), 0);
 	f->script = script;
+	fake_now = f;
 	CHECK_EQ_INT(pthread_create(&f->thread, NULL, fake_main, f), 0);
 }
 
@@ -744,6 +785,234 @@ static void client_watch_ends_with_the_daemons_shutdown_error(void)
 	cpuhp_client_close(c);
 }
 
+/* --- asynchronous calls ----------------------------------------------------- */
+
+/* The test thread says "go on" through this pipe: the script answers only then. */
+static int go_pipe[2];
+
+static void srv_wait_go(void)
+{
+	char b;
+
+	CHECK_EQ_INT(read(go_pipe[0], &b, 1), 1);
+}
+
+static void test_go(void)
+{
+	CHECK_EQ_INT(write(go_pipe[1], "g", 1), 1);
+}
+
+/* Poll @call's fd and read until it is done. */
+static int call_wait(struct cpuhp_client_call *call)
+{
+	int ret;
+
+	while ((ret = cpuhp_client_call_done(call)) == -EINPROGRESS) {
+		struct pollfd pfd = {.fd = cpuhp_client_call_fd(call), .events = POLLIN};
+
+		CHECK(pfd.fd >= 0);
+		CHECK_EQ_INT(poll(&pfd, 1, -1), 1);
+	}
+	CHECK_EQ_INT(cpuhp_client_call_fd(call), -1);
+	return ret;
+}
+
+static void script_lease_begin(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
+	Cpuhp__Request *req;
+	uint64_t id;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	/* The hello and the request come back to back, before any answer. */
+	srv_hello_reply_later(w);
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LEASE_ACQUIRE);
+	CHECK_EQ_INT(req->lease_acquire->timeout_ms, 500);
+	id = req->id;
+	cpuhp__request__free_unpacked(req, NULL);
+	srv_wait_go();
+	srv_send_hello_reply(w);
+	send_lease_granted(w, id, 7);
+	/* Released on the connection it is held on, which then closes. */
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LEASE_RELEASE);
+	CHECK_EQ_INT(req->lease_release->lease_id, 7);
+	rel.lease_id = 7;
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
+	r.lease_released = &rel;
+	srv_send(w, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is_the_handles(void)
+{
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	struct fake f;
+	uint64_t id = 0;
+
+	CHECK_EQ_INT(pipe(go_pipe), 0);
+	fake_start(&f, script_lease_begin);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_lease_acquire_begin(c, 500, &call), 0);
+	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
+	CHECK_EQ_INT(cpuhp_client_call_done(call), -EINPROGRESS); /* the fake waits for go */
+	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EINVAL);
+	test_go();
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_done(call), 0); /* and stays so */
+	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), 0);
+	CHECK_EQ_INT(id, 7);
+	CHECK_EQ_STR(cpuhp_client_call_message(call), "");
+	cpuhp_client_call_free(call); /* the lease is c's now */
+	CHECK_EQ_INT(cpuhp_client_lease_release(c, 7), 0);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	close(go_pipe[0]);
+	close(go_pipe[1]);
+}
+
+static void script_call_freed_early(int fd)
+{
+	Cpuhp__Request *req;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello_reply_later(w);
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_SET_ONLINE);
+	CHECK_EQ_STR(req->set_online->cpus, "2-3");
+	CHECK(!req->set_online->online);
+	CHECK_EQ_INT(req->set_online->timeout_ms, 4000);
+	cpuhp__request__free_unpacked(req, NULL);
+	test_go();         /* "read": from the fake's side of the pipe, to the test */
+	srv_wait_close(w); /* the call gave up: its connection closes, unanswered */
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_call_freed_before_its_answer_closes_its_connection(void)
+{
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	CHECK_EQ_INT(pipe(go_pipe), 0);
+	fake_start(&f, script_call_freed_early);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_set_online_begin(c, "2-3", false, 4000, &call), 0);
+	srv_wait_go(); /* the fake read the request */
+	CHECK_EQ_INT(cpuhp_client_call_done(call), -EINPROGRESS);
+	cpuhp_client_call_free(call);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	close(go_pipe[0]);
+	close(go_pipe[1]);
+}
+
+static void script_call_answers(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__SetOnlineReply reply = CPUHP__SET_ONLINE_REPLY__INIT;
+	Cpuhp__CpuResult res = CPUHP__CPU_RESULT__INIT;
+	Cpuhp__CpuResult *rp = &res;
+	int w;
+
+	srv_hello(fd);
+	/* A lease that cannot be had at once. */
+	w = srv_accept();
+	srv_hello(w);
+	srv_error(w, srv_expect(w, CPUHP__REQUEST__BODY_LEASE_ACQUIRE),
+	          CPUHP__ERROR_CODE__ERR_EAGAIN, "a CPU hotplug is waiting or running");
+	srv_wait_close(w); /* closed at once when it failed */
+	close(w);
+	/* A hotplug and its results. */
+	w = srv_accept();
+	srv_hello(w);
+	res.cpu = 2;
+	res.ok = true;
+	res.changed = true;
+	reply.n_results = 1;
+	reply.results = &rp;
+	reply.online = "0-1,3";
+	r.id = srv_expect(w, CPUHP__REQUEST__BODY_SET_ONLINE);
+	r.body_case = CPUHP__RESPONSE__BODY_SET_ONLINE;
+	r.set_online = &reply;
+	srv_send(w, &r);
+	srv_wait_close(w);
+	close(w);
+	/* A status. */
+	w = srv_accept();
+	srv_hello(w);
+	send_status(w, srv_expect(w, CPUHP__REQUEST__BODY_STATUS), "0-1");
+	srv_wait_close(w);
+	close(w);
+	/* A daemon that refuses the connection (its hello answered with an Error id 0). */
+	w = srv_accept();
+	srv_read_any(w); /* the hello */
+	srv_read_any(w); /* the status request */
+	srv_error(w, 0, CPUHP__ERROR_CODE__ERR_EUSERS, "too many connections");
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_calls_give_the_answers_and_errors_of_the_blocking_calls(void)
+{
+	struct cpuhp_client_status *st = calloc(1, sizeof(*st));
+	struct cpuhp_client_cpu_result *res;
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	struct fake f;
+	uint64_t id;
+	size_t n;
+
+	CHECK(st != NULL);
+	fake_start(&f, script_call_answers);
+	c = connect_ok(&f);
+
+	CHECK_EQ_INT(cpuhp_client_lease_acquire_begin(c, 0, &call), 0);
+	CHECK_EQ_INT(call_wait(call), -EAGAIN);
+	CHECK_EQ_INT(cpuhp_client_call_done(call), -EAGAIN);
+	CHECK_EQ_STR(cpuhp_client_call_message(call), "a CPU hotplug is waiting or running");
+	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EAGAIN);
+	cpuhp_client_call_free(call);
+
+	CHECK_EQ_INT(cpuhp_client_set_online_begin(c, "2", false, 100, &call), 0);
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_status(call, st), -EINVAL); /* not a status call */
+	CHECK_EQ_INT(cpuhp_client_call_results(call, &res, &n), 0);
+	CHECK_EQ_INT(n, 1);
+	CHECK(res[0].cpu == 2 && res[0].error == 0 && res[0].changed);
+	cpuhp_client_results_free(res);
+	cpuhp_client_call_free(call);
+
+	CHECK_EQ_INT(cpuhp_client_status_begin(c, &call), 0);
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_status(call, st), 0);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&st->online), 2);
+	CHECK_EQ_INT(st->connections, 9);
+	cpuhp_client_call_free(call);
+
+	CHECK_EQ_INT(cpuhp_client_status_begin(c, &call), 0);
+	CHECK_EQ_INT(call_wait(call), -EUSERS);
+	CHECK_EQ_STR(cpuhp_client_call_message(call), "too many connections");
+	cpuhp_client_call_free(call);
+
+	cpuhp_client_call_free(NULL);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	free(st);
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -759,5 +1028,8 @@ int main(void)
 	RUN_TEST(client_vanishing_daemon_fails_calls_for_good);
 	RUN_TEST(client_bad_frames_from_daemon_are_protocol_errors);
 	RUN_TEST(client_watch_ends_with_the_daemons_shutdown_error);
+	RUN_TEST(client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is_the_handles);
+	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
+	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
 	return 0;
 }

@@ -18,9 +18,11 @@
  * cpuhp_client_lease_acquire() or cpuhp_client_next_event() holds up the
  * others on the same handle, and cpuhp_client_last_message() describes the
  * last failed call by any thread.  Give each thread that blocks its own
- * handle.  Calls are plain blocking socket I/O with no threads of their
- * own; a signal does not interrupt them (they resume after EINTR), the
- * timeouts bound them.  SIGPIPE is never raised.
+ * handle, or wait without the mutex: the asynchronous calls below, and
+ * cpuhp_client_next_event(@c, 0, ...) with poll() on cpuhp_client_fd().
+ * Calls are plain blocking socket I/O with no threads of their own; a
+ * signal does not interrupt them (they resume after EINTR), the timeouts
+ * bound them.  SIGPIPE is never raised.
  *
  * Fast leases: when cpuhpd offers it, a handle takes leases (from its first
  * one on) in memory it shares with the daemon: in nanoseconds, with no
@@ -305,6 +307,108 @@ CPUHP_EXPORT int cpuhp_client_fd(struct cpuhp_client *c);
  * Return: a string owned by @c, valid until the next call on @c.
  */
 CPUHP_EXPORT const char *cpuhp_client_last_message(struct cpuhp_client *c);
+
+/*
+ * Asynchronous calls, for an event loop and for a caller that must be able
+ * to give up a wait (a signal, a cancelled task).  A begin sends its request
+ * and returns without waiting for the daemon; poll cpuhp_client_call_fd()
+ * for POLLIN and call cpuhp_client_call_done() until it stops saying
+ * -EINPROGRESS; then read the result.  The daemon's timeouts bound the
+ * wait, as for the blocking calls.
+ *
+ * Each request that may wait goes on a connection of its own, opened by
+ * its begin (connect() and the hello sent, the reply not awaited) and
+ * closed by cpuhp_client_call_free(), so that no wait holds @c's mutex and
+ * giving up is closing: cpuhp_client_call_free() before the call is done
+ * drops a lease acquire waiting behind a hotplug (no lease is ever granted
+ * for it) and cancels a hotplug that is not running yet (one that runs
+ * finishes; its result is lost).  A lease that a call got is @c's (release
+ * it with cpuhp_client_lease_release(@c, ...)); it is held on the call's
+ * connection, which ends with the lease or with @c.
+ *
+ * A call is used by one thread at a time; calls of one handle run on any
+ * threads at once.  Free every call of @c before cpuhp_client_close(@c).
+ * In a fork child, a call begun in the parent fails with -ECHILD.
+ */
+struct cpuhp_client_call;
+
+/**
+ * cpuhp_client_lease_acquire_begin() - start taking a reader lease.
+ * @timeout_ms: as for cpuhp_client_lease_acquire().
+ * @out:        the call, for cpuhp_client_call_done().
+ *
+ * With the fast path and no hotplug in the way the lease is taken here and
+ * @out is done at once (cpuhp_client_call_fd() is -1); the first lease of
+ * a handle asks the daemon for the fast path (a round trip under @c's
+ * mutex).  Otherwise the request goes on a connection of its own; so does
+ * every lease of a handle without the fast path.
+ * Context: does not wait for a lease; connect() may block while the
+ * daemon's listen backlog is full.
+ * Return: 0; -EAGAIN (@timeout_ms 0 and a hotplug in the way, fast path);
+ * -EDQUOT; -ECHILD; -ENOMEM; a connection -errno.  The message is @c's.
+ */
+CPUHP_EXPORT int cpuhp_client_lease_acquire_begin(struct cpuhp_client *c, unsigned timeout_ms,
+                                                  struct cpuhp_client_call **out);
+
+/**
+ * cpuhp_client_set_online_begin() - start a cpuhp_client_set_online_results()
+ * request, on a connection of its own.
+ * Context: as cpuhp_client_lease_acquire_begin().
+ * Return: 0; -ECHILD; -ENOMEM; a connection -errno.  A bad @cpus list is
+ * the daemon's answer: cpuhp_client_call_done() says -EINVAL.
+ */
+CPUHP_EXPORT int cpuhp_client_set_online_begin(struct cpuhp_client *c, const char *cpus,
+                                               bool online, unsigned timeout_ms,
+                                               struct cpuhp_client_call **out);
+
+/** cpuhp_client_status_begin() - start a cpuhp_client_status() request, on a connection of its own.
+ */
+CPUHP_EXPORT int cpuhp_client_status_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
+
+/**
+ * cpuhp_client_call_fd() - the socket to poll() for POLLIN while
+ * cpuhp_client_call_done() says -EINPROGRESS.  Do not read, write or close it.
+ * Return: the file descriptor; -1 once done (nothing more to wait for).
+ */
+CPUHP_EXPORT int cpuhp_client_call_fd(const struct cpuhp_client_call *call);
+
+/**
+ * cpuhp_client_call_done() - read what arrived for @call, without waiting.
+ * Context: never blocks.
+ * Return: -EINPROGRESS while the answer is still to come; then, every
+ * time, 0 (read the result) or the call's error, as the blocking call
+ * would return it (cpuhp_client_call_message() says why).
+ */
+CPUHP_EXPORT int cpuhp_client_call_done(struct cpuhp_client_call *call);
+
+/** cpuhp_client_call_lease() - the lease of a done lease call.  Return: 0; -EINVAL (not one). */
+CPUHP_EXPORT int cpuhp_client_call_lease(const struct cpuhp_client_call *call, uint64_t *lease_id);
+
+/**
+ * cpuhp_client_call_results() - what a done set_online call did, as
+ * cpuhp_client_set_online_results() gives it (free with
+ * cpuhp_client_results_free()).  Return: 0; -EINVAL (not one); -ENOMEM.
+ */
+CPUHP_EXPORT int cpuhp_client_call_results(struct cpuhp_client_call *call,
+                                           struct cpuhp_client_cpu_result **results,
+                                           size_t *n_results);
+
+/** cpuhp_client_call_status() - the answer of a done status call.  Return: 0; -EINVAL; -EPROTO. */
+CPUHP_EXPORT int cpuhp_client_call_status(struct cpuhp_client_call *call,
+                                          struct cpuhp_client_status *out);
+
+/**
+ * cpuhp_client_call_message() - why @call failed, in words ("" if it did not).
+ * Return: a string owned by @call, valid until its next use.
+ */
+CPUHP_EXPORT const char *cpuhp_client_call_message(const struct cpuhp_client_call *call);
+
+/**
+ * cpuhp_client_call_free() - end @call (NULL is a no-op): if it is not done,
+ * give up its request (see above); close its connection unless its lease
+ * is held on it.
+ */
+CPUHP_EXPORT void cpuhp_client_call_free(struct cpuhp_client_call *call);
 
 #ifdef __cplusplus
 }
