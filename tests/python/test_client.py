@@ -121,7 +121,7 @@ def test_close_while_another_thread_is_in_a_call_is_refused(cpuhp, daemon, clien
     client.watch()
     waiter = Bg(client.next_event, GUARD_S)
     # The watcher is inside its call once it holds the client: close must not free it.
-    wait_until('the watcher inside next_event', lambda: client._lock.locked())
+    wait_until('the watcher inside next_event', lambda: client._busy)
     with pytest.raises(RuntimeError, match='another thread'):
         client.close()
     observer.set_online(1, False)
@@ -387,7 +387,7 @@ def test_a_stopping_daemon_ends_the_watch_with_an_oserror(cpuhp, tmp, sim):
         with cpuhp.Client(d.socket) as c:
             c.watch()
             waiter = Bg(c.next_event, GUARD_S)
-            wait_until('the watcher inside next_event', lambda: c._lock.locked())
+            wait_until('the watcher inside next_event', lambda: c._busy)
             assert d.stop() == 0
             with pytest.raises(OSError) as e:
                 waiter.join()
@@ -436,3 +436,65 @@ def test_status_reports_the_fast_path_and_its_counts(cpuhp, client, observer):
             assert lease.id >= 1 << 63  # a fast lease
             assert s.fast_leases_held == s.fast_holders == s.fast_connections == 1
             assert s.leases_held == 1  # counted there too
+
+
+# --- threads sharing a Client ---------------------------------------------------------
+
+def thread_asleep(thread):
+    """The thread sleeps in the kernel (in its poll()), per /proc."""
+    with open(f'/proc/self/task/{thread.native_id}/stat') as f:
+        return f.read().rsplit(')', 1)[1].split()[0] == 'S'
+
+
+def test_a_thread_blocked_in_watch_holds_up_no_lease_of_the_same_client(cpuhp, daemon, client,
+                                                                         observer):
+    """Before, the watcher held the Client while it waited, and a
+    lease(timeout=0.1) waited for the watcher's next event instead."""
+    events = client.watch()
+    watcher = Bg(lambda: list(itertools.islice(events, 3)))
+    wait_until('the watcher asleep', lambda: thread_asleep(watcher))
+    with client.lease(timeout=0.1):  # granted at once: no hotplug in the way
+        assert observer.status().leases_held == 1
+    held = observer.lease()
+    with cpuhp.Client(daemon.socket) as h:
+        hp = Bg(h.set_online, 1, False, GUARD_S)
+        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        with pytest.raises(TimeoutError):  # the daemon's 0.1 s, not the watcher's wait
+            client.lease(timeout=0.1)
+        assert watcher.is_alive()  # no event came: the lease did not wait for one
+        assert client.status().pending_leases == 0
+        held.release()
+        assert hp.join().changed == {1}
+    started, finished, changed = watcher.join()
+    assert isinstance(started, cpuhp.HotplugStarted) and changed.online_cpus == {0, 2, 3}
+
+
+def test_events_read_by_another_threads_call_still_reach_the_watcher(cpuhp, client, observer):
+    """A call on the Client's connection (status) reads whatever came before
+    its reply, events too; the watcher in poll() is woken for them."""
+    events = client.watch()
+    watcher = Bg(lambda: list(itertools.islice(events, 6)))
+    wait_until('the watcher asleep', lambda: thread_asleep(watcher))
+    for cpus in ('1', '2'):
+        observer.set_online(cpus, False)
+        client.status()  # likely to find the three events ahead of its reply
+    got = watcher.join()
+    assert [type(e) for e in got] == [cpuhp.HotplugStarted, cpuhp.HotplugFinished,
+                                      cpuhp.OnlineChanged] * 2
+    assert got[-1].online_cpus == {0, 3}
+
+
+def test_a_lease_on_a_client_without_the_fast_path_waits_on_a_connection_of_its_own(
+        cpuhp, daemon, observer, monkeypatch):
+    monkeypatch.setenv('CPUHP_CLIENT_FAST_PATH', '0')
+    with cpuhp.Client(daemon.socket) as c:
+        events = c.watch()
+        watcher = Bg(next, events)
+        wait_until('the watcher asleep', lambda: thread_asleep(watcher))
+        with c.lease(timeout=0.1) as lease:
+            assert lease.id < 1 << 63  # a socket lease
+            s = observer.status()
+            assert s.leases_held == 1 and s.connections == 3  # observer, c, the lease's
+        wait_until('its connection closed', lambda: observer.status().connections == 2)
+        observer.set_online(1, False)
+        assert isinstance(watcher.join(), cpuhp.HotplugStarted)

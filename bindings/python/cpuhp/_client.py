@@ -2,18 +2,26 @@
 """The cpuhpd client: leases, status, hotplug requests and events
 (libcpuhp-client, <cpuhp/client.h>).
 
-Every call that waits (for the daemon's answer, a lease, a hotplug, an
-event) runs without the GIL, so other Python threads keep running.  A
-Client may be shared by threads, but its calls run one at a time: give a
-thread that blocks (a watcher, a waiting lease) its own Client.
+Waits happen here, in poll() on a socket, not inside a C call: a lease or
+a hotplug that may wait is an asynchronous call of libcpuhp-client on a
+connection of its own (cpuhp_client_*_begin), events are read without
+waiting (cpuhp_client_next_event(c, 0)) after poll() says the handle's
+socket is readable.  So a signal ends any wait (Ctrl-C raises
+KeyboardInterrupt at once; giving up a call closes its connection, and the
+daemon forgets it), threads sharing a Client do not wait for each other,
+and cpuhp.aio waits on the same sockets in an event loop.  The C calls
+that remain run without the GIL and are answered by the daemon at once.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import os
+import select
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -190,6 +198,67 @@ def _text(chars) -> str:
     return ffi.string(chars).decode('utf-8', 'replace')
 
 
+def _wait_readable(fds: list[int], timeout: float | None = None) -> None:
+    """Block until one of *fds* is readable or *timeout* seconds pass.  A
+    signal whose handler raises (SIGINT: KeyboardInterrupt) ends the wait
+    with that exception; poll() resumes after any other (PEP 475)."""
+    p = select.poll()
+    for fd in fds:
+        p.register(fd, select.POLLIN)
+    p.poll(None if timeout is None else max(0.0, timeout) * 1000)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _call_error(call_p, rc: int) -> OSError:
+    return error(rc, _text(lib.cpuhp_client_call_message(call_p)) or None)
+
+
+class _Call:
+    """One asynchronous call of libcpuhp-client: begun (its request sent on
+    a connection of its own), then polled until done.  Closing it before
+    it is done gives the request up: the daemon drops a waiting lease
+    acquire and cancels a hotplug that is not running yet."""
+
+    __slots__ = ('_p', '_owner')
+
+    def __init__(self, p, owner) -> None:
+        self._p = ffi.gc(p, lib.cpuhp_client_call_free)
+        # The handle it was begun on: it must outlive the call (a lease
+        # the call gets joins that handle's table).
+        self._owner = owner
+
+    def fileno(self) -> int:
+        """The socket to wait on while done() says False."""
+        return lib.cpuhp_client_call_fd(self._p)
+
+    def done(self) -> bool:
+        """Read what arrived, without waiting: False while the answer is to
+        come; True when it is in; its error raised when it failed."""
+        rc = lib.cpuhp_client_call_done(self._p)
+        if rc == -errno.EINPROGRESS:
+            return False
+        if rc < 0:
+            raise _call_error(self._p, rc)
+        return True
+
+    def wait(self) -> None:
+        """Wait (in poll, so a signal can end it) until done()."""
+        while not self.done():
+            _wait_readable([self.fileno()])
+
+    def close(self) -> None:
+        if self._p is not None:
+            ffi.release(self._p)  # cpuhp_client_call_free() now
+            self._p = None
+
+
 class Lease:
     """A reader lease from cpuhpd: the set of online CPUs does not change
     until it is released, or its Client is closed, or its process dies.
@@ -247,12 +316,22 @@ class Client:
     (TimeoutError, PermissionError, BlockingIOError for "would wait" with
     timeout 0, ConnectionResetError...).  Arguments are checked before
     anything is sent: ValueError or TypeError.
+
+    Threads may share a Client: a thread that waits (for a lease, a
+    hotplug, an event) holds up no other.  A signal ends any wait: Ctrl-C
+    raises KeyboardInterrupt, and the request is given up.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._c = None
+        # Held only around C calls that do not wait (and the reading of
+        # their message), never across a wait: waits happen in poll().
         self._lock = threading.Lock()
         self._watching = False
+        self._busy = 0  # calls in progress (under _lock): close() refuses while any
+        # The watchers' wake-up: written when a call on the handle may have
+        # read their events off the socket (so poll() would not see them).
+        self._wake_r = self._wake_w = -1
         if path is None:
             # Resolved once, by the C client's one resolver (os.environ
             # writes through to C's environment), and connected to as shown.
@@ -294,17 +373,19 @@ class Client:
         """Close the connection: every lease it holds ends.  Does nothing if
         already closed; RuntimeError if another thread is inside a call on
         this Client (closing under it would free what it uses)."""
-        if not self._lock.acquire(blocking=False):
-            raise RuntimeError('another thread is inside a call on this cpuhp.Client: '
-                               'close it when that call has returned')
-        try:
+        with self._lock:
+            if self._busy:
+                raise RuntimeError('another thread is inside a call on this cpuhp.Client: '
+                                   'close it when that call has returned')
             c, self._c = self._c, None
             if c is not None:
                 ffi.release(c)  # runs cpuhp_client_close() now
-        finally:
-            self._lock.release()
+            for fd in (self._wake_r, self._wake_w):
+                if fd >= 0:
+                    os.close(fd)
+            self._wake_r = self._wake_w = -1
 
-    # Each call holds self._lock around the C call and the reading of its
+    # Short C calls hold self._lock around the call and the reading of its
     # message, so that the message is this call's even with threads sharing
     # the Client (the C library's own mutex covers only the call).
     def _handle(self):
@@ -314,6 +395,36 @@ class Client:
 
     def _error(self, c, rc: int) -> OSError:
         return error(rc, _text(lib.cpuhp_client_last_message(c)) or None)
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[object]:
+        """The handle, counted in use (close() refuses) until the block ends."""
+        with self._lock:
+            c = self._handle()
+            self._busy += 1
+        try:
+            yield c
+        finally:
+            with self._lock:
+                self._busy -= 1
+
+    def _kick(self) -> None:
+        """After a call on the handle's connection (under self._lock): it may
+        have read events off the socket, so a watcher in poll() must look."""
+        if self._wake_w >= 0:
+            try:
+                os.write(self._wake_w, b'!')
+            except BlockingIOError:
+                pass  # full: readable already
+
+    def _begin(self, c, begin: Callable[[object], int]) -> _Call:
+        out = ffi.new('struct cpuhp_client_call **')
+        with self._lock:
+            rc = begin(out)
+            self._kick()  # a first lease asks for the fast path on the handle's connection
+            if rc < 0:
+                raise self._error(c, rc)
+        return _Call(out[0], c)
 
     def fileno(self) -> int:
         """The socket, to poll for POLLIN in an event loop; then drain with
@@ -328,15 +439,26 @@ class Client:
         Waits while a hotplug is queued or running (writer preference).
         *timeout*: seconds; 0: do not wait (BlockingIOError if a hotplug is in
         the way); None: as long as it takes.  TimeoutError if the hotplug
-        still is after *timeout*.
+        still is after *timeout*.  A signal ends the wait (Ctrl-C:
+        KeyboardInterrupt) and gives the request up: no lease comes of it.
         """
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
+        with self._using() as c:
+            call = self._lease_begin(c, ms)
+            try:
+                call.wait()
+                return self._lease_end(call)
+            finally:
+                call.close()
+
+    def _lease_begin(self, c, ms: int) -> _Call:
+        return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_begin(c, ms, out))
+
+    def _lease_end(self, call: _Call) -> Lease:
         out = ffi.new('uint64_t *')
-        with self._lock:
-            c = self._handle()
-            rc = lib.cpuhp_client_lease_acquire(c, ms, out)
-            if rc < 0:
-                raise self._error(c, rc)
+        rc = lib.cpuhp_client_call_lease(call._p, out)
+        if rc < 0:
+            raise _call_error(call._p, rc)
         return Lease(self, int(out[0]))
 
     def _release(self, lease_id: int) -> None:
@@ -348,28 +470,28 @@ class Client:
                 raise self._error(self._c, rc)
 
     def status(self) -> Status:
-        """The daemon's view: CPU sets, leases held, the writer's state."""
+        """The daemon's view: CPU sets, leases held, the writer's state.
+        One round trip on this Client's connection, which the daemon
+        answers at once (also while a hotplug waits or runs)."""
         out = ffi.new('struct cpuhp_client_status *')
         with self._lock:
             c = self._handle()
             rc = lib.cpuhp_client_status(c, out)
+            self._kick()
             if rc < 0:
                 raise self._error(c, rc)
-        return Status(
-            online=from_cset(ffi.addressof(out[0], 'online')),
-            offline=from_cset(ffi.addressof(out[0], 'offline')),
-            possible=from_cset(ffi.addressof(out[0], 'possible')),
-            present=from_cset(ffi.addressof(out[0], 'present')),
-            leases_held=int(out.leases_held),
-            writer=WriterState(out.writer),
-            pending_leases=int(out.pending_leases),
-            pending_hotplugs=int(out.pending_hotplugs),
-            connections=int(out.connections),
-            daemon_version=_text(out.daemon_version),
-            fast_leases_held=int(out.fast_leases_held),
-            fast_holders=int(out.fast_holders),
-            fast_connections=int(out.fast_connections),
-            fast_path=_text(out.fast_path))
+        return _status(out)
+
+    def _status_begin(self, c) -> _Call:
+        return self._begin(c, lambda out: lib.cpuhp_client_status_begin(c, out))
+
+    @staticmethod
+    def _status_end(call: _Call) -> Status:
+        out = ffi.new('struct cpuhp_client_status *')
+        rc = lib.cpuhp_client_call_status(call._p, out)
+        if rc < 0:
+            raise _call_error(call._p, rc)
+        return _status(out)
 
     def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
                    check: bool = True) -> HotplugResult:
@@ -380,26 +502,44 @@ class Client:
         *timeout*: seconds to wait for leases and in-process readers to go;
         0: do not wait (BlockingIOError if a lease is held); None: as long as
         it takes.  TimeoutError, PermissionError (not root or in cpuhpd's
-        admin group) and the like mean nothing changed.
+        admin group) and the like mean nothing changed.  A signal ends the
+        wait (Ctrl-C: KeyboardInterrupt) and gives the request up: a hotplug
+        still waiting for leases is cancelled, one writing sysfs finishes.
 
         Returns what became of each CPU.  With *check* (the default), a CPU
         that did not get there raises its error (``e.result`` holds the
         HotplugResult); with check=False, look at ``result.failed``.
         """
+        text = self._set_online_args(cpus, online)
+        ms = timeout_ms(timeout, forever=UINT_MS_MAX)
+        with self._using() as c:
+            call = self._set_online_begin(c, text, online, ms)
+            try:
+                call.wait()
+                return self._set_online_end(call, online, check)
+            finally:
+                call.close()
+
+    @staticmethod
+    def _set_online_args(cpus: CPUs, online: bool) -> bytes:
         if not isinstance(online, bool):
             raise TypeError(f'online must be True or False, not {online!r}')
         cset = to_cset(cpus)
         if _locklib.cpuhp_cpuset_count(cset) == 0:
             raise ValueError(f'no CPUs named in {cpus!r}')
-        text = format_cset(cset).encode('ascii')
-        ms = timeout_ms(timeout, forever=UINT_MS_MAX)
+        return format_cset(cset).encode('ascii')
+
+    def _set_online_begin(self, c, text: bytes, online: bool, ms: int) -> _Call:
+        return self._begin(c, lambda out: lib.cpuhp_client_set_online_begin(c, text, online, ms,
+                                                                            out))
+
+    @staticmethod
+    def _set_online_end(call: _Call, online: bool, check: bool) -> HotplugResult:
         res = ffi.new('struct cpuhp_client_cpu_result **')
         n = ffi.new('size_t *')
-        with self._lock:
-            c = self._handle()
-            rc = lib.cpuhp_client_set_online_results(c, text, online, ms, res, n)
-            if rc < 0:
-                raise self._error(c, rc)
+        rc = lib.cpuhp_client_call_results(call._p, res, n)
+        if rc < 0:
+            raise _call_error(call._p, rc)
         try:
             results = tuple(CpuResult(cpu=int(r.cpu), errno=-int(r.error),
                                       changed=bool(r.changed),
@@ -411,8 +551,11 @@ class Client:
         return result.check() if check else result
 
     def _subscribe(self, c) -> None:
+        """Under self._lock."""
         if self._watching:
             return
+        if self._wake_r < 0:
+            self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         rc = lib.cpuhp_client_watch(c)
         if rc < 0 and rc != -errno.EALREADY:
             raise self._error(c, rc)
@@ -424,8 +567,10 @@ class Client:
         HotplugFinished, OnlineChanged, EventsLost.
 
         *timeout*: seconds to wait for each event; the iteration ends when
-        none comes in time.  None: wait as long as it takes.  Other calls on
-        this Client keep working; events that come meanwhile are kept.
+        none comes in time.  None: wait as long as it takes (a signal ends
+        the wait: Ctrl-C raises KeyboardInterrupt).  Other calls on this
+        Client keep working meanwhile, from other threads too; events that
+        come during them are kept.
         """
         ms = timeout_ms(timeout, forever=-1, limit=INT_MS_MAX)
         with self._lock:
@@ -447,14 +592,47 @@ class Client:
         down."""
         return self._next_event(timeout_ms(timeout, forever=-1, limit=INT_MS_MAX))
 
-    def _next_event(self, ms: int) -> Event | None:
+    def _try_event(self, c) -> tuple[Event | None, list[int]]:
+        """An event that already arrived; or None, and the descriptors to
+        wait on for the next one: the socket and the watchers' wake-up."""
         out = ffi.new('struct cpuhp_client_event *')
         with self._lock:
-            c = self._handle()
             self._subscribe(c)
-            rc = lib.cpuhp_client_next_event(c, ms, out)
-            if rc in (-errno.EAGAIN, -errno.ETIMEDOUT):
-                return None
+            # Emptied before looking, so that a kick from now on is news.
+            _drain(self._wake_r)
+            rc = lib.cpuhp_client_next_event(c, 0, out)
+            if rc == -errno.EAGAIN:
+                return None, [lib.cpuhp_client_fd(c), self._wake_r]
             if rc < 0:
                 raise self._error(c, rc)
-        return _event(out[0])
+        return _event(out[0]), []
+
+    def _next_event(self, ms: int) -> Event | None:
+        deadline = None if ms < 0 else time.monotonic() + ms / 1000
+        with self._using() as c:
+            while True:
+                ev, fds = self._try_event(c)
+                if ev is not None:
+                    return ev
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                _wait_readable(fds, left)
+
+
+def _status(out) -> Status:
+    return Status(
+        online=from_cset(ffi.addressof(out[0], 'online')),
+        offline=from_cset(ffi.addressof(out[0], 'offline')),
+        possible=from_cset(ffi.addressof(out[0], 'possible')),
+        present=from_cset(ffi.addressof(out[0], 'present')),
+        leases_held=int(out.leases_held),
+        writer=WriterState(out.writer),
+        pending_leases=int(out.pending_leases),
+        pending_hotplugs=int(out.pending_hotplugs),
+        connections=int(out.connections),
+        daemon_version=_text(out.daemon_version),
+        fast_leases_held=int(out.fast_leases_held),
+        fast_holders=int(out.fast_holders),
+        fast_connections=int(out.fast_connections),
+        fast_path=_text(out.fast_path))

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Ctrl-C ends a cpuhp.Client call that waits with no timeout: a child
+Python blocks in lease(), set_online() or watch(), gets SIGINT, and exits
+with KeyboardInterrupt; the daemon forgets what it was waiting for.
+
+"Blocked" is observed, never slept for: the daemon shows the request
+queued (a second connection's status), and the child's main thread is
+asleep in the kernel (/proc/PID/stat).  The only bound is the generous
+guard on the child's exit."""
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import GUARD_S, wait_until
+from test_client import Bg, writer_is
+
+CHILD = '''
+import sys, cpuhp
+c = cpuhp.Client(sys.argv[1])
+what = sys.argv[2]
+if what == 'watch':
+    events = c.watch()
+print('ready', flush=True)
+try:
+    if what == 'lease':
+        c.lease()
+    elif what == 'set_online':
+        c.set_online(2, False)
+    else:
+        next(events)
+except KeyboardInterrupt:
+    # Still connected: the parent looks at the daemon, then lets us go.
+    print('interrupted', flush=True)
+    sys.stdin.readline()
+    raise
+print('returned', flush=True)
+'''
+
+
+def asleep(pid):
+    with open(f'/proc/{pid}/stat') as f:
+        return f.read().rsplit(')', 1)[1].split()[0] == 'S'
+
+
+class Child:
+    def __init__(self, daemon, what):
+        self.p = subprocess.Popen([sys.executable, '-c', CHILD, daemon.socket, what],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        assert self.p.stdout.readline() == 'ready\n'
+
+    def interrupt(self):
+        wait_until('the child asleep in its call', lambda: asleep(self.p.pid))
+        self.p.send_signal(signal.SIGINT)
+        assert self.p.stdout.readline() == 'interrupted\n'
+
+    def finish(self):
+        out, err = self.p.communicate('\n', timeout=GUARD_S)
+        # Python ends on an uncaught KeyboardInterrupt by dying of SIGINT.
+        assert self.p.returncode == -signal.SIGINT, (out, err)
+        assert 'KeyboardInterrupt' in err and 'returned' not in out
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+@pytest.fixture
+def child(daemon):
+    made = []
+
+    def start(what):
+        made.append(Child(daemon, what))
+        return made[-1]
+    yield start
+    for c in made:
+        c.kill()
+
+
+def test_ctrl_c_ends_a_lease_waiting_behind_a_hotplug_and_no_lease_comes_of_it(
+        cpuhp, daemon, observer, child):
+    held = observer.lease()
+    with cpuhp.Client(daemon.socket) as h:
+        hp = Bg(h.set_online, 1, False, None)
+        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        c = child('lease')
+        wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
+        c.interrupt()
+        wait_until('the request forgotten', lambda: observer.status().pending_leases == 0)
+        held.release()
+        assert hp.join().changed == {1}
+        # The child is still connected: had its request stayed queued, it
+        # would hold a lease now.
+        assert observer.status().leases_held == 0
+        c.finish()
+
+
+def test_ctrl_c_ends_a_hotplug_waiting_for_leases_and_cancels_it(cpuhp, daemon, sim, observer,
+                                                                 child):
+    held = observer.lease()
+    c = child('set_online')
+    wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+    c.interrupt()
+    wait_until('the hotplug cancelled', writer_is(cpuhp, observer, cpuhp.WriterState.IDLE))
+    s = observer.status()
+    assert s.pending_hotplugs == 0 and s.offline == set() and sim.read_online(2) == '1'
+    held.release()
+    c.finish()
+
+
+def test_ctrl_c_ends_a_watch_with_no_timeout(cpuhp, daemon, observer, child):
+    c = child('watch')
+    c.interrupt()
+    c.finish()
