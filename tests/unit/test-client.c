@@ -103,22 +103,28 @@ static void srv_error(int fd, uint64_t id, Cpuhp__ErrorCode code, const char *ms
 	srv_send(fd, &r);
 }
 
+static void srv_send_hello(int fd, uint64_t id, uint32_t version)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__HelloReply h = CPUHP__HELLO_REPLY__INIT;
+
+	h.version = version;
+	h.daemon_version = "fake";
+	h.max_frame = CPUHP__FRAME_MAX;
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
+	r.hello = &h;
+	srv_send(fd, &r);
+}
+
 static void srv_hello_reply(int fd, uint32_t version)
 {
 	Cpuhp__Request *req = srv_read(fd);
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__HelloReply h = CPUHP__HELLO_REPLY__INIT;
 
 	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_HELLO);
 	CHECK_EQ_INT(req->hello->version, CPUHP__PROTO_VERSION);
 	CHECK_EQ_STR(req->hello->client_name, "test-client");
-	h.version = version;
-	h.daemon_version = "fake";
-	h.max_frame = CPUHP__FRAME_MAX;
-	r.id = req->id;
-	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
-	r.hello = &h;
-	srv_send(fd, &r);
+	srv_send_hello(fd, req->id, version);
 	cpuhp__request__free_unpacked(req, NULL);
 }
 
@@ -132,16 +138,7 @@ static void srv_hello_reply_later(int fd)
 
 static void srv_send_hello_reply(int fd)
 {
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__HelloReply h = CPUHP__HELLO_REPLY__INIT;
-
-	h.version = CPUHP__PROTO_VERSION;
-	h.daemon_version = "fake";
-	h.max_frame = CPUHP__FRAME_MAX;
-	r.id = pending_hello_id;
-	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
-	r.hello = &h;
-	srv_send(fd, &r);
+	srv_send_hello(fd, pending_hello_id, CPUHP__PROTO_VERSION);
 }
 
 /* Read one request, whatever it is. */
