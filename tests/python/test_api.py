@@ -119,8 +119,8 @@ def test_the_issue_s_api_is_there(cpuhp, name):
 def test_dir_shows_the_api_and_no_module_or_helper(cpuhp):
     import types
     names = dir(cpuhp)
-    assert names == sorted(cpuhp.__all__ + ['__version__'])
-    assert not [n for n in names if isinstance(getattr(cpuhp, n), types.ModuleType)]
+    assert names == sorted(cpuhp.__all__ + ['__version__', 'aio'])
+    assert [n for n in names if isinstance(getattr(cpuhp, n), types.ModuleType)] == ['aio']
     assert '_client' not in names and 'annotations' not in names
     assert cpuhp._client.Client is cpuhp.Client  # still importable for whoever wants it
 

@@ -19,6 +19,9 @@ Across processes (cpuhpd, the daemon that owns CPU hotplug):
   has it: a package built without libcpuhp-client (meson
   ``-Dclient=disabled``) has only the in-process part, and asking it for
   ``Client`` (or any name of this part) raises ImportError saying so.
+- ``cpuhp.aio.Client``: the same for asyncio (``async with c.lease()``,
+  ``await c.set_online(...)``, ``async for event in c.watch()``), waiting
+  in the event loop, with no thread per call.
 
 CPU lists: ``parse_cpulist("0-3,8")`` and ``format_cpulist({0, 1, 2, 3, 8})``
 use libcpuhp's parser and formatter; functions that take CPUs accept a CPU
@@ -32,8 +35,10 @@ FileNotFoundError (no socket), ConnectionRefusedError, BlockingIOError
 anything is sent or locked.
 
 Every call that can block releases the GIL: other Python threads run while
-one waits for a lock, a lease or a hotplug.  (So a blocked call does not see
-Ctrl-C until it returns: give it a timeout.)
+one waits for a lock, a lease or a hotplug.  A Client's waits happen in
+poll(), so a signal ends them (Ctrl-C raises KeyboardInterrupt at once, and
+the request is given up), and threads sharing a Client do not wait for each
+other.  The in-process locks wait in C: give them a timeout.
 """
 from __future__ import annotations
 
@@ -79,6 +84,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
+    if name == 'aio':  # the submodule, imported on first use (it raises without the client)
+        import importlib
+        return importlib.import_module(f'{__name__}.aio')
     if name in _CLIENT_NAMES:
         raise ImportError(f'cpuhp.{name} is not in this build: the cpuhp package was built '
                           'without libcpuhp-client (meson -Dclient=disabled, or protobuf-c '
@@ -90,7 +98,7 @@ def __getattr__(name: str) -> object:
 def __dir__() -> list[str]:
     # The API, not the modules and helpers it is built from (they stay
     # importable, as cpuhp._client..., for whoever wants them).
-    return sorted(__all__ + ['__version__'])
+    return sorted(__all__ + ['__version__'] + (['aio'] if HAVE_CLIENT else []))
 
 
 # Public names say cpuhp.X in help(), reprs and tracebacks, wherever they live.

@@ -371,12 +371,13 @@ class Client:
 
     def close(self) -> None:
         """Close the connection: every lease it holds ends.  Does nothing if
-        already closed; RuntimeError if another thread is inside a call on
-        this Client (closing under it would free what it uses)."""
+        already closed; RuntimeError if another thread (or a cpuhp.aio task)
+        is inside a call on this Client (closing under it would free what
+        it uses)."""
         with self._lock:
             if self._busy:
-                raise RuntimeError('another thread is inside a call on this cpuhp.Client: '
-                                   'close it when that call has returned')
+                raise RuntimeError('another thread (or task) is inside a call on this '
+                                   'cpuhp.Client: close it when that call has returned')
             c, self._c = self._c, None
             if c is not None:
                 ffi.release(c)  # runs cpuhp_client_close() now

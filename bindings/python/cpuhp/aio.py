@@ -1,0 +1,261 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""cpuhp.aio: cpuhp.Client for asyncio.
+
+::
+
+    import asyncio
+    import cpuhp.aio
+
+    async def main():
+        async with cpuhp.aio.Client() as c:
+            async with c.lease(timeout=5):
+                ...                              # no CPU comes or goes here
+            result = await c.set_online("2-3", False, timeout=5)
+            async for event in c.watch():
+                print(event)
+
+    asyncio.run(main())
+
+No thread per call: every wait is the event loop watching a socket
+(``loop.add_reader``).  A lease or a hotplug request that may wait is one
+of libcpuhp-client's asynchronous calls, on a connection of its own;
+events come on the Client's connection.  Cancelling a task that awaits a
+call (``asyncio.wait_for``, a TaskGroup, Ctrl-C under ``asyncio.run``)
+gives the request up: the daemon drops a lease request still waiting and
+cancels a hotplug that is not writing sysfs yet.
+
+Run in the loop, without waiting: a fast lease and its release (ns).  Run
+in the loop as one round trip that cpuhpd answers at once: connecting
+(``Client()``), a Client's first lease (it asks for the fast path),
+subscribing (``watch()``), releasing a lease that waited behind a hotplug.
+
+The results, events and errors are cpuhp's (``cpuhp.Lease``,
+``cpuhp.HotplugResult``, ``cpuhp.Status``, ``cpuhp.HotplugStarted``...,
+OSError subclasses), and the arguments are those of ``cpuhp.Client``.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Coroutine, Generator
+from types import TracebackType
+
+from . import HAVE_CLIENT
+
+if not HAVE_CLIENT:
+    raise ImportError('cpuhp.aio is not in this build: the cpuhp package was built without '
+                      'libcpuhp-client (meson -Dclient=disabled, or protobuf-c missing); '
+                      'rebuild with -Dclient=enabled to talk to cpuhpd', name=__name__)
+
+from . import _client  # noqa: E402  (after the check above)
+from ._cpuset import CPUs  # noqa: E402
+from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
+
+__all__ = ['Client']
+
+
+class _Readers:
+    """Tasks waiting for descriptors to become readable: one loop reader
+    per descriptor, however many tasks wait on it (two watchers of one
+    Client wait on one socket)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[int, set[asyncio.Future[bool]]] = {}
+
+    def _ready(self, fd: int) -> None:
+        for fut in self._waiting.get(fd, ()):
+            if not fut.done():
+                fut.set_result(True)
+
+    async def wait(self, fds: list[int], timeout: float | None = None) -> bool:
+        """True when one of *fds* is readable; False after *timeout* seconds."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        timer = None
+        try:
+            for fd in fds:
+                if fd not in self._waiting:
+                    loop.add_reader(fd, self._ready, fd)
+                    self._waiting[fd] = set()
+                self._waiting[fd].add(fut)
+            if timeout is not None:
+                timer = loop.call_later(max(0.0, timeout),
+                                        lambda: fut.done() or fut.set_result(False))
+            return await fut
+        finally:
+            if timer is not None:
+                timer.cancel()
+            for fd in fds:
+                waiters = self._waiting.get(fd)
+                if waiters is not None:
+                    waiters.discard(fut)
+                    if not waiters:
+                        del self._waiting[fd]
+                        loop.remove_reader(fd)
+
+
+class _LeaseRequest(Coroutine[object, None, _client.Lease]):
+    """What Client.lease() returns: ``await`` it (or make it a task) for the
+    cpuhp.Lease, or ``async with`` it to hold the lease for the block."""
+
+    def __init__(self, client: Client, ms: int) -> None:
+        self._client = client
+        self._ms = ms
+        self._lease: _client.Lease | None = None
+        # Made when awaited: used only by ``async with``, it never is.
+        self._coro: Coroutine[object, None, _client.Lease] | None = None
+
+    def _inner(self) -> Coroutine[object, None, _client.Lease]:
+        if self._coro is None:
+            self._coro = self._client._lease(self._ms)
+        return self._coro
+
+    def __await__(self) -> Generator[object, None, _client.Lease]:
+        return self._inner().__await__()
+
+    def send(self, value: None) -> object:
+        return self._inner().send(value)
+
+    def throw(self, *args: object) -> object:
+        return self._inner().throw(*args)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self._coro is not None:
+            self._coro.close()
+
+    async def __aenter__(self) -> _client.Lease:
+        self._lease = await self._client._lease(self._ms)
+        return self._lease
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        assert self._lease is not None
+        self._lease.__exit__(exc_type, exc, tb)
+
+
+class Client:
+    """A connection to cpuhpd whose waits are awaited (see the module).
+
+    *path* as for cpuhp.Client.  Connects at once (a round trip the
+    daemon answers at once).  An async context manager that closes the
+    connection, which ends its leases.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._sync = _client.Client(path)
+        self._readers = _Readers()
+
+    @property
+    def path(self) -> str:
+        """The daemon's socket."""
+        return self._sync.path
+
+    @property
+    def closed(self) -> bool:
+        """close() was called: every other call raises ValueError."""
+        return self._sync.closed
+
+    def __repr__(self) -> str:
+        return f'<cpuhp.aio.Client {"closed" if self.closed else "open"} path={self.path!r}>'
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection: every lease it holds ends.  RuntimeError
+        while another task awaits a call of this Client."""
+        self._sync.close()
+
+    def fileno(self) -> int:
+        """The Client's socket (events come on it).  Do not read, write or close it."""
+        return self._sync.fileno()
+
+    async def _done(self, call: _client._Call) -> None:
+        while not call.done():
+            await self._readers.wait([call.fileno()])
+
+    def lease(self, timeout: float | None = None) -> _LeaseRequest:
+        """A reader lease, as cpuhp.Client.lease(): ``async with
+        client.lease(): ...`` holds it for the block, ``lease = await
+        client.lease()`` returns it (release it with ``lease.release()``).
+        Bad arguments raise here, before anything is awaited."""
+        return _LeaseRequest(self, timeout_ms(timeout, forever=UINT_MS_MAX))
+
+    async def _lease(self, ms: int) -> _client.Lease:
+        with self._sync._using() as c:
+            call = self._sync._lease_begin(c, ms)
+            try:
+                await self._done(call)
+                return self._sync._lease_end(call)
+            finally:
+                call.close()
+
+    async def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
+                         check: bool = True) -> _client.HotplugResult:
+        """Bring *cpus* online or take them offline, as
+        cpuhp.Client.set_online().  Cancelled before the daemon answers:
+        a hotplug still waiting for leases is cancelled, one writing sysfs
+        finishes."""
+        text = self._sync._set_online_args(cpus, online)
+        ms = timeout_ms(timeout, forever=UINT_MS_MAX)
+        with self._sync._using() as c:
+            call = self._sync._set_online_begin(c, text, online, ms)
+            try:
+                await self._done(call)
+                return self._sync._set_online_end(call, online, check)
+            finally:
+                call.close()
+
+    async def status(self) -> _client.Status:
+        """The daemon's view, as cpuhp.Client.status() (asked on a
+        connection of its own, counted in ``connections``)."""
+        with self._sync._using() as c:
+            call = self._sync._status_begin(c)
+            try:
+                await self._done(call)
+                return self._sync._status_end(call)
+            finally:
+                call.close()
+
+    def watch(self, timeout: float | None = None) -> AsyncIterator[_client.Event]:
+        """Subscribe to events (at once) and return an async iterator of
+        them, as cpuhp.Client.watch(): ``async for event in
+        client.watch(): ...``.  *timeout*: seconds to wait for each event;
+        the iteration ends when none comes in time; None: as long as it
+        takes."""
+        ms = timeout_ms(timeout, forever=-1, limit=INT_MS_MAX)
+        with self._sync._lock:
+            self._sync._subscribe(self._sync._handle())
+        return self._events(ms)
+
+    async def _events(self, ms: int) -> AsyncIterator[_client.Event]:
+        # Nothing held across a yield: a loop that breaks out leaves the
+        # Client free to close before this generator is finalised.
+        while True:
+            ev = await self._next_event(ms)
+            if ev is None:
+                return
+            yield ev
+
+    async def next_event(self, timeout: float | None = None) -> _client.Event | None:
+        """The next event (subscribing first if watch() was not called), or
+        None if none came within *timeout* seconds, as
+        cpuhp.Client.next_event()."""
+        return await self._next_event(timeout_ms(timeout, forever=-1, limit=INT_MS_MAX))
+
+    async def _next_event(self, ms: int) -> _client.Event | None:
+        deadline = None if ms < 0 else time.monotonic() + ms / 1000
+        with self._sync._using() as c:
+            while True:
+                ev, fds = self._sync._try_event(c)
+                if ev is not None:
+                    return ev
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                await self._readers.wait(fds, left)

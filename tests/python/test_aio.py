@@ -1,0 +1,242 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""cpuhp.aio.Client against a private cpuhpd on a simulated tree (CPUs
+0-3, cpu0 not hotpluggable), each test under asyncio.run: leases, hotplug
+requests and events awaited in the loop, with no thread per call, and
+cancellation giving a request up.
+
+"A request is waiting" is observed through a second (blocking) connection's
+status, never by sleeping; ``await asyncio.sleep(0)`` only lets a new task
+run to its first wait, by which time its request is sent."""
+import asyncio
+import errno
+import threading
+
+import pytest
+
+from conftest import GUARD_S, wait_until
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, GUARD_S))
+
+
+@pytest.fixture
+def aio(cpuhp):
+    import cpuhp.aio
+    return cpuhp.aio
+
+
+def writer_is(cpuhp, observer, state):
+    return lambda: observer.status().writer == state
+
+
+async def started(coro):
+    """A task running @coro, once it waits (its request sent)."""
+    task = asyncio.create_task(coro)
+    await asyncio.sleep(0)
+    return task
+
+
+def test_async_with_lease_holds_and_releases(cpuhp, aio, daemon, observer):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            async with c.lease() as lease:
+                assert isinstance(lease, cpuhp.Lease) and not lease.released
+                assert observer.status().leases_held == 1
+            assert lease.released and observer.status().leases_held == 0
+            lease = await c.lease(timeout=0)
+            assert observer.status().leases_held == 1
+            lease.release()
+            with pytest.raises(ZeroDivisionError):
+                async with c.lease():
+                    1 / 0
+            assert observer.status().leases_held == 0
+        assert c.closed and 'closed' in repr(c)
+    run(main())
+
+
+def test_waits_are_awaited_in_the_loop_with_no_thread_per_call(cpuhp, aio, daemon, observer):
+    """A hotplug waiting for a lease and a lease waiting for that hotplug,
+    both awaited by tasks of one loop, while this task keeps asking the
+    daemon; the lease is granted after the hotplug (writer preference)."""
+    async def main():
+        held = observer.lease()
+        threads = threading.active_count()
+        async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
+            hotplug = await started(admin.set_online(1, False))
+            wait_until('the hotplug waiting',
+                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+
+            async def lease_then_look():
+                async with c.lease():
+                    return (await c.status()).offline
+            leased = await started(lease_then_look())
+            wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
+            s = await c.status()  # the loop is free: this task still runs
+            assert s.writer is cpuhp.WriterState.WAITING and s.pending_hotplugs == 1
+            assert threading.active_count() == threads
+            assert not hotplug.done() and not leased.done()
+            held.release()
+            assert (await hotplug).changed == {1}
+            assert await leased == {1}
+        assert observer.status().leases_held == 0
+    run(main())
+
+
+def test_a_lease_times_out_as_the_daemon_says(cpuhp, aio, daemon, observer):
+    async def main():
+        held = observer.lease()
+        async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
+            hotplug = await started(admin.set_online(1, False))
+            wait_until('the hotplug waiting',
+                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+            with pytest.raises(BlockingIOError):
+                await c.lease(timeout=0)
+            with pytest.raises(TimeoutError) as e:
+                await c.lease(timeout=0.05)
+            assert e.value.errno == errno.ETIMEDOUT and 'hotplug' in e.value.strerror
+            held.release()
+            await hotplug
+    run(main())
+
+
+def test_cancelling_a_waiting_lease_gives_the_request_up(cpuhp, aio, daemon, observer):
+    async def main():
+        held = observer.lease()
+        async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
+            hotplug = await started(admin.set_online(1, False))
+            wait_until('the hotplug waiting',
+                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+            waiting = await started(c.lease())
+            wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            wait_until('the request dropped', lambda: observer.status().pending_leases == 0)
+            held.release()
+            assert (await hotplug).changed == {1}
+            # c is still connected: had the request stayed, c would hold a lease.
+            assert observer.status().leases_held == 0
+    run(main())
+
+
+def test_cancelling_a_waiting_hotplug_cancels_it(cpuhp, aio, daemon, sim, observer):
+    async def main():
+        held = observer.lease()
+        async with aio.Client(daemon.socket) as c:
+            hotplug = await started(c.set_online(2, False))
+            wait_until('the hotplug waiting',
+                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+            hotplug.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await hotplug
+            wait_until('the hotplug gone', writer_is(cpuhp, observer, cpuhp.WriterState.IDLE))
+            assert observer.status().offline == set() and sim.read_online(2) == '1'
+            held.release()
+    run(main())
+
+
+def test_set_online_gives_per_cpu_results_and_errors(cpuhp, aio, daemon, observer):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            result = await c.set_online('1-2', False)
+            assert isinstance(result, cpuhp.HotplugResult) and result.changed == {1, 2}
+            with pytest.raises(OSError) as e:
+                await c.set_online('0-1', False)  # cpu0 is not hotpluggable
+            assert e.value.result.failed == {0}
+            assert (await c.set_online([0], False, check=False)).failed == {0}
+            with observer.lease():
+                with pytest.raises(BlockingIOError):
+                    await c.set_online(3, False, timeout=0)
+            with pytest.raises(TypeError):
+                await c.set_online(3, 1)
+            s = await c.status()
+            assert s.offline == {1, 2} and s.connections == 3  # observer, c, the status's own
+    run(main())
+
+
+def test_async_for_watch_yields_the_events_of_a_hotplug(cpuhp, aio, daemon, observer):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            events = c.watch(timeout=GUARD_S)  # subscribed already
+            observer.set_online('1-2', False)
+            got = []
+            async for ev in events:
+                got.append(ev)
+                if len(got) == 3:
+                    break
+            assert got == [
+                cpuhp.HotplugStarted(cpus=frozenset({1, 2}), online=False),
+                cpuhp.HotplugFinished(cpus=frozenset({1, 2}), online=False, ok=True,
+                                      failed=frozenset()),
+                cpuhp.OnlineChanged(online_cpus=frozenset({0, 3}), external=False)]
+            assert [ev async for ev in c.watch(timeout=0)] == []
+            assert await c.next_event(0.01) is None
+        # Leaving the loop early left nothing in use: the Client closed.
+    run(main())
+
+
+def test_two_tasks_waiting_for_events_on_one_client_both_get_one(cpuhp, aio, daemon, observer):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            c.watch()
+            a = await started(c.next_event())
+            b = await started(c.next_event())
+            observer.set_online(1, False)
+            got = await asyncio.gather(a, b)
+            # The first two events, one each, whichever task the loop resumed first.
+            assert sorted(type(e).__name__ for e in got) == ['HotplugFinished',
+                                                             'HotplugStarted']
+    run(main())
+
+
+def test_events_that_a_lease_read_off_the_socket_still_wake_the_watcher(cpuhp, aio, daemon,
+                                                                       observer):
+    """A Client's first lease asks for the fast path on its connection and
+    reads what came before the answer, events too."""
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            c.watch()
+            watcher = await started(c.next_event())
+            observer.set_online(1, False)
+            async with c.lease():
+                pass
+            assert isinstance(await watcher, cpuhp.HotplugStarted)
+    run(main())
+
+
+def test_close_while_a_task_awaits_a_call_is_refused(cpuhp, aio, daemon, observer):
+    async def main():
+        c = aio.Client(daemon.socket)
+        c.watch()
+        watcher = await started(c.next_event())
+        with pytest.raises(RuntimeError, match='inside a call'):
+            c.close()
+        watcher.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await watcher
+        c.close()
+        with pytest.raises(ValueError, match='closed'):
+            await c.status()
+    run(main())
+
+
+def test_bad_arguments_raise_before_anything_is_awaited(aio, daemon):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            with pytest.raises(ValueError):
+                c.lease(timeout=-1)
+            with pytest.raises(ValueError):
+                c.watch(timeout=float('nan'))
+    run(main())
+
+
+def test_the_module_shows_its_api_documented_and_typed(aio):
+    import inspect
+    assert aio.__all__ == ['Client'] and aio.__doc__
+    for name, m in vars(aio.Client).items():
+        if name.startswith('_') or not callable(m):
+            continue
+        assert inspect.getdoc(m), name
+        sig = inspect.signature(m)
+        assert sig.return_annotation is not inspect.Signature.empty, name
