@@ -37,6 +37,13 @@ async def started(coro):
     return task
 
 
+async def hotplug_waiting(cpuhp, observer, coro):
+    """A task running the hotplug @coro, once the daemon has it waiting for leases."""
+    task = await started(coro)
+    wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+    return task
+
+
 def test_async_with_lease_holds_and_releases(cpuhp, aio, daemon, observer):
     async def main():
         async with aio.Client(daemon.socket) as c:
@@ -63,9 +70,7 @@ def test_waits_are_awaited_in_the_loop_with_no_thread_per_call(cpuhp, aio, daemo
         held = observer.lease()
         threads = threading.active_count()
         async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
-            hotplug = await started(admin.set_online(1, False))
-            wait_until('the hotplug waiting',
-                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+            hotplug = await hotplug_waiting(cpuhp, observer, admin.set_online(1, False))
 
             async def lease_then_look():
                 async with c.lease():
@@ -87,9 +92,7 @@ def test_a_lease_times_out_as_the_daemon_says(cpuhp, aio, daemon, observer):
     async def main():
         held = observer.lease()
         async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
-            hotplug = await started(admin.set_online(1, False))
-            wait_until('the hotplug waiting',
-                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+            hotplug = await hotplug_waiting(cpuhp, observer, admin.set_online(1, False))
             with pytest.raises(BlockingIOError):
                 await c.lease(timeout=0)
             with pytest.raises(TimeoutError) as e:
@@ -104,9 +107,7 @@ def test_cancelling_a_waiting_lease_gives_the_request_up(cpuhp, aio, daemon, obs
     async def main():
         held = observer.lease()
         async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
-            hotplug = await started(admin.set_online(1, False))
-            wait_until('the hotplug waiting',
-                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+            hotplug = await hotplug_waiting(cpuhp, observer, admin.set_online(1, False))
             waiting = await started(c.lease())
             wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
             waiting.cancel()
@@ -124,9 +125,7 @@ def test_cancelling_a_waiting_hotplug_cancels_it(cpuhp, aio, daemon, sim, observ
     async def main():
         held = observer.lease()
         async with aio.Client(daemon.socket) as c:
-            hotplug = await started(c.set_online(2, False))
-            wait_until('the hotplug waiting',
-                       writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+            hotplug = await hotplug_waiting(cpuhp, observer, c.set_online(2, False))
             hotplug.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await hotplug

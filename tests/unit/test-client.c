@@ -343,11 +343,26 @@ static void send_lease_granted(int fd, uint64_t id, uint64_t lease)
 	srv_send(fd, &r);
 }
 
+/* Read a LeaseRelease of @lease and answer it. */
+static void srv_lease_released(int fd, uint64_t lease)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
+	Cpuhp__Request *req = srv_read(fd);
+
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LEASE_RELEASE);
+	CHECK_EQ_INT(req->lease_release->lease_id, lease);
+	rel.lease_id = lease;
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
+	r.lease_released = &rel;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+}
+
 static void script_leases(int fd)
 {
 	Cpuhp__Request *req;
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
 
 	srv_hello(fd);
 	req = srv_read(fd);
@@ -356,15 +371,7 @@ static void script_leases(int fd)
 	send_lease_granted(fd, req->id, 42);
 	cpuhp__request__free_unpacked(req, NULL);
 
-	req = srv_read(fd);
-	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LEASE_RELEASE);
-	CHECK_EQ_INT(req->lease_release->lease_id, 42);
-	rel.lease_id = 42;
-	r.id = req->id;
-	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
-	r.lease_released = &rel;
-	srv_send(fd, &r);
-	cpuhp__request__free_unpacked(req, NULL);
+	srv_lease_released(fd, 42);
 
 	/* A try-acquire that finds a hotplug in the way. */
 	srv_error(fd, srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_ACQUIRE),
@@ -816,8 +823,6 @@ static int call_wait(struct cpuhp_client_call *call)
 
 static void script_lease_begin(int fd)
 {
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
 	Cpuhp__Request *req;
 	uint64_t id;
 	int w;
@@ -835,15 +840,7 @@ static void script_lease_begin(int fd)
 	srv_send_hello_reply(w);
 	send_lease_granted(w, id, 7);
 	/* Released on the connection it is held on, which then closes. */
-	req = srv_read(w);
-	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LEASE_RELEASE);
-	CHECK_EQ_INT(req->lease_release->lease_id, 7);
-	rel.lease_id = 7;
-	r.id = req->id;
-	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
-	r.lease_released = &rel;
-	srv_send(w, &r);
-	cpuhp__request__free_unpacked(req, NULL);
+	srv_lease_released(w, 7);
 	srv_wait_close(w);
 	close(w);
 	srv_wait_close(fd);
