@@ -329,6 +329,7 @@ class Client:
         self._lock = threading.Lock()
         self._watching = False
         self._busy = 0  # calls in progress (under _lock): close() refuses while any
+        self._fast = False  # the handle takes fast leases (known after its first lease)
         # The watchers' wake-up: written when a call on the handle may have
         # read their events off the socket (so poll() would not see them).
         self._wake_r = self._wake_w = -1
@@ -444,6 +445,9 @@ class Client:
         KeyboardInterrupt) and gives the request up: no lease comes of it.
         """
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
+        lease = self._lease_now(ms)
+        if lease is not None:
+            return lease
         with self._using() as c:
             call = self._lease_begin(c, ms)
             try:
@@ -451,6 +455,28 @@ class Client:
                 return self._lease_end(call)
             finally:
                 call.close()
+
+    def _lease_now(self, ms: int) -> Lease | None:
+        """A fast lease taken at once, or None: a socket lease is needed
+        (no fast path), or a wait (a hotplug in the way and *ms* not 0).
+        The common case, without the asynchronous call's allocations."""
+        out = ffi.new('uint64_t *')
+        with self._lock:
+            c = self._handle()
+            if not self._fast:
+                rc = lib.cpuhp_client_fast_path(c)  # the first time, a round trip on c
+                self._kick()
+                if rc < 0:
+                    raise self._error(c, rc)
+                self._fast = rc == 1  # once granted, for the handle's life
+                if not self._fast:
+                    return None
+            rc = lib.cpuhp_client_lease_acquire(c, 0, out)  # never waits
+            if rc == -errno.EAGAIN and ms:
+                return None
+            if rc < 0:
+                raise self._error(c, rc)
+        return Lease(self, int(out[0]))
 
     def _lease_begin(self, c, ms: int) -> _Call:
         return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_begin(c, ms, out))

@@ -187,6 +187,9 @@ class Client:
         return _LeaseRequest(self, timeout_ms(timeout, forever=UINT_MS_MAX))
 
     async def _lease(self, ms: int) -> _client.Lease:
+        lease = self._sync._lease_now(ms)
+        if lease is not None:
+            return lease
         with self._sync._using() as c:
             call = self._sync._lease_begin(c, ms)
             try:
