@@ -40,3 +40,11 @@ def test_the_api_lists_only_what_is_there(cpuhp):
 def test_other_missing_names_are_plain_attribute_errors(cpuhp):
     with pytest.raises(AttributeError):
         cpuhp.no_such_name  # noqa: B018
+
+
+def test_cpuhp_aio_says_it_is_not_in_this_build(cpuhp):
+    with pytest.raises(ImportError, match=r'built without libcpuhp-client.*-Dclient=enabled'):
+        import cpuhp.aio  # noqa: F401
+    with pytest.raises(ImportError, match='built without libcpuhp-client'):
+        cpuhp.aio  # noqa: B018
+    assert 'aio' not in dir(cpuhp) and dir(cpuhp) == sorted(cpuhp.__all__ + ['__version__'])
