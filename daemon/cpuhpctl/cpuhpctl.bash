@@ -65,7 +65,7 @@ _cpuhpctl()
 		# A range list: complete the number after the last ',' or '-'.
 		local state=0 pre= cpus
 		[[ $cmd == offline ]] && state=1
-		[[ $cur == *[,-]* ]] && pre=${cur%[,-]*}${cur: ${#cur%[,-]*}:1}
+		[[ $cur == *[,-]* ]] && pre=${cur%"${cur##*[,-]}"}
 		cpus=$(_cpuhpctl_cpus "$state")
 		COMPREPLY=($(compgen -P "$pre" -W "$cpus" -- "${cur#"$pre"}"))
 		;;

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The bash completion of cpuhpctl (daemon/cpuhpctl/cpuhpctl.bash), driven
+the way bash drives it: COMP_WORDS/COMP_CWORD set, the function that
+`complete -p cpuhpctl` names called, COMPREPLY read back.  CPU numbers come
+from a simulated tree (CPUHPCTL_SYSFS_ROOT) or the real /sys."""
+import pathlib
+import re
+import shlex
+import subprocess
+
+import pytest
+
+import fixture
+
+SCRIPT = fixture.SOURCE / 'daemon' / 'cpuhpctl' / 'cpuhpctl.bash'
+
+
+def bash(code, env=None):
+    r = subprocess.run(['bash', '--norc', '--noprofile', '-c', f'source {shlex.quote(str(SCRIPT))}\n'
+                        + code], capture_output=True, text=True, timeout=fixture.GUARD_S,
+                       env={'PATH': '/usr/bin:/bin', **(env or {})})
+    assert r.returncode == 0 and r.stderr == '', r
+    return r.stdout
+
+
+def complete(line, root=None):
+    """The candidates for the last word of @line ('' after a trailing space)."""
+    words = line.split(' ')
+    arr = ' '.join(shlex.quote(w) for w in words)
+    out = bash(f'COMP_WORDS=({arr}); COMP_CWORD={len(words) - 1}\n'
+               'fn=$(complete -p cpuhpctl | sed -n "s/.*-F \\([^ ]*\\) .*/\\1/p")\n'
+               '"$fn" cpuhpctl\n'
+               'printf "%s\\n" "${COMPREPLY[@]}"',
+               env={'CPUHPCTL_SYSFS_ROOT': str(root)} if root else None)
+    return sorted(x for x in out.splitlines() if x)
+
+
+def test_it_registers_a_function_for_cpuhpctl():
+    assert bash('complete -p cpuhpctl').strip() == 'complete -F _cpuhpctl cpuhpctl'
+
+
+def test_commands():
+    assert complete('cpuhpctl ') == sorted(['status', 'online', 'offline', 'watch', 'hold', 'help'])
+    assert complete('cpuhpctl of') == ['offline']
+    assert complete('cpuhpctl --socket /run/x.sock st') == ['status']
+
+
+def test_options_are_the_ones_cpuhpctl_has():
+    def has(*args):
+        r = subprocess.run([str(fixture.CPUHPCTL), *args, '--help'], capture_output=True,
+                           text=True, timeout=fixture.GUARD_S)
+        # Every command takes -h/--help (its usage says so only on the program's).
+        return set(re.findall(r'(?<![\w-])(--?[a-zA-Z][a-z-]*)', r.stdout)) | {'-h', '--help'}
+    for line, args in (('cpuhpctl -', ()), ('cpuhpctl online -', ('online',)),
+                       ('cpuhpctl watch -', ('watch',)), ('cpuhpctl hold -', ('hold',))):
+        got = set(complete(line)) - {'--'}
+        assert got and got <= has(*args), (line, got - has(*args))
+    assert {'--socket', '--version', '--help'} <= set(complete('cpuhpctl --'))
+    assert '--timeout' in complete('cpuhpctl offline --')
+
+
+def test_cpu_numbers_come_from_the_tree(tmp):
+    sim = fixture.SimSysfs(tmp / 'sys', cpus='0-5')   # CPU 0 has no online file
+    sim.write_online(2, 0)
+    sim.write_online(4, 0)
+    assert complete('cpuhpctl offline ', sim.root) == ['1', '3', '5']
+    assert complete('cpuhpctl online ', sim.root) == ['2', '4']
+    assert complete('cpuhpctl --socket /x offline --timeout 10 3', sim.root) == ['3']
+    assert complete('cpuhpctl online 2,', sim.root) == ['2,2', '2,4']
+    assert complete('cpuhpctl offline 1-', sim.root) == ['1-1', '1-3', '1-5']
+    assert complete('cpuhpctl offline --timeout ', sim.root) == []
+
+
+def test_cpu_numbers_default_to_the_real_sys():
+    cpu = pathlib.Path('/sys/devices/system/cpu')
+    files = list(cpu.glob('cpu[0-9]*/online'))
+    if not files:
+        pytest.skip('skipped: this machine has no hotpluggable CPU in /sys')
+    want = sorted(f.parent.name[3:] for f in files if f.read_text().strip() == '1')
+    assert complete('cpuhpctl offline ') == sorted(want)
+
+
+def test_hold_completes_the_command_to_run():
+    assert 'true' in complete('cpuhpctl hold -- tru')
+    assert 'true' in complete('cpuhpctl hold --timeout 5 tru')
+    assert complete('cpuhpctl hold --timeout ') == []
