@@ -4,6 +4,7 @@ kind of fault, randomised from the printed seed, records what it injected
 and checked in the report, and ends with faultlib.check_invariants().  The
 SIGTERM fault comes last because it ends the daemon."""
 import collections
+import errno
 import json
 import os
 import signal
@@ -428,7 +429,88 @@ def test_random_bytes_from_many_clients_at_once(rig, row):
     check_invariants(rig, rnd, row)
 
 
-# ---- 6. SIGTERM with requests waiting (last: it ends the daemon) ----
+# ---- 6. forged, double and inherited releases (issue 17) ----
+
+FAST_BIT = 1 << 63
+
+
+def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
+    """Forged, double and fork-child releases while another thread of the process holds a fast lease."""
+    from fastlib import FastClient, Raw
+    rnd = faultlib.rng('forged')
+    led, d, sim = rig.ledger, rig.daemon, rig.sim
+    rounds = 8
+    kinds = collections.Counter()
+    closed = 0
+    row['injected'].append(f'{rounds} rounds: a libcpuhp-client process holds 1-3 fast '
+                           'leases on one thread while, at random, another of its threads '
+                           'releases its own lease twice or releases forged ids, a fork '
+                           'child releases the held ids, or a raw client writes a random '
+                           'count (in or out of 0..16) into a random slot and wakes the daemon')
+    row['checked'] += ['every misuse of the library is ESRCH (ECHILD for the child acquire)',
+                       'a 300 ms hotplug still times out behind the held leases',
+                       'a raw client outside 0..16 is closed with ERR_EPROTO',
+                       'invariants after every round']
+    for _ in range(rounds):
+        c = FastClient(d.socket)
+        raw = None
+        try:
+            c.connect('a')
+            c.thread('t0', 'a')
+            c.thread('t1', 'a')
+            held = [c.lease('t0') for _ in range(rnd.randint(1, 3))]
+            kind = rnd.choice(('double', 'forged', 'fork', 'raw'))
+            kinds[kind] += 1
+            if kind == 'double':
+                mine = c.lease('t1')
+                c.unlease('t1', mine)
+                c.release('t1', mine)
+                assert c.wait('t1')['ret'] == -errno.ESRCH
+            elif kind == 'forged':
+                for _ in range(rnd.randint(1, 5)):
+                    forged = FAST_BIT | rnd.getrandbits(63)
+                    if forged in held:
+                        continue
+                    c.release('t1', forged)
+                    assert c.wait('t1')['ret'] == -errno.ESRCH, forged
+            elif kind == 'fork':
+                r = c(f'forklease a {rnd.choice(held)}')
+                assert r['acquire'] == -errno.ECHILD and r['release'] == -errno.ESRCH, r
+            else:
+                raw = Raw(d.socket)
+                assert raw('hello')['fast_path']
+                g = raw('fastpath 4')
+                assert g['kind'] == 'granted', g
+                value = rnd.choice((-1, -2, 17, 2**31 - 1, rnd.randint(-100, 100)))
+                word = rnd.choice(('set', 'setrel'))
+                assert raw(f'{word} {rnd.randrange(4)} {value}')['ok']
+                leases = value if word == 'set' else -value
+                bad = not 0 <= leases <= 16
+            h = rig.name('h')
+            led.connect(h)
+            r = led.call(h, 'offline', '1', 300)
+            assert error_code(r) == 'ERR_ETIMEDOUT', \
+                f'{kind}: a hotplug ran while {len(held)} fast lease(s) were held: {r}'
+            assert sim_online(sim) == {0, 1, 2, 3}
+            if raw and bad:
+                # The hotplug's count judged the slot: the connection is closed.
+                r = raw('closed')
+                assert r['code'] == 'ERR_EPROTO' and r['revoked'] == 1, r
+                closed += 1
+            for lease in held:
+                c.unlease('t0', lease)
+            led.finish(h)
+        finally:
+            c.kill()
+            if raw:
+                raw.kill()
+        check_invariants(rig, rnd, row)
+    row['numbers']['rounds'] = '/'.join(f'{k} {v}' for k, v in sorted(kinds.items()))
+    row['numbers']['raw clients closed for a bad slot'] = closed
+    assert 'protocol violation' in d.log() or not kinds['raw']
+
+
+# ---- 7. SIGTERM with requests waiting (last: it ends the daemon) ----
 
 def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, row):
     """The daemon SIGTERMed while hotplugs and leases wait behind a lease."""

@@ -15,7 +15,13 @@
  * formatter that prints only with CPUHP_FUZZ_LOG=1.
  *
  * Input: byte 0 % 8 = how many of the next bytes give piece sizes (1..256,
- * cycled); the rest is the stream.
+ * cycled); the rest is the stream.  Byte 0 & 8: the client also writes into
+ * its fast-path slots, as a forger would (issue 17): once a FastPathGranted
+ * came, before each piece it stores that piece's size byte, sign-extended
+ * (0x7f: INT32_MAX), into the count (even byte) or the released word (odd)
+ * of slot (byte % nslots).  A slot outside 0..16 must make the daemon close
+ * the connection with EPROTO (so such a stream is not "clean" below), and
+ * must never wedge a hotplug nor let one in.
  *
  * Properties, beyond what ASan/UBSan catch:
  *  - every byte the daemon sends is a frame holding a Response with a body;
@@ -42,12 +48,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "errmap.h"
+#include "fastpath.h"
 #include "frame.h"
 
 #include "cpuhpd.h"
@@ -218,7 +227,57 @@ struct client {
 	uint8_t *rx; /* everything the daemon sent */
 	size_t rx_len, rx_cap;
 	bool eof;
+	/* The fast-path region, once granted (the descriptors come with a reply). */
+	struct cpuhp__fast_region *reg;
+	size_t reg_size;
+	unsigned nslots;
+	bool forged; /* a slot was left outside 0..16 */
 };
+
+/* The region's memfd (the second descriptor of FastPathGranted), mapped like a client. */
+static void take_fds(struct client *cl, struct msghdr *mh)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[2];
+		struct stat st;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		FUZZ_CHECK(n == 2 && !cl->reg);
+		memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+		FUZZ_CHECK(fstat(fds[1], &st) == 0 && st.st_size >= (off_t)(2 * CPUHP__FAST_LINE));
+		cl->reg_size = (size_t)st.st_size;
+		cl->reg = mmap(NULL, cl->reg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+		FUZZ_CHECK(cl->reg != MAP_FAILED);
+		cl->nslots = cl->reg->head.nslots;
+		FUZZ_CHECK(cl->nslots >= 1 &&
+		           CPUHP__FAST_REGION_SIZE(cl->nslots) <= (uint32_t)cl->reg_size);
+		close(fds[0]);
+		close(fds[1]);
+	}
+}
+
+/* Write a forger's value into the region (see the header); note whether a slot is now bad. */
+static void forge(struct client *cl, uint8_t b)
+{
+	struct cpuhp__fast_slot *sl;
+	int32_t v = b == 0x7f ? INT32_MAX : (int32_t)(int8_t)b, lease;
+
+	if (!cl->reg)
+		return;
+	sl = &cl->reg->slot[b % cl->nslots];
+	if (b & 1)
+		atomic_store(&sl->released, v);
+	else
+		atomic_store(&sl->count, v);
+	for (unsigned i = 0; i < cl->nslots; i++) {
+		lease = (int32_t)((uint32_t)atomic_load(&cl->reg->slot[i].count) -
+		                  (uint32_t)atomic_load(&cl->reg->slot[i].released));
+		if (lease < 0 || lease > CPUHP__FAST_SLOT_MAX_LEASES)
+			cl->forged = true;
+	}
+}
 
 static void drain(struct client *cl)
 {
@@ -230,8 +289,16 @@ static void drain(struct client *cl)
 			cl->rx = realloc(cl->rx, cl->rx_cap);
 			FUZZ_CHECK(cl->rx);
 		}
-		n = recv(cl->fd, cl->rx + cl->rx_len, cl->rx_cap - cl->rx_len, 0);
+		char ctl[CMSG_SPACE(2 * sizeof(int))];
+		struct iovec iov = {.iov_base = cl->rx + cl->rx_len,
+		                    .iov_len = cl->rx_cap - cl->rx_len};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+		mh.msg_control = ctl;
+		mh.msg_controllen = sizeof(ctl);
+		n = recvmsg(cl->fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n > 0) {
+			take_fds(cl, &mh);
 			cl->rx_len += (size_t)n;
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 			/* ECONNRESET: the daemon closed with our bytes unread, after an error. */
@@ -269,7 +336,7 @@ static bool send_piece(struct client *cl, const uint8_t *p, size_t len)
 }
 
 static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, const uint8_t *s,
-                       size_t n)
+                       size_t n, bool forger)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct cpuhpd_conn *c;
@@ -286,6 +353,8 @@ static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, c
 
 		if (piece > n - pos)
 			piece = n - pos;
+		if (forger && nsplit)
+			forge(cl, split[(i - 1) % nsplit]);
 		if (!send_piece(cl, s + pos, piece))
 			break;
 		pos += piece;
@@ -299,7 +368,8 @@ static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, c
 	for (;;) {
 		drain(cl);
 		c = the_conn();
-		if (!c || (!c->queued && !(d.hotplug.nqueued && d.leases.held == 0)))
+		if (!c || (!c->queued && !(d.hotplug.nqueued && d.leases.held == 0 &&
+		                           cpuhpd_fastpath_held(&d) == 0)))
 			break;
 		uv_run(d.loop, UV_RUN_ONCE);
 	}
@@ -312,6 +382,8 @@ static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, c
 	drain(cl);
 	FUZZ_CHECK(cl->eof);
 	close(cl->fd);
+	if (cl->reg)
+		munmap(cl->reg, cl->reg_size);
 }
 
 /* ---- the reference reading of the input and the checks ---- */
@@ -517,7 +589,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (nsplit > size - 1)
 		nsplit = size - 1;
 	read_reference(data + 1 + nsplit, size - 1 - nsplit, &ref);
-	run_client(&cl, data + 1, nsplit, data + 1 + nsplit, size - 1 - nsplit);
+	run_client(&cl, data + 1, nsplit, data + 1 + nsplit, size - 1 - nsplit, data[0] & 8);
+	/* A forged slot closes the connection (EPROTO): requests after it go unanswered. */
+	if (cl.forged)
+		ref.clean = false;
 	check_responses(&cl, &ref);
 	check_daemon_state();
 	reset_daemon();

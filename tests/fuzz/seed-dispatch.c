@@ -259,6 +259,26 @@ int main(int argc, char **argv)
 	status(&s);
 	save(dir, "fast-path-then-hotplug", &s);
 
+	/*
+	 * A forger (byte 0 & 8): the first piece is Hello + FastPathRequest,
+	 * then slot 2's count becomes -2 (piece byte 0xfe) before a hotplug
+	 * sums it: the daemon closes the connection (issue 17).
+	 */
+	{
+		uint8_t pieces[2] = {0, 0xfe};
+		size_t mark;
+
+		begin(&s, pieces, 2);
+		s.buf[0] |= 8;
+		mark = s.len;
+		hello(&s, 1);
+		fast_path(&s, 4);
+		s.buf[1] = (uint8_t)(s.len - mark - 1);
+		set_online(&s, "1", false, 1000);
+		status(&s);
+		save(dir, "forged-slot", &s);
+	}
+
 	begin(&s, NULL, 0);
 	status(&s);
 	save(dir, "status-before-hello", &s);
