@@ -316,6 +316,7 @@ struct cpuhp__pcount {
 struct cpuhp__thread {
 	/* Only the owner writes these; others read them under the registry lock. */
 	struct cpuhp__slot **chunks;
+	unsigned *chunk_pos; /* chunks[c]'s index in pcount.c's users of chunk c */
 	unsigned nchunks;
 	bool urcu_registered_by_us;
 	struct urcu_reader *urcu;          /* this thread's liburcu reader record */

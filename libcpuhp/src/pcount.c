@@ -9,9 +9,19 @@
  * never write the same cache line.  The value of a counter is the sum of its
  * slots in every registered thread plus ->shared.
  *
+ * A writer's sum must visit every thread that has the counter's chunk.  It
+ * does not walk the registry for that (a chain of dependent loads per
+ * thread, ~26 ns each with 20,000 threads) but an array per chunk index of
+ * the chunks themselves ("users"), whose slot loads are independent of each
+ * other and overlap; threads that never touched the chunk are not in it.
+ * The read path does not see these arrays.
+ *
  * Invariants:
  *  - A thread's ->chunks/->nchunks change only in that thread, under the
  *    registry lock; other threads read them only under the registry lock.
+ *  - users[c] holds exactly the non-NULL chunks[c] of registered threads;
+ *    thread t's is at users[c].chunk[t->chunk_pos[c]].  Under the registry
+ *    lock.
  *  - When a thread exits, its non-zero slots move into ->shared under the
  *    registry lock, so a sum (also under that lock) never sees half a move.
  *  - A counter's slots are all zero while its id is free: destroy clears them.
@@ -34,7 +44,27 @@ static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cpuhp__thread *registry;  /* every registered thread */
 static struct cpuhp__pcount **counters; /* id -> counter, NULL when free */
 static unsigned nr_counters;
+/*
+ * Which ids are taken, to find the lowest free one without a scan of
+ * every id (creating n locks was O(n^2)): bit i of used[w] is id 64w+i;
+ * bit j of full[f] says used[64f+j] has no free bit.  Lowest, because ids
+ * below 64 take the fast path's cached chunk and low ids keep the threads'
+ * chunk tables short.  The lowest free id is then at most one look per 4096
+ * ids away, and first_free (no free id below it) skips even that while
+ * locks are only created.  All under the registry lock.
+ */
+static uint64_t *used, *full;
+static unsigned first_free;
 static pthread_key_t exit_key;
+
+/* Every registered thread's chunk c, for a sum over counters in chunk c. */
+struct chunk_users {
+	struct cpuhp__slot **chunk;
+	struct cpuhp__thread **owner; /* to fix ->chunk_pos after a swap-remove */
+	unsigned n, cap;
+};
+static struct chunk_users *users;
+static unsigned nr_users; /* entries of users[]: chunk indexes seen so far */
 
 #define CHUNK_BYTES                                                                                \
 	((sizeof(struct cpuhp__slot) * CPUHP__CHUNK_SLOTS + CPUHP__FALSE_SHARING - 1) /            \
@@ -60,11 +90,69 @@ static void registry_unlink(struct cpuhp__thread *t)
 		t->next->prev = t->prev;
 }
 
+/* Under the registry lock: add @t's chunk @c to users[c]; -ENOMEM leaves all as it was. */
+static int users_add(struct cpuhp__thread *t, unsigned c)
+{
+	struct chunk_users *u;
+
+	if (c >= nr_users) {
+		unsigned n = nr_users ? nr_users : 4;
+		struct chunk_users *grown;
+
+		while (n <= c)
+			n *= 2;
+		grown = realloc(users, n * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		memset(grown + nr_users, 0, (n - nr_users) * sizeof(*grown));
+		users = grown;
+		nr_users = n;
+	}
+	u = &users[c];
+	if (u->n == u->cap) {
+		unsigned cap = u->cap ? 2 * u->cap : 16;
+		struct cpuhp__slot **ch = realloc(u->chunk, cap * sizeof(*ch));
+		struct cpuhp__thread **ow;
+
+		if (!ch)
+			return -ENOMEM;
+		u->chunk = ch;
+		ow = realloc(u->owner, cap * sizeof(*ow));
+		if (!ow)
+			return -ENOMEM;
+		u->owner = ow;
+		u->cap = cap;
+	}
+	t->chunk_pos[c] = u->n;
+	u->chunk[u->n] = t->chunks[c];
+	u->owner[u->n] = t;
+	u->n++;
+	return 0;
+}
+
+/* Under the registry lock: take @t's chunk @c out of users[c] (the last entry fills the hole). */
+static void users_remove(struct cpuhp__thread *t, unsigned c)
+{
+	struct chunk_users *u = &users[c];
+	unsigned pos = t->chunk_pos[c], last = --u->n;
+
+	if (pos != last) {
+		u->chunk[pos] = u->chunk[last];
+		u->owner[pos] = u->owner[last];
+		u->owner[pos]->chunk_pos[c] = pos;
+	}
+}
+
+/* Under the registry lock. */
 static void thread_free(struct cpuhp__thread *t)
 {
-	for (unsigned i = 0; i < t->nchunks; i++)
+	for (unsigned i = 0; i < t->nchunks; i++) {
+		if (t->chunks[i])
+			users_remove(t, i);
 		free(t->chunks[i]);
+	}
 	free(t->chunks);
+	free(t->chunk_pos);
 	free(t);
 }
 
@@ -100,12 +188,12 @@ static void thread_exit(void *arg)
 	registry_unlink(t);
 	if (t->urcu_registered_by_us)
 		urcu_memb_unregister_thread();
+	thread_free(t);
 	cpuhp__registry_unlock();
 
 	cpuhp__self = NULL;
 	cpuhp__chunk0 = NULL;
 	cpuhp__inline_slots = NULL;
-	thread_free(t);
 }
 
 struct cpuhp__thread *cpuhp__thread_slow(void)
@@ -138,6 +226,7 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 {
 	struct cpuhp__slot *s = cpuhp__slot_fast(t, pc);
 	struct cpuhp__slot **old = NULL;
+	unsigned *old_pos = NULL;
 
 	if (s)
 		return s;
@@ -145,16 +234,25 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 	if (pc->chunk >= t->nchunks) {
 		unsigned n = t->nchunks ? t->nchunks : 4;
 		struct cpuhp__slot **grown;
+		unsigned *pos;
 
 		while (n <= pc->chunk)
 			n *= 2;
 		grown = calloc(n, sizeof(*grown));
-		if (!grown)
+		pos = calloc(n, sizeof(*pos));
+		if (!grown || !pos) {
+			free(grown);
+			free(pos);
 			goto out;
-		if (t->nchunks)
+		}
+		if (t->nchunks) {
 			memcpy(grown, t->chunks, t->nchunks * sizeof(*grown));
+			memcpy(pos, t->chunk_pos, t->nchunks * sizeof(*pos));
+		}
 		old = t->chunks;
+		old_pos = t->chunk_pos;
 		t->chunks = grown;
+		t->chunk_pos = pos;
 		t->nchunks = n;
 	}
 	if (!t->chunks[pc->chunk]) {
@@ -164,6 +262,11 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 			goto out;
 		memset(chunk, 0, CHUNK_BYTES);
 		t->chunks[pc->chunk] = chunk;
+		if (users_add(t, pc->chunk)) {
+			t->chunks[pc->chunk] = NULL;
+			free(chunk);
+			goto out;
+		}
 		if (pc->chunk == 0) {
 			cpuhp__chunk0 = chunk;
 			/* <cpuhp/rwsem-inline.h>'s view: NULL where the inline path may not run. */
@@ -174,27 +277,73 @@ struct cpuhp__slot *cpuhp__slot_slow(struct cpuhp__thread *t, const struct cpuhp
 out:
 	cpuhp__registry_unlock();
 	free(old);
+	free(old_pos);
 	return s;
+}
+
+/* Under the registry lock: the lowest free id, growing the tables if none. */
+static int id_alloc(unsigned *out)
+{
+	unsigned nfull = (nr_counters / 64 + 63) / 64, f, w, id;
+
+	for (f = first_free / 4096; f < nfull && full[f] == UINT64_MAX; f++)
+		;
+	if (f == nfull) {
+		/* Every id taken: double the tables (64 ids at first). */
+		unsigned n = nr_counters ? 2 * nr_counters : CPUHP__CHUNK_SLOTS;
+		unsigned nw = n / 64, nf = (nw + 63) / 64;
+		struct cpuhp__pcount **grown = realloc(counters, n * sizeof(*grown));
+		uint64_t *u, *fl;
+
+		if (!grown)
+			return -ENOMEM;
+		counters = grown;
+		u = realloc(used, nw * sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		used = u;
+		fl = realloc(full, nf * sizeof(*fl));
+		if (!fl)
+			return -ENOMEM;
+		full = fl;
+		memset(counters + nr_counters, 0, (n - nr_counters) * sizeof(*counters));
+		memset(used + nr_counters / 64, 0, (nw - nr_counters / 64) * sizeof(*used));
+		/* Words past the end count as full, so that the search never picks one. */
+		memset(full + nfull, 0xff, (nf - nfull) * sizeof(*full));
+		for (w = nr_counters / 64; w < nw; w++)
+			full[w / 64] &= ~(1ull << (w % 64));
+		/* The new ids start where the old ones ended: f is their summary word. */
+		f = nr_counters / 4096;
+		nr_counters = n;
+	}
+	w = 64 * f + (unsigned)__builtin_ctzll(~full[f]);
+	id = 64 * w + (unsigned)__builtin_ctzll(~used[w]);
+	used[w] |= 1ull << (id % 64);
+	if (used[w] == UINT64_MAX)
+		full[f] |= 1ull << (w % 64);
+	first_free = id + 1;
+	*out = id;
+	return 0;
+}
+
+static void id_free(unsigned id)
+{
+	used[id / 64] &= ~(1ull << (id % 64));
+	full[id / 4096] &= ~(1ull << (id / 64 % 64));
+	if (id < first_free)
+		first_free = id;
 }
 
 int cpuhp__pcount_init(struct cpuhp__pcount *pc, const char *name)
 {
 	unsigned id;
+	int err;
 
 	cpuhp__registry_lock();
-	for (id = 0; id < nr_counters && counters[id]; id++)
-		;
-	if (id == nr_counters) {
-		unsigned n = nr_counters ? 2 * nr_counters : CPUHP__CHUNK_SLOTS;
-		struct cpuhp__pcount **grown = realloc(counters, n * sizeof(*grown));
-
-		if (!grown) {
-			cpuhp__registry_unlock();
-			return -ENOMEM;
-		}
-		memset(grown + nr_counters, 0, (n - nr_counters) * sizeof(*grown));
-		counters = grown;
-		nr_counters = n;
+	err = id_alloc(&id);
+	if (err) {
+		cpuhp__registry_unlock();
+		return err;
 	}
 	counters[id] = pc;
 	pc->id = id;
@@ -210,17 +359,16 @@ void cpuhp__pcount_destroy(struct cpuhp__pcount *pc)
 {
 	cpuhp__registry_lock();
 	/* Slots may be +1 here and -1 there (released on another thread). */
-	for (struct cpuhp__thread *t = registry; t; t = t->next) {
-		if (pc->chunk < t->nchunks && t->chunks[pc->chunk]) {
-			struct cpuhp__slot *s = &t->chunks[pc->chunk][pc->slot];
+	for (unsigned i = 0; pc->chunk < nr_users && i < users[pc->chunk].n; i++) {
+		struct cpuhp__slot *s = &users[pc->chunk].chunk[i][pc->slot];
 
-			atomic_store_explicit(&s->count, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->count, 0, memory_order_relaxed);
 #if CPUHP_DEBUG
-			s->held = 0;
+		s->held = 0;
 #endif
-		}
 	}
 	counters[pc->id] = NULL;
+	id_free(pc->id);
 	cpuhp__registry_unlock();
 }
 
@@ -228,11 +376,14 @@ long cpuhp__pcount_sum_locked(struct cpuhp__pcount *pc)
 {
 	/* C (internal.h): a reader's section happens before its decrement we count. */
 	long sum = atomic_load_explicit(&pc->shared, memory_order_acquire);
+	struct chunk_users *u;
 
-	for (struct cpuhp__thread *t = registry; t; t = t->next)
-		if (pc->chunk < t->nchunks && t->chunks[pc->chunk])
-			sum += atomic_load_explicit(&t->chunks[pc->chunk][pc->slot].count,
-			                            memory_order_acquire); /* C */
+	if (pc->chunk >= nr_users)
+		return sum;
+	u = &users[pc->chunk];
+	for (unsigned i = 0; i < u->n; i++)
+		sum += atomic_load_explicit(&u->chunk[i][pc->slot].count,
+		                            memory_order_acquire); /* C */
 	return sum;
 }
 

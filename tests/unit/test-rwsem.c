@@ -397,6 +397,42 @@ static void rwsem_read_lock_released_on_another_thread(void)
 	cpuhp_rwsem_free(sem);
 }
 
+/*
+ * Lock ids: the lowest free one, so that freed ids are reused (ids below 64
+ * take the fast path's cached chunk), past the first tables' growth.
+ */
+static void rwsem_new_takes_the_lowest_free_id_and_reuses_freed_ones(void)
+{
+	enum { N = 5000 };
+	static struct cpuhp_rwsem *s[N];
+	struct cpuhp_rwsem *a, *b, *c;
+	unsigned base;
+
+	for (int i = 0; i < N; i++)
+		s[i] = new_sem();
+	base = s[0]->readers.id;
+	for (int i = 1; i < N; i++)
+		CHECK_EQ_INT(s[i]->readers.id, s[i - 1]->readers.id + 1);
+	/* Free one id in the first word, one past 4096 ids (another summary word). */
+	cpuhp_rwsem_free(s[4200]);
+	cpuhp_rwsem_free(s[7]);
+	a = new_sem();
+	b = new_sem();
+	c = new_sem();
+	CHECK_EQ_INT(a->readers.id, base + 7);
+	CHECK_EQ_INT(b->readers.id, base + 4200);
+	CHECK_EQ_INT(c->readers.id, base + N);
+	s[7] = a;
+	s[4200] = b;
+	cpuhp_rwsem_free(c);
+	for (int i = 0; i < N; i++)
+		cpuhp_rwsem_free(s[i]);
+	/* All free again: the next lock gets the lowest id there was. */
+	a = new_sem();
+	CHECK_EQ_INT(a->readers.id, base);
+	cpuhp_rwsem_free(a);
+}
+
 static unsigned registered_threads(void)
 {
 	unsigned n;
@@ -695,6 +731,7 @@ int main(void)
 	RUN_TEST(rwsem_write_timeout_while_draining_restores_lock_and_lets_readers_in);
 	RUN_TEST(rwsem_write_timeout_while_queued_leaves_queue_unchanged);
 	RUN_TEST(rwsem_read_lock_released_on_another_thread);
+	RUN_TEST(rwsem_new_takes_the_lowest_free_id_and_reuses_freed_ones);
 	RUN_TEST(rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind);
 	RUN_TEST(rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_call_rcu);
 	RUN_TEST(rwsem_writer_inside_exit_window_skips_membarrier);

@@ -22,6 +22,13 @@
  *    the fork.  In the child, read locks held by threads other than the
  *    forking one do not exist.
  *
+ * Cost of a writer: it sums one counter per thread that has ever used a
+ * lock whose id shares a 64-lock group with @sem and is still alive, so
+ * write lock is O(threads): about 0.1 us with one such thread, 1.1 us with
+ * 1,000, 50-60 us with 20,000 (tests/bench/bench-writer-scale), whether
+ * those threads read or sleep.  Readers never pay for other threads.
+ * Creating and freeing a lock is O(1) amortised.
+ *
  * Read locks do not nest while a writer may be waiting (the inner lock would
  * wait behind the writer, which waits for the outer one): use
  * cpuhp_get_online_cpus() for a recursive read side.
@@ -102,6 +109,7 @@ CPUHP_EXPORT void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem);
  * cpuhp_rwsem_write_lock() - take the lock exclusive.
  *
  * Context: may block; the calling thread must not hold a read lock on @sem.
+ * O(threads that have used @sem or a lock of its 64-lock group): see above.
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem);
 
