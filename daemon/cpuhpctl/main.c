@@ -84,6 +84,12 @@ int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out)
 	case -EUSERS:
 		fprintf(stderr, "cpuhpctl: cpuhpd has too many connections; try again later.\n");
 		break;
+	case -EPERM:
+		fprintf(stderr,
+		        "cpuhpctl: the process serving %s is neither root nor you, so it is not "
+		        "trusted (see who owns it: ls -l %s); set $%s=UID to trust that uid.\n",
+		        path, path, CPUHP_CLIENT_DAEMON_UID_ENV);
+		break;
 	}
 	return CPUHPCTL_EXIT_UNREACHABLE;
 }

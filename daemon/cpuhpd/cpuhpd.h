@@ -33,6 +33,7 @@ struct cpuhpd_options {
 	mode_t socket_mode;
 	unsigned max_connections;
 	const char *uevent_socket; /* NULL: kernel uevents only */
+	const char *runtime_dir;   /* NULL: $RUNTIME_DIRECTORY, else the socket's directory */
 	bool no_netlink;
 	bool verbose;
 	enum cpuhpd_fast_mode fast_path;
@@ -42,6 +43,7 @@ struct cpuhpd {
 	uv_loop_t *loop;
 	struct cpuhpd_options opt;
 	struct cpuhpd_server server;
+	int instance_fd;          /* the flock()ed lock file of our sysfs tree (instance.c) */
 	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
 	unsigned nconns;
 	unsigned next_conn_id;

@@ -15,6 +15,7 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
+#include "instance.h"
 #include "log.h"
 #include "notify.h"
 #include "options.h"
@@ -74,6 +75,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	d.loop = uv_default_loop();
+	/* Before anything is served or bound: a second daemon touches nothing. */
+	if (cpuhpd_instance_lock(&d))
+		return 1;
 	if (start(&d)) {
 		/* Nothing has been served yet: exit without an orderly stop. */
 		if (d.server.open && !d.server.activated)

@@ -38,6 +38,9 @@ static void usage(FILE *f)
 	    "                         "
 	    "DIR/devices/system/cpu/{possible,present,online,cpuN/online}\n"
 	    "  --max-connections N    refuse connections beyond N with EUSERS (default 4096)\n"
+	    "  --runtime-dir DIR      where the lock file that keeps a second cpuhpd off the\n"
+	    "                         same sysfs tree lives (default $RUNTIME_DIRECTORY, else\n"
+	    "                         the socket's directory)\n"
 	    "  --uevent-socket PATH   also accept injected uevents as datagrams on PATH\n"
 	    "                         (for simulated trees; in the kernel uevent format)\n"
 	    "  --no-netlink           do not listen to kernel uevents\n"
@@ -78,6 +81,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_GROUP,
 		O_ROOT,
 		O_MAXCONN,
+		O_RUNDIR,
 		O_UEVENT,
 		O_NONETLINK,
 		O_FAST,
@@ -89,6 +93,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"admin-group", required_argument, NULL, O_GROUP},
 	    {"sysfs-root", required_argument, NULL, O_ROOT},
 	    {"max-connections", required_argument, NULL, O_MAXCONN},
+	    {"runtime-dir", required_argument, NULL, O_RUNDIR},
 	    {"uevent-socket", required_argument, NULL, O_UEVENT},
 	    {"no-netlink", no_argument, NULL, O_NONETLINK},
 	    {"fast-path", required_argument, NULL, O_FAST},
@@ -145,6 +150,9 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			if (parse_uint("--max-connections", optarg, 10, 1000000, &v) || !v)
 				return -1;
 			o->max_connections = (unsigned)v;
+			break;
+		case O_RUNDIR:
+			o->runtime_dir = optarg;
 			break;
 		case O_UEVENT:
 			o->uevent_socket = optarg;

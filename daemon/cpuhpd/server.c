@@ -2,6 +2,7 @@
 /* Listen and accept; see server.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "instance.h"
 #include "log.h"
 
 #define SD_LISTEN_FDS_START 3
@@ -61,24 +63,18 @@ static void activated_path(struct cpuhpd *d, int fd)
 		d->opt.socket_path = sa.sun_path;
 }
 
+/* Create the socket's missing parents, then check that its directory is ours alone. */
 static int make_parent_dirs(const char *path)
 {
-	char *p = strdup(path), *s;
-	int err = 0;
+	char *dir = cpuhpd_dirname(path);
+	int err;
 
-	if (!p)
+	if (!dir)
 		return -ENOMEM;
-	for (s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-			err = -errno;
-			cpuhpd_err("cannot create directory %s for the socket: %s", p,
-			           strerror(errno));
-			break;
-		}
-		*s = '/';
-	}
-	free(p);
+	err = cpuhpd_mkdir_p(dir, "the socket");
+	if (!err)
+		err = cpuhpd_dir_check(dir, "the socket");
+	free(dir);
 	return err;
 }
 
@@ -104,9 +100,17 @@ static int clear_stale(const char *path)
 	e = errno;
 	close(fd);
 	if (r == 0) {
-		cpuhpd_err("another cpuhpd is already listening on %s; stop it first or choose "
-		           "another --socket",
-		           path);
+		if (st.st_uid != geteuid()) {
+			struct passwd *pw = getpwuid(st.st_uid);
+
+			cpuhpd_err("%s is a live socket of user %s (uid %u), not a cpuhpd of ours; "
+			           "find out who serves it, or choose another --socket",
+			           path, pw ? pw->pw_name : "?", (unsigned)st.st_uid);
+		} else {
+			cpuhpd_err("another cpuhpd is already listening on %s; stop it first or "
+			           "choose another --socket",
+			           path);
+		}
 		return -EADDRINUSE;
 	}
 	if (e != ECONNREFUSED) {
@@ -125,6 +129,7 @@ static int bind_path(struct cpuhpd *d)
 {
 	const char *path = d->opt.socket_path;
 	struct sockaddr_un sa;
+	struct stat st;
 	mode_t old;
 	int err;
 
@@ -140,7 +145,11 @@ static int bind_path(struct cpuhpd *d)
 		err = clear_stale(path);
 	if (err)
 		return err;
-	/* Never accessible beyond --socket-mode, not even between bind and chmod. */
+	/*
+	 * The mode comes from the umask alone: bind() creates the socket file
+	 * 0777 & ~umask.  A chmod(path) afterwards would follow whatever the
+	 * path names by then (a symlink swapped in, say) and change that file.
+	 */
 	old = umask(~d->opt.socket_mode & 0777);
 	err = uv_pipe_bind(&d->server.pipe, path);
 	umask(old);
@@ -148,12 +157,12 @@ static int bind_path(struct cpuhpd *d)
 		cpuhpd_err("cannot bind %s: %s", path, uv_strerror(err));
 		return err;
 	}
-	/* uv_pipe_chmod() only knows "readable/writable by all": set the mode exactly. */
-	if (chmod(path, d->opt.socket_mode) < 0) {
-		err = -errno;
-		cpuhpd_err("cannot chmod %s to %04o: %s", path, (unsigned)d->opt.socket_mode,
-		           strerror(errno));
-		return err;
+	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 0777) != (d->opt.socket_mode & 0777)) {
+		cpuhpd_err("%s is not the socket we bound with mode %04o: something replaced it; "
+		           "check who can write its directory",
+		           path, (unsigned)(d->opt.socket_mode & 0777));
+		return -EEXIST;
 	}
 	return 0;
 }

@@ -370,6 +370,34 @@ static int connect_unix(int fd, const struct sockaddr_un *sa)
 	return -err;
 }
 
+/*
+ * Who answers on the socket: root, ourselves, or $CPUHP_DAEMON_UID.  The
+ * peer's credentials are those of whoever bound the socket we are connected
+ * to, whatever its path names by now: a user who could write the socket's
+ * directory and bind a fake daemon there is refused here.
+ */
+static int check_daemon_uid(int fd)
+{
+	const char *env = getenv(CPUHP_CLIENT_DAEMON_UID_ENV);
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return -errno;
+	if (cr.uid == 0 || cr.uid == geteuid())
+		return 0;
+	if (env && env[0]) {
+		char *end;
+		unsigned long uid;
+
+		errno = 0;
+		uid = strtoul(env, &end, 10);
+		if (!errno && !*end && uid == cr.uid)
+			return 0;
+	}
+	return -EPERM;
+}
+
 int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out)
 {
 	struct cpuhp_client *c;
@@ -402,6 +430,8 @@ int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cp
 	}
 	cpuhp__client_fork_track(c);
 	ret = connect_unix(c->fd, sa);
+	if (ret == 0)
+		ret = check_daemon_uid(c->fd);
 	if (ret < 0)
 		goto err_close;
 	ret = cpuhp__client_hello_send(c);

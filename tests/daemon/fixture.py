@@ -217,6 +217,24 @@ class Probe(Lines):
         return r['lease_id']
 
 
+NOBODY = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
+
+
+def daemon_as_nobody(tmp, sysfs_root, args=()):
+    """A cpuhpd running as nobody (root and setpriv needed), in a directory
+    nobody owns, as a fake daemon of another user would be."""
+    os.chmod(tmp, 0o755)
+    home = pathlib.Path(tmp) / 'nobody'
+    home.mkdir(mode=0o755)
+    os.chown(home, 65534, 65534)
+    d = Daemon(home, sysfs_root, args=list(args))
+    old = os.umask(0)   # our notify socket must take nobody's READY=1
+    try:
+        return d.start(argv=NOBODY + d.argv())
+    finally:
+        os.umask(old)
+
+
 def error_code(r):
     """The ErrorCode name of an error answer, or None for any other answer."""
     return r['code'] if r.get('kind') == 'error' else None

@@ -5,6 +5,7 @@ can.  Clients run as `nobody` through setpriv (root needed to switch)."""
 import grp
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which('setpriv'),
     reason='needs root and setpriv to run a client as nobody: skipped')
 
-NOBODY = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
+NOBODY = fixture.NOBODY
 
 
 def start(tmp, sim, *args):
@@ -80,4 +81,30 @@ def test_default_socket_mode_0660_keeps_other_users_out(tmp, sim):
         assert r['errno'] == 'EACCES', r
     finally:
         p.kill()
+        assert d.stop() == 0, d.log()
+
+
+def test_clients_do_not_trust_a_daemon_of_another_user(tmp, sim):
+    """Issue 17 §5: nobody, owning the socket's directory, served a fake
+    daemon, and root's `cpuhpctl offline 1` printed "CPU 1 disabled".  Clients
+    now check the serving process (SO_PEERCRED): root, themselves, or
+    $CPUHP_DAEMON_UID.  Here a real cpuhpd runs as nobody, as a fake would."""
+    d = fixture.daemon_as_nobody(tmp, sim.root, ['--socket-mode', '0666'])
+    try:
+        ctl = [str(fixture.CPUHPCTL), '--socket', d.socket, 'offline', '1']
+        r = subprocess.run(ctl, capture_output=True, text=True, timeout=fixture.GUARD_S)
+        assert r.returncode == 69, r
+        assert 'neither root nor you' in r.stderr and 'CPUHP_DAEMON_UID' in r.stderr, r.stderr
+        assert sim.read_online(1) == '1'
+        # Trusted on purpose: the variable names that uid (which may not hotplug).
+        status = [str(fixture.CPUHPCTL), '--socket', d.socket, 'status']
+        env = dict(os.environ, CPUHP_DAEMON_UID='65534')
+        r = subprocess.run(status, capture_output=True, text=True, timeout=fixture.GUARD_S,
+                           env=env)
+        assert r.returncode == 0, r
+        # And nobody trusts a daemon of its own uid.
+        r = subprocess.run(NOBODY + status, capture_output=True, text=True,
+                           timeout=fixture.GUARD_S)
+        assert r.returncode == 0, r
+    finally:
         assert d.stop() == 0, d.log()

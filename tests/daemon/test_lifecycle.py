@@ -14,9 +14,9 @@ import fixture
 from fixture import error_code
 
 
-def run(*argv):
+def run(*argv, env=None):
     return subprocess.run([str(fixture.CPUHPD), *argv], capture_output=True, text=True,
-                          timeout=fixture.GUARD_S)
+                          timeout=fixture.GUARD_S, env=env)
 
 
 def test_sigterm_while_a_hotplug_waits_cancels_it_exits_0_and_removes_the_socket(tmp, sim):
@@ -108,14 +108,88 @@ def test_stale_socket_file_is_replaced(tmp, sim):
 
 def test_second_daemon_on_a_live_socket_refuses_to_start(tmp, sim):
     d = fixture.Daemon(tmp, sim.root).start()
+    other = fixture.SimSysfs(tmp / 'other-sys', cpus='0-1')   # not the first one's tree
     try:
-        r = run('--socket', d.socket, '--sysfs-root', str(sim.root), '--no-netlink')
+        r = run('--socket', d.socket, '--sysfs-root', str(other.root), '--no-netlink')
         assert r.returncode == 1
         assert 'already listening' in r.stderr
         assert os.path.exists(d.socket)
     finally:
         assert d.stop() == 0
 
+
+def test_second_daemon_on_the_same_sysfs_tree_names_the_first(tmp, sim):
+    """Issue 17 §5: before, the second started on its own socket and offlined
+    a CPU while the first held a lease.  The flock() dies with its holder."""
+    d = fixture.Daemon(tmp, sim.root).start()
+    try:
+        p = fixture.Probe(d.socket)
+        p.connect('a')
+        p.lease('a')
+        for extra in ([], ['--runtime-dir', str(tmp)]):
+            r = run('--socket', str(tmp / 'second.sock'), '--sysfs-root', str(sim.root),
+                    '--no-netlink', *extra)
+            assert r.returncode == 1, r
+            assert f'another cpuhpd (pid {d.proc.pid}) already serves' in r.stderr, r.stderr
+            assert not os.path.exists(tmp / 'second.sock')
+        assert sim.read_online(1) == '1'
+        p.kill()
+    finally:
+        d.kill()
+    # The holder died (SIGKILL): the next daemon gets the tree.
+    d2 = fixture.Daemon(tmp, sim.root, socket_path=tmp / 'third.sock').start()
+    assert d2.stop() == 0, d2.log()
+
+
+def test_socket_directory_writable_by_others_is_refused(tmp, sim):
+    """Issue 17 §5: a directory nobody made 0777 let nobody rename the socket
+    away and serve a fake daemon.  Not writable by others, or sticky (/tmp)."""
+    bad = tmp / 'open'
+    bad.mkdir()
+    os.chmod(bad, 0o777)
+    r = run('--socket', str(bad / 's.sock'), '--sysfs-root', str(sim.root), '--no-netlink',
+            '--runtime-dir', str(tmp))
+    assert r.returncode == 1, r
+    assert 'lets others rename or replace' in r.stderr and 'chmod go-w' in r.stderr, r.stderr
+    assert not os.path.exists(bad / 's.sock')
+    os.chmod(bad, 0o1777)   # sticky: only the owner may rename or remove its entries
+    d = fixture.Daemon(tmp, sim.root, socket_path=bad / 's.sock',
+                       args=['--runtime-dir', str(tmp)]).start()
+    assert d.stop() == 0, d.log()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='needs root to chown a directory: skipped')
+def test_socket_directory_of_another_user_is_refused(tmp, sim):
+    theirs = tmp / 'theirs'
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    r = run('--socket', str(theirs / 's.sock'), '--sysfs-root', str(sim.root), '--no-netlink',
+            '--runtime-dir', str(tmp))
+    assert r.returncode == 1, r
+    assert 'belongs to uid 65534' in r.stderr, r.stderr
+
+
+def test_socket_mode_is_set_at_bind_not_by_following_the_path(tmp, sim):
+    """Issue 17 §5: chmod(path) after bind() followed a symlink swapped in
+    between (bind-swap.c does the swap) and made a root-owned 0600 file 0666.
+    Now the mode comes from the umask at bind(), and a path that is no longer
+    our socket stops the daemon."""
+    victim = tmp / 'victim'
+    victim.write_text('secret')
+    os.chmod(victim, 0o600)
+    env = dict(os.environ, CPUHP_TEST_BIND_SWAP=str(victim),
+               LD_PRELOAD=str(fixture.BUILD / 'tests' / 'daemon' / 'libcpuhpd-test-bindswap.so'))
+    r = run('--socket', str(tmp / 's.sock'), '--socket-mode', '0666', '--sysfs-root',
+            str(sim.root), '--no-netlink', env=env)
+    assert os.stat(victim).st_mode & 0o777 == 0o600
+    assert r.returncode == 1, r
+    assert 'something replaced it' in r.stderr, r.stderr
+    # Without the attacker the mode is exact.
+    d = fixture.Daemon(tmp, sim.root, args=['--socket-mode', '0666']).start()
+    try:
+        assert os.stat(d.socket).st_mode & 0o777 == 0o666
+    finally:
+        assert d.stop() == 0
 
 def test_non_socket_file_at_the_socket_path_is_left_alone(tmp, sim):
     path = tmp / 'notasocket'

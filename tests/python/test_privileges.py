@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which('setpriv'),
     reason='needs root and setpriv to run a Python client as nobody: skipped')
 
-NOBODY = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
+NOBODY = fixture.NOBODY
 
 CHILD = '''
 import sys, cpuhp
@@ -65,5 +65,22 @@ def test_a_socket_the_user_may_not_open_is_permissionerror_eacces(open_tmp, sim)
     try:
         out = as_nobody(d.socket, 'lease')
         assert out.startswith(f'PermissionError {errno.EACCES} '), out
+    finally:
+        assert d.stop() == 0, d.log()
+
+
+def test_a_daemon_of_another_user_is_not_trusted(tmp, sim, cpuhp):
+    """Issue 17 §5: the client checks who serves the socket (SO_PEERCRED)."""
+    d = fixture.daemon_as_nobody(tmp, sim.root, ['--socket-mode', '0666'])
+    try:
+        with pytest.raises(PermissionError) as e:
+            cpuhp.Client(d.socket)
+        assert e.value.errno == errno.EPERM and 'CPUHP_DAEMON_UID' in str(e.value), e.value
+        os.environ['CPUHP_DAEMON_UID'] = '65534'
+        try:
+            with cpuhp.Client(d.socket) as c:
+                assert c.status().online
+        finally:
+            del os.environ['CPUHP_DAEMON_UID']
     finally:
         assert d.stop() == 0, d.log()

@@ -34,6 +34,7 @@ from ._errors import INT_MS_MAX, UINT_MS_MAX, error, timeout_ms
 DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
 #: The environment variable naming the daemon's socket.
 SOCKET_ENV: str = ffi.string(lib.CPUHP_CLIENT_SOCKET_ENV).decode()
+_DAEMON_UID_ENV = ffi.string(lib.CPUHP_CLIENT_DAEMON_UID_ENV).decode()
 
 
 
@@ -50,6 +51,8 @@ _CONNECT_HINTS = {
     errno.EACCES: 'no permission to use the socket: ask for cpuhpd\'s group',
     errno.EPROTONOSUPPORT: 'cpuhpd speaks another protocol version: update one of them',
     errno.EUSERS: 'cpuhpd has too many connections: try again later',
+    errno.EPERM: 'the process serving it is neither root nor you, so it is not trusted; '
+                 'set {daemon_env}=UID to trust that uid',
 }
 
 
@@ -349,7 +352,8 @@ class Client:
         out = ffi.new('struct cpuhp_client **')
         rc = lib.cpuhp_client_connect(cpath, out)
         if rc < 0:
-            hint = _CONNECT_HINTS.get(-rc, '').format(env=SOCKET_ENV)
+            hint = _CONNECT_HINTS.get(-rc, '').format(env=SOCKET_ENV,
+                                                      daemon_env=_DAEMON_UID_ENV)
             raise error(rc, f'cannot connect to cpuhpd ({os.strerror(-rc)})'
                         + (f': {hint}' if hint else ''), self.path)
         self._c = ffi.gc(out[0], lib.cpuhp_client_close)

@@ -157,8 +157,12 @@ CPUHP_EXPORT const char *cpuhp_client_socket_path(void);
  * Context: blocks until the daemon answers the hello.
  * Return: 0; -ENOENT (no socket there), -ECONNREFUSED (nobody listening),
  * -EACCES (socket permissions) when the daemon is unreachable;
- * -EPROTONOSUPPORT if the daemon speaks another protocol version; -EUSERS
- * if it has too many connections; -ENAMETOOLONG, -ENOMEM, other -errno.
+ * -EPERM if the process serving the socket is not root, not our own uid
+ * and not $CPUHP_DAEMON_UID (CPUHP_CLIENT_DAEMON_UID_ENV; read from
+ * SO_PEERCRED, so a socket renamed or swapped does not matter): another
+ * user's daemon is never trusted; -EPROTONOSUPPORT if the daemon speaks
+ * another protocol version; -EUSERS if it has too many connections;
+ * -ENAMETOOLONG, -ENOMEM, other -errno.
  */
 CPUHP_EXPORT int cpuhp_client_connect(const char *path, struct cpuhp_client **out);
 

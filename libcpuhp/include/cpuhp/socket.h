@@ -14,5 +14,11 @@
 #define CPUHP_CLIENT_DEFAULT_SOCKET "/run/cpuhpd/cpuhpd.sock"
 /* Clients connect there instead when it is set and not empty. */
 #define CPUHP_CLIENT_SOCKET_ENV "CPUHP_SOCKET"
+/*
+ * Clients trust a daemon only if it runs as root, as their own uid, or as
+ * the uid this variable names (a number), so that a socket someone else
+ * bound cannot fake a lease or a hotplug.
+ */
+#define CPUHP_CLIENT_DAEMON_UID_ENV "CPUHP_DAEMON_UID"
 
 #endif /* CPUHP_SOCKET_H */
