@@ -44,6 +44,10 @@ struct cpuhp__rwsem_head {
  * when the inline path must not run: the thread has no counters yet, or the
  * library runs without membarrier or with debug checks.
  */
+/*
+ * These four are ABI despite their cpuhp__ names: compiled into every user
+ * of this header, exported by libcpuhp.map (which says when they change).
+ */
 CPUHP_EXPORT extern __thread long *cpuhp__inline_slots __attribute__((tls_model("initial-exec")));
 CPUHP_EXPORT extern const int cpuhp__inline_abi_2;
 /* The library's continuations of an inline path that found a writer coming. */
