@@ -7,15 +7,23 @@
  * whitespace (isspace() in the C locale) is removed:
  *
  *	list   := "" | range ("," range)*
- *	range  := number | number "-" number	(first <= second)
+ *	range  := number | number "-" number [":" stride]	(first <= second)
+ *	stride := number "/" number	(the kernel's: used/group, 1 <= used <= group)
+ *	        | number		(taskset's: every Nth, N >= 1; the same as 1/N)
  *	number := [0-9]+			(decimal, leading zeros allowed)
  *
- * Ranges may repeat or overlap ("1-3,2-5" is 1-5), as the kernel's own
- * parser allows.  Rejected with -EINVAL: signs, "0x", inner whitespace,
- * empty elements, and the kernel's extensions ("0-7:2/4", "N", "all"),
- * which sysfs never prints.  A malformed list is -EINVAL even when it also
- * holds a number >= CPUHP_CPUSET_MAX; a well-formed one holding such a
- * number is -ERANGE, even if that range is also reversed.
+ * A stride range takes, from each group of `group` CPUs starting at
+ * `first`, its first `used` ones, up to `second`: "0-15:2/4" is
+ * 0-1,4-5,8-9,12-13, "0-7:2" is 0,2,4,6 (as bitmap_parselist() and
+ * taskset read them).  Ranges may repeat or overlap ("1-3,2-5" is 1-5), as
+ * the kernel's own parser allows.  Rejected with -EINVAL: signs, "0x",
+ * inner whitespace, empty elements, a stride on a single CPU ("3:1/2", as
+ * the kernel does) or without a range (":2"), a zero stride or group, more
+ * used than the group ("0-7:3/2"), and the kernel's "N" and "all", which
+ * sysfs never prints.  A malformed list is -EINVAL even when it also holds
+ * a number >= CPUHP_CPUSET_MAX; a well-formed one holding such a number
+ * (stride numbers too, as in the kernel) is -ERANGE, even if that range is
+ * also reversed or its stride out of order.
  *
  * Nothing here allocates, locks or touches global state.
  */
@@ -146,6 +154,15 @@ static void add_range(struct cpuhp_cpuset *set, unsigned first, unsigned last)
 	}
 }
 
+/* @used CPUs of every @group from @first to @last; the caller checked the bounds. */
+static void add_strided(struct cpuhp_cpuset *set, unsigned first, unsigned last, unsigned used,
+                        unsigned group)
+{
+	/* first, used and group are below CPUHP_CPUSET_MAX: no sum here can wrap. */
+	for (unsigned start = first; start <= last; start += group)
+		add_range(set, start, start + used - 1 < last ? start + used - 1 : last);
+}
+
 int cpuhp_cpuset_parse(const char *str, struct cpuhp_cpuset *out)
 {
 	const char *p = str, *end = str + strlen(str);
@@ -159,7 +176,7 @@ int cpuhp_cpuset_parse(const char *str, struct cpuhp_cpuset *out)
 
 	cpuhp_cpuset_zero(&set);
 	while (p < end) {
-		unsigned first, last;
+		unsigned first, last, used = 1, group = 1;
 
 		if (!parse_number(&p, end, &first))
 			return -EINVAL;
@@ -168,6 +185,17 @@ int cpuhp_cpuset_parse(const char *str, struct cpuhp_cpuset *out)
 			p++;
 			if (!parse_number(&p, end, &last))
 				return -EINVAL;
+			if (p < end && *p == ':') {
+				p++;
+				if (!parse_number(&p, end, &group))
+					return -EINVAL;
+				if (p < end && *p == '/') {
+					p++;
+					used = group;
+					if (!parse_number(&p, end, &group))
+						return -EINVAL;
+				}
+			}
 		}
 		if (p < end) {
 			/* A separator must be followed by another range: "1," is malformed. */
@@ -175,12 +203,15 @@ int cpuhp_cpuset_parse(const char *str, struct cpuhp_cpuset *out)
 				return -EINVAL;
 			p++;
 		}
-		if (first >= CPUHP_CPUSET_MAX || last >= CPUHP_CPUSET_MAX)
+		if (first >= CPUHP_CPUSET_MAX || last >= CPUHP_CPUSET_MAX ||
+		    used >= CPUHP_CPUSET_MAX || group >= CPUHP_CPUSET_MAX)
 			too_big = true;
-		else if (first > last)
+		else if (first > last || used == 0 || used > group)
 			return -EINVAL;
-		else
+		else if (used == group)
 			add_range(&set, first, last);
+		else
+			add_strided(&set, first, last, used, group);
 	}
 	if (too_big)
 		return -ERANGE;

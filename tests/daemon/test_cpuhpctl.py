@@ -54,6 +54,13 @@ def test_offline_and_online_print_one_line_per_cpu_and_exit_0(daemon4, sim4):
     assert status(daemon4)['online'] == '0-3'
 
 
+@pytest.mark.parametrize('stride', ['1-3:2', '1-3:1/2'])
+def test_a_stride_list_is_read_by_libcpuhps_parser(daemon4, sim4, stride):
+    r = ctl(daemon4, 'offline', stride)
+    assert (r.returncode, r.stdout) == (0, 'CPU 1 disabled\nCPU 3 disabled\n'), r
+    assert [sim4.read_online(n) for n in (1, 2, 3)] == ['0', '1', '0']
+
+
 def test_some_cpus_failing_exits_64_and_says_which(daemon4, sim4):
     r = ctl(daemon4, 'offline', '3,7')
     assert r.returncode == 64, r
@@ -100,6 +107,7 @@ def test_cpuhp_socket_env_selects_the_daemon(daemon4):
 
 @pytest.mark.parametrize('args', [
     [], ['frobnicate'], ['online'], ['online', '2-'], ['offline', '3-1'], ['offline', '1', '2'],
+    ['offline', '0-7:0'], ['offline', '0-7:3/2'], ['offline', ':2'],
     ['online', '--timeout', 'soon', '1'], ['online', '--timeout', '-1', '1'], ['hold'],
     ['watch', '--count', '0'], ['status', 'extra'], ['--bogus', 'status'],
 ])

@@ -50,7 +50,11 @@ static bool ref_number(const char *s, const char *e, unsigned *v)
 	return true;
 }
 
-/* Split on ',' first, then on '-': another shape than the real parser's single scan. */
+/*
+ * Split on ',' first, then on ':', '/' and '-': another shape than the real
+ * parser's single scan.  A stride is judged CPU by CPU, (c - a) % g < u,
+ * rather than group by group.
+ */
 static int ref_parse(const char *str, struct cpuhp_cpuset *out)
 {
 	const char *s = str, *e = str + strlen(str);
@@ -66,25 +70,37 @@ static int ref_parse(const char *str, struct cpuhp_cpuset *out)
 	for (;;) {
 		const char *comma = memchr(s, ',', (size_t)(e - s));
 		const char *tok_end = comma ? comma : e;
-		const char *dash = memchr(s, '-', (size_t)(tok_end - s));
-		unsigned a, b;
+		const char *colon = memchr(s, ':', (size_t)(tok_end - s));
+		const char *range_end = colon ? colon : tok_end;
+		const char *dash = memchr(s, '-', (size_t)(range_end - s));
+		unsigned a, b, u = 1, g = 1;
 
 		if (dash) {
-			if (!ref_number(s, dash, &a) || !ref_number(dash + 1, tok_end, &b))
+			if (!ref_number(s, dash, &a) || !ref_number(dash + 1, range_end, &b))
 				malformed = true;
-		} else if (!ref_number(s, tok_end, &a)) {
-			malformed = true;
+		} else if (colon || !ref_number(s, tok_end, &a)) {
+			malformed = true; /* a stride needs a range */
 		} else {
 			b = a;
 		}
+		if (!malformed && colon) {
+			const char *slash = memchr(colon + 1, '/', (size_t)(tok_end - colon - 1));
+
+			if (slash ? !ref_number(colon + 1, slash, &u) ||
+			                !ref_number(slash + 1, tok_end, &g)
+			          : !ref_number(colon + 1, tok_end, &g))
+				malformed = true;
+		}
 		if (!malformed) {
-			if (a >= CPUHP_CPUSET_MAX || b >= CPUHP_CPUSET_MAX)
+			if (a >= CPUHP_CPUSET_MAX || b >= CPUHP_CPUSET_MAX ||
+			    u >= CPUHP_CPUSET_MAX || g >= CPUHP_CPUSET_MAX)
 				too_big = true;
-			else if (a > b)
+			else if (a > b || u == 0 || g == 0 || u > g)
 				malformed = true;
 			else
 				for (unsigned c = a; c <= b; c++)
-					cpuhp_cpuset_add(out, c);
+					if ((c - a) % g < u)
+						cpuhp_cpuset_add(out, c);
 		}
 		if (!comma)
 			break;

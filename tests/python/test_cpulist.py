@@ -23,7 +23,25 @@ def test_parse_accepts_overlaps_and_repeats_as_the_kernel_does(cpuhp):
     assert cpuhp.parse_cpulist('1-3,2-5,3') == {1, 2, 3, 4, 5}
 
 
-@pytest.mark.parametrize('bad', ['x', '3-1', '1,,2', '-1', '1-', '+1', '0x1', '0-7:2/4',
+def test_parse_reads_the_kernels_and_tasksets_strides(cpuhp):
+    assert cpuhp.parse_cpulist('0-15:2/4') == {0, 1, 4, 5, 8, 9, 12, 13}
+    assert cpuhp.parse_cpulist('0-7:2') == {0, 2, 4, 6}
+    assert cpuhp.parse_cpulist('0-7:2,9') == {0, 2, 4, 6, 9}
+    assert cpuhp.format_cpulist('0-15:2/4') == '0-1,4-5,8-9,12-13'
+
+
+@pytest.mark.parametrize('bad', ['0-7:0', '0-7:3/2', ':2', '3:1/2', '0-7:', '0-7:2/'])
+def test_parse_refuses_malformed_strides_saying_what_it_wants(cpuhp, bad):
+    with pytest.raises(ValueError, match='not a range list such as .*0-15:2/4'):
+        cpuhp.parse_cpulist(bad)
+
+
+def test_a_stride_beyond_cpuset_max_is_out_of_range(cpuhp):
+    with pytest.raises(ValueError, match='out of range'):
+        cpuhp.parse_cpulist('0-7:8192')
+
+
+@pytest.mark.parametrize('bad', ['x', '3-1', '1,,2', '-1', '1-', '+1', '0x1', '0-7:3/2',
                                  '1 2', '1\x002', '\u0661', '8192', '0-99999999999999999999'])
 def test_parse_refuses_what_is_not_a_range_list_with_valueerror(cpuhp, bad):
     with pytest.raises(ValueError):

@@ -95,8 +95,51 @@ static const struct parse_case parse_cases[] = {
     {"\xc2\xa0"
      "1",
      -EINVAL, NULL}, /* U+00A0 is not C-locale whitespace */
-    /* The kernel's extensions, which sysfs never prints. */
-    {"0-7:2/4", -EINVAL, NULL},
+    /* Strides: the kernel's used/group (bitmap_parselist) and taskset's every Nth. */
+    {"0-15:2/4", 0, "0-1,4-5,8-9,12-13"},
+    {"0-7:2/4", 0, "0-1,4-5"},
+    {"0-7:2", 0, "0,2,4,6"},
+    {"0-7:1/2", 0, "0,2,4,6"},
+    {"1-7:2", 0, "1,3,5,7"},
+    {"0-6:3", 0, "0,3,6"},
+    {"0-5:2/4", 0, "0-1,4-5"},
+    {"0-4:2/4", 0, "0-1,4"}, /* the last group is cut at the range's end */
+    {"0-7:4/4", 0, "0-7"},   /* all of every group */
+    {"0-7:1", 0, "0-7"},
+    {"0-7:1/1", 0, "0-7"},
+    {"2-3:5", 0, "2"}, /* a stride past the end: the first CPU alone */
+    {"0-7:8/9", 0, "0-7"},
+    {"0-8191:1/4096", 0, "0,4096"},
+    {"0-8191:2/2,1", 0, "0-8191"},
+    {"0-7:2,1-7:2", 0, "0-7"},
+    {"0-7:02/04", 0, "0-1,4-5"}, /* leading zeros, as everywhere */
+    {" 0-15:2/4\n", 0, "0-1,4-5,8-9,12-13"},
+    {"0-7:0", -EINVAL, NULL},
+    {"0-7:0/4", -EINVAL, NULL},
+    {"0-7:0/0", -EINVAL, NULL},
+    {"0-7:1/0", -EINVAL, NULL},
+    {"0-7:3/2", -EINVAL, NULL},
+    {":2", -EINVAL, NULL},
+    {"3:1/2", -EINVAL, NULL}, /* the kernel too: a stride needs a range */
+    {"3:2", -EINVAL, NULL},
+    {"0-7:", -EINVAL, NULL},
+    {"0-7:2/", -EINVAL, NULL},
+    {"0-7:/4", -EINVAL, NULL},
+    {"0-7:2/4/8", -EINVAL, NULL},
+    {"0-7:2:3", -EINVAL, NULL},
+    {"0-7:-2", -EINVAL, NULL},
+    {"0-7:2 /4", -EINVAL, NULL},
+    {"0-7 :2", -EINVAL, NULL},
+    {"7-0:2", -EINVAL, NULL},
+    {"0-7:2/4,", -EINVAL, NULL},
+    {"0-7:8192", -ERANGE, NULL}, /* stride numbers have the CPUs' bound, as in the kernel */
+    {"0-7:1/8192", -ERANGE, NULL},
+    {"0-8192:2", -ERANGE, NULL},
+    {"0-7:9999/2", -ERANGE, NULL},   /* too big beats out of order */
+    {"0-7:3/2,9000", -EINVAL, NULL}, /* as "3-1,9000": a bad range in bounds is malformed */
+    {"9000,0-7:0", -EINVAL, NULL},
+    {"0-7:3/2,a", -EINVAL, NULL},
+    /* The kernel's other extensions, which sysfs never prints. */
     {"N", -EINVAL, NULL},
     {"0-N", -EINVAL, NULL},
     {"all", -EINVAL, NULL},

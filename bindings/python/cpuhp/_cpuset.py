@@ -43,9 +43,11 @@ def _parse_into(text: str, cset) -> None:
         raise ValueError(f'CPU list {text!r} is not a range list such as "0-3,8"') from None
     rc = lib.cpuhp_cpuset_parse(raw, cset)
     if rc == -errno.ERANGE:
-        raise ValueError(f'CPU list {text!r} names a CPU >= {CPUSET_MAX}')
+        raise ValueError(f'CPU list {text!r} is out of range: CPU numbers and strides are '
+                         f'below {CPUSET_MAX}')
     if rc < 0:
-        raise ValueError(f'CPU list {text!r} is not a range list such as "0-3,8"')
+        raise ValueError(f'CPU list {text!r} is not a range list such as "0-3,8" or '
+                         '"0-15:2/4"')
 
 
 def to_cset(cpus: CPUs):
@@ -94,9 +96,14 @@ def parse_cpulist(text: str) -> frozenset[int]:
     """Parse a kernel range list such as ``"0-3,8,10-11"`` (the format of
     /sys/devices/system/cpu/online) into a set of CPU numbers.
 
+    A range may carry a stride: the kernel's ``"a-b:u/g"`` takes the first
+    *u* CPUs of every group of *g* (``"0-15:2/4"`` is {0, 1, 4, 5, 8, 9, 12,
+    13}), taskset's ``"a-b:s"`` every *s*-th (``"0-7:2"`` is {0, 2, 4, 6}).
     Surrounding whitespace and a final newline are accepted; ``""`` is the
     empty set.  Raises ValueError for anything else (``"3-1"``, ``"1,,2"``,
-    ``"-1"``, hex, a CPU >= CPUSET_MAX).
+    ``"-1"``, hex, a zero stride ``"0-7:0"``, more used than the group
+    ``"0-7:3/2"``, a stride with no range ``":2"``, a CPU or stride >=
+    CPUSET_MAX).  This is libcpuhp's parser, the one cpuhpd and cpuhpctl use.
     """
     cset = ffi.new('struct cpuhp_cpuset *')
     _parse_into(text, cset)

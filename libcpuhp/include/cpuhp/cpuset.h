@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CPU sets, the kernel's range-list syntax ("0-3,8,10-11"), and the sysfs
- * files of CPU hotplug.
+ * CPU sets, the kernel's range-list syntax ("0-3,8,10-11", "0-15:2/4"),
+ * and the sysfs files of CPU hotplug.
  *
  * A struct cpuhp_cpuset is a plain bitmap value: put it on the stack, copy
  * it, compare it.  Its size is part of the ABI.  Every parser and formatter
@@ -57,13 +57,19 @@ CPUHP_EXPORT int cpuhp_cpuset_next(const struct cpuhp_cpuset *set, int after);
  * @str: e.g. "0-3,8,10-11"; leading/trailing whitespace and a final newline
  *       are accepted; an empty (or all-whitespace) string is the empty set.
  *       Overlaps and repeats are accepted, as the kernel does ("1-3,2-5" is
- *       1-5).  A caller holding a list with a length (a wire field, a Python
- *       string) must reject embedded NULs itself: parsing stops at the first.
+ *       1-5).  A range may carry a stride: the kernel's "a-b:u/g" takes the
+ *       first u CPUs of every group of g from a to b ("0-15:2/4" is
+ *       0-1,4-5,8-9,12-13), taskset's "a-b:s" every s-th ("0-7:2" is
+ *       0,2,4,6, the same as "0-7:1/2").  A caller holding a list with a
+ *       length (a wire field, a Python string) must reject embedded NULs
+ *       itself: parsing stops at the first.
  * @out: written only on success.
  *
  * Return: 0; -EINVAL for anything that is not a range list (garbage, "3-1",
- * "1,,2", "-1", "1-", signs, hex, the kernel's "0-7:2/4" extension), checked
- * first; then -ERANGE for a well-formed list naming a CPU >= CPUHP_CPUSET_MAX.
+ * "1,,2", "-1", "1-", signs, hex, "N", "all"), or a bad stride (zero, as in
+ * "0-7:0" or "0-7:0/4"; more used than the group, "0-7:3/2"; on a single CPU,
+ * "3:1/2"; with no range, ":2"), checked first; then -ERANGE for a
+ * well-formed list holding a number (a CPU, or a stride) >= CPUHP_CPUSET_MAX.
  */
 CPUHP_EXPORT int cpuhp_cpuset_parse(const char *str, struct cpuhp_cpuset *out);
 
