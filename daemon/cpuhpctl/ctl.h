@@ -39,6 +39,17 @@ int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out);
  */
 int cpuhpctl_fail(struct cpuhp_client *c, int err, const char *what);
 
+/*
+ * getopt_long() for cpuhpctl and its commands (@cmd: NULL, or the command's
+ * name): a bad option is reported as "cpuhpctl[ CMD]: unrecognized option
+ * '--x'" and a one-line hint to --help, instead of getopt's message under
+ * argv[0] (a path for the program).  @optstring must start with "+:".
+ * Return: the option; -1 after the last; '?' once the error is printed.
+ */
+struct option;
+int cpuhpctl_getopt(int argc, char **argv, const char *optstring, const struct option *longopts,
+                    const char *cmd);
+
 /* Parse --timeout's argument.  Return: 0, or -EINVAL with a message printed. */
 int cpuhpctl_parse_timeout(const char *arg, unsigned *out);
 

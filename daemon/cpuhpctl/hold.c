@@ -29,9 +29,10 @@ static void usage(FILE *f)
 	        "if it could not be run), or with %d/%d/%d if the lease was not granted.\n"
 	        "\n"
 	        "  -t, --timeout MS  wait at most MS ms for a hotplug in progress to end\n"
-	        "                    (default %u; 0: do not wait)\n",
+	        "                    (default %u; 0: fail at once, exit %d, if one\n"
+	        "                    is in progress)\n",
 	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT, CPUHPCTL_EXIT_FAILED,
-	        CPUHPCTL_DEFAULT_TIMEOUT_MS);
+	        CPUHPCTL_DEFAULT_TIMEOUT_MS, CPUHPCTL_EXIT_TIMEDOUT);
 }
 
 static volatile sig_atomic_t child_pid;
@@ -141,17 +142,19 @@ int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
 	pid_t pid;
 	int opt, ret, err;
 
-	while ((opt = getopt_long(argc, argv, "+t:h", opts, NULL)) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:h", opts, "hold")) != -1) {
 		if (opt == 't') {
 			if (cpuhpctl_parse_timeout(optarg, &timeout_ms) < 0)
 				return CPUHPCTL_EXIT_USAGE;
 			continue;
 		}
-		usage(opt == 'h' ? stdout : stderr);
+		if (opt == 'h')
+			usage(stdout);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "cpuhpctl hold: which command? e.g. cpuhpctl hold -- ./job args\n");
+		fprintf(stderr, "cpuhpctl hold: which command? e.g. cpuhpctl hold -- ./job args\n"
+		                "Try 'cpuhpctl hold --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
 	ret = cpuhpctl_connect(ctl, &c);

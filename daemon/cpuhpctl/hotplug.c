@@ -26,8 +26,8 @@ static void usage(FILE *f, const char *cmd)
 	        "group.\n"
 	        "\n"
 	        "  -t, --timeout MS  wait at most MS ms for leases to be released, then\n"
-	        "                    give up with nothing changed (default %u; 0: do\n"
-	        "                    not wait)\n",
+	        "                    give up with nothing changed (default %u; 0:\n"
+	        "                    fail at once, exit 75, if any lease is held)\n",
 	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",
 	        CPUHPCTL_DEFAULT_TIMEOUT_MS);
 }
@@ -67,14 +67,15 @@ static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 	}
 	if ((r->error == -ENOENT || r->error == -EINVAL) && st &&
 	    !cpuhp_cpuset_has(&st->present, r->cpu))
-		fprintf(stderr, "CPU %u does not exist\n", r->cpu);
+		fprintf(stderr, "cpuhpctl: CPU %u does not exist\n", r->cpu);
 	else if (r->error == -ENOENT)
-		fprintf(stderr, "CPU %u is not hot pluggable\n", r->cpu);
+		fprintf(stderr, "cpuhpctl: CPU %u is not hot pluggable\n", r->cpu);
 	else if (r->error == -EBUSY && !online && !r->message[0])
-		fprintf(stderr, "CPU %u disable failed (last online CPU, or hotplug disabled)\n",
+		fprintf(stderr,
+		        "cpuhpctl: CPU %u disable failed (last online CPU, or hotplug disabled)\n",
 		        r->cpu);
 	else
-		fprintf(stderr, "CPU %u %s failed: %s\n", r->cpu, verb,
+		fprintf(stderr, "cpuhpctl: CPU %u %s failed: %s\n", r->cpu, verb,
 		        r->message[0] ? r->message : strerror(-r->error));
 }
 
@@ -87,19 +88,20 @@ static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **
 	    {0},
 	};
 	struct cpuhp_cpuset set;
-	int opt;
+	int opt, err;
 
-	while ((opt = getopt_long(argc, argv, "+t:h", opts, NULL)) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:h", opts, argv[0])) != -1) {
 		if (opt == 't') {
 			if (cpuhpctl_parse_timeout(optarg, timeout_ms) < 0)
 				return CPUHPCTL_EXIT_USAGE;
 			continue;
 		}
-		usage(opt == 'h' ? stdout : stderr, argv[0]);
+		if (opt == 'h')
+			usage(stdout, argv[0]);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
 	}
 	if (argc - optind != 1) {
-		fprintf(stderr, "cpuhpctl %s: %s; see 'cpuhpctl %s --help'\n", argv[0],
+		fprintf(stderr, "cpuhpctl %s: %s\nTry 'cpuhpctl %s --help'.\n", argv[0],
 		        optind == argc ? "which CPUs? give a list such as 2-3,5"
 		                       : "give one CPU list (no spaces, e.g. 2-3,5)",
 		        argv[0]);
@@ -107,14 +109,20 @@ static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **
 	}
 	*list = argv[optind];
 	/* Say what is wrong with the list here, before bothering the daemon. */
-	if (cpuhp_cpuset_parse(*list, &set) < 0 || !cpuhp_cpuset_count(&set)) {
+	err = cpuhp_cpuset_parse(*list, &set);
+	if (err == -ERANGE)
 		fprintf(stderr,
-		        "cpuhpctl %s: '%s' is not a CPU list; expected e.g. 2-3,5 (CPU numbers "
-		        "below %d)\n",
+		        "cpuhpctl %s: CPU list '%s' is out of range: CPU numbers and strides are "
+		        "below %d\n",
 		        argv[0], *list, CPUHP_CPUSET_MAX);
-		return CPUHPCTL_EXIT_USAGE;
-	}
-	return -1;
+	else if (err < 0)
+		fprintf(stderr,
+		        "cpuhpctl %s: '%s' is not a CPU list; expected e.g. 2-3,5 or 0-7:2\n",
+		        argv[0], *list);
+	else if (!cpuhp_cpuset_count(&set))
+		fprintf(stderr, "cpuhpctl %s: '%s' names no CPU; give a list such as 2-3,5\n",
+		        argv[0], *list);
+	return err < 0 || !cpuhp_cpuset_count(&set) ? CPUHPCTL_EXIT_USAGE : -1;
 }
 
 int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online)

@@ -120,6 +120,48 @@ int cpuhpctl_fail(struct cpuhp_client *c, int err, const char *what)
 	}
 }
 
+/* Whether @arg is "--NAME=..." for a NAME of @longopts that takes no argument. */
+static bool takes_no_value(const char *arg, const struct option *longopts)
+{
+	const char *eq = strchr(arg, '=');
+	size_t len = eq ? (size_t)(eq - arg - 2) : 0;
+
+	for (; eq && longopts->name; longopts++)
+		if (longopts->has_arg == no_argument && strlen(longopts->name) == len &&
+		    !strncmp(arg + 2, longopts->name, len))
+			return true;
+	return false;
+}
+
+int cpuhpctl_getopt(int argc, char **argv, const char *optstring, const struct option *longopts,
+                    const char *cmd)
+{
+	const char *arg, *sep = cmd ? " " : "";
+	int opt;
+
+	opterr = 0;
+	opt = getopt_long(argc, argv, optstring, longopts, NULL);
+	if (opt != '?' && opt != ':')
+		return opt;
+	/* A long option, or an option's missing argument, moved optind past its word. */
+	arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	cmd = cmd ? cmd : "";
+	if (strncmp(arg, "--", 2) != 0)
+		fprintf(stderr,
+		        opt == ':' ? "cpuhpctl%s%s: option -%c needs an argument\n"
+		                   : "cpuhpctl%s%s: invalid option -- '%c'\n",
+		        sep, cmd, optopt);
+	else if (opt == ':')
+		fprintf(stderr, "cpuhpctl%s%s: option '%s' needs an argument\n", sep, cmd, arg);
+	else if (takes_no_value(arg, longopts))
+		fprintf(stderr, "cpuhpctl%s%s: option '%.*s' takes no value\n", sep, cmd,
+		        (int)(strchr(arg, '=') - arg), arg);
+	else
+		fprintf(stderr, "cpuhpctl%s%s: unrecognized option '%s'\n", sep, cmd, arg);
+	fprintf(stderr, "Try 'cpuhpctl%s%s --help'.\n", sep, cmd);
+	return '?';
+}
+
 int cpuhpctl_parse_timeout(const char *arg, unsigned *out)
 {
 	unsigned long v;
@@ -165,7 +207,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	/* '+': options after the command belong to the command. */
-	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:s:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			ctl.socket = optarg;
@@ -177,14 +219,12 @@ int main(int argc, char **argv)
 			printf("cpuhpctl %s\n", CPUHP_VERSION_STRING);
 			return CPUHPCTL_EXIT_OK;
 		default:
-			usage(stderr);
 			return CPUHPCTL_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr,
-		        "cpuhpctl: which command? (status, online, offline, watch, hold)\n");
-		usage(stderr);
+		fprintf(stderr, "cpuhpctl: which command? (status, online, offline, watch, hold)\n"
+		                "Try 'cpuhpctl --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
 	cmd = argv[optind];
@@ -206,6 +246,6 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return CPUHPCTL_EXIT_OK;
 	}
-	fprintf(stderr, "cpuhpctl: unknown command '%s'; try 'cpuhpctl --help'\n", cmd);
+	fprintf(stderr, "cpuhpctl: unknown command '%s'\nTry 'cpuhpctl --help'.\n", cmd);
 	return CPUHPCTL_EXIT_USAGE;
 }

@@ -23,12 +23,15 @@ static int parse_no_options(int argc, char **argv, void (*help)(FILE *))
 	static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {0}};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		help(opt == 'h' ? stdout : stderr);
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:h", opts, argv[0])) != -1) {
+		if (opt == 'h')
+			help(stdout);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "cpuhpctl %s: unexpected argument '%s'\n", argv[0], argv[optind]);
+		fprintf(stderr,
+		        "cpuhpctl %s: unexpected argument '%s'\nTry 'cpuhpctl %s --help'.\n",
+		        argv[0], argv[optind], argv[0]);
 		return CPUHPCTL_EXIT_USAGE;
 	}
 	return -1;

@@ -71,14 +71,17 @@ int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv)
 	unsigned long count = 0, seen = 0;
 	int opt, ret, err;
 
-	while ((opt = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:n:h", opts, "watch")) != -1) {
 		if (opt == 'n' && parse_count(optarg, &count) == 0)
 			continue;
-		watch_usage(opt == 'h' ? stdout : stderr);
+		if (opt == 'h')
+			watch_usage(stdout);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "cpuhpctl watch: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr,
+		        "cpuhpctl watch: unexpected argument '%s'\nTry 'cpuhpctl watch --help'.\n",
+		        argv[optind]);
 		return CPUHPCTL_EXIT_USAGE;
 	}
 	ev = malloc(sizeof(*ev));

@@ -65,14 +65,14 @@ def test_some_cpus_failing_exits_64_and_says_which(daemon4, sim4):
     r = ctl(daemon4, 'offline', '3,7')
     assert r.returncode == 64, r
     assert r.stdout == 'CPU 3 disabled\n', r
-    assert 'CPU 7 does not exist' in r.stderr, r
+    assert r.stderr == 'cpuhpctl: CPU 7 does not exist\n', r
     assert sim4.read_online(3) == '0'
 
 
 def test_every_cpu_failing_exits_1(daemon4):
     r = ctl(daemon4, 'offline', '0')
     assert r.returncode == 1, r
-    assert 'CPU 0 is not hot pluggable' in r.stderr, r
+    assert r.stderr == 'cpuhpctl: CPU 0 is not hot pluggable\n', r
 
 
 def test_timeout_behind_a_lease_exits_75_and_changes_nothing(daemon4, sim4, probe):
@@ -117,6 +117,52 @@ def test_bad_command_lines_exit_2_before_connecting(tmp, args):
                        capture_output=True, text=True, timeout=GUARD_S)
     assert r.returncode == 2, r
     assert r.stderr, r
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--bogus', 'status'], "cpuhpctl: unrecognized option '--bogus'"),
+    (['-x'], "cpuhpctl: invalid option -- 'x'"),
+    (['--help=1'], "cpuhpctl: option '--help' takes no value"),
+    (['offline', '--bogus', '1'], "cpuhpctl offline: unrecognized option '--bogus'"),
+    (['online', '-q', '1'], "cpuhpctl online: invalid option -- 'q'"),
+    (['offline', '--timeout'], "cpuhpctl offline: option '--timeout' needs an argument"),
+    (['hold', '-t'], 'cpuhpctl hold: option -t needs an argument'),
+    (['watch', '--count'], "cpuhpctl watch: option '--count' needs an argument"),
+    (['status', '-z'], "cpuhpctl status: invalid option -- 'z'"),
+    ([], 'cpuhpctl: which command? (status, online, offline, watch, hold)'),
+    (['frobnicate'], "cpuhpctl: unknown command 'frobnicate'"),
+])
+def test_a_bad_option_is_named_with_the_program_and_a_one_line_hint(tmp, args, message):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), *args],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    cmd = ' ' + args[0] if args and args[0] in ('offline', 'online', 'hold', 'watch',
+                                                'status') else ''
+    assert r.returncode == 2, r
+    # Not getopt's message under argv[0] (a path here), and not the whole usage.
+    assert r.stderr.splitlines() == [message, f"Try 'cpuhpctl{cmd} --help'."], r.stderr
+
+
+@pytest.mark.parametrize('cmd', ['offline', 'online'])
+def test_a_cpu_beyond_the_limit_is_out_of_range_not_a_bad_list(tmp, cmd):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), cmd, '9999'],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 2, r
+    # As Python's parse_cpulist() says it.
+    assert r.stderr == (f"cpuhpctl {cmd}: CPU list '9999' is out of range: CPU numbers and "
+                        'strides are below 8192\n'), r.stderr
+
+
+def test_timeout_0_is_accepted_and_fails_at_once_only_if_something_is_in_the_way(daemon4, sim4,
+                                                                               probe):
+    r = ctl(daemon4, 'offline', '--timeout', '0', '2')
+    assert (r.returncode, r.stdout) == (0, 'CPU 2 disabled\n'), r
+    r = ctl(daemon4, 'hold', '--timeout', '0', '--', 'true')
+    assert r.returncode == 0, r
+    probe.connect('a')
+    probe.lease('a')
+    r = ctl(daemon4, 'online', '-t', '0', '2')
+    assert r.returncode == 75 and sim4.read_online(2) == '0', r
+    assert r.stderr.startswith('cpuhpctl: online 2: '), r.stderr
 
 
 @pytest.mark.parametrize('args', [
