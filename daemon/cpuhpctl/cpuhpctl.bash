@@ -2,13 +2,14 @@
 # bash completion for cpuhpctl(8): commands, options, and CPU numbers.
 # online offers the CPUs now offline, offline those now online (only CPUs
 # with a cpuN/online file: the hotpluggable ones), read from
-# ${CPUHPCTL_SYSFS_ROOT:-/sys}/devices/system/cpu: set CPUHPCTL_SYSFS_ROOT
-# to the tree a cpuhpd --sysfs-root names (a simulated one).
+# ROOT/devices/system/cpu, ROOT being the command line's --sysfs-root, else
+# ${CPUHPCTL_SYSFS_ROOT:-/sys}, as cpuhpctl itself does: set it to the tree
+# a cpuhpd --sysfs-root names (a simulated one).
 
-# _cpuhpctl_cpus STATE: the hotpluggable CPUs whose online file says STATE (0 or 1).
+# _cpuhpctl_cpus STATE ROOT: the hotpluggable CPUs whose online file says STATE (0 or 1).
 _cpuhpctl_cpus()
 {
-	local dir=${CPUHPCTL_SYSFS_ROOT:-/sys}/devices/system/cpu f n v
+	local dir=$2/devices/system/cpu f n v
 	for f in "$dir"/cpu[0-9]*/online; do
 		[[ -r $f ]] || continue
 		n=${f%/online}
@@ -21,14 +22,19 @@ _cpuhpctl_cpus()
 _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local i cmd= cmd_at=0 w
+	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
 	local commands='status online offline watch hold help'
 
-	# The command is the first word that is neither an option nor --socket's value.
+	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
 		case $w in
 		-s | --socket) ((i++)) ;;
+		--sysfs-root)
+			((i++))
+			[[ -n ${COMP_WORDS[i]} ]] && root=${COMP_WORDS[i]}
+			;;
+		--sysfs-root=*) root=${w#--sysfs-root=} ;;
 		-*) ;;
 		*)
 			cmd=$w
@@ -44,9 +50,13 @@ _cpuhpctl()
 			COMPREPLY=($(compgen -f -- "$cur"))
 			return
 			;;
+		--sysfs-root)
+			COMPREPLY=($(compgen -d -- "$cur"))
+			return
+			;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-s --socket -h --help -V --version' -- "$cur"))
+			COMPREPLY=($(compgen -W '-s --socket --sysfs-root -h --help -V --version' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
 		fi
@@ -66,7 +76,7 @@ _cpuhpctl()
 		local state=0 pre= cpus
 		[[ $cmd == offline ]] && state=1
 		[[ $cur == *[,-]* ]] && pre=${cur%"${cur##*[,-]}"}
-		cpus=$(_cpuhpctl_cpus "$state")
+		cpus=$(_cpuhpctl_cpus "$state" "$root")
 		COMPREPLY=($(compgen -P "$pre" -W "$cpus" -- "${cur#"$pre"}"))
 		;;
 	watch)

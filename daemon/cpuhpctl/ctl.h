@@ -23,8 +23,12 @@
 /* Wait for leases (online/offline) or for a hotplug (hold) this long by default. */
 #define CPUHPCTL_DEFAULT_TIMEOUT_MS 10000
 
+/* The sysfs tree cpuhpctl reads itself when cpuhpd is gone mid-hotplug; "--sysfs-root". */
+#define CPUHPCTL_SYSFS_ROOT_ENV "CPUHPCTL_SYSFS_ROOT"
+
 struct cpuhpctl {
-	const char *socket; /* --socket, or NULL for $CPUHP_SOCKET or the default */
+	const char *socket;     /* --socket, or NULL for $CPUHP_SOCKET or the default */
+	const char *sysfs_root; /* --sysfs-root, else $CPUHPCTL_SYSFS_ROOT, else "/sys" */
 };
 
 /*

@@ -79,15 +79,88 @@ static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 		        r->message[0] ? r->message : strerror(-r->error));
 }
 
+/*
+ * What the cpuN/online files of @set say: *@known the CPUs whose file could
+ * be read, *@on those of them online.  cpuhpctl reads them only to tell,
+ * if cpuhpd dies in the middle of a hotplug, which CPUs it had changed.
+ */
+static void read_files(const char *root, const struct cpuhp_cpuset *set, struct cpuhp_cpuset *known,
+                       struct cpuhp_cpuset *on)
+{
+	cpuhp_cpuset_zero(known);
+	cpuhp_cpuset_zero(on);
+	for (int cpu = cpuhp_cpuset_next(set, -1); cpu >= 0; cpu = cpuhp_cpuset_next(set, cpu)) {
+		bool online;
+
+		if (cpuhp_sysfs_read_online(root, (unsigned)cpu, &online) < 0)
+			continue;
+		cpuhp_cpuset_add(known, (unsigned)cpu);
+		if (online)
+			cpuhp_cpuset_add(on, (unsigned)cpu);
+	}
+}
+
+/*
+ * cpuhpd went away before answering (killed, crashed): it may have written
+ * some of the files already.  Read them again and say, per CPU, what they
+ * show against what they showed before the request.
+ * Return: 0 if every CPU is in the asked state, 64 if some changed, else 69.
+ */
+static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *set, bool online,
+                       const struct cpuhp_cpuset *known_before,
+                       const struct cpuhp_cpuset *on_before)
+{
+	const char *verb = online ? "enable" : "disable";
+	struct cpuhp_cpuset known, on;
+	unsigned n = 0, done = 0, changed = 0;
+
+	read_files(ctl->sysfs_root, set, &known, &on);
+	fprintf(stderr,
+	        "cpuhpctl: cpuhpd went away during the hotplug; what %s/devices/system/cpu/cpuN/"
+	        "online say now:\n",
+	        ctl->sysfs_root);
+	for (int cpu = cpuhp_cpuset_next(set, -1); cpu >= 0; cpu = cpuhp_cpuset_next(set, cpu)) {
+		unsigned u = (unsigned)cpu;
+		bool now = cpuhp_cpuset_has(&on, u);
+
+		n++;
+		if (!cpuhp_cpuset_has(&known, u)) {
+			fprintf(stderr,
+			        "cpuhpctl: CPU %u: cannot tell (its online file cannot be read)\n",
+			        u);
+			continue;
+		}
+		if (now != online) {
+			fprintf(stderr, "cpuhpctl: CPU %u not %sd\n", u, verb);
+			continue;
+		}
+		done++;
+		if (cpuhp_cpuset_has(known_before, u) && cpuhp_cpuset_has(on_before, u) == online) {
+			printf("CPU %u is already %sd\n", u, verb);
+		} else {
+			printf("CPU %u %sd\n", u, verb);
+			changed++;
+		}
+	}
+	if (done == n)
+		return CPUHPCTL_EXIT_OK;
+	if (!changed) {
+		fprintf(stderr, "cpuhpctl: nothing changed; is cpuhpd running again? ('cpuhpctl "
+		                "status')\n");
+		return CPUHPCTL_EXIT_UNREACHABLE;
+	}
+	return CPUHPCTL_EXIT_PARTIAL;
+}
+
 /* Parse the options and LIST.  Return: -1 to go on, else the exit code. */
-static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **list)
+static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **list,
+                      struct cpuhp_cpuset *set)
 {
 	static const struct option opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	struct cpuhp_cpuset set;
 	int opt, err;
 
 	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:h", opts, argv[0])) != -1) {
@@ -109,7 +182,7 @@ static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **
 	}
 	*list = argv[optind];
 	/* Say what is wrong with the list here, before bothering the daemon. */
-	err = cpuhp_cpuset_parse(*list, &set);
+	err = cpuhp_cpuset_parse(*list, set);
 	if (err == -ERANGE)
 		fprintf(stderr,
 		        "cpuhpctl %s: CPU list '%s' is out of range: CPU numbers and strides are "
@@ -119,15 +192,16 @@ static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **
 		fprintf(stderr,
 		        "cpuhpctl %s: '%s' is not a CPU list; expected e.g. 2-3,5 or 0-7:2\n",
 		        argv[0], *list);
-	else if (!cpuhp_cpuset_count(&set))
+	else if (!cpuhp_cpuset_count(set))
 		fprintf(stderr, "cpuhpctl %s: '%s' names no CPU; give a list such as 2-3,5\n",
 		        argv[0], *list);
-	return err < 0 || !cpuhp_cpuset_count(&set) ? CPUHPCTL_EXIT_USAGE : -1;
+	return err < 0 || !cpuhp_cpuset_count(set) ? CPUHPCTL_EXIT_USAGE : -1;
 }
 
 int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online)
 {
 	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
+	struct cpuhp_cpuset set, known, on;
 	struct cpuhp_client_cpu_result *r;
 	struct cpuhp_client_status *st;
 	struct cpuhp_client *c;
@@ -136,17 +210,21 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	char what[128];
 	int ret, err;
 
-	ret = parse_args(argc, argv, &timeout_ms, &list);
+	ret = parse_args(argc, argv, &timeout_ms, &list, &set);
 	if (ret >= 0)
 		return ret;
 	ret = cpuhpctl_connect(ctl, &c);
 	if (ret)
 		return ret;
+	read_files(ctl->sysfs_root, &set, &known, &on);
 	err = cpuhp_client_set_online_results(c, list, online, timeout_ms, &r, &n);
 	if (err < 0) {
 		snprintf(what, sizeof(what), "%s %s", argv[0], list);
 		ret = cpuhpctl_fail(c, err, what);
 		cpuhp_client_close(c);
+		/* The connection died under the request: cpuhpd may have done part of it. */
+		if (err == -ECONNRESET || err == -EPIPE)
+			ret = report_lost(ctl, &set, online, &known, &on);
 		return ret;
 	}
 	st = status_if_needed(c, r, n);

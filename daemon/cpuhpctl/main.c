@@ -34,6 +34,9 @@ static void usage(FILE *f)
 	        "\n"
 	        "Options:\n"
 	        "  -s, --socket PATH  cpuhpd's socket (default: $%s, else %s)\n"
+	        "  --sysfs-root PATH  the sysfs tree cpuhpd serves, read by cpuhpctl to say\n"
+	        "                     what changed if cpuhpd dies in a hotplug (default:\n"
+	        "                     $%s, else /sys)\n"
 	        "  -h, --help         this text\n"
 	        "  -V, --version      print the version\n"
 	        "\n"
@@ -46,8 +49,8 @@ static void usage(FILE *f)
 	        "  %d  timed out: leases still held, or a hotplug in the way; nothing changed\n"
 	        "  hold: CMD's exit status, 128+N if a signal N killed it, 126/127 if it\n"
 	        "        could not be run\n",
-	        CPUHP_CLIENT_SOCKET_ENV, CPUHP_CLIENT_DEFAULT_SOCKET, CPUHPCTL_EXIT_OK,
-	        CPUHPCTL_EXIT_FAILED, CPUHPCTL_EXIT_USAGE, CPUHPCTL_EXIT_PARTIAL,
+	        CPUHP_CLIENT_SOCKET_ENV, CPUHP_CLIENT_DEFAULT_SOCKET, CPUHPCTL_SYSFS_ROOT_ENV,
+	        CPUHPCTL_EXIT_OK, CPUHPCTL_EXIT_FAILED, CPUHPCTL_EXIT_USAGE, CPUHPCTL_EXIT_PARTIAL,
 	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT);
 }
 
@@ -198,11 +201,12 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'},
+	    {"sysfs-root", required_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
-	struct cpuhpctl ctl = {0};
+	struct cpuhpctl ctl = {.sysfs_root = getenv(CPUHPCTL_SYSFS_ROOT_ENV)};
 	const char *cmd;
 	int opt;
 
@@ -211,6 +215,9 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 's':
 			ctl.socket = optarg;
+			break;
+		case 'r':
+			ctl.sysfs_root = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -222,6 +229,8 @@ int main(int argc, char **argv)
 			return CPUHPCTL_EXIT_USAGE;
 		}
 	}
+	if (!ctl.sysfs_root || !ctl.sysfs_root[0])
+		ctl.sysfs_root = "/sys";
 	if (optind >= argc) {
 		fprintf(stderr, "cpuhpctl: which command? (status, online, offline, watch, hold)\n"
 		                "Try 'cpuhpctl --help'.\n");

@@ -9,12 +9,15 @@
  * read at every open() for writing, one rule a line:
  *
  *   SUFFIX open ERRNO    open() of a path ending in SUFFIX fails with ERRNO
+ *   SUFFIX open stall    open() never returns: the caller is stuck there
+ *                        (after the log line below), until it is killed
  *   SUFFIX write ERRNO   open() succeeds, the first write() fails with ERRNO
  *   SUFFIX write short   the first write() returns 1 and writes nothing
  *
  * ERRNO is a name: EBUSY, EIO, EPERM, EACCES, EINVAL, EOPNOTSUPP, ENOSPC.
  * Each injection appends "SUFFIX OP ERRNO PATH" to CPUHP_FAULT_LOG (when
- * set), so the test proves that the fault it meant did happen.
+ * set), so the test proves that the fault it meant did happen; a FIFO
+ * there lets a test wait for the injection (a stall) instead of sleeping.
  *
  * Only opens for writing are looked at: the daemon's reads of the tree and
  * everything else in the process go straight through.
@@ -120,7 +123,10 @@ static bool find_rule(const char *path, char *op, int *err, char *rule, size_t r
 		if (strcmp(o, "open") && strcmp(o, "write"))
 			continue;
 		*err = -1;
+		/* 0 is the errno-less fault of each op: a short write, a stalled open. */
 		if (!strcmp(o, "write") && !strcmp(e, "short"))
+			*err = 0;
+		if (!strcmp(o, "open") && !strcmp(e, "stall"))
 			*err = 0;
 		for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 			if (!strcmp(e, errnos[i].name))
@@ -144,6 +150,8 @@ static int open_common(const char *path, int flags, mode_t mode)
 		return real_open(path, flags, mode);
 	if (!strcmp(op, "open")) {
 		log_injection(rule, path);
+		while (!err)
+			pause(); /* a stall: only a signal that kills ends it */
 		errno = err;
 		return -1;
 	}

@@ -69,6 +69,10 @@ def test_cpu_numbers_come_from_the_tree(tmp):
     assert complete('cpuhpctl online 2,', sim.root) == ['2,2', '2,4']
     assert complete('cpuhpctl offline 1-', sim.root) == ['1-1', '1-3', '1-5']
     assert complete('cpuhpctl offline --timeout ', sim.root) == []
+    # The command line's --sysfs-root wins, as it does for cpuhpctl.
+    assert complete(f'cpuhpctl --sysfs-root {sim.root} offline ') == ['1', '3', '5']
+    assert complete(f'cpuhpctl --sysfs-root={sim.root} online ', '/nonexistent') == ['2', '4']
+    assert '--sysfs-root' in complete('cpuhpctl --sy')
 
 
 def test_cpu_numbers_default_to_the_real_sys():
