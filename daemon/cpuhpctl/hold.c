@@ -3,7 +3,9 @@
  * cpuhpctl hold: run a command while holding a reader lease, like
  * systemd-inhibit.  The lease is taken before the command starts and lives
  * as long as this process's connection, so it ends when the command ends,
- * or when cpuhpctl itself dies.
+ * or when cpuhpctl itself dies.  In that last case the command must not run
+ * on unprotected: it gets SIGTERM (PR_SET_PDEATHSIG) as cpuhpctl dies, even
+ * by SIGKILL.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +30,8 @@ static void usage(FILE *f)
 	        "exits: while CMD runs, the set of online CPUs does not change.  Exits with\n"
 	        "CMD's status (128+N if signal N killed it; 127 if CMD was not found, 126\n"
 	        "if it could not be run), or with %d/%d/%d if the lease was not granted.\n"
+	        "If cpuhpctl itself dies (even by SIGKILL), the lease ends and CMD gets\n"
+	        "SIGTERM.\n"
 	        "\n"
 	        "  -t, --timeout MS  wait at most MS ms for a hotplug in progress to end\n"
 	        "                    (default %u; 0: fail at once, exit %d, if one\n"
@@ -65,8 +70,8 @@ static void set_parent_signals(void)
  */
 static pid_t spawn(char **cmd)
 {
+	pid_t parent = getpid(), pid;
 	sigset_t block, old;
-	pid_t pid;
 
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
@@ -76,7 +81,27 @@ static pid_t spawn(char **cmd)
 	sigprocmask(SIG_BLOCK, &block, &old);
 	pid = fork();
 	if (pid == 0) {
+		/*
+		 * The lease dies with cpuhpctl's connection, so CMD must hear of
+		 * cpuhpctl's death: SIGTERM, kept across execve() (the kernel
+		 * drops it for a set-user-ID or file-capability CMD).  A parent
+		 * that died before prctl() took effect shows in getppid(): then
+		 * the lease is gone already and CMD does not start.
+		 */
+		int pdeath = prctl(PR_SET_PDEATHSIG, SIGTERM);
+
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (pdeath < 0) {
+			fprintf(stderr, "cpuhpctl hold: PR_SET_PDEATHSIG: %s\n", strerror(errno));
+			_exit(126);
+		}
+		if (getppid() != parent) {
+			fprintf(stderr,
+			        "cpuhpctl hold: cpuhpctl died before %s started, and its "
+			        "lease with it: not running it\n",
+			        cmd[0]);
+			_exit(128 + SIGTERM);
+		}
 		/* The client's socket is close-on-exec: CMD cannot end the lease early. */
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "cpuhpctl hold: cannot run %s: %s\n", cmd[0], strerror(errno));

@@ -8,7 +8,9 @@ Nothing sleeps: a command that must run while a lease is held runs inside
 `cpuhpctl hold`, or behind a lease a probe holds; a hotplug that must wait
 for a lease to vanish is given a long timeout and simply finishes once the
 lease goes."""
+import ctypes
 import os
+import select
 import signal
 import subprocess
 
@@ -236,6 +238,37 @@ def test_hold_lease_ends_when_cpuhpctl_is_killed(daemon4, sim4):
         assert r.returncode == 0 and r.stdout == 'CPU 2 disabled\n', r
     finally:
         p.stdin.close()  # lets the orphaned sh exit
+        p.stdout.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_hold_cmd_gets_sigterm_when_cpuhpctl_is_sigkilled(daemon4):
+    # The test process becomes the orphaned CMD's parent (a subreaper), so
+    # that it can wait for CMD and see which signal ended it.
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_CHILD_SUBREAPER = 36
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, os.strerror(ctypes.get_errno())
+    p = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'hold', '--',
+                          'sh', '-c', 'echo $$; exec cat'],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        cmd = int(p.stdout.readline())   # cat's pid, once the lease is held
+        assert status(daemon4)['leases held'] == '1'
+        pidfd = os.pidfd_open(cmd)
+        p.kill()
+        p.wait(timeout=GUARD_S)
+        # Without PR_SET_PDEATHSIG, cat would read its open stdin for ever.
+        ready, _, _ = select.select([pidfd], [], [], GUARD_S)
+        os.close(pidfd)
+        assert ready, 'CMD ran on after cpuhpctl, and its lease, died'
+        _, st = os.waitpid(cmd, 0)
+        assert os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGTERM, st
+        assert status(daemon4)['leases held'] == '0'
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        p.stdin.close()
         p.stdout.close()
         if p.poll() is None:
             p.kill()
