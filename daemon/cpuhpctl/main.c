@@ -140,27 +140,33 @@ int cpuhpctl_getopt(int argc, char **argv, const char *optstring, const struct o
                     const char *cmd)
 {
 	const char *arg, *sep = cmd ? " " : "";
+	bool long_word;
 	int opt;
 
 	opterr = 0;
 	opt = getopt_long(argc, argv, optstring, longopts, NULL);
 	if (opt != '?' && opt != ':')
 		return opt;
-	/* A long option, or an option's missing argument, moved optind past its word. */
+	/*
+	 * A long option, or an option whose argument is missing, moved optind
+	 * past its word; a bad short one inside a cluster ("-qt") did not, so
+	 * only optopt names it.  glibc sets optopt to 0 for an unknown long
+	 * option, to the option's letter otherwise.
+	 */
 	arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	long_word = !strncmp(arg, "--", 2);
 	cmd = cmd ? cmd : "";
-	if (strncmp(arg, "--", 2) != 0)
-		fprintf(stderr,
-		        opt == ':' ? "cpuhpctl%s%s: option -%c needs an argument\n"
-		                   : "cpuhpctl%s%s: invalid option -- '%c'\n",
-		        sep, cmd, optopt);
-	else if (opt == ':')
+	if (opt == ':' && long_word)
 		fprintf(stderr, "cpuhpctl%s%s: option '%s' needs an argument\n", sep, cmd, arg);
-	else if (takes_no_value(arg, longopts))
+	else if (opt == ':')
+		fprintf(stderr, "cpuhpctl%s%s: option -%c needs an argument\n", sep, cmd, optopt);
+	else if (!optopt)
+		fprintf(stderr, "cpuhpctl%s%s: unrecognized option '%s'\n", sep, cmd, arg);
+	else if (long_word && takes_no_value(arg, longopts))
 		fprintf(stderr, "cpuhpctl%s%s: option '%.*s' takes no value\n", sep, cmd,
 		        (int)(strchr(arg, '=') - arg), arg);
 	else
-		fprintf(stderr, "cpuhpctl%s%s: unrecognized option '%s'\n", sep, cmd, arg);
+		fprintf(stderr, "cpuhpctl%s%s: invalid option -- '%c'\n", sep, cmd, optopt);
 	fprintf(stderr, "Try 'cpuhpctl%s%s --help'.\n", sep, cmd);
 	return '?';
 }

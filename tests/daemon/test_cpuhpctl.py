@@ -127,6 +127,8 @@ def test_bad_command_lines_exit_2_before_connecting(tmp, args):
     (['--help=1'], "cpuhpctl: option '--help' takes no value"),
     (['offline', '--bogus', '1'], "cpuhpctl offline: unrecognized option '--bogus'"),
     (['online', '-q', '1'], "cpuhpctl online: invalid option -- 'q'"),
+    (['online', '--timeout=5', '-qt', '5', '1'], "cpuhpctl online: invalid option -- 'q'"),
+    (['--sysfs-root'], "cpuhpctl: option '--sysfs-root' needs an argument"),
     (['offline', '--timeout'], "cpuhpctl offline: option '--timeout' needs an argument"),
     (['hold', '-t'], 'cpuhpctl hold: option -t needs an argument'),
     (['watch', '--count'], "cpuhpctl watch: option '--count' needs an argument"),
