@@ -23,7 +23,7 @@ _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
-	local commands='status online offline watch hold help'
+	local commands='status leases online offline watch hold help'
 
 	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -56,7 +56,7 @@ _cpuhpctl()
 			;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-s --socket --sysfs-root -h --help -V --version' -- "$cur"))
+			COMPREPLY=($(compgen -W '-s --socket --sysfs-root -j --json -h --help -V --version' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
 		fi
@@ -69,7 +69,7 @@ _cpuhpctl()
 		-t | --timeout) return ;; # a number of ms: nothing to offer
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-t --timeout -h --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '-t --timeout -j --json -h --help' -- "$cur"))
 			return
 		fi
 		# A range list: complete the number after the last ',' or '-'.
@@ -83,14 +83,14 @@ _cpuhpctl()
 		case $prev in
 		-n | --count) return ;;
 		esac
-		COMPREPLY=($(compgen -W '-n --count -h --help' -- "$cur"))
+		COMPREPLY=($(compgen -W '-n --count -j --json -h --help' -- "$cur"))
 		;;
 	hold)
 		# CMD starts after '--', or at the first word that is not an option.
 		local at=0
 		for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
 			case ${COMP_WORDS[i]} in
-			-t | --timeout) ((i++)) ;;
+			-t | --timeout | -w | --who | -y | --why) ((i++)) ;;
 			--)
 				at=$((i + 1))
 				break
@@ -111,16 +111,16 @@ _cpuhpctl()
 			return
 		fi
 		case $prev in
-		-t | --timeout) return ;;
+		-t | --timeout | -w | --who | -y | --why) return ;;
 		esac
 		if ((!at)) && [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-t --timeout -h --help --' -- "$cur"))
+			COMPREPLY=($(compgen -W '-t --timeout -w --who -y --why -h --help --' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -c -- "$cur"))
 		fi
 		;;
-	status)
-		COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
+	status | leases)
+		COMPREPLY=($(compgen -W '-j --json -h --help' -- "$cur"))
 		;;
 	esac
 }

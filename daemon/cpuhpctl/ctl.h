@@ -9,6 +9,7 @@
 #define CPUHPCTL_CTL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include <cpuhp/client.h>
 
@@ -29,6 +30,7 @@
 struct cpuhpctl {
 	const char *socket;     /* --socket, or NULL for $CPUHP_SOCKET or the default */
 	const char *sysfs_root; /* --sysfs-root, else $CPUHPCTL_SYSFS_ROOT, else "/sys" */
+	bool json;              /* --json before the command (each command takes it too) */
 };
 
 /*
@@ -60,8 +62,20 @@ int cpuhpctl_parse_timeout(const char *arg, unsigned *out);
 /* @set as a range list in a new string ("" for the empty set); NULL on ENOMEM. */
 char *cpuhpctl_format(const struct cpuhp_cpuset *set);
 
+/* json.c: values for --json output (schemas in cpuhpctl(8)). */
+void cpuhpctl_json_string(FILE *f, const char *s); /* quoted and escaped; NULL as "" */
+void cpuhpctl_json_cpus(FILE *f, const struct cpuhp_cpuset *set); /* [0,1,5] */
+void cpuhpctl_json_errno(FILE *f, int err); /* "ETIMEDOUT" (either sign), null for 0 */
+const char *cpuhpctl_writer_name(enum cpuhp_client_writer_state w); /* idle/waiting/running */
+/*
+ * cpuhpctl_fail() for --json: also prints {"error": NAME, "message": TEXT}
+ * on stdout, so a script always gets one object.  Return: the exit code.
+ */
+int cpuhpctl_json_fail(struct cpuhp_client *c, int err, const char *what);
+
 /* The commands: argv[0] is the command's name.  Return: the exit code. */
 int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_leases(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online);
 int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv);

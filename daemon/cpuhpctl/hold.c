@@ -24,7 +24,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl hold [--timeout MS] [--] CMD [ARGS...]\n"
+	        "Usage: cpuhpctl hold [--timeout MS] [--who NAME] [--why TEXT] [--] CMD [ARGS...]\n"
 	        "\n"
 	        "Take a reader lease from cpuhpd, run CMD, and release the lease when it\n"
 	        "exits: while CMD runs, the set of online CPUs does not change.  Exits with\n"
@@ -35,7 +35,12 @@ static void usage(FILE *f)
 	        "\n"
 	        "  -t, --timeout MS  wait at most MS ms for a hotplug in progress to end\n"
 	        "                    (default %u; 0: fail at once, exit %d, if one\n"
-	        "                    is in progress)\n",
+	        "                    is in progress)\n"
+
+	        "  -w, --who NAME    who holds the lease, for 'cpuhpctl leases' and for\n"
+	        "                    the message of a hotplug that times out behind it\n"
+	        "                    (default: CMD's name)\n"
+	        "  -y, --why TEXT    what the lease protects, likewise\n",
 	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT, CPUHPCTL_EXIT_FAILED,
 	        CPUHPCTL_DEFAULT_TIMEOUT_MS, CPUHPCTL_EXIT_TIMEDOUT);
 }
@@ -158,19 +163,31 @@ int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
+	    {"who", required_argument, NULL, 'w'},
+	    {"why", required_argument, NULL, 'y'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
+	const char *who = NULL, *why = NULL;
 	struct cpuhp_client *c;
 	uint64_t lease;
 	pid_t pid;
 	int opt, ret, err;
 
-	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:h", opts, "hold")) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:w:y:h", opts, "hold")) != -1) {
 		if (opt == 't') {
 			if (cpuhpctl_parse_timeout(optarg, &timeout_ms) < 0)
 				return CPUHPCTL_EXIT_USAGE;
+			continue;
+		}
+		if (opt == 'w' || opt == 'y') {
+			if (strlen(optarg) > CPUHP_CLIENT_IDENTITY_MAX) {
+				fprintf(stderr, "cpuhpctl hold: --%s is limited to %d bytes\n",
+				        opt == 'w' ? "who" : "why", CPUHP_CLIENT_IDENTITY_MAX);
+				return CPUHPCTL_EXIT_USAGE;
+			}
+			*(opt == 'w' ? &who : &why) = optarg;
 			continue;
 		}
 		if (opt == 'h')
@@ -182,10 +199,18 @@ int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
 		                "Try 'cpuhpctl hold --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
+	if (!who) {
+		const char *slash = strrchr(argv[optind], '/');
+
+		who = slash ? slash + 1 : argv[optind];
+	}
 	ret = cpuhpctl_connect(ctl, &c);
 	if (ret)
 		return ret;
-	err = cpuhp_client_lease_acquire(c, timeout_ms, &lease);
+	/* The connection's name, so that the lease stays a fast one where it can. */
+	err = cpuhp_client_set_identity(c, who, why);
+	if (err == 0 || err == -EOPNOTSUPP) /* an older cpuhpd: unnamed, but held */
+		err = cpuhp_client_lease_acquire(c, timeout_ms, &lease);
 	if (err < 0) {
 		ret = cpuhpctl_fail(c, err, "hold: lease");
 		cpuhp_client_close(c);

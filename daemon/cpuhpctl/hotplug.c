@@ -17,7 +17,7 @@
 static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl %s [--timeout MS] LIST\n"
+	        "Usage: cpuhpctl %s [--timeout MS] [--json] LIST\n"
 	        "\n"
 	        "%s the CPUs in LIST in one hotplug: cpuhpd waits until no reader\n"
 	        "lease is held, then writes each CPU's online file.  LIST is a range\n"
@@ -27,7 +27,10 @@ static void usage(FILE *f, const char *cmd)
 	        "\n"
 	        "  -t, --timeout MS  wait at most MS ms for leases to be released, then\n"
 	        "                    give up with nothing changed (default %u; 0:\n"
-	        "                    fail at once, exit 75, if any lease is held)\n",
+	        "                    fail at once, exit 75, if any lease is held)\n"
+
+	        "  -j, --json        one JSON object: the result of each CPU, or the\n"
+	        "                    error (schema in cpuhpctl(8))\n",
 	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",
 	        CPUHPCTL_DEFAULT_TIMEOUT_MS);
 }
@@ -79,6 +82,22 @@ static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 		        r->message[0] ? r->message : strerror(-r->error));
 }
 
+/* {"online":B,"results":[{"cpu":N,"ok":B,"changed":B,"error":NAME|null,"message":S}]} */
+static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
+{
+	printf("{\"online\":%s,\"results\":[", online ? "true" : "false");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"cpu\":%u,\"ok\":%s,\"changed\":%s,\"error\":", i ? "," : "", r[i].cpu,
+		       r[i].error ? "false" : "true", r[i].changed ? "true" : "false");
+		cpuhpctl_json_errno(stdout, r[i].error);
+		printf(",\"message\":");
+		cpuhpctl_json_string(stdout, r[i].error && !r[i].message[0] ? strerror(-r[i].error)
+		                                                            : r[i].message);
+		putchar('}');
+	}
+	printf("]}\n");
+}
+
 /*
  * What the cpuN/online files of @set say: *@known the CPUs whose file could
  * be read, *@on those of them online.  cpuhpctl reads them only to tell,
@@ -108,8 +127,10 @@ static void read_files(const char *root, const struct cpuhp_cpuset *set, struct 
  */
 static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *set, bool online,
                        const struct cpuhp_cpuset *known_before,
-                       const struct cpuhp_cpuset *on_before)
+                       const struct cpuhp_cpuset *on_before, bool json)
 {
+	/* With --json, stdout has its one object (the error): the words go to stderr. */
+	FILE *out = json ? stderr : stdout;
 	const char *verb = online ? "enable" : "disable";
 	struct cpuhp_cpuset known, on;
 	unsigned n = 0, done = 0, changed = 0;
@@ -136,9 +157,9 @@ static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *se
 		}
 		done++;
 		if (cpuhp_cpuset_has(known_before, u) && cpuhp_cpuset_has(on_before, u) == online) {
-			printf("CPU %u is already %sd\n", u, verb);
+			fprintf(out, "CPU %u is already %sd\n", u, verb);
 		} else {
-			printf("CPU %u %sd\n", u, verb);
+			fprintf(out, "CPU %u %sd\n", u, verb);
 			changed++;
 		}
 	}
@@ -154,16 +175,21 @@ static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *se
 
 /* Parse the options and LIST.  Return: -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **list,
-                      struct cpuhp_cpuset *set)
+                      struct cpuhp_cpuset *set, bool *json)
 {
 	static const struct option opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
+	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	int opt, err;
 
-	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:h", opts, argv[0])) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:jh", opts, argv[0])) != -1) {
+		if (opt == 'j') {
+			*json = true;
+			continue;
+		}
 		if (opt == 't') {
 			if (cpuhpctl_parse_timeout(optarg, timeout_ms) < 0)
 				return CPUHPCTL_EXIT_USAGE;
@@ -208,9 +234,10 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	size_t n, i, done = 0;
 	const char *list;
 	char what[128];
+	bool json = ctl->json;
 	int ret, err;
 
-	ret = parse_args(argc, argv, &timeout_ms, &list, &set);
+	ret = parse_args(argc, argv, &timeout_ms, &list, &set, &json);
 	if (ret >= 0)
 		return ret;
 	ret = cpuhpctl_connect(ctl, &c);
@@ -220,18 +247,21 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	err = cpuhp_client_set_online_results(c, list, online, timeout_ms, &r, &n);
 	if (err < 0) {
 		snprintf(what, sizeof(what), "%s %s", argv[0], list);
-		ret = cpuhpctl_fail(c, err, what);
+		ret = json ? cpuhpctl_json_fail(c, err, what) : cpuhpctl_fail(c, err, what);
 		cpuhp_client_close(c);
 		/* The connection died under the request: cpuhpd may have done part of it. */
 		if (err == -ECONNRESET || err == -EPIPE)
-			ret = report_lost(ctl, &set, online, &known, &on);
+			ret = report_lost(ctl, &set, online, &known, &on, json);
 		return ret;
 	}
 	st = status_if_needed(c, r, n);
-	for (i = 0; i < n; i++) {
-		report_cpu(&r[i], online, st);
+	for (i = 0; i < n; i++)
 		done += !r[i].error;
-	}
+	if (json)
+		print_json(r, n, online);
+	else
+		for (i = 0; i < n; i++)
+			report_cpu(&r[i], online, st);
 	free(st);
 	cpuhp_client_results_free(r);
 	cpuhp_client_close(c);

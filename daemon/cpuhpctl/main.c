@@ -25,10 +25,11 @@ static void usage(FILE *f)
 	        "\n"
 	        "Commands:\n"
 	        "  status                        CPU masks, leases, the writer's state\n"
+	        "  leases                        who holds leases, and the hotplugs waiting\n"
 	        "  online [--timeout MS] LIST    bring the CPUs in LIST (e.g. 2-3,5) online\n"
 	        "  offline [--timeout MS] LIST   take them offline\n"
 	        "  watch [--count N]             print hotplug events as they happen\n"
-	        "  hold [--timeout MS] -- CMD [ARGS...]\n"
+	        "  hold [--timeout MS] [--who NAME] [--why TEXT] -- CMD [ARGS...]\n"
 	        "                                run CMD while holding a lease\n"
 	        "Run 'cpuhpctl COMMAND --help' for more on each.\n"
 	        "\n"
@@ -37,6 +38,8 @@ static void usage(FILE *f)
 	        "  --sysfs-root PATH  the sysfs tree cpuhpd serves, read by cpuhpctl to say\n"
 	        "                     what changed if cpuhpd dies in a hotplug (default:\n"
 	        "                     $%s, else /sys)\n"
+	        "  -j, --json         print JSON (status, leases, online, offline, watch;\n"
+	        "                     the schemas are in cpuhpctl(8))\n"
 	        "  -h, --help         this text\n"
 	        "  -V, --version      print the version\n"
 	        "\n"
@@ -105,8 +108,8 @@ int cpuhpctl_fail(struct cpuhp_client *c, int err, const char *what)
 	switch (err) {
 	case -ETIMEDOUT:
 	case -EAGAIN:
-		fprintf(stderr, "cpuhpctl: try a longer --timeout; 'cpuhpctl status' shows the "
-		                "leases held and the hotplugs pending.\n");
+		fprintf(stderr, "cpuhpctl: try a longer --timeout; 'cpuhpctl leases' shows who "
+		                "holds leases and which hotplugs are pending.\n");
 		return CPUHPCTL_EXIT_TIMEDOUT;
 	case -EPERM:
 	case -EACCES:
@@ -208,6 +211,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'},
 	    {"sysfs-root", required_argument, NULL, 'r'},
+	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
@@ -217,13 +221,16 @@ int main(int argc, char **argv)
 	int opt;
 
 	/* '+': options after the command belong to the command. */
-	while ((opt = cpuhpctl_getopt(argc, argv, "+:s:hV", opts, NULL)) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:s:jhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			ctl.socket = optarg;
 			break;
 		case 'r':
 			ctl.sysfs_root = optarg;
+			break;
+		case 'j':
+			ctl.json = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -238,7 +245,7 @@ int main(int argc, char **argv)
 	if (!ctl.sysfs_root || !ctl.sysfs_root[0])
 		ctl.sysfs_root = "/sys";
 	if (optind >= argc) {
-		fprintf(stderr, "cpuhpctl: which command? (status, online, offline, watch, hold)\n"
+		fprintf(stderr, "cpuhpctl: which command? (status, leases, online, offline, watch, hold)\n"
 		                "Try 'cpuhpctl --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
@@ -249,6 +256,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(cmd, "status"))
 		return cpuhpctl_status(&ctl, argc, argv);
+	if (!strcmp(cmd, "leases"))
+		return cpuhpctl_leases(&ctl, argc, argv);
 	if (!strcmp(cmd, "online"))
 		return cpuhpctl_set_online(&ctl, argc, argv, true);
 	if (!strcmp(cmd, "offline"))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* cpuhpctl status: print the daemon's state. */
+/* cpuhpctl status and leases: print the daemon's state, and who holds what. */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,20 +11,40 @@
 
 static void status_usage(FILE *f)
 {
-	fprintf(f, "Usage: cpuhpctl status\n"
+	fprintf(f, "Usage: cpuhpctl status [--json]\n"
 	           "\n"
 	           "Print cpuhpd's view: online, offline, possible and present CPUs, the\n"
 	           "leases held (the fast ones, taken in shared memory, as well), whether a\n"
-	           "hotplug is waiting or running, what is queued.\n");
+	           "hotplug is waiting or running, what is queued.\n"
+	           "\n"
+	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
 }
 
-/* Only --help: the commands without options of their own. */
-static int parse_no_options(int argc, char **argv, void (*help)(FILE *))
+static void leases_usage(FILE *f)
 {
-	static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	fprintf(f, "Usage: cpuhpctl leases [--json]\n"
+	           "\n"
+	           "List every lease held, oldest first, like systemd-inhibit --list: who\n"
+	           "(as the holder named itself, else its command), pid, uid, why, how long\n"
+	           "it has been held, and whether it is a socket lease or a connection's\n"
+	           "fast leases (counted in shared memory; listed once with their count).\n"
+	           "Then the hotplug requests waiting behind them, and who asked.\n"
+	           "\n"
+	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
+}
+
+/* Only --json and --help: the commands without options of their own. */
+static int parse_no_options(int argc, char **argv, void (*help)(FILE *), bool *json)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
 	int opt;
 
-	while ((opt = cpuhpctl_getopt(argc, argv, "+:h", opts, argv[0])) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:jh", opts, argv[0])) != -1) {
+		if (opt == 'j') {
+			*json = true;
+			continue;
+		}
 		if (opt == 'h')
 			help(stdout);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
@@ -57,13 +78,40 @@ static const char *writer_text(enum cpuhp_client_writer_state w)
 	}
 }
 
+static void json_field_cpus(const char *name, const struct cpuhp_cpuset *set)
+{
+	printf("\"%s\":", name);
+	cpuhpctl_json_cpus(stdout, set);
+	putchar(',');
+}
+
+static void print_json(const struct cpuhp_client_status *st)
+{
+	printf("{\"daemon_version\":");
+	cpuhpctl_json_string(stdout, st->daemon_version);
+	putchar(',');
+	json_field_cpus("online", &st->online);
+	json_field_cpus("offline", &st->offline);
+	json_field_cpus("possible", &st->possible);
+	json_field_cpus("present", &st->present);
+	printf("\"leases_held\":%u,\"fast_leases_held\":%u,\"fast_holders\":%u,"
+	       "\"fast_connections\":%u,\"fast_path\":",
+	       st->leases_held, st->fast_leases_held, st->fast_holders, st->fast_connections);
+	cpuhpctl_json_string(stdout, st->fast_path);
+	printf(",\"writer\":\"%s\",\"pending_leases\":%u,\"pending_hotplugs\":%u,"
+	       "\"connections\":%u}\n",
+	       cpuhpctl_writer_name(st->writer), st->pending_leases, st->pending_hotplugs,
+	       st->connections);
+}
+
 int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 {
 	struct cpuhp_client_status *st;
 	struct cpuhp_client *c;
+	bool json = ctl->json;
 	int ret, err;
 
-	ret = parse_no_options(argc, argv, status_usage);
+	ret = parse_no_options(argc, argv, status_usage, &json);
 	if (ret >= 0)
 		return ret;
 	st = malloc(sizeof(*st));
@@ -78,7 +126,9 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 	}
 	err = cpuhp_client_status(c, st);
 	if (err < 0) {
-		ret = cpuhpctl_fail(c, err, "status");
+		ret = json ? cpuhpctl_json_fail(c, err, "status") : cpuhpctl_fail(c, err, "status");
+	} else if (json) {
+		print_json(st);
 	} else {
 		printf("%-13s %s\n", "daemon:", st->daemon_version[0] ? st->daemon_version : "?");
 		print_set("online:", &st->online);
@@ -97,5 +147,110 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 	}
 	cpuhp_client_close(c);
 	free(st);
+	return ret;
+}
+
+static void print_duration(uint64_t ms)
+{
+	if (ms < 10000)
+		printf("%6.1fs", (double)ms / 1000);
+	else if (ms < 3600000)
+		printf("%5" PRIu64 "m%02" PRIu64, ms / 60000, ms / 1000 % 60);
+	else
+		printf("%5" PRIu64 "h%02" PRIu64, ms / 3600000, ms / 60000 % 60);
+}
+
+static void print_leases_text(const struct cpuhp_client_lease_list *l)
+{
+	printf("%-16s %7s %6s %-7s %5s %7s  %s\n", "WHO", "PID", "UID", "KIND", "COUNT", "HELD",
+	       "WHY");
+	for (size_t i = 0; i < l->n_leases; i++) {
+		const struct cpuhp_client_lease_info *li = &l->leases[i];
+
+		printf("%-16s %7u %6u %-7s %5u ", li->who[0] ? li->who : li->comm, li->pid, li->uid,
+		       li->fast ? "fast" : "socket", li->count);
+		print_duration(li->held_ms);
+		printf("  %s\n", li->why);
+	}
+	printf("\n%zu holder(s) listed.\n", l->n_leases);
+	for (size_t i = 0; i < l->n_hotplugs; i++) {
+		const struct cpuhp_client_hotplug_info *h = &l->hotplugs[i];
+		char *cpus = cpuhpctl_format(&h->cpus);
+
+		if (i == 0)
+			printf("\nHotplug requests:\n");
+		printf("  #%" PRIu64 " %s %s: %s, asked by pid %u (%s) uid %u, %" PRIu64
+		       " ms ago, timeout %u ms\n",
+		       h->seq, h->online ? "online" : "offline", cpus ? cpus : "?",
+		       h->state == CPUHP_CLIENT_WRITER_RUNNING   ? "running"
+		       : h->state == CPUHP_CLIENT_WRITER_WAITING ? "waiting for leases"
+		                                                 : "queued",
+		       h->pid, h->comm, h->uid, h->waited_ms, h->timeout_ms);
+		free(cpus);
+	}
+}
+
+static void print_leases_json(const struct cpuhp_client_lease_list *l)
+{
+	printf("{\"leases\":[");
+	for (size_t i = 0; i < l->n_leases; i++) {
+		const struct cpuhp_client_lease_info *li = &l->leases[i];
+
+		printf("%s{\"lease_id\":", i ? "," : "");
+		if (li->fast)
+			printf("null");
+		else
+			printf("%" PRIu64, li->lease_id);
+		printf(",\"kind\":\"%s\",\"count\":%u,\"pid\":%u,\"uid\":%u,\"comm\":",
+		       li->fast ? "fast" : "socket", li->count, li->pid, li->uid);
+		cpuhpctl_json_string(stdout, li->comm);
+		printf(",\"who\":");
+		cpuhpctl_json_string(stdout, li->who);
+		printf(",\"why\":");
+		cpuhpctl_json_string(stdout, li->why);
+		printf(",\"held_ms\":%" PRIu64 ",\"connection\":%u}", li->held_ms, li->connection);
+	}
+	printf("],\"hotplugs\":[");
+	for (size_t i = 0; i < l->n_hotplugs; i++) {
+		const struct cpuhp_client_hotplug_info *h = &l->hotplugs[i];
+
+		printf("%s{\"seq\":%" PRIu64 ",\"online\":%s,\"cpus\":", i ? "," : "", h->seq,
+		       h->online ? "true" : "false");
+		cpuhpctl_json_cpus(stdout, &h->cpus);
+		printf(",\"state\":\"%s\",\"pid\":%u,\"uid\":%u,\"comm\":",
+		       h->state == CPUHP_CLIENT_WRITER_IDLE ? "queued"
+		                                            : cpuhpctl_writer_name(h->state),
+		       h->pid, h->uid);
+		cpuhpctl_json_string(stdout, h->comm);
+		printf(",\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u}", h->waited_ms,
+		       h->timeout_ms);
+	}
+	printf("]}\n");
+}
+
+int cpuhpctl_leases(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	struct cpuhp_client_lease_list *l;
+	struct cpuhp_client *c;
+	bool json = ctl->json;
+	int ret, err;
+
+	ret = parse_no_options(argc, argv, leases_usage, &json);
+	if (ret >= 0)
+		return ret;
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret)
+		return ret;
+	err = cpuhp_client_list_leases(c, &l);
+	if (err < 0) {
+		ret = json ? cpuhpctl_json_fail(c, err, "leases") : cpuhpctl_fail(c, err, "leases");
+	} else {
+		if (json)
+			print_leases_json(l);
+		else
+			print_leases_text(l);
+		cpuhp_client_lease_list_free(l);
+	}
+	cpuhp_client_close(c);
 	return ret;
 }

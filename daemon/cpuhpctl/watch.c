@@ -10,13 +10,15 @@
 
 static void watch_usage(FILE *f)
 {
-	fprintf(f, "Usage: cpuhpctl watch [--count N]\n"
+	fprintf(f, "Usage: cpuhpctl watch [--count N] [--json]\n"
 	           "\n"
 	           "Print one line per event: a hotplug started or finished, the online set\n"
 	           "changed (\"external\" when done behind cpuhpd's back, e.g. by chcpu).\n"
 	           "The first line says the subscription is active.\n"
 	           "\n"
-	           "  -n, --count N  exit 0 after N events (default: run until killed)\n");
+	           "  -n, --count N  exit 0 after N events (default: run until killed)\n"
+	           "  -j, --json     one JSON object per line, flushed per event (schema in\n"
+	           "                 cpuhpctl(8)); the first is {\"event\":\"watching\"}\n");
 }
 
 static void print_event(const struct cpuhp_client_event *ev)
@@ -46,6 +48,34 @@ static void print_event(const struct cpuhp_client_event *ev)
 	free(other);
 }
 
+static void print_event_json(const struct cpuhp_client_event *ev)
+{
+	switch (ev->type) {
+	case CPUHP_CLIENT_EVENT_HOTPLUG_STARTED:
+	case CPUHP_CLIENT_EVENT_HOTPLUG_FINISHED:
+		printf("{\"event\":\"%s\",\"online\":%s,\"cpus\":",
+		       ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_STARTED ? "hotplug_started"
+		                                                      : "hotplug_finished",
+		       ev->online ? "true" : "false");
+		cpuhpctl_json_cpus(stdout, &ev->cpus);
+		if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_FINISHED) {
+			printf(",\"ok\":%s,\"failed\":", ev->ok ? "true" : "false");
+			cpuhpctl_json_cpus(stdout, &ev->failed);
+		}
+		printf("}\n");
+		break;
+	case CPUHP_CLIENT_EVENT_ONLINE_CHANGED:
+		printf("{\"event\":\"online_changed\",\"online_cpus\":");
+		cpuhpctl_json_cpus(stdout, &ev->online_cpus);
+		printf(",\"external\":%s}\n", ev->external ? "true" : "false");
+		break;
+	case CPUHP_CLIENT_EVENT_LOST:
+		printf("{\"event\":\"lost\",\"lost\":%u}\n", ev->lost);
+		break;
+	}
+	fflush(stdout);
+}
+
 static int parse_count(const char *arg, unsigned long *out)
 {
 	char *end;
@@ -63,15 +93,21 @@ int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"count", required_argument, NULL, 'n'},
+	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	struct cpuhp_client_event *ev;
 	struct cpuhp_client *c;
 	unsigned long count = 0, seen = 0;
+	bool json = ctl->json;
 	int opt, ret, err;
 
-	while ((opt = cpuhpctl_getopt(argc, argv, "+:n:h", opts, "watch")) != -1) {
+	while ((opt = cpuhpctl_getopt(argc, argv, "+:n:jh", opts, "watch")) != -1) {
+		if (opt == 'j') {
+			json = true;
+			continue;
+		}
 		if (opt == 'n' && parse_count(optarg, &count) == 0)
 			continue;
 		if (opt == 'h')
@@ -98,17 +134,22 @@ int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	err = cpuhp_client_watch(c);
 	if (err < 0) {
-		ret = cpuhpctl_fail(c, err, "watch");
+		ret = json ? cpuhpctl_json_fail(c, err, "watch") : cpuhpctl_fail(c, err, "watch");
 		goto out;
 	}
-	printf("watching cpuhpd events\n");
+	printf(json ? "{\"event\":\"watching\"}\n" : "watching cpuhpd events\n");
+	fflush(stdout);
 	while (!count || seen < count) {
 		err = cpuhp_client_next_event(c, -1, ev);
 		if (err < 0) {
-			ret = cpuhpctl_fail(c, err, "watch");
+			ret = json ? cpuhpctl_json_fail(c, err, "watch")
+			           : cpuhpctl_fail(c, err, "watch");
 			goto out;
 		}
-		print_event(ev);
+		if (json)
+			print_event_json(ev);
+		else
+			print_event(ev);
 		seen++;
 	}
 	ret = CPUHPCTL_EXIT_OK;

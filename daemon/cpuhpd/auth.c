@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Peer credentials and the admin check; see auth.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdbool.h>
@@ -60,6 +64,36 @@ fallback:
 	}
 }
 
+/*
+ * The peer's command name, for `cpuhpctl leases` and log lines.  Read once,
+ * at accept: the pid may be reused later.  A peer in another pid namespace
+ * has pid 0 here; we say "?" rather than guess.
+ */
+static void read_comm(pid_t pid, char *out, size_t size)
+{
+	char path[32];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(out, size, "?");
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	do
+		n = read(fd, out, size - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0) {
+		snprintf(out, size, "?");
+		return;
+	}
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
 int cpuhpd_auth_peer(int fd, const struct cpuhpd_options *opt, struct cpuhpd_peer *out)
 {
 	struct ucred uc;
@@ -82,6 +116,7 @@ int cpuhpd_auth_peer(int fd, const struct cpuhpd_options *opt, struct cpuhpd_pee
 	out->uid = uc.uid;
 	out->gid = uc.gid;
 	out->admin = admin;
+	read_comm(uc.pid, out->comm, sizeof(out->comm));
 	return 0;
 }
 

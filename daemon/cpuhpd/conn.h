@@ -38,11 +38,22 @@
 struct cpuhpd;
 struct cpuhpd_fast_region;
 
+/* Longest who/why a client may give (Identify, LeaseAcquire); longer ones are cut. */
+#define CPUHPD_IDENTITY_MAX 255
+
 struct cpuhpd_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	bool admin; /* may hotplug: uid 0 or a member of --admin-group */
+	bool admin;    /* may hotplug: uid 0 or a member of --admin-group */
+	char comm[17]; /* /proc/PID/comm when accepted; "?" if it could not be read */
+};
+
+/* One socket lease.  who/why: NULL for the connection's (Identify). */
+struct cpuhpd_lease {
+	uint64_t id;
+	uint64_t since; /* uv_now() when granted */
+	char *who, *why;
 };
 
 struct cpuhpd_conn {
@@ -55,8 +66,11 @@ struct cpuhpd_conn {
 	bool hello;   /* Hello answered: other requests allowed */
 	bool closing; /* detached from every module; uv_close() pending */
 
+	/* Identify (lease.c): who and why for leases that name none; NULL: unset. */
+	char *who, *why;
+
 	/* lease.c */
-	uint64_t leases[CPUHPD_CONN_MAX_LEASES];
+	struct cpuhpd_lease leases[CPUHPD_CONN_MAX_LEASES];
 	unsigned nleases;
 	unsigned nwaiting_leases;
 	/* lease waits + hotplugs not yet answered (lease.c, hotplug.c) */
@@ -70,6 +84,7 @@ struct cpuhpd_conn {
 
 	/* fastlease.c: this connection's region, NULL without the fast path */
 	struct cpuhpd_fast_region *fast;
+	uint64_t fast_since; /* uv_now() when its count was first seen above 0; 0: seen at 0 */
 
 	unsigned queued; /* uv_write()s not yet completed */
 };

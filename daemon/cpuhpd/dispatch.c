@@ -9,6 +9,7 @@
 #include "cpuhpd.h"
 #include "conn.h"
 #include "dispatch.h"
+#include "holders.h"
 #include "log.h"
 #include "watch.h"
 
@@ -92,6 +93,7 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	/* FastWake is never answered, not even with an error (its id is 0). */
 	if (c->d->stopping && req->body_case != CPUHP__REQUEST__BODY_STATUS &&
 	    req->body_case != CPUHP__REQUEST__BODY_LEASE_RELEASE &&
+	    req->body_case != CPUHP__REQUEST__BODY_LIST_LEASES &&
 	    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE) {
 		cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
 		goto out;
@@ -101,7 +103,7 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		hello(c, id, req->hello);
 		break;
 	case CPUHP__REQUEST__BODY_LEASE_ACQUIRE:
-		cpuhpd_lease_acquire(c, id, req->lease_acquire->timeout_ms);
+		cpuhpd_lease_acquire(c, id, req->lease_acquire);
 		break;
 	case CPUHP__REQUEST__BODY_LEASE_RELEASE:
 		cpuhpd_lease_release(c, id, req->lease_release->lease_id);
@@ -120,6 +122,12 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		break;
 	case CPUHP__REQUEST__BODY_FAST_WAKE:
 		cpuhpd_fastpath_wake(c);
+		break;
+	case CPUHP__REQUEST__BODY_IDENTIFY:
+		cpuhpd_holders_identify(c, id, req->identify);
+		break;
+	case CPUHP__REQUEST__BODY_LIST_LEASES:
+		cpuhpd_holders_list(c, id);
 		break;
 	default:
 		cpuhpd_conn_send_error(c, id, EOPNOTSUPP,

@@ -351,7 +351,8 @@ void cpuhpd_fastpath_block(struct cpuhpd *d)
 	 * Q (pairs with P and T), and V: "blocked" before the barrier, the sums
 	 * and any later grant.
 	 */
-	atomic_store_explicit(&fp->hdr->state, fp->open | CPUHP__FAST_BLOCKED, memory_order_seq_cst);
+	atomic_store_explicit(&fp->hdr->state, fp->open | CPUHP__FAST_BLOCKED,
+	                      memory_order_seq_cst);
 	if (!fp->nregions) {
 		/* Nobody to order: regions granted from now on hold nothing (V). */
 		fp->counted = true;
@@ -561,6 +562,24 @@ void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c)
 
 /* ------------------------------------------------------------------ status */
 
+/*
+ * Each slot within what an honest client can hold: a bad slot (a client's
+ * bug or lie, whose connection is being closed) shows as at most the
+ * limit, never as 2147483647 leases.
+ */
+static unsigned region_snapshot(const struct cpuhpd_fast_region *r)
+{
+	int64_t s = 0, v;
+
+	for (unsigned i = 0; i < r->nslots; i++) {
+		slot_read(&r->map->slot[i], &v);
+		if (v > CPUHP__FAST_SLOT_MAX_LEASES)
+			v = CPUHP__FAST_SLOT_MAX_LEASES;
+		s += v > 0 ? v : 0;
+	}
+	return s > UINT32_MAX ? UINT32_MAX : (unsigned)s;
+}
+
 static void snapshot(const struct cpuhpd *d, unsigned *held, unsigned *holders)
 {
 	const struct cpuhpd_list *pos;
@@ -572,24 +591,18 @@ static void snapshot(const struct cpuhpd *d, unsigned *held, unsigned *holders)
 	{
 		const struct cpuhpd_fast_region *r =
 		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
-		int64_t s = 0, v;
+		unsigned s = region_snapshot(r);
 
-		/*
-		 * Each slot within what an honest client can hold: a bad slot
-		 * (a client's bug or lie, whose connection is being closed)
-		 * shows as at most the limit, never as 2147483647 leases.
-		 */
-		for (unsigned i = 0; i < r->nslots; i++) {
-			slot_read(&r->map->slot[i], &v);
-			if (v > CPUHP__FAST_SLOT_MAX_LEASES)
-				v = CPUHP__FAST_SLOT_MAX_LEASES;
-			s += v > 0 ? v : 0;
-		}
 		if (s > 0) {
-			*held += s > UINT32_MAX - *held ? UINT32_MAX - *held : (unsigned)s;
+			*held += s > UINT32_MAX - *held ? UINT32_MAX - *held : s;
 			(*holders)++;
 		}
 	}
+}
+
+unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c)
+{
+	return c->fast ? region_snapshot(c->fast) : 0;
 }
 
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d)

@@ -121,6 +121,8 @@ void cpuhpd_fastpath_police(struct cpuhpd *d);
 
 /* A snapshot of the slots (each capped at its limit), for Status and log lines. */
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
+/* The same snapshot for one connection's region (0 without the fast path). */
+unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c);
 void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st);
 
 #endif /* CPUHPD_FASTPATH_H */

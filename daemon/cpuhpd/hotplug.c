@@ -18,6 +18,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "holders.h"
 #include "log.h"
 #include "watch.h"
 
@@ -39,6 +40,9 @@ struct hotplug_req {
 	uint32_t timeout_ms;
 	char *cpus_str; /* the CPU list, canonical */
 	struct cpuhpd_job job;
+	/* Who asked, kept for listings after the client is gone. */
+	struct cpuhpd_peer peer;
+	uint64_t arrived; /* uv_now() */
 };
 
 static const char *verb(bool online)
@@ -160,10 +164,13 @@ static void activate(struct cpuhpd *d)
 	}
 	/* One snapshot: it sums every fast-path region, on the loop. */
 	held = cpuhpd_lease_held_total(d);
-	if (held)
-		cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s)", h->seq,
-		            h->cpus_str, verb(h->job.online), held);
-	else
+	if (held) {
+		char who[400];
+
+		cpuhpd_holders_describe(d, who, sizeof(who));
+		cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s): %s", h->seq,
+		            h->cpus_str, verb(h->job.online), held, who);
+	} else
 		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
 	arm(d);
 }
@@ -199,12 +206,16 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 		reply_error(h, c, EAGAIN,
 		            "another hotplug is in progress and no timeout given; nothing was "
 		            "changed");
-	else if (was_active)
+	else if (was_active) {
+		unsigned held = cpuhpd_lease_held_total(d);
+		char who[400];
+
+		cpuhpd_holders_describe(d, who, sizeof(who));
 		reply_error(h, c, ETIMEDOUT,
-		            "timed out after %" PRIu32 " ms: %u lease(s) still held; nothing was "
-		            "changed",
-		            h->timeout_ms, cpuhpd_lease_held_total(d));
-	else
+		            "CPU %s: timed out after %" PRIu32 " ms behind %u lease%s: %s; nothing "
+		            "was changed",
+		            h->cpus_str, h->timeout_ms, held, held == 1 ? "" : "s", who);
+	} else
 		reply_error(h, c, ETIMEDOUT,
 		            "timed out after %" PRIu32 " ms behind earlier hotplug requests; "
 		            "nothing was changed",
@@ -309,6 +320,8 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 		return;
 	}
 	h->conn = c;
+	h->peer = c->peer;
+	h->arrived = uv_now(d->loop);
 	h->req_id = req_id;
 	h->seq = d->hotplug.next_seq++;
 	h->state = HP_QUEUED;
@@ -548,4 +561,39 @@ Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d)
 		return CPUHP__WRITER_STATE__WRITER_IDLE;
 	return h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
 	                              : CPUHP__WRITER_STATE__WRITER_WAITING;
+}
+
+int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
+{
+	const struct cpuhpd_list *pos;
+	uint64_t now = uv_now(d->loop);
+	size_t n = 0;
+
+	out->n_hotplugs = 0;
+	out->hotplugs = calloc(d->hotplug.nqueued + 1, sizeof(*out->hotplugs));
+	if (!out->hotplugs)
+		return -ENOMEM;
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		const struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+		Cpuhp__HotplugInfo *hi = calloc(1, sizeof(*hi));
+
+		if (!hi)
+			return -ENOMEM; /* the caller frees what is there */
+		cpuhp__hotplug_info__init(hi);
+		out->hotplugs[n++] = hi;
+		out->n_hotplugs = n;
+		hi->seq = h->seq;
+		hi->cpus = h->cpus_str;
+		hi->online = h->job.online;
+		hi->state = h->state == HP_QUEUED    ? CPUHP__WRITER_STATE__WRITER_IDLE
+		            : h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
+		                                     : CPUHP__WRITER_STATE__WRITER_WAITING;
+		hi->pid = (uint32_t)h->peer.pid;
+		hi->uid = (uint32_t)h->peer.uid;
+		hi->comm = (char *)h->peer.comm;
+		hi->waited_ms = now > h->arrived ? now - h->arrived : 0;
+		hi->timeout_ms = h->timeout_ms;
+	}
+	return 0;
 }

@@ -76,4 +76,12 @@ bool cpuhpd_hotplug_cancel(struct cpuhpd *d);
 
 Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d);
 
+/*
+ * cpuhpd_hotplug_list() - the queue, for ListLeases: fills @out->hotplugs
+ * (each element and the array malloc()ed; the strings point into the
+ * queue, valid until the loop runs on).  On -ENOMEM what was filled is
+ * there for the caller to free.
+ */
+int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out);
+
 #endif /* CPUHPD_HOTPLUG_H */

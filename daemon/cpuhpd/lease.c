@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpuhpd.h"
 #include "conn.h"
@@ -18,7 +19,29 @@ struct lease_waiter {
 	uint64_t req_id;
 	uint64_t deadline; /* uv_now() milliseconds */
 	uint32_t timeout_ms;
+	char *who, *why; /* the request's, for the lease; NULL: the connection's */
 };
+
+static void waiter_free(struct lease_waiter *w)
+{
+	free(w->who);
+	free(w->why);
+	free(w);
+}
+
+char *cpuhpd_identity_dup(const char *s)
+{
+	if (!s || !s[0])
+		return NULL;
+	return strndup(s, CPUHPD_IDENTITY_MAX);
+}
+
+static void lease_fini(struct cpuhpd_lease *l)
+{
+	free(l->who);
+	free(l->why);
+	l->who = l->why = NULL;
+}
 
 int cpuhpd_lease_init(struct cpuhpd *d)
 {
@@ -34,16 +57,21 @@ void cpuhpd_lease_close(struct cpuhpd *d)
 	uv_close((uv_handle_t *)&d->leases.timer, NULL);
 }
 
-static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id)
+/* Grant a lease to @c, taking @who and @why (freed if @c is gone). */
+static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char *who, char *why)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__LeaseGranted g = CPUHP__LEASE_GRANTED__INIT;
 
-	if (c->closing)
+	if (c->closing) {
+		free(who);
+		free(why);
 		return;
+	}
 	g.lease_id = d->leases.next_id++;
 	/* Count it before sending: a failed send closes c, which drops the lease again. */
-	c->leases[c->nleases++] = g.lease_id;
+	c->leases[c->nleases++] = (struct cpuhpd_lease){
+	    .id = g.lease_id, .since = uv_now(d->loop), .who = who, .why = why};
 	d->leases.held++;
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
@@ -103,16 +131,17 @@ again:
 		                       "no lease within %" PRIu32
 		                       " ms: a CPU hotplug was waiting or running all that time",
 		                       w->timeout_ms);
-		free(w);
+		waiter_free(w);
 		goto again;
 	}
 	arm(d);
 }
 
-void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeout_ms)
+void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__LeaseAcquire *acq)
 {
 	struct cpuhpd *d = c->d;
 	struct cpuhpd_leases *l = &d->leases;
+	uint32_t timeout_ms = acq->timeout_ms;
 	struct lease_waiter *w;
 
 	if (c->nleases + c->nwaiting_leases >= CPUHPD_CONN_MAX_LEASES) {
@@ -123,7 +152,7 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeo
 		return;
 	}
 	if (!l->blocked) {
-		grant(d, c, req_id);
+		grant(d, c, req_id, cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why));
 		return;
 	}
 	if (timeout_ms == 0) {
@@ -139,7 +168,7 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeo
 		                       CPUHPD_CONN_MAX_PENDING);
 		return;
 	}
-	w = malloc(sizeof(*w));
+	w = calloc(1, sizeof(*w));
 	if (!w) {
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
 		return;
@@ -148,6 +177,8 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeo
 	w->req_id = req_id;
 	w->timeout_ms = timeout_ms;
 	w->deadline = uv_now(d->loop) + timeout_ms;
+	w->who = cpuhpd_identity_dup(acq->who);
+	w->why = cpuhpd_identity_dup(acq->why);
 	cpuhpd_list_add_tail(&l->waiters, &w->node);
 	l->nwaiters++;
 	c->nwaiting_leases++;
@@ -159,7 +190,8 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeo
 static bool drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 {
 	for (unsigned i = 0; i < c->nleases; i++) {
-		if (c->leases[i] == lease_id) {
+		if (c->leases[i].id == lease_id) {
+			lease_fini(&c->leases[i]);
 			c->leases[i] = c->leases[--c->nleases];
 			c->d->leases.held--;
 			return true;
@@ -201,9 +233,14 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
 
 		if (w->conn == c) {
 			unlink_waiter(d, w);
-			free(w);
+			waiter_free(w);
 		}
 	}
+	for (unsigned i = 0; i < had; i++)
+		lease_fini(&c->leases[i]);
+	free(c->who);
+	free(c->why);
+	c->who = c->why = NULL;
 	d->leases.held -= had;
 	c->nleases = 0;
 	if (had)
@@ -245,10 +282,11 @@ void cpuhpd_lease_unblock(struct cpuhpd *d)
 		struct lease_waiter *w = cpuhpd_container_of(n, struct lease_waiter, node);
 		struct cpuhpd_conn *c = w->conn;
 		uint64_t req_id = w->req_id;
+		char *who = w->who, *why = w->why;
 
 		unlink_waiter(d, w);
 		free(w);
-		grant(d, c, req_id);
+		grant(d, c, req_id, who, why);
 	}
 	uv_timer_stop(&l->timer);
 }
@@ -263,7 +301,7 @@ void cpuhpd_lease_cancel_waiters(struct cpuhpd *d)
 		uint64_t req_id = w->req_id;
 
 		unlink_waiter(d, w);
-		free(w);
+		waiter_free(w);
 		cpuhpd_conn_send_error(c, req_id, ECANCELED, "cpuhpd is shutting down");
 	}
 	uv_timer_stop(&d->leases.timer);

@@ -27,6 +27,8 @@
 
 #include <uv.h>
 
+#include "cpuhp.pb-c.h"
+
 #include "list.h"
 
 struct cpuhpd;
@@ -45,7 +47,10 @@ int cpuhpd_lease_init(struct cpuhpd *d);
 void cpuhpd_lease_close(struct cpuhpd *d);
 
 /* Handle LeaseAcquire: answers LeaseGranted now or later, or an Error. */
-void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeout_ms);
+void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__LeaseAcquire *acq);
+
+/* A client's who/why, cut to CPUHPD_IDENTITY_MAX bytes; NULL for NULL or "" (or ENOMEM). */
+char *cpuhpd_identity_dup(const char *s);
 
 /* Handle LeaseRelease: answers LeaseReleased, or Error ESRCH. */
 void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease_id);

@@ -127,15 +127,23 @@ static int begin_own(struct cpuhp_client *c, struct cpuhp_client_call *call, Cpu
 	return 0;
 }
 
-int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms,
-                                  struct cpuhp_client_call **out)
+int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, const char *who,
+                                  const char *why, struct cpuhp_client_call **out)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
 	struct cpuhp_client_call *call = call_new(c, CPUHP__RESPONSE__BODY_LEASE_GRANTED);
+	char hwho[sizeof(c->who)], hwhy[sizeof(c->why)];
 
 	if (!call)
 		return -ENOMEM;
+	/* The lease lives on another connection: the daemon learns its name only from here. */
+	pthread_mutex_lock(&c->fb_lock);
+	memcpy(hwho, c->who, sizeof(hwho));
+	memcpy(hwhy, c->why, sizeof(hwhy));
+	pthread_mutex_unlock(&c->fb_lock);
+	acq.who = (char *)(who ? who : hwho);
+	acq.why = (char *)(why ? why : hwhy);
 	acq.timeout_ms = timeout_ms;
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
 	req.lease_acquire = &acq;
@@ -160,14 +168,14 @@ int cpuhp_client_lease_acquire_begin(struct cpuhp_client *c, unsigned timeout_ms
 			return ret;
 	}
 	if (!f)
-		return cpuhp__client_lease_begin_own(c, timeout_ms, out);
+		return cpuhp__client_lease_begin_own(c, timeout_ms, NULL, NULL, out);
 	ret = cpuhp__fast_acquire(c, f, &id);
 	if (ret != 0)
 		ret = cpuhp__fast_try(c, f, timeout_ms, &id);
 	if (ret < 0)
 		return ret;
 	if (ret == 1)
-		return cpuhp__client_lease_begin_own(c, timeout_ms, out);
+		return cpuhp__client_lease_begin_own(c, timeout_ms, NULL, NULL, out);
 	call = call_new(c, CPUHP__RESPONSE__BODY_LEASE_GRANTED);
 	if (!call) {
 		cpuhp_client_lease_release(c, id);

@@ -76,6 +76,13 @@ struct cpuhp_client {
 	struct cpuhp__fallback *fb; /* under fb_lock */
 	unsigned nfb, capfb;
 
+	/*
+	 * cpuhp_client_set_identity(), under fb_lock too (a leaf lock that
+	 * lease waits on connections of their own may take while a call holds
+	 * ->lock): sent with every LeaseAcquire made on such a connection.
+	 */
+	char who[CPUHP_CLIENT_IDENTITY_MAX + 1], why[CPUHP_CLIENT_IDENTITY_MAX + 1];
+
 	struct sockaddr_un sa; /* the daemon's address, for those connections */
 
 	unsigned forks; /* cpuhp__client_forks when opened: another value means a fork child */
@@ -198,9 +205,12 @@ int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client
 struct cpuhp_client *cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id);
 void cpuhp__client_fallback_close_all(struct cpuhp_client *c);
 
-/* call.c: begin a LeaseAcquire on a connection of its own (no fast path tried). */
-int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms,
-                                  struct cpuhp_client_call **out);
+/*
+ * call.c: begin a LeaseAcquire on a connection of its own (no fast path
+ * tried), named @who/@why (NULL: the handle's identity).
+ */
+int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, const char *who,
+                                  const char *why, struct cpuhp_client_call **out);
 /* call.c: poll and read until @call is done, resuming after signals.  Return: as done. */
 int cpuhp__client_call_wait(struct cpuhp_client_call *call);
 

@@ -484,3 +484,152 @@ int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms, struct cpuhp
 	free(tmp);
 	return leave(c, ret);
 }
+
+static bool identity_ok(struct cpuhp_client *c, const char *who, const char *why)
+{
+	if ((who && strlen(who) > CPUHP_CLIENT_IDENTITY_MAX) ||
+	    (why && strlen(why) > CPUHP_CLIENT_IDENTITY_MAX)) {
+		cpuhp__client_note(c, -EINVAL, "who and why may have at most 255 bytes each");
+		return false;
+	}
+	return true;
+}
+
+int cpuhp_client_set_identity(struct cpuhp_client *c, const char *who, const char *why)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Identify id = CPUHP__IDENTIFY__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if (!identity_ok(c, who, why))
+		return -EINVAL;
+	enter(c);
+	id.who = (char *)(who ? who : "");
+	id.why = (char *)(why ? why : "");
+	req.body_case = CPUHP__REQUEST__BODY_IDENTIFY;
+	req.identify = &id;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_IDENTIFIED, &resp);
+	if (ret == 0) {
+		cpuhp__response__free_unpacked(resp, NULL);
+		pthread_mutex_lock(&c->fb_lock);
+		snprintf(c->who, sizeof(c->who), "%s", id.who);
+		snprintf(c->why, sizeof(c->why), "%s", id.why);
+		pthread_mutex_unlock(&c->fb_lock);
+	} else if (ret == -EOPNOTSUPP) {
+		cpuhp__client_error(c, ret, "this cpuhpd is too old to keep who and why");
+	}
+	return leave(c, ret);
+}
+
+int cpuhp_client_lease_acquire_as(struct cpuhp_client *c, unsigned timeout_ms, const char *who,
+                                  const char *why, uint64_t *lease_id)
+{
+	struct cpuhp_client_call *call;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if (!identity_ok(c, who, why))
+		return -EINVAL;
+	ret = cpuhp__client_lease_begin_own(c, timeout_ms, who, why, &call);
+	if (ret < 0)
+		return ret;
+	ret = cpuhp__client_call_wait(call);
+	if (ret == 0)
+		ret = cpuhp_client_call_lease(call, lease_id);
+	if (ret < 0)
+		cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
+	cpuhp_client_call_free(call);
+	return ret;
+}
+
+static int convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
+                        struct cpuhp_client_lease_list **out)
+{
+	struct cpuhp_client_lease_list *l;
+	int ret;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return cpuhp__client_error(c, -ENOMEM, "out of memory");
+	l->leases = calloc(in->n_leases + 1, sizeof(*l->leases));
+	l->hotplugs = calloc(in->n_hotplugs + 1, sizeof(*l->hotplugs));
+	if (!l->leases || !l->hotplugs) {
+		cpuhp_client_lease_list_free(l);
+		return cpuhp__client_error(c, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < in->n_leases; i++) {
+		const Cpuhp__LeaseInfo *li = in->leases[i];
+		struct cpuhp_client_lease_info *o = &l->leases[i];
+
+		o->lease_id = li->lease_id;
+		o->fast = li->kind == CPUHP__LEASE_KIND__LEASE_FAST;
+		o->count = li->count;
+		o->pid = li->pid;
+		o->uid = li->uid;
+		snprintf(o->comm, sizeof(o->comm), "%s", li->comm);
+		snprintf(o->who, sizeof(o->who), "%s", li->who);
+		snprintf(o->why, sizeof(o->why), "%s", li->why);
+		o->held_ms = li->held_ms;
+		o->connection = li->connection;
+	}
+	l->n_leases = in->n_leases;
+	for (size_t i = 0; i < in->n_hotplugs; i++) {
+		const Cpuhp__HotplugInfo *hi = in->hotplugs[i];
+		struct cpuhp_client_hotplug_info *o = &l->hotplugs[i];
+
+		ret = parse_list(c, "hotplug", hi->cpus, &o->cpus);
+		if (ret < 0) {
+			cpuhp_client_lease_list_free(l);
+			return ret;
+		}
+		o->seq = hi->seq;
+		o->online = hi->online;
+		o->state =
+		    hi->state == CPUHP__WRITER_STATE__WRITER_RUNNING   ? CPUHP_CLIENT_WRITER_RUNNING
+		    : hi->state == CPUHP__WRITER_STATE__WRITER_WAITING ? CPUHP_CLIENT_WRITER_WAITING
+		                                                       : CPUHP_CLIENT_WRITER_IDLE;
+		o->pid = hi->pid;
+		o->uid = hi->uid;
+		snprintf(o->comm, sizeof(o->comm), "%s", hi->comm);
+		o->waited_ms = hi->waited_ms;
+		o->timeout_ms = hi->timeout_ms;
+	}
+	l->n_hotplugs = in->n_hotplugs;
+	*out = l;
+	return 0;
+}
+
+int cpuhp_client_list_leases(struct cpuhp_client *c, struct cpuhp_client_lease_list **out)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__ListLeases ll = CPUHP__LIST_LEASES__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	enter(c);
+	req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
+	req.list_leases = &ll;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_LIST, &resp);
+	if (ret == 0) {
+		ret = convert_list(c, resp->lease_list, out);
+		cpuhp__response__free_unpacked(resp, NULL);
+	} else if (ret == -EOPNOTSUPP) {
+		cpuhp__client_error(c, ret, "this cpuhpd is too old to list leases");
+	}
+	return leave(c, ret);
+}
+
+void cpuhp_client_lease_list_free(struct cpuhp_client_lease_list *list)
+{
+	if (!list)
+		return;
+	free(list->leases);
+	free(list->hotplugs);
+	free(list);
+}

@@ -284,7 +284,7 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 	if (ret <= 0)
 		return ret;
 	/* A socket lease on a connection of its own (see the top of the file). */
-	ret = cpuhp__client_lease_begin_own(c, timeout_ms, &call);
+	ret = cpuhp__client_lease_begin_own(c, timeout_ms, NULL, NULL, &call);
 	if (ret < 0)
 		return ret;
 	ret = cpuhp__client_call_wait(call);

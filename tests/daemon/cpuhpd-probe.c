@@ -16,6 +16,8 @@
  *   send NAME REQ...        send a request, print its id; REQ is one of
  *                           hello VERSION | acquire MS | release ID | status | watch
  *                           | online CPUS MS | offline CPUS MS | empty
+ *                           | identify WHO WHY | acquireas MS WHO WHY | leases
+ *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *   call NAME REQ...        send, then wait for the reply with that id (other
  *                           responses that arrive meanwhile are kept for recv)
  *   recv NAME               the oldest response not yet printed (waits for one)
@@ -157,6 +159,44 @@ static void print_response(const Cpuhp__Response *r)
 	case CPUHP__RESPONSE__BODY_WATCH_STARTED:
 		printf("\"kind\":\"watch_started\"");
 		break;
+	case CPUHP__RESPONSE__BODY_IDENTIFIED:
+		printf("\"kind\":\"identified\"");
+		break;
+	case CPUHP__RESPONSE__BODY_LEASE_LIST: {
+		const Cpuhp__LeaseList *l = r->lease_list;
+
+		printf("\"kind\":\"lease_list\",\"leases\":[");
+		for (size_t i = 0; i < l->n_leases; i++) {
+			const Cpuhp__LeaseInfo *li = l->leases[i];
+
+			printf("%s{\"lease_id\":%" PRIu64 ",\"fast\":%s,\"count\":%u,\"pid\":%u,"
+			       "\"uid\":%u,\"held_ms\":%" PRIu64 ",\"connection\":%u,\"comm\":",
+			       i ? "," : "", li->lease_id,
+			       li->kind == CPUHP__LEASE_KIND__LEASE_FAST ? "true" : "false",
+			       li->count, li->pid, li->uid, li->held_ms, li->connection);
+			jstr(li->comm);
+			printf(",\"who\":");
+			jstr(li->who);
+			printf(",\"why\":");
+			jstr(li->why);
+			printf("}");
+		}
+		printf("],\"hotplugs\":[");
+		for (size_t i = 0; i < l->n_hotplugs; i++) {
+			const Cpuhp__HotplugInfo *h = l->hotplugs[i];
+
+			printf("%s{\"seq\":%" PRIu64 ",\"online\":%s,\"state\":\"%s\",\"pid\":%u,"
+			       "\"uid\":%u,\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u,\"cpus\":",
+			       i ? "," : "", h->seq, h->online ? "true" : "false",
+			       writer_name(h->state), h->pid, h->uid, h->waited_ms, h->timeout_ms);
+			jstr(h->cpus);
+			printf(",\"comm\":");
+			jstr(h->comm);
+			printf("}");
+		}
+		printf("]");
+		break;
+	}
 	case CPUHP__RESPONSE__BODY_EVENT: {
 		const Cpuhp__Event *e = r->event;
 
@@ -284,7 +324,7 @@ static int read_one(struct conn *c)
 			const uint8_t *payload;
 			size_t plen;
 			ssize_t n = cpuhp__frame_decoder_feed(&c->dec, c->buf + c->off,
-			                                     c->have - c->off, &payload, &plen);
+			                                      c->have - c->off, &payload, &plen);
 			Cpuhp__Response *resp;
 			struct queued *q;
 
@@ -373,6 +413,20 @@ static Cpuhp__Response *wait_id(struct conn *c, uint64_t id, int *err)
 	}
 }
 
+/* A WHO/WHY word of the probe's command line: "-" is empty, "long" is over the limit. */
+static char *identity_word(char *w)
+{
+	static char longer[301];
+
+	if (!strcmp(w, "-"))
+		return (char *)"";
+	if (!strcmp(w, "long")) {
+		memset(longer, 'x', sizeof(longer) - 1);
+		return longer;
+	}
+	return w;
+}
+
 /* Build and send the request in @argv; Return: its id, or 0 on error (printed). */
 static uint64_t send_req(struct conn *c, int argc, char **argv)
 {
@@ -383,6 +437,8 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
 	Cpuhp__StatusRequest st = CPUHP__STATUS_REQUEST__INIT;
 	Cpuhp__Watch w = CPUHP__WATCH__INIT;
+	Cpuhp__Identify ident = CPUHP__IDENTIFY__INIT;
+	Cpuhp__ListLeases ll = CPUHP__LIST_LEASES__INIT;
 	const char *k = argc > 0 ? argv[0] : "";
 	uint8_t *frame;
 	size_t len;
@@ -398,6 +454,20 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		acq.timeout_ms = (uint32_t)strtoul(argv[1], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
 		req.lease_acquire = &acq;
+	} else if (!strcmp(k, "acquireas") && argc >= 4) {
+		acq.timeout_ms = (uint32_t)strtoul(argv[1], NULL, 10);
+		acq.who = identity_word(argv[2]);
+		acq.why = identity_word(argv[3]);
+		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+		req.lease_acquire = &acq;
+	} else if (!strcmp(k, "identify") && argc >= 3) {
+		ident.who = identity_word(argv[1]);
+		ident.why = identity_word(argv[2]);
+		req.body_case = CPUHP__REQUEST__BODY_IDENTIFY;
+		req.identify = &ident;
+	} else if (!strcmp(k, "leases")) {
+		req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
+		req.list_leases = &ll;
 	} else if (!strcmp(k, "release") && argc >= 2) {
 		rel.lease_id = strtoull(argv[1], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;

@@ -78,7 +78,7 @@ def test_hotplug_times_out_behind_a_fast_lease_changes_nothing_and_reopens(mdaem
     assert mprobe.status('b')['pending_leases'] == 1
     r = mprobe.recv('h')
     assert r['id'] == hp and error_code(r) == 'ERR_ETIMEDOUT', r
-    assert '1 lease(s) still held' in r['message'] and 'nothing was changed' in r['message'], r
+    assert 'behind 1 lease:' in r['message'] and 'nothing was changed' in r['message'], r
     assert sim.read_online(1) == '1'
     g = mprobe.recv('b')
     assert g['id'] == b and g['kind'] == 'lease_granted', g
@@ -179,14 +179,14 @@ def test_many_processes_and_threads_are_each_counted_until_the_last_goes(mdaemon
         mprobe.connect('h')
         assert mprobe.status('h')['leases_held'] == 12
         r = mprobe.call('h', 'offline', 1, SHORT)
-        assert error_code(r) == 'ERR_ETIMEDOUT' and '12 lease(s)' in r['message'], r
+        assert error_code(r) == 'ERR_ETIMEDOUT' and 'behind 12 leases:' in r['message'], r
         # Released by another thread of the same process than the one that took it.
         last = leases.pop()
         for c, t, lease in leases:
             other = 't0' if t != 't0' else 't1'
             c.unlease(other, lease)
         r = mprobe.call('h', 'offline', 1, SHORT)
-        assert error_code(r) == 'ERR_ETIMEDOUT' and '1 lease(s)' in r['message'], r
+        assert error_code(r) == 'ERR_ETIMEDOUT' and 'behind 1 lease:' in r['message'], r
         hp = mprobe.send('h', 'offline', 1, LONG)
         mprobe.status('h')
         last[0].unlease(last[1], last[2])
@@ -209,7 +209,7 @@ def test_threads_beyond_the_slots_share_one_and_still_count(daemon, sim, probe):
         assert {lease >> 42 & 0x3f for lease in leases} == {0, 1}, leases
         probe.connect('h')
         r = probe.call('h', 'offline', 1, SHORT)
-        assert error_code(r) == 'ERR_ETIMEDOUT' and '5 lease(s)' in r['message'], r
+        assert error_code(r) == 'ERR_ETIMEDOUT' and 'behind 5 leases:' in r['message'], r
         hp = probe.send('h', 'offline', 1, LONG)
         probe.status('h')
         for t, lease in enumerate(leases):

@@ -40,7 +40,8 @@ def test_it_registers_a_function_for_cpuhpctl():
 
 
 def test_commands():
-    assert complete('cpuhpctl ') == sorted(['status', 'online', 'offline', 'watch', 'hold', 'help'])
+    assert complete('cpuhpctl ') == sorted(['status', 'leases', 'online', 'offline', 'watch', 'hold',
+                                                 'help'])
     assert complete('cpuhpctl of') == ['offline']
     assert complete('cpuhpctl --socket /run/x.sock st') == ['status']
 
@@ -52,7 +53,8 @@ def test_options_are_the_ones_cpuhpctl_has():
         # Every command takes -h/--help (its usage says so only on the program's).
         return set(re.findall(r'(?<![\w-])(--?[a-zA-Z][a-z-]*)', r.stdout)) | {'-h', '--help'}
     for line, args in (('cpuhpctl -', ()), ('cpuhpctl online -', ('online',)),
-                       ('cpuhpctl watch -', ('watch',)), ('cpuhpctl hold -', ('hold',))):
+                       ('cpuhpctl watch -', ('watch',)), ('cpuhpctl hold -', ('hold',)),
+                       ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',))):
         got = set(complete(line)) - {'--'}
         assert got and got <= has(*args), (line, got - has(*args))
     assert {'--socket', '--version', '--help'} <= set(complete('cpuhpctl --'))

@@ -209,6 +209,89 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
 
+/* Longest who or why the daemon keeps (bytes, NUL not counted). */
+#define CPUHP_CLIENT_IDENTITY_MAX 255
+
+/**
+ * cpuhp_client_set_identity() - say who holds @c's leases and why, for
+ * `cpuhpctl leases` and for the message of a hotplug that times out behind
+ * them ("pid 4242 (resize-pools) 'sizing worker pools', held 4.1 s").
+ * @who: a short name (NULL or "": the daemon shows the command name).
+ * @why: what the leases protect (NULL or "": nothing said).
+ *
+ * Names every lease of @c that was not acquired with a name of its own,
+ * those held now included, fast leases too.  Without it the daemon still
+ * knows each holder's pid, uid and command.
+ * Context: blocks for a round trip.
+ * Return: 0; -EINVAL if either is longer than CPUHP_CLIENT_IDENTITY_MAX
+ * bytes; -ECHILD; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_set_identity(struct cpuhp_client *c, const char *who,
+                                           const char *why);
+
+/**
+ * cpuhp_client_lease_acquire_as() - cpuhp_client_lease_acquire() for a
+ * lease with a name of its own (see cpuhp_client_set_identity(); NULL:
+ * the handle's).
+ *
+ * Such a lease is always a socket lease, held on a connection of its own
+ * (opened here, closed by its release), since a fast lease has no place to
+ * carry a name; it costs a connect and a round trip, and waiting for it
+ * never holds @c's mutex.
+ * Context: blocks up to @timeout_ms (plus a connect and a round trip).
+ * Return: as cpuhp_client_lease_acquire(); -EINVAL for a name that is too long.
+ */
+CPUHP_EXPORT int cpuhp_client_lease_acquire_as(struct cpuhp_client *c, unsigned timeout_ms,
+                                               const char *who, const char *why,
+                                               uint64_t *lease_id);
+
+/* One row of cpuhp_client_list_leases(): a socket lease, or one connection's fast leases. */
+struct cpuhp_client_lease_info {
+	uint64_t lease_id; /* socket leases; 0 for fast ones */
+	bool fast;         /* @count fast leases of one connection, in shared memory */
+	unsigned count;    /* 1 for a socket lease */
+	unsigned pid, uid; /* from SO_PEERCRED, when the holder connected */
+	char comm[17];     /* /proc/PID/comm then; "?" if unknown */
+	char who[CPUHP_CLIENT_IDENTITY_MAX + 1];
+	char why[CPUHP_CLIENT_IDENTITY_MAX + 1];
+	uint64_t held_ms;    /* fast: since the daemon first saw them, so possibly less */
+	unsigned connection; /* the connection's number in cpuhpd's log */
+};
+
+/* A hotplug request in cpuhpd's queue. */
+struct cpuhp_client_hotplug_info {
+	uint64_t seq; /* "hotplug #N" in cpuhpd's log */
+	struct cpuhp_cpuset cpus;
+	bool online;
+	/* WAITING: first in line, for leases to go; RUNNING: writing sysfs; IDLE: queued behind. */
+	enum cpuhp_client_writer_state state;
+	unsigned pid, uid;
+	char comm[17];
+	uint64_t waited_ms; /* since it arrived */
+	unsigned timeout_ms;
+};
+
+struct cpuhp_client_lease_list {
+	size_t n_leases;
+	struct cpuhp_client_lease_info *leases; /* oldest first */
+	size_t n_hotplugs;
+	struct cpuhp_client_hotplug_info *hotplugs; /* in queue order */
+};
+
+/**
+ * cpuhp_client_list_leases() - every lease held (by any client) and every
+ * hotplug request waiting or running, like `systemd-inhibit --list`.
+ * @out: to free with cpuhp_client_lease_list_free().
+ * Context: blocks for a round trip; any client may ask.
+ * Return: 0; -EPROTO if the daemon sent a CPU list that does not parse;
+ * -ENOMEM; -ECHILD; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_list_leases(struct cpuhp_client *c,
+                                          struct cpuhp_client_lease_list **out);
+
+/** cpuhp_client_lease_list_free() - free what list_leases gave (NULL: no-op). */
+CPUHP_EXPORT void cpuhp_client_lease_list_free(struct cpuhp_client_lease_list *list);
+
 /**
  * cpuhp_client_fast_path() - whether leases on @c are fast leases.
  *

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Who holds what; see holders.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpuhpd.h"
+#include "conn.h"
+#include "holders.h"
+#include "log.h"
+
+/* One row: a socket lease, or one connection's fast leases. */
+struct holder {
+	const struct cpuhpd_conn *conn;
+	uint64_t lease_id; /* 0: fast */
+	unsigned count;
+	uint64_t since;
+	const char *who, *why; /* never NULL */
+};
+
+void cpuhpd_holders_identify(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__Identify *id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Identified ok = CPUHP__IDENTIFIED__INIT;
+	char *who = cpuhpd_identity_dup(id->who), *why = cpuhpd_identity_dup(id->why);
+
+	if ((id->who[0] && !who) || (id->why[0] && !why)) {
+		free(who);
+		free(why);
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	free(c->who);
+	free(c->why);
+	c->who = who;
+	c->why = why;
+	cpuhpd_debug("client %u is '%s': '%s'", c->id, who ? who : "", why ? why : "");
+	r.id = req_id;
+	r.body_case = CPUHP__RESPONSE__BODY_IDENTIFIED;
+	r.identified = &ok;
+	cpuhpd_conn_send(c, &r);
+}
+
+static int by_since(const void *a, const void *b)
+{
+	const struct holder *x = a, *y = b;
+
+	return x->since < y->since ? -1 : x->since > y->since;
+}
+
+/*
+ * Every holder, oldest first, in a malloc()ed array.  Looks at the fast
+ * counts now, which starts (or ends) a connection's "held since".
+ * Return: the count, or -ENOMEM.
+ */
+static ssize_t collect(struct cpuhpd *d, struct holder **out)
+{
+	uint64_t now = uv_now(d->loop);
+	struct cpuhpd_list *pos;
+	struct holder *v;
+	size_t n = 0, cap = 0;
+
+	cpuhpd_list_for_each(pos, &d->conns)
+	{
+		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
+
+		cap += c->nleases + 1;
+	}
+	v = calloc(cap + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	cpuhpd_list_for_each(pos, &d->conns)
+	{
+		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
+		const char *who = c->who ? c->who : "", *why = c->why ? c->why : "";
+		unsigned fast = cpuhpd_fastpath_conn_held(c);
+
+		for (unsigned i = 0; i < c->nleases; i++) {
+			const struct cpuhpd_lease *l = &c->leases[i];
+
+			v[n++] = (struct holder){.conn = c,
+			                         .lease_id = l->id,
+			                         .count = 1,
+			                         .since = l->since,
+			                         .who = l->who ? l->who : who,
+			                         .why = l->why ? l->why : why};
+		}
+		if (!fast) {
+			c->fast_since = 0;
+			continue;
+		}
+		if (!c->fast_since)
+			c->fast_since = now ? now : 1;
+		v[n++] = (struct holder){
+		    .conn = c, .count = fast, .since = c->fast_since, .who = who, .why = why};
+	}
+	qsort(v, n, sizeof(*v), by_since);
+	*out = v;
+	return (ssize_t)n;
+}
+
+static void free_list(Cpuhp__LeaseList *ll)
+{
+	for (size_t i = 0; i < ll->n_leases; i++)
+		free(ll->leases[i]);
+	free(ll->leases);
+	for (size_t i = 0; i < ll->n_hotplugs; i++)
+		free(ll->hotplugs[i]);
+	free(ll->hotplugs);
+}
+
+void cpuhpd_holders_list(struct cpuhpd_conn *c, uint64_t req_id)
+{
+	struct cpuhpd *d = c->d;
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseList ll = CPUHP__LEASE_LIST__INIT;
+	uint64_t now = uv_now(d->loop);
+	struct holder *v = NULL;
+	ssize_t n;
+
+	/* A forged fast count shows capped, and its connection closes (as for Status). */
+	cpuhpd_fastpath_police(d);
+	n = collect(d, &v);
+	if (n < 0)
+		goto oom;
+	ll.leases = calloc((size_t)n + 1, sizeof(*ll.leases));
+	if (!ll.leases)
+		goto oom;
+	for (ssize_t i = 0; i < n; i++) {
+		Cpuhp__LeaseInfo *li = calloc(1, sizeof(*li));
+
+		if (!li)
+			goto oom;
+		cpuhp__lease_info__init(li);
+		ll.leases[ll.n_leases++] = li;
+		li->lease_id = v[i].lease_id;
+		li->kind =
+		    v[i].lease_id ? CPUHP__LEASE_KIND__LEASE_SOCKET : CPUHP__LEASE_KIND__LEASE_FAST;
+		li->count = v[i].count;
+		li->pid = (uint32_t)v[i].conn->peer.pid;
+		li->uid = (uint32_t)v[i].conn->peer.uid;
+		li->comm = (char *)v[i].conn->peer.comm;
+		li->who = (char *)v[i].who;
+		li->why = (char *)v[i].why;
+		li->held_ms = now > v[i].since ? now - v[i].since : 0;
+		li->connection = v[i].conn->id;
+	}
+	if (cpuhpd_hotplug_list(d, &ll))
+		goto oom;
+	r.id = req_id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;
+	r.lease_list = &ll;
+	cpuhpd_conn_send(c, &r);
+	goto out;
+oom:
+	cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+out:
+	free_list(&ll);
+	free(v);
+}
+
+/* One holder in words; Return: as snprintf. */
+static int describe_one(const struct holder *h, uint64_t now, char *buf, size_t size)
+{
+	uint64_t ms = now > h->since ? now - h->since : 0;
+	const char *name = h->who[0] ? h->who : h->conn->peer.comm;
+	char what[40] = "";
+
+	if (!h->lease_id)
+		snprintf(what, sizeof(what), ", %u fast lease%s", h->count,
+		         h->count == 1 ? "" : "s");
+	return snprintf(buf, size, "pid %d (%s)%s%s%s%s, held %" PRIu64 ".%" PRIu64 " s",
+	                (int)h->conn->peer.pid, name, h->why[0] ? " '" : "", h->why,
+	                h->why[0] ? "'" : "", what, ms / 1000, ms % 1000 / 100);
+}
+
+void cpuhpd_holders_describe(struct cpuhpd *d, char *buf, size_t size)
+{
+	uint64_t now = uv_now(d->loop);
+	struct holder *v = NULL;
+	ssize_t n = collect(d, &v);
+	size_t len = 0;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	if (n < 0) {
+		snprintf(buf, size, "(out of memory listing them)");
+		return;
+	}
+	if (n == 0)
+		snprintf(buf, size, "no lease");
+	for (ssize_t i = 0; i < n; i++) {
+		char one[CPUHPD_IDENTITY_MAX * 2 + 96], more[32];
+		int k = describe_one(&v[i], now, one, sizeof(one));
+
+		snprintf(more, sizeof(more), "; and %zd more", n - i);
+		/* Keep room to say how many were left out. */
+		if (len + (i ? 2 : 0) + (size_t)k + (i + 1 < n ? strlen(more) : 0) >= size) {
+			if (len + strlen(more) < size)
+				snprintf(buf + len, size - len, "%s", i ? more : more + 2);
+			break;
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "; " : "", one);
+	}
+	free(v);
+}
