@@ -187,6 +187,18 @@ int cpuhp_client_lease_acquire_begin(struct cpuhp_client *c, unsigned timeout_ms
 	return 0;
 }
 
+int cpuhp_client_lease_acquire_as_begin(struct cpuhp_client *c, unsigned timeout_ms,
+                                        const char *who, const char *why,
+                                        struct cpuhp_client_call **out)
+{
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if ((who && strlen(who) > CPUHP_CLIENT_IDENTITY_MAX) ||
+	    (why && strlen(why) > CPUHP_CLIENT_IDENTITY_MAX))
+		return cpuhp__client_note(c, -EINVAL, "who and why may have at most 255 bytes each");
+	return cpuhp__client_lease_begin_own(c, timeout_ms, who, why, out);
+}
+
 int cpuhp_client_set_online_begin(struct cpuhp_client *c, const char *cpus, bool online,
                                   unsigned timeout_ms, struct cpuhp_client_call **out)
 {

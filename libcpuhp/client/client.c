@@ -528,13 +528,8 @@ int cpuhp_client_lease_acquire_as(struct cpuhp_client *c, unsigned timeout_ms, c
                                   const char *why, uint64_t *lease_id)
 {
 	struct cpuhp_client_call *call;
-	int ret;
+	int ret = cpuhp_client_lease_acquire_as_begin(c, timeout_ms, who, why, &call);
 
-	if (cpuhp__client_forked(c))
-		return cpuhp__client_forked_error(c);
-	if (!identity_ok(c, who, why))
-		return -EINVAL;
-	ret = cpuhp__client_lease_begin_own(c, timeout_ms, who, why, &call);
 	if (ret < 0)
 		return ret;
 	ret = cpuhp__client_call_wait(call);

@@ -99,6 +99,56 @@ class Status:
 
 
 @dataclass(frozen=True)
+class LeaseInfo:
+    """One row of Client.leases(): a socket lease, or one connection's fast
+    leases (counted in shared memory, so listed once with their count)."""
+    #: The daemon's number for a socket lease; None for fast leases.
+    id: int | None
+    fast: bool
+    #: 1 for a socket lease.
+    count: int
+    #: From the holder's socket credentials, when it connected.
+    pid: int
+    uid: int
+    #: The holder's command name then ("?" if unknown).
+    comm: str
+    #: As the holder named itself (Client(who=...), lease(who=...)); "" if it did not.
+    who: str
+    why: str
+    #: Seconds held; for fast leases since the daemon first saw them, so possibly less.
+    held: float
+    #: The connection's number in cpuhpd's log.
+    connection: int
+
+
+@dataclass(frozen=True)
+class HotplugInfo:
+    """A hotplug request in cpuhpd's queue, from Client.leases()."""
+    #: "hotplug #N" in cpuhpd's log.
+    seq: int
+    cpus: frozenset[int]
+    online: bool
+    #: WAITING: first in line, for leases; RUNNING: writing sysfs; IDLE: queued behind.
+    state: WriterState
+    pid: int
+    uid: int
+    comm: str
+    #: Seconds since it arrived.
+    waited: float
+    #: Its timeout, in seconds.
+    timeout: float
+
+
+@dataclass(frozen=True)
+class LeaseList:
+    """Who holds what, from Client.leases(): like ``systemd-inhibit --list``."""
+    #: Oldest first.
+    leases: list[LeaseInfo]
+    #: In queue order.
+    hotplugs: list[HotplugInfo]
+
+
+@dataclass(frozen=True)
 class CpuResult:
     """What one CPU of a hotplug request came to."""
     cpu: int
@@ -305,7 +355,8 @@ class Client:
     """A connection to cpuhpd, the daemon that owns CPU hotplug.
 
     *path*: the daemon's socket; None: $CPUHP_SOCKET if set and not empty,
-    else DEFAULT_SOCKET.  Connects at once: FileNotFoundError,
+    else DEFAULT_SOCKET.  *who*, *why*: name this Client's leases, as
+    set_identity() does.  Connects at once: FileNotFoundError,
     ConnectionRefusedError or PermissionError if the daemon cannot be
     reached.  A context manager that closes the connection, which ends its
     leases::
@@ -325,7 +376,8 @@ class Client:
     raises KeyboardInterrupt, and the request is given up.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, who: str | None = None,
+                 why: str | None = None) -> None:
         self._c = None
         # Held only around C calls that do not wait (and the reading of
         # their message), never across a wait: waits happen in poll().
@@ -357,6 +409,12 @@ class Client:
             raise error(rc, f'cannot connect to cpuhpd ({os.strerror(-rc)})'
                         + (f': {hint}' if hint else ''), self.path)
         self._c = ffi.gc(out[0], lib.cpuhp_client_close)
+        if who is not None or why is not None:
+            try:
+                self.set_identity(who, why)
+            except BaseException:
+                self.close()
+                raise
 
     def __repr__(self) -> str:
         state = 'closed' if self._c is None else 'open'
@@ -439,7 +497,39 @@ class Client:
         with self._lock:
             return lib.cpuhp_client_fd(self._handle())
 
-    def lease(self, timeout: float | None = None) -> Lease:
+    def set_identity(self, who: str | None = None, why: str | None = None) -> None:
+        """Say who holds this Client's leases and why, for ``cpuhpctl leases``,
+        leases(), and the message of a hotplug that times out behind them
+        ("pid 4242 (resize-pools) 'sizing worker pools', held 4.1 s").
+        Names every lease of this Client that has no name of its own, those
+        held now included.  None or "": unnamed (the daemon shows the command
+        name).  At most 255 bytes each in UTF-8 (ValueError)."""
+        cwho, cwhy = _identity(who, 'who'), _identity(why, 'why')
+        with self._lock:
+            c = self._handle()
+            rc = lib.cpuhp_client_set_identity(c, cwho, cwhy)
+            self._kick()
+            if rc < 0:
+                raise self._error(c, rc)
+
+    def leases(self) -> LeaseList:
+        """Every lease held, by any client, and every hotplug request waiting
+        or running, with who holds or asked: like ``systemd-inhibit --list``.
+        One round trip on this Client's connection."""
+        out = ffi.new('struct cpuhp_client_lease_list **')
+        with self._lock:
+            c = self._handle()
+            rc = lib.cpuhp_client_list_leases(c, out)
+            self._kick()
+            if rc < 0:
+                raise self._error(c, rc)
+        try:
+            return _lease_list(out[0])
+        finally:
+            lib.cpuhp_client_lease_list_free(out[0])
+
+    def lease(self, timeout: float | None = None, *, who: str | None = None,
+              why: str | None = None) -> Lease:
         """Take a reader lease and return it (a context manager).
 
         Waits while a hotplug is queued or running (writer preference).
@@ -447,13 +537,20 @@ class Client:
         the way); None: as long as it takes.  TimeoutError if the hotplug
         still is after *timeout*.  A signal ends the wait (Ctrl-C:
         KeyboardInterrupt) and gives the request up: no lease comes of it.
+        *who*, *why*: a name for this lease alone (else the Client's, see
+        set_identity()); such a lease is a socket lease on a connection of
+        its own, since a fast lease has nowhere to carry a name.
         """
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        lease = self._lease_now(ms)
+        named = who is not None or why is not None
+        if named:
+            ident = (_identity(who, 'who'), _identity(why, 'why'))
+        lease = None if named else self._lease_now(ms)
         if lease is not None:
             return lease
         with self._using() as c:
-            call = self._lease_begin(c, ms)
+            call = (self._lease_as_begin(c, ms, *ident) if named else
+                    self._lease_begin(c, ms))
             try:
                 call.wait()
                 return self._lease_end(call)
@@ -484,6 +581,10 @@ class Client:
 
     def _lease_begin(self, c, ms: int) -> _Call:
         return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_begin(c, ms, out))
+
+    def _lease_as_begin(self, c, ms: int, who, why) -> _Call:
+        return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_as_begin(c, ms, who,
+                                                                                  why, out))
 
     def _lease_end(self, call: _Call) -> Lease:
         out = ffi.new('uint64_t *')
@@ -649,6 +750,33 @@ class Client:
                 if left is not None and left <= 0:
                     return None
                 _wait_readable(fds, left)
+
+
+def _identity(s: str | None, what: str):
+    """*s* for the C calls: NULL for None, else its UTF-8 bytes, checked."""
+    if s is None:
+        return ffi.NULL
+    if not isinstance(s, str):
+        raise TypeError(f'{what} must be a str or None, not {type(s).__name__}')
+    b = s.encode()
+    if len(b) > lib.CPUHP_CLIENT_IDENTITY_MAX or b'\0' in b:
+        raise ValueError(f'{what} must be at most {lib.CPUHP_CLIENT_IDENTITY_MAX} bytes in '
+                         'UTF-8, without NUL characters')
+    return b
+
+
+def _lease_list(p) -> LeaseList:
+    leases = [LeaseInfo(id=None if li.fast else int(li.lease_id), fast=bool(li.fast),
+                        count=int(li.count), pid=int(li.pid), uid=int(li.uid),
+                        comm=_text(li.comm), who=_text(li.who), why=_text(li.why),
+                        held=int(li.held_ms) / 1000, connection=int(li.connection))
+              for li in (p.leases[i] for i in range(p.n_leases))]
+    hotplugs = [HotplugInfo(seq=int(h.seq), cpus=from_cset(ffi.addressof(h, 'cpus')),
+                            online=bool(h.online), state=WriterState(h.state), pid=int(h.pid),
+                            uid=int(h.uid), comm=_text(h.comm), waited=int(h.waited_ms) / 1000,
+                            timeout=int(h.timeout_ms) / 1000)
+                for h in (p.hotplugs[i] for i in range(p.n_hotplugs))]
+    return LeaseList(leases=leases, hotplugs=hotplugs)
 
 
 def _status(out) -> Status:

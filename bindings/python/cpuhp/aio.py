@@ -99,16 +99,17 @@ class _LeaseRequest(Coroutine[object, None, _client.Lease]):
     """What Client.lease() returns: ``await`` it (or make it a task) for the
     cpuhp.Lease, or ``async with`` it to hold the lease for the block."""
 
-    def __init__(self, client: Client, ms: int) -> None:
+    def __init__(self, client: Client, ms: int, ident: tuple | None = None) -> None:
         self._client = client
         self._ms = ms
+        self._ident = ident
         self._lease: _client.Lease | None = None
         # Made when awaited: used only by ``async with``, it never is.
         self._coro: Coroutine[object, None, _client.Lease] | None = None
 
     def _inner(self) -> Coroutine[object, None, _client.Lease]:
         if self._coro is None:
-            self._coro = self._client._lease(self._ms)
+            self._coro = self._client._lease(self._ms, self._ident)
         return self._coro
 
     def __await__(self) -> Generator[object, None, _client.Lease]:
@@ -125,7 +126,7 @@ class _LeaseRequest(Coroutine[object, None, _client.Lease]):
             self._coro.close()
 
     async def __aenter__(self) -> _client.Lease:
-        self._lease = await self._client._lease(self._ms)
+        self._lease = await self._client._lease(self._ms, self._ident)
         return self._lease
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
@@ -142,8 +143,9 @@ class Client:
     connection, which ends its leases.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._sync = _client.Client(path)
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, who: str | None = None,
+                 why: str | None = None) -> None:
+        self._sync = _client.Client(path, who=who, why=why)
         self._readers = _Readers()
 
     @property
@@ -179,19 +181,35 @@ class Client:
         while not call.done():
             await self._readers.wait([call.fileno()])
 
-    def lease(self, timeout: float | None = None) -> _LeaseRequest:
+    def lease(self, timeout: float | None = None, *, who: str | None = None,
+              why: str | None = None) -> _LeaseRequest:
         """A reader lease, as cpuhp.Client.lease(): ``async with
         client.lease(): ...`` holds it for the block, ``lease = await
         client.lease()`` returns it (release it with ``lease.release()``).
         Bad arguments raise here, before anything is awaited."""
-        return _LeaseRequest(self, timeout_ms(timeout, forever=UINT_MS_MAX))
+        ms = timeout_ms(timeout, forever=UINT_MS_MAX)
+        if who is None and why is None:
+            return _LeaseRequest(self, ms)
+        return _LeaseRequest(self, ms, (_client._identity(who, 'who'),
+                                        _client._identity(why, 'why')))
 
-    async def _lease(self, ms: int) -> _client.Lease:
-        lease = self._sync._lease_now(ms)
+    def set_identity(self, who: str | None = None, why: str | None = None) -> None:
+        """As cpuhp.Client.set_identity(): one round trip, run in the loop
+        (the daemon answers it at once)."""
+        self._sync.set_identity(who, why)
+
+    async def leases(self) -> _client.LeaseList:
+        """As cpuhp.Client.leases(): one round trip, run in the loop (the
+        daemon answers it at once)."""
+        return self._sync.leases()
+
+    async def _lease(self, ms: int, ident: tuple | None = None) -> _client.Lease:
+        lease = None if ident else self._sync._lease_now(ms)
         if lease is not None:
             return lease
         with self._sync._using() as c:
-            call = self._sync._lease_begin(c, ms)
+            call = (self._sync._lease_as_begin(c, ms, *ident) if ident else
+                    self._sync._lease_begin(c, ms))
             try:
                 await self._done(call)
                 return self._sync._lease_end(call)

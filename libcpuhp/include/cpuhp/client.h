@@ -438,6 +438,17 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire_begin(struct cpuhp_client *c, unsign
                                                   struct cpuhp_client_call **out);
 
 /**
+ * cpuhp_client_lease_acquire_as_begin() - start a cpuhp_client_lease_acquire_as():
+ * always on a connection of its own, as that call's lease is.
+ * Context: as cpuhp_client_lease_acquire_begin().
+ * Return: 0; -EINVAL (a name over CPUHP_CLIENT_IDENTITY_MAX bytes); -ECHILD;
+ * -ENOMEM; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_lease_acquire_as_begin(struct cpuhp_client *c, unsigned timeout_ms,
+                                                     const char *who, const char *why,
+                                                     struct cpuhp_client_call **out);
+
+/**
  * cpuhp_client_set_online_begin() - start a cpuhp_client_set_online_results()
  * request, on a connection of its own.
  * Context: as cpuhp_client_lease_acquire_begin().
