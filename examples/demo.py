@@ -19,11 +19,14 @@ offline and comes back, and its original state is restored whatever happens.
      for that hotplug; D finishes, the CPU comes back, F gets its lease.
 
 Every step waits for an event (a pipe, a process exit, a status answer),
-never for a fixed time, so the order is always the same.
+never for a fixed time, so the order is always the same.  The daemon's
+state is read with `cpuhpctl --json status` and `cpuhpctl --json leases`,
+the machine-readable output a script should use.
 
 Usage: ./run.sh demo [--real]   (or examples/demo.py after building build/)
 """
 import argparse
+import json
 import os
 import pathlib
 import shutil
@@ -67,15 +70,20 @@ class Ctl:
         return subprocess.Popen(self.base + list(args), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, **kw)
 
-    def status(self):
-        r = self.run('status')
+    def query(self, what):
+        """`cpuhpctl --json WHAT`, parsed."""
+        r = self.run('--json', what)
         if r.returncode:
-            raise SystemExit(f'demo: cpuhpctl status failed: {r.stdout}{r.stderr}')
-        fields = {}
-        for line in r.stdout.splitlines():
-            key, _, value = line.partition(':')
-            fields[key.strip()] = value.strip()
-        return fields
+            raise SystemExit(f'demo: cpuhpctl {what} failed: {r.stdout}{r.stderr}')
+        return json.loads(r.stdout)
+
+    def status(self):
+        return self.query('status')
+
+    def holders(self):
+        """Who holds leases, as `cpuhpctl leases` names them."""
+        return ', '.join(f"{h['who'] or h['comm']} (pid {h['pid']})"
+                         for h in self.query('leases')['leases']) or 'nobody'
 
     def wait_status(self, what, pred):
         """Ask until the daemon's state says @pred: a request sent by another process
@@ -95,7 +103,9 @@ class Holder:
         self.name = name
         ready_r, ready_w = os.pipe()
         go_r, go_w = os.pipe()
-        self.proc = ctl.spawn('hold', '--timeout', str(GUARD_S * 1000), '--', sys.executable,
+        self.proc = ctl.spawn('hold', '--timeout', str(GUARD_S * 1000), '--who', name,
+                              '--why', 'sized its work for the online CPUs', '--',
+                              sys.executable,
                               __file__, '_hold', str(ready_w), str(go_r),
                               pass_fds=(ready_w, go_r))
         os.close(ready_w)
@@ -175,6 +185,19 @@ def start_daemon(tmp, sysfs_root):
     return proc, sock
 
 
+def fmt(cpus):
+    """A JSON CPU array as a range list: [0, 1, 2, 5] -> 0-2,5."""
+    out, run = [], []
+    for c in cpus + [None]:
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f'{run[0]}-{run[-1]}')
+        run = [c]
+    return ','.join(out) or '(none)'
+
+
 def story(ctl, cpu, read_state):
     w = Watcher(ctl)
     a, b = Holder(ctl, 'A'), Holder(ctl, 'B')
@@ -187,22 +210,24 @@ def story(ctl, cpu, read_state):
 
         c = ctl.spawn('offline', '--timeout', str(GUARD_S * 1000), str(cpu))
         say('C', f'asks: cpuhpctl offline {cpu}')
-        s = ctl.wait_status('the hotplug waiting', lambda s: s['writer'].startswith('waiting'))
-        say('status', f'writer {s["writer"]}, leases held {s["leases held"]}, '
-                      f'online {s["online"]}  -> C waits for A and B')
+        s = ctl.wait_status('the hotplug waiting', lambda s: s['writer'] == 'waiting')
+        say('status', f'writer {s["writer"]}, leases held {s["leases_held"]}, '
+                      f'online {fmt(s["online"])}  -> C waits for A and B')
+        say('leases', f'held by {ctl.holders()}')
 
         d = Holder(ctl, 'D')
         holders.append(d)
         say('D', 'asks for a lease')
-        s = ctl.wait_status('the lease waiting', lambda s: s['pending'].startswith('1 lease'))
-        say('status', f'pending {s["pending"]}  -> D waits behind the hotplug '
+        s = ctl.wait_status('the lease waiting', lambda s: s['pending_leases'] == 1)
+        say('status', f'pending {s["pending_leases"]} lease request(s), '
+                      f'{s["pending_hotplugs"]} hotplug(s)  -> D waits behind the hotplug '
                       '(writer preference)')
 
         a.release()
         say('A', 'done: lease released')
-        s = ctl.wait_status('one lease left', lambda s: s['leases held'] == '1')
-        say('status', f'writer {s["writer"]}, leases held {s["leases held"]}  '
-                      '-> still waiting for B')
+        s = ctl.wait_status('one lease left', lambda s: s['leases_held'] == 1)
+        say('status', f'writer {s["writer"]}, leases held {s["leases_held"]}  '
+                      f'-> still waiting for {ctl.holders()}')
         b.release()
         say('B', 'done: lease released')
 
@@ -212,17 +237,18 @@ def story(ctl, cpu, read_state):
         d.wait_granted()
         say('D', f'holds a lease, granted after the hotplug: CPU {cpu} is {read_state()}')
         s = ctl.status()
-        say('status', f'online {s["online"]}, offline {s["offline"]}, '
-                      f'leases held {s["leases held"]}')
+        say('status', f'online {fmt(s["online"])}, offline {fmt(s["offline"])}, '
+                      f'leases held {s["leases_held"]}')
 
         e = ctl.spawn('online', '--timeout', str(GUARD_S * 1000), str(cpu))
         say('E', f'asks: cpuhpctl online {cpu}')
-        s = ctl.wait_status('the hotplug waiting', lambda s: s['writer'].startswith('waiting'))
-        say('status', f'writer {s["writer"]}, leases held {s["leases held"]}  -> E waits for D')
+        s = ctl.wait_status('the hotplug waiting', lambda s: s['writer'] == 'waiting')
+        say('status', f'writer {s["writer"]}, leases held {s["leases_held"]}  '
+                      f'-> E waits for {ctl.holders()}')
         f = Holder(ctl, 'F')
         holders.append(f)
         say('F', 'asks for a lease')
-        ctl.wait_status('the lease waiting', lambda s: s['pending'].startswith('1 lease'))
+        ctl.wait_status('the lease waiting', lambda s: s['pending_leases'] == 1)
         say('status', 'F waits behind the hotplug')
         d.release()
         say('D', 'done: lease released')
@@ -234,7 +260,7 @@ def story(ctl, cpu, read_state):
         f.release()
         say('F', 'done: lease released')
         s = ctl.status()
-        say('status', f'online {s["online"]}, leases held {s["leases held"]}, '
+        say('status', f'online {fmt(s["online"])}, leases held {s["leases_held"]}, '
                       f'writer {s["writer"]}')
         if c.returncode or e.returncode:
             raise SystemExit('demo: a hotplug failed')
@@ -297,7 +323,7 @@ def main():
         proc, sock = start_daemon(tmp, root)
         ctl = Ctl(sock)
         s = ctl.status()
-        say('cpuhpd', f'listening on {sock}; online CPUs {s["online"]}')
+        say('cpuhpd', f'listening on {sock}; online CPUs {fmt(s["online"])}')
         story(ctl, cpu, read_state)
     finally:
         if proc:

@@ -30,8 +30,8 @@
  *  - no request is answered twice: per id, replies <= requests with that id;
  *    events carry the id of a Watch that was answered WatchStarted;
  *  - no request is answered never: on a stream without a framing or protocol
- *    error, each Hello, Status, Watch, LeaseRelease, FastPathRequest and
- *    unknown request gets a reply (acquires and hotplugs may legitimately
+ *    error, each Hello, Status, Watch, LeaseRelease, FastPathRequest,
+ *    Identify, ListLeases and unknown request gets a reply (acquires and hotplugs may legitimately
  *    wait until the client leaves; FastWake is never answered);
  *  - afterwards nothing outlives the client: no connection, lease, waiting
  *    lease, queued hotplug, watcher or fast-path region, and the lease gate

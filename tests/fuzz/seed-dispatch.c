@@ -152,6 +152,41 @@ static void fast_wake(struct seed *s)
 	request_id(s, &r, 0);
 }
 
+static void acquire_as(struct seed *s, uint32_t timeout_ms, const char *who, const char *why)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__LeaseAcquire a = CPUHP__LEASE_ACQUIRE__INIT;
+
+	a.timeout_ms = timeout_ms;
+	a.who = (char *)who;
+	a.why = (char *)why;
+	r.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+	r.lease_acquire = &a;
+	request(s, &r);
+}
+
+static void identify(struct seed *s, const char *who, const char *why)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Identify i = CPUHP__IDENTIFY__INIT;
+
+	i.who = (char *)who;
+	i.why = (char *)why;
+	r.body_case = CPUHP__REQUEST__BODY_IDENTIFY;
+	r.identify = &i;
+	request(s, &r);
+}
+
+static void list_leases(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__ListLeases l = CPUHP__LIST_LEASES__INIT;
+
+	r.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
+	r.list_leases = &l;
+	request(s, &r);
+}
+
 /* A request with an id and no body: what a newer client's unknown request looks like. */
 static void empty(struct seed *s)
 {
@@ -278,6 +313,19 @@ int main(int argc, char **argv)
 		status(&s);
 		save(dir, "forged-slot", &s);
 	}
+
+	/* Who holds what (issue 13): names on the connection and on a lease, listed. */
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	identify(&s, "pools", "sizing worker pools");
+	acquire(&s, 0);
+	acquire_as(&s, 0, "job", "its own");
+	set_online(&s, "1", false, 1000); /* waits for our leases, names them in the log */
+	list_leases(&s);
+	identify(&s, "", "");
+	release(&s, 1);
+	list_leases(&s);
+	save(dir, "identify-and-list-leases", &s);
 
 	begin(&s, NULL, 0);
 	status(&s);
