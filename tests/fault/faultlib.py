@@ -322,10 +322,15 @@ def check_invariants(rig, rnd, row):
     s = led.status(h)
     assert (s['leases_held'], s['pending_leases'], s['pending_hotplugs'], s['writer']) == \
         (0, 0, 0, 'WRITER_IDLE'), s
-    # 2. leases_held counts exactly the live holders' leases.
+    # 2. leases_held counts exactly the live holders' leases, and ListLeases
+    # (issue 13) lists exactly those: no dead holder lingers in the list.
+    assert led.call(h, 'leases')['leases'] == [], 'a lease of a dead client is still listed'
     k = rnd.randint(1, 3)
     held = [led.lease(w) for _ in range(k)]
     assert led.status(h)['leases_held'] == k
+    listed = led.call(h, 'leases')
+    assert sorted(x['lease_id'] for x in listed['leases']) == sorted(held), (listed, held)
+    assert listed['hotplugs'] == [], listed
     for lease in held:
         led.release(w, lease)
     # 3. The simulated CPUs are what the daemon reports.
