@@ -95,6 +95,12 @@ void cpuhp__frame_decoder_fini(struct cpuhp__frame_decoder *d)
 	d->cap = 0;
 }
 
+void cpuhp__frame_decoder_shrink(struct cpuhp__frame_decoder *d)
+{
+	if (d->hdr_have == 0)
+		cpuhp__frame_decoder_fini(d);
+}
+
 bool cpuhp__frame_decoder_idle(const struct cpuhp__frame_decoder *d)
 {
 	return d->hdr_have == 0;

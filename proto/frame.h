@@ -99,6 +99,14 @@ void cpuhp__frame_decoder_init(struct cpuhp__frame_decoder *d, uint32_t max_payl
 void cpuhp__frame_decoder_fini(struct cpuhp__frame_decoder *d);
 
 /**
+ * cpuhp__frame_decoder_shrink() - between frames, free the reassembly buffer
+ * (a no-op in the middle of a frame), so that a peer that once split a
+ * large frame holds no memory while idle.  The next split frame allocates
+ * again.
+ */
+void cpuhp__frame_decoder_shrink(struct cpuhp__frame_decoder *d);
+
+/**
  * cpuhp__frame_decoder_feed() - consume bytes up to the end of one frame.
  * @data, @len: bytes read from the stream.
  * @payload, @payload_len: set to the next complete payload when one ends

@@ -14,6 +14,7 @@
 #include "errmap.h"
 
 #include "cpuhpd.h"
+#include "admit.h"
 #include "auth.h"
 #include "conn.h"
 #include "dispatch.h"
@@ -24,6 +25,7 @@ struct write_req {
 	uv_write_t req;
 	struct cpuhpd_conn *c;
 	uint8_t *frame;
+	size_t charged; /* bytes accounted to the client (admit.c) */
 };
 
 /*
@@ -44,6 +46,8 @@ static void close_cb(uv_handle_t *h)
 	struct cpuhpd_conn *c = cpuhpd_container_of(h, struct cpuhpd_conn, pipe);
 
 	cpuhp__frame_decoder_fini(&c->dec);
+	/* After the write callbacks (libuv runs them first): every byte is uncharged. */
+	cpuhpd_admit_conn_freed(c);
 	free(c);
 }
 
@@ -61,6 +65,7 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 		cpuhpd_debug("client %u disconnected", c->id);
 	cpuhpd_list_del(&c->node);
 	d->nconns--;
+	cpuhpd_admit_conn_gone(c);
 	/*
 	 * Hotplugs first: a hotplug of this client still waiting for leases is
 	 * dropped rather than started for nobody once its own leases go.
@@ -92,6 +97,7 @@ static void write_cb(uv_write_t *req, int status)
 	struct cpuhpd_conn *c = wr->c;
 
 	c->queued--;
+	cpuhpd_admit_uncharge(c, wr->charged);
 	free(wr->frame);
 	free(wr);
 	if (status < 0 && status != UV_ECANCELED && !c->closing)
@@ -130,12 +136,11 @@ static void send_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len)
 static void queue_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len, size_t off)
 {
 	struct write_req *wr;
+	char why[192];
 	uv_buf_t b;
 	int n;
 
 	if (c->queued >= CPUHPD_CONN_MAX_QUEUED) {
-		char why[128];
-
 		free(frame);
 		snprintf(why, sizeof(why), "client does not read its replies or events (%u queued)",
 		         c->queued);
@@ -150,11 +155,18 @@ static void queue_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len, size_
 	}
 	wr->c = c;
 	wr->frame = frame;
+	/* What the client costs us while it does not read: the frame and its request. */
+	wr->charged = len + sizeof(*wr);
+	if (!cpuhpd_admit_charge(c, wr->charged, why, sizeof(why))) {
+		free(frame);
+		free(wr);
+		cpuhpd_conn_close(c, why);
+		return;
+	}
 	b = uv_buf_init((char *)frame + off, (unsigned)(len - off));
 	n = uv_write(&wr->req, (uv_stream_t *)&c->pipe, &b, 1, write_cb);
 	if (n < 0) {
-		char why[128];
-
+		cpuhpd_admit_uncharge(c, wr->charged);
 		free(frame);
 		free(wr);
 		snprintf(why, sizeof(why), "write failed: %s", uv_strerror(n));
@@ -283,10 +295,37 @@ void cpuhpd_conn_fail(struct cpuhpd_conn *c, uint64_t id, int err, const char *f
 	cpuhpd_conn_close(c, msg);
 }
 
+/*
+ * After a read: the reassembly buffer is charged to the client while it
+ * exists (the decoder allocates a split frame's whole length at once, so a
+ * client goes over its bound by at most one frame, until this check closes
+ * it), freed between frames, and a frame left unfinished runs the clock.
+ */
+static void read_accounted(struct cpuhpd_conn *c, bool began)
+{
+	bool idle = cpuhp__frame_decoder_idle(&c->dec);
+	char why[192];
+
+	if (idle)
+		cpuhp__frame_decoder_shrink(&c->dec);
+	if (c->dec.cap > c->admit.inbuf) {
+		if (!cpuhpd_admit_charge(c, c->dec.cap - c->admit.inbuf, why, sizeof(why))) {
+			cpuhpd_conn_fail(c, 0, EDQUOT, "%s", why);
+			return;
+		}
+		c->admit.inbuf = c->dec.cap;
+	} else if (c->dec.cap < c->admit.inbuf) {
+		cpuhpd_admit_uncharge(c, c->admit.inbuf - c->dec.cap);
+		c->admit.inbuf = c->dec.cap;
+	}
+	cpuhpd_admit_read_done(c, began, idle);
+}
+
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct cpuhpd_conn *c = cpuhpd_container_of(s, struct cpuhpd_conn, pipe);
 	const uint8_t *p = (const uint8_t *)buf->base;
+	bool began = cpuhp__frame_decoder_idle(&c->dec);
 	size_t left;
 
 	if (nread == 0)
@@ -329,24 +368,24 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		p += n;
 		left -= (size_t)n;
-		if (payload)
+		if (payload) {
+			began = true; /* whatever follows is a new frame */
 			cpuhpd_dispatch(c, payload, plen);
+		}
 	}
+	if (!c->closing)
+		read_accounted(c, began);
 }
 
 /* Accept and refuse at once: the client learns why before the socket closes. */
-static void reject(struct cpuhpd *d, uv_pipe_t *p)
+static void reject(uv_pipe_t *p, int err, char *msg)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__Error e = CPUHP__ERROR__INIT;
-	char msg[160];
 	uint8_t *frame;
 	size_t len;
 
-	snprintf(msg, sizeof(msg),
-	         "too many connections (the limit is %u, --max-connections); try again later",
-	         d->opt.max_connections);
-	e.code = cpuhp__errmap_to_wire(EUSERS);
+	e.code = cpuhp__errmap_to_wire(err);
 	e.message = msg;
 	r.body_case = CPUHP__RESPONSE__BODY_ERROR;
 	r.error = &e;
@@ -366,6 +405,7 @@ static void free_cb(uv_handle_t *h)
 void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 {
 	struct cpuhpd_conn *c = calloc(1, sizeof(*c));
+	char why[256];
 	uv_os_fd_t fd;
 	int err;
 
@@ -380,14 +420,7 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 		uv_close((uv_handle_t *)&c->pipe, free_cb);
 		return;
 	}
-	if (d->nconns >= d->opt.max_connections) {
-		cpuhpd_warn("connection refused: %u connections open, the limit "
-		            "(--max-connections)",
-		            d->nconns);
-		reject(d, &c->pipe);
-		uv_close((uv_handle_t *)&c->pipe, free_cb);
-		return;
-	}
+	/* Who it is first: the limits depend on the peer (admit.c). */
 	err = uv_fileno((uv_handle_t *)&c->pipe, &fd);
 	if (!err)
 		err = cpuhpd_auth_peer(fd, &d->opt, &c->peer);
@@ -398,6 +431,14 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 		return;
 	}
 	c->d = d;
+	err = cpuhpd_admit_conn(c, why, sizeof(why));
+	if (err) {
+		cpuhpd_warn("connection of pid %d (uid %u) refused, %u open: %s", (int)c->peer.pid,
+		            (unsigned)c->peer.uid, d->nconns, why);
+		reject(&c->pipe, -err, why);
+		uv_close((uv_handle_t *)&c->pipe, free_cb);
+		return;
+	}
 	c->id = ++d->next_conn_id;
 	cpuhp__frame_decoder_init(&c->dec, 0);
 	cpuhpd_list_init(&c->watch_node);
@@ -407,8 +448,6 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 	             (unsigned)c->peer.uid, c->peer.admin ? ", admin" : "");
 	err = uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
 	if (err) {
-		char why[128];
-
 		snprintf(why, sizeof(why), "cannot read: %s", uv_strerror(err));
 		cpuhpd_conn_close(c, why);
 	}

@@ -22,6 +22,7 @@
 #include "cpuhp.pb-c.h"
 #include "frame.h"
 
+#include "admit.h"
 #include "list.h"
 
 /* Leases one connection may hold or wait for. */
@@ -87,6 +88,9 @@ struct cpuhpd_conn {
 	uint64_t fast_since; /* uv_now() when its count was first seen above 0; 0: seen at 0 */
 
 	unsigned queued; /* uv_write()s not yet completed */
+
+	/* admit.c: its uid's counts, its request timeout, its charged reassembly bytes */
+	struct cpuhpd_admit_conn admit;
 };
 
 /* Accept one pending connection on @server; answers EUSERS and closes it over the limit. */

@@ -15,6 +15,7 @@
 
 #include <uv.h>
 
+#include "admit.h"
 #include "cpus.h"
 #include "fastlease.h"
 #include "hotplug.h"
@@ -32,6 +33,12 @@ struct cpuhpd_options {
 	gid_t admin_gid;
 	mode_t socket_mode;
 	unsigned max_connections;
+	/* admit.c: connection and memory bounds, the request timeout (0: none) */
+	unsigned reserved_connections;
+	unsigned max_connections_per_uid;
+	size_t max_buffered;
+	size_t max_buffered_per_uid;
+	unsigned client_timeout_ms;
 	const char *uevent_socket; /* NULL: kernel uevents only */
 	const char *runtime_dir;   /* NULL: $RUNTIME_DIRECTORY, else the socket's directory */
 	bool no_netlink;
@@ -47,6 +54,7 @@ struct cpuhpd {
 	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
 	unsigned nconns;
 	unsigned next_conn_id;
+	struct cpuhpd_admit admit;
 	struct cpuhpd_leases leases;
 	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;

@@ -2,6 +2,7 @@
 /* The command line of cpuhpd: --help, --version, and the options into struct cpuhpd_options. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,6 +10,7 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
+#include "admit.h"
 #include "auth.h"
 #include "config.h"
 #include "conn.h"
@@ -37,7 +39,23 @@ static void usage(FILE *f)
 	    "  --sysfs-root DIR       sysfs mount point (default /sys); a simulated tree needs\n"
 	    "                         "
 	    "DIR/devices/system/cpu/{possible,present,online,cpuN/online}\n"
-	    "  --max-connections N    refuse connections beyond N with EUSERS (default 4096)\n"
+	    "  --max-connections N    refuse connections beyond N with EUSERS (default %u)\n"
+	    "  --reserved-connections N\n"
+	    "                         the last N of those only for root and --admin-group\n"
+	    "                         (default %u, at most an eighth of --max-connections)\n"
+	    "  --max-connections-per-uid N\n"
+	    "                         at most N connections of one uid but root (default %u)\n"
+	    "  --max-buffered-bytes SIZE\n"
+	    "                         bytes buffered for all clients: replies not yet taken\n"
+	    "                         by their sockets, requests split across reads (default\n"
+	    "                         %uM; the last eighth only for root and admins); a client\n"
+	    "                         that would go over is closed.  SIZE: bytes, or with K,\n"
+	    "                         M or G\n"
+	    "  --max-buffered-bytes-per-uid SIZE\n"
+	    "                         the same for one uid but root (default %uM)\n"
+	    "  --client-timeout-ms MS close a connection whose request is still incomplete MS\n"
+	    "                         after its first byte (default %u; 0: never); idle\n"
+	    "                         connections, leases held or not, stay\n"
 	    "  --runtime-dir DIR      where the lock file that keeps a second cpuhpd off the\n"
 	    "                         same sysfs tree lives (default $RUNTIME_DIRECTORY, else\n"
 	    "                         the socket's directory)\n"
@@ -55,6 +73,9 @@ static void usage(FILE *f)
 	    "Limits per connection: %u leases, %u waiting requests, %u unsent replies;\n"
 	    "at most %u CPUs per hotplug request.\n"
 	    "SIGTERM or SIGINT stops it cleanly (exit 0).  More in daemon/README.md.\n",
+	    CPUHPD_ADMIT_MAX_CONNECTIONS, CPUHPD_ADMIT_RESERVED_CONNECTIONS,
+	    CPUHPD_ADMIT_MAX_CONNECTIONS_PER_UID, CPUHPD_ADMIT_MAX_BUFFERED >> 20,
+	    CPUHPD_ADMIT_MAX_BUFFERED_PER_UID >> 20, CPUHPD_ADMIT_CLIENT_TIMEOUT_MS,
 	    CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED,
 	    CPUHPD_HOTPLUG_MAX_CPUS);
 }
@@ -73,6 +94,38 @@ static int parse_uint(const char *opt, const char *s, int base, unsigned long ma
 	return 0;
 }
 
+/* A byte count: digits, then optionally K, M or G (powers of 1024); at least one frame. */
+static int parse_size(const char *opt, const char *s, size_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (!*s || *s == '-' || *end || errno || v > (SIZE_MAX >> 1) >> shift) {
+		fprintf(stderr,
+		        "cpuhpd: %s: invalid size '%s' (bytes, or with K, M or G); try --help\n",
+		        opt, s);
+		return -EINVAL;
+	}
+	v <<= shift;
+	if (v < CPUHP__FRAME_HDR + CPUHP__FRAME_MAX) {
+		fprintf(stderr,
+		        "cpuhpd: %s: %s is less than one request of the largest size (%u bytes)\n",
+		        opt, s, CPUHP__FRAME_HDR + CPUHP__FRAME_MAX);
+		return -EINVAL;
+	}
+	*out = (size_t)v;
+	return 0;
+}
+
 int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 {
 	enum {
@@ -86,6 +139,11 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_NONETLINK,
 		O_FAST,
 		O_CONFIG,
+		O_RESERVED,
+		O_PERUID,
+		O_BUFFERED,
+		O_BUFFERED_UID,
+		O_TIMEOUT,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
@@ -93,6 +151,11 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"admin-group", required_argument, NULL, O_GROUP},
 	    {"sysfs-root", required_argument, NULL, O_ROOT},
 	    {"max-connections", required_argument, NULL, O_MAXCONN},
+	    {"reserved-connections", required_argument, NULL, O_RESERVED},
+	    {"max-connections-per-uid", required_argument, NULL, O_PERUID},
+	    {"max-buffered-bytes", required_argument, NULL, O_BUFFERED},
+	    {"max-buffered-bytes-per-uid", required_argument, NULL, O_BUFFERED_UID},
+	    {"client-timeout-ms", required_argument, NULL, O_TIMEOUT},
 	    {"runtime-dir", required_argument, NULL, O_RUNDIR},
 	    {"uevent-socket", required_argument, NULL, O_UEVENT},
 	    {"no-netlink", no_argument, NULL, O_NONETLINK},
@@ -104,6 +167,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL;
+	long reserved = -1; /* not given: the default, within an eighth */
 	unsigned long v;
 	int c;
 
@@ -124,7 +188,11 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->socket_path = DEFAULT_SOCKET;
 	o->sysfs_root = "/sys";
 	o->socket_mode = 0660;
-	o->max_connections = 4096;
+	o->max_connections = CPUHPD_ADMIT_MAX_CONNECTIONS;
+	o->max_connections_per_uid = CPUHPD_ADMIT_MAX_CONNECTIONS_PER_UID;
+	o->max_buffered = CPUHPD_ADMIT_MAX_BUFFERED;
+	o->max_buffered_per_uid = CPUHPD_ADMIT_MAX_BUFFERED_PER_UID;
+	o->client_timeout_ms = CPUHPD_ADMIT_CLIENT_TIMEOUT_MS;
 	o->fast_path = CPUHPD_FAST_AUTO;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -150,6 +218,30 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			if (parse_uint("--max-connections", optarg, 10, 1000000, &v) || !v)
 				return -1;
 			o->max_connections = (unsigned)v;
+			break;
+		case O_RESERVED:
+			if (parse_uint("--reserved-connections", optarg, 10, 1000000, &v))
+				return -1;
+			reserved = (long)v;
+			break;
+		case O_PERUID:
+			if (parse_uint("--max-connections-per-uid", optarg, 10, 1000000, &v) || !v)
+				return -1;
+			o->max_connections_per_uid = (unsigned)v;
+			break;
+		case O_BUFFERED:
+			if (parse_size("--max-buffered-bytes", optarg, &o->max_buffered))
+				return -1;
+			break;
+		case O_BUFFERED_UID:
+			if (parse_size("--max-buffered-bytes-per-uid", optarg,
+			               &o->max_buffered_per_uid))
+				return -1;
+			break;
+		case O_TIMEOUT:
+			if (parse_uint("--client-timeout-ms", optarg, 10, 86400000, &v))
+				return -1;
+			o->client_timeout_ms = (unsigned)v;
 			break;
 		case O_RUNDIR:
 			o->runtime_dir = optarg;
@@ -188,6 +280,19 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	if (optind < argc) {
 		fprintf(stderr, "cpuhpd: unexpected argument '%s'; try --help\n", argv[optind]);
 		return -1;
+	}
+	if (reserved < 0) {
+		o->reserved_connections = o->max_connections / 8;
+		if (o->reserved_connections > CPUHPD_ADMIT_RESERVED_CONNECTIONS)
+			o->reserved_connections = CPUHPD_ADMIT_RESERVED_CONNECTIONS;
+	} else if ((unsigned long)reserved >= o->max_connections) {
+		fprintf(stderr,
+		        "cpuhpd: --reserved-connections %ld leaves no connection for other users "
+		        "under --max-connections %u: make it smaller\n",
+		        reserved, o->max_connections);
+		return -1;
+	} else {
+		o->reserved_connections = (unsigned)reserved;
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpuhpd.h"
+#include "admit.h"
 #include "cpus.h"
 #include "fastlease.h"
 #include "hotplug.h"
@@ -31,7 +32,7 @@ int cpuhpd_start(struct cpuhpd *d)
 	}
 	cpuhpd_list_init(&d->conns);
 	cpuhpd_list_init(&d->watch.list);
-	if ((err = cpuhpd_lease_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
+	if ((err = cpuhpd_admit_init(d)) || (err = cpuhpd_lease_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
 	    (err = cpuhpd_fastpath_start(d)))
 		return err;
 	err = cpuhpd_worker_start(d);

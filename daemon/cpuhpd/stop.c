@@ -49,6 +49,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 		cpuhpd_conn_send_error(c, 0, ECANCELED, "cpuhpd is shutting down");
 		cpuhpd_conn_close(c, NULL);
 	}
+	cpuhpd_admit_close(d);
 	cpuhpd_fastpath_close(d);
 	cpuhpd_uevent_stop(d);
 	cpuhpd_worker_stop(d);

@@ -105,7 +105,8 @@ def test_half_a_frame_then_silence_delays_nobody(daemon, sim, probe):
     probe.call('a', 'release', lease)
     assert probe.recv('h')['results'][0]['changed']
     assert probe.status('a')['connections'] == 4
-    # The stalled clients are still connected, and are only ever dropped by their own end.
+    # The stalled clients are still connected: only --client-timeout-ms (10 s
+    # by default, test_admission.py) or their own end drops them.
     probe('close stall1')
     probe('shutwr stall2')
     expect_error_and_close(probe, 'stall2', 'ERR_EPROTO')
