@@ -5,6 +5,7 @@
  * queue, and close, detaching the client from leases, hotplugs and watch.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,8 +156,11 @@ static void queue_frame(struct cpuhpd_conn *c, uint8_t *frame, size_t len, size_
 	}
 	wr->c = c;
 	wr->frame = frame;
-	/* What the client costs us while it does not read: the frame and its request. */
-	wr->charged = len + sizeof(*wr);
+	/*
+	 * What the client costs the heap while it does not read: the frame and
+	 * its request, as malloc sized them, with a chunk header each.
+	 */
+	wr->charged = malloc_usable_size(frame) + malloc_usable_size(wr) + 4 * sizeof(size_t);
 	if (!cpuhpd_admit_charge(c, wr->charged, why, sizeof(why))) {
 		free(frame);
 		free(wr);

@@ -94,6 +94,14 @@ static int parse_uint(const char *opt, const char *s, int base, unsigned long ma
 	return 0;
 }
 
+static int at_least_1(const char *opt, unsigned long v)
+{
+	if (v)
+		return 0;
+	fprintf(stderr, "cpuhpd: %s: 0 would refuse every client; give 1 or more\n", opt);
+	return -EINVAL;
+}
+
 /* A byte count: digits, then optionally K, M or G (powers of 1024); at least one frame. */
 static int parse_size(const char *opt, const char *s, size_t *out)
 {
@@ -215,7 +223,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			o->sysfs_root = optarg;
 			break;
 		case O_MAXCONN:
-			if (parse_uint("--max-connections", optarg, 10, 1000000, &v) || !v)
+			if (parse_uint("--max-connections", optarg, 10, 1000000, &v) ||
+			    at_least_1("--max-connections", v))
 				return -1;
 			o->max_connections = (unsigned)v;
 			break;
@@ -225,7 +234,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			reserved = (long)v;
 			break;
 		case O_PERUID:
-			if (parse_uint("--max-connections-per-uid", optarg, 10, 1000000, &v) || !v)
+			if (parse_uint("--max-connections-per-uid", optarg, 10, 1000000, &v) ||
+			    at_least_1("--max-connections-per-uid", v))
 				return -1;
 			o->max_connections_per_uid = (unsigned)v;
 			break;

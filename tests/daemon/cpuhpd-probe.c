@@ -27,6 +27,17 @@
  *   close NAME              close the connection
  *   many PREFIX N MS        open N connections, Hello + acquire MS on each; wait for all
  *   closemany PREFIX K      close the first K still open of those
+ *   flood PREFIX N K        open N connections with Hello, write K Status requests on
+ *                           each and never read; returns once cpuhpd has read every
+ *                           byte (SIOCOUTQ 0 on each: the kernel's own count)
+ *   halfmany PREFIX N LEN SENT
+ *                           open N connections with Hello, then on each a prefix
+ *                           announcing LEN payload bytes and only SENT of them
+ *   eofmany PREFIX          read each of those to its end, count the last error
+ *                           codes, close them
+ *   drip NAME HEX MS        write HEX a byte at a time; before each next byte wait up
+ *                           to MS for the connection to become readable (an answer
+ *                           or its end), and stop there
  *   pid                     this process's pid
  */
 #include <errno.h>
@@ -35,9 +46,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cpuhp.pb-c.h"
@@ -583,6 +598,196 @@ static void cmd_closemany(const char *prefix, unsigned k)
 	printf("{\"ok\":true,\"closed\":%u}\n", closed);
 }
 
+/* Open @name and say Hello; Return: the connection, or NULL with the failure printed. */
+static struct conn *open_hello(const char *name)
+{
+	char *hello[2] = {(char *)"hello", (char *)"1"};
+	Cpuhp__Response *r;
+	struct conn *c;
+	uint64_t id;
+	int err;
+
+	c = open_conn(name, &err);
+	if (!c) {
+		reply_err("connect", err);
+		return NULL;
+	}
+	id = send_req(c, 2, hello);
+	if (!id)
+		return NULL;
+	r = wait_id(c, id, &err);
+	if (!r) {
+		print_end(err);
+		return NULL;
+	}
+	cpuhp__response__free_unpacked(r, NULL);
+	return c;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void cmd_flood(const char *prefix, unsigned n, unsigned k)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__StatusRequest st = CPUHP__STATUS_REQUEST__INIT;
+	struct conn **cs = calloc(n, sizeof(*cs));
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	char name[64];
+	uint64_t t0;
+	unsigned open = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		if (!(cs[i] = open_hello(name)))
+			goto out;
+	}
+	/* The same K requests for every connection: ids 2..K+1, framed once. */
+	req.body_case = CPUHP__REQUEST__BODY_STATUS;
+	req.status = &st;
+	for (unsigned j = 0; j < k; j++) {
+		uint8_t *frame;
+		size_t flen;
+
+		req.id = 2 + j;
+		if (cpuhp__frame_pack_request(&req, &frame, &flen)) {
+			reply_err("pack", ENOMEM);
+			goto out;
+		}
+		if (len + flen > cap) {
+			cap = (len + flen) * 2;
+			buf = realloc(buf, cap);
+		}
+		memcpy(buf + len, frame, flen);
+		len += flen;
+		free(frame);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		cs[i]->next_id = 2 + k;
+		/* cpuhpd may close a connection before it read all: EPIPE is an answer too. */
+		write_all(cs[i]->fd, buf, len);
+	}
+	/* Wait until cpuhpd has read (or dropped) every byte, checking each millisecond. */
+	t0 = now_ms();
+	for (unsigned i = 0; i < n; i++) {
+		int q = 0;
+
+		while (ioctl(cs[i]->fd, SIOCOUTQ, &q) == 0 && q > 0)
+			poll(NULL, 0, 1);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct pollfd pf = {.fd = cs[i]->fd, .events = POLLRDHUP};
+
+		if (poll(&pf, 1, 0) == 0 || !(pf.revents & (POLLRDHUP | POLLHUP)))
+			open++;
+	}
+	printf("{\"ok\":true,\"connections\":%u,\"requests\":%llu,\"still_open\":%u,"
+	       "\"wait_ms\":%llu}\n",
+	       n, (unsigned long long)n * k, open, (unsigned long long)(now_ms() - t0));
+out:
+	free(buf);
+	free(cs);
+}
+
+static void cmd_halfmany(const char *prefix, unsigned n, uint32_t want, size_t sent)
+{
+	uint8_t *b = calloc(1, 4 + sent);
+	char name[64];
+
+	b[0] = (uint8_t)(want >> 24);
+	b[1] = (uint8_t)(want >> 16);
+	b[2] = (uint8_t)(want >> 8);
+	b[3] = (uint8_t)want;
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c;
+
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		if (!(c = open_hello(name))) {
+			free(b);
+			return;
+		}
+		write_all(c->fd, b, 4 + sent);
+	}
+	free(b);
+	printf("{\"ok\":true,\"opened\":%u}\n", n);
+}
+
+static void cmd_eofmany(const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	unsigned ends = 0, none = 0, ncodes = 0;
+	const char *names[16];
+	unsigned counts[16];
+
+	for (size_t i = 0; i < nconns; i++) {
+		struct conn *c = conns[i];
+		const char *last = NULL;
+		Cpuhp__Response *r;
+
+		if (!c || strncmp(c->name, prefix, plen))
+			continue;
+		while (read_one(c) == 0)
+			;
+		while ((r = pop(c))) {
+			if (r->body_case == CPUHP__RESPONSE__BODY_ERROR && r->id == 0)
+				last = code_name(r->error->code);
+			cpuhp__response__free_unpacked(r, NULL);
+		}
+		ends++;
+		if (!last) {
+			none++;
+		} else {
+			unsigned j;
+
+			for (j = 0; j < ncodes && strcmp(names[j], last); j++)
+				;
+			if (j == ncodes && ncodes < 16) {
+				names[ncodes] = last;
+				counts[ncodes++] = 0;
+			}
+			if (j < ncodes)
+				counts[j]++;
+		}
+		drop(c);
+	}
+	printf("{\"ok\":true,\"ends\":%u,\"no_error\":%u,\"codes\":{", ends, none);
+	for (unsigned j = 0; j < ncodes; j++)
+		printf("%s\"%s\":%u", j ? "," : "", names[j], counts[j]);
+	printf("}}\n");
+}
+
+static void cmd_drip(struct conn *c, const char *hex, int ms)
+{
+	size_t n = strlen(hex) / 2, sent = 0;
+	uint64_t first = 0;
+	bool closed = false;
+
+	for (; sent < n; sent++) {
+		uint8_t byte = (uint8_t)(hexval(hex[2 * sent]) << 4 | hexval(hex[2 * sent + 1]));
+		struct pollfd pf = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+
+		if (write_all(c->fd, &byte, 1)) {
+			closed = true;
+			break;
+		}
+		if (!first)
+			first = now_ms();
+		if (poll(&pf, 1, ms) > 0) {
+			sent++;
+			closed = true;
+			break;
+		}
+	}
+	printf("{\"ok\":true,\"sent\":%zu,\"of\":%zu,\"answered\":%s,\"ms\":%llu}\n", sent, n,
+	       closed ? "true" : "false", (unsigned long long)(now_ms() - first));
+}
+
 static void run(int argc, char **argv)
 {
 	const char *cmd = argv[0];
@@ -620,6 +825,14 @@ static void run(int argc, char **argv)
 		cmd_many(argv[1], (unsigned)strtoul(argv[2], NULL, 10), argv[3]);
 	} else if (!strcmp(cmd, "closemany") && argc >= 3) {
 		cmd_closemany(argv[1], (unsigned)strtoul(argv[2], NULL, 10));
+	} else if (!strcmp(cmd, "flood") && argc >= 4) {
+		cmd_flood(argv[1], (unsigned)strtoul(argv[2], NULL, 10),
+		          (unsigned)strtoul(argv[3], NULL, 10));
+	} else if (!strcmp(cmd, "halfmany") && argc >= 5) {
+		cmd_halfmany(argv[1], (unsigned)strtoul(argv[2], NULL, 10),
+		             (uint32_t)strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10));
+	} else if (!strcmp(cmd, "eofmany") && argc >= 2) {
+		cmd_eofmany(argv[1]);
 	} else if (!c) {
 		printf("{\"ok\":false,\"what\":\"no such connection or command\"}\n");
 	} else if (!strcmp(cmd, "send") && argc >= 3) {
@@ -659,6 +872,8 @@ static void run(int argc, char **argv)
 			reply_err("send", err);
 		else
 			printf("{\"ok\":true,\"bytes\":%zu}\n", n);
+	} else if (!strcmp(cmd, "drip") && argc >= 4) {
+		cmd_drip(c, argv[2], atoi(argv[3]));
 	} else if (!strcmp(cmd, "shutwr")) {
 		shutdown(c->fd, SHUT_WR);
 		printf("{\"ok\":true}\n");
