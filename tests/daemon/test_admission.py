@@ -58,7 +58,12 @@ def test_nobody_floods_its_per_uid_cap_and_root_still_gets_status_and_offline(tm
         assert root.status('r')['connections'] == 9
         # A slot of nobody's that closes is nobody's again.
         flood('close n0')
-        assert root.status('r')['connections'] == 8
+        # Another process's close: round trips until cpuhpd has seen it.
+        for _ in range(1000):
+            if root.status('r')['connections'] == 8:
+                break
+        else:
+            raise AssertionError('nobody closed a connection and cpuhpd never saw it')
         flood.connect('again')
     finally:
         flood.kill()
