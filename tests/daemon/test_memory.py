@@ -69,8 +69,9 @@ def test_reply_flood_is_bounded_by_max_buffered_bytes_and_memory_comes_back(tmp,
         # budget plus what the connections themselves cost.
         assert r['still_open'] < n, r
         assert peak - rss.before <= 64 * MiB + (n + 1) * CONN_BYTES, (peak, rss.before)
+        # A connection cpuhpd is closing may still look open to the flooder.
         s = p.status('h')
-        assert s['connections'] == r['still_open'] + 1, (s, r)
+        assert s['connections'] <= r['still_open'] + 1, (s, r)
         p(f'closemany f {n}')
         after = rss.back(p, 'h', 1)
         rss.report(f'{n} connections x {k} unread Status replies '

@@ -29,6 +29,11 @@ MAX_CONNECTIONS = 48
 # cpuhpd-simsysfs --cpus 0-3: cpu0 has no online file, 1-3 are hotpluggable.
 CPUS = '0-3'
 HOTPLUGGABLE = (1, 2, 3)
+# Admission (issue 17 §3, §4), small enough for a nobody flood to reach:
+# connections and buffered bytes per uid, and the request timeout.
+PER_UID = 8
+PER_UID_BYTES = '1M'
+CLIENT_TIMEOUT_MS = 1000
 
 
 def _seed():
@@ -207,6 +212,7 @@ class Rig:
 
     def __init__(self, tmp):
         self.tmp = pathlib.Path(tmp)
+        os.chmod(self.tmp, 0o755)   # nobody's flood must reach the socket (mode 0666)
         self.sim = fixture.SimSysfs(self.tmp / 'sys', cpus=CPUS)
         self.ctl = self.tmp / 'fault.ctl'
         self.flog = self.tmp / 'fault.log'
@@ -223,6 +229,10 @@ class Rig:
     def start(self):
         self.daemon = fixture.Daemon(self.tmp, self.sim.root,
                                      args=['--max-connections', str(MAX_CONNECTIONS),
+                                           '--socket-mode', '0666',
+                                           '--max-connections-per-uid', str(PER_UID),
+                                           '--max-buffered-bytes-per-uid', PER_UID_BYTES,
+                                           '--client-timeout-ms', str(CLIENT_TIMEOUT_MS),
                                            '--admin-group', str(os.getgid())])
         self.daemon.start(env=self.env())
         self.new_probe()

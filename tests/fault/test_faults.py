@@ -429,6 +429,71 @@ def test_random_bytes_from_many_clients_at_once(rig, row):
     check_invariants(rig, rnd, row)
 
 
+# ---- 5b. a nobody flood: connections, unread replies, a stalled frame (issue 17 §3, §4) ----
+
+def test_nobody_flood_stops_at_its_per_uid_caps_and_root_is_served(rig, row):
+    """A per-uid flood from nobody: connections past its cap, replies it never reads, a stalled frame."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        import pytest
+        pytest.skip('needs root and setpriv to run a client as nobody: skipped')
+    rnd = faultlib.rng('per-uid')
+    led, cap = rig.ledger, faultlib.PER_UID
+    h = rig.name('h')
+    led.connect(h)
+    base = led.status(h)['connections']
+    nob = fixture.Probe(rig.daemon.socket, fixture.NOBODY)
+    try:
+        # 1. Connections: the cap, then refusals naming it; root hotplugs meanwhile.
+        for i in range(cap):
+            nob.connect(f'c{i}')
+        extra = rnd.randint(2, 6)
+        for i in range(extra):
+            r = nob(f'connect x{i}')
+            assert error_code(r) == 'ERR_EUSERS' and r['id'] == 0, r
+            assert '--max-connections-per-uid' in r['message'], r
+        cpu = rnd.choice(faultlib.HOTPLUGGABLE)
+        for state in ('offline', 'online'):
+            r = led.call(h, state, cpu, GUARD_MS)
+            assert r['kind'] == 'set_online' and r['results'][0]['ok'], r
+        assert led.status(h)['connections'] == base + cap
+        nob(f'closemany c {cap}')
+        for _ in range(1000):
+            if led.status(h)['connections'] == base:
+                break
+        else:
+            raise AssertionError("nobody's connections never went")
+        # 2. Replies never read, past the uid's share of buffered bytes.
+        n, k = cap - 1, rnd.randint(900, 1000)
+        r = nob(f'flood f {n} {k}')
+        assert r['ok'] and r['still_open'] < n, r
+        cut = n - r['still_open']
+        # A connection cpuhpd is closing may still look open to the flooder.
+        s = led.status(h)
+        assert s['connections'] <= base + r['still_open'], s
+        # 3. A frame begun and never finished: closed at the timeout.
+        nob.connect('stall')
+        nob(f'raw stall {frame(bytes(rnd.randint(8, 64)))[:rnd.randint(1, 7)].hex()}')
+        end = nob('eof stall')
+        errs = [x for x in end['responses'] if x['kind'] == 'error']
+        assert errs and errs[-1]['code'] == 'ERR_ETIMEDOUT' and errs[-1]['id'] == 0, end
+    finally:
+        nob.kill()
+    assert 'uid 65534 would have over' in rig.daemon.log()
+    led.finish(h)
+    row['injected'].append(f'nobody: {cap} connections then {extra} more; {n} connections '
+                           f'x {k} Status requests never read; one stalled partial frame')
+    row['checked'] += [f'refusals get id-0 ERR_EUSERS naming --max-connections-per-uid',
+                       'root offlines and onlines a CPU with nobody at its cap',
+                       f'connections over --max-buffered-bytes-per-uid '
+                       f'{faultlib.PER_UID_BYTES} closed, the rest kept',
+                       f'the stalled frame closed with ERR_ETIMEDOUT '
+                       f'(--client-timeout-ms {faultlib.CLIENT_TIMEOUT_MS})', 'invariants']
+    row['numbers']['refused'] = extra
+    row['numbers']['cut at the byte share'] = cut
+    check_invariants(rig, rnd, row)
+
+
 # ---- 6. forged, double and inherited releases (issue 17) ----
 
 FAST_BIT = 1 << 63
