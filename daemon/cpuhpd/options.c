@@ -94,12 +94,19 @@ static int parse_uint(const char *opt, const char *s, int base, unsigned long ma
 	return 0;
 }
 
-static int at_least_1(const char *opt, unsigned long v)
+/* A number of connections: 1 to a million (0 would refuse every client). */
+static int parse_count(const char *opt, const char *s, unsigned *out)
 {
-	if (v)
-		return 0;
-	fprintf(stderr, "cpuhpd: %s: 0 would refuse every client; give 1 or more\n", opt);
-	return -EINVAL;
+	unsigned long v;
+
+	if (parse_uint(opt, s, 10, 1000000, &v))
+		return -EINVAL;
+	if (!v) {
+		fprintf(stderr, "cpuhpd: %s: 0 would refuse every client; give 1 or more\n", opt);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
 }
 
 /* A byte count: digits, then optionally K, M or G (powers of 1024); at least one frame. */
@@ -223,10 +230,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			o->sysfs_root = optarg;
 			break;
 		case O_MAXCONN:
-			if (parse_uint("--max-connections", optarg, 10, 1000000, &v) ||
-			    at_least_1("--max-connections", v))
+			if (parse_count("--max-connections", optarg, &o->max_connections))
 				return -1;
-			o->max_connections = (unsigned)v;
 			break;
 		case O_RESERVED:
 			if (parse_uint("--reserved-connections", optarg, 10, 1000000, &v))
@@ -234,10 +239,9 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			reserved = (long)v;
 			break;
 		case O_PERUID:
-			if (parse_uint("--max-connections-per-uid", optarg, 10, 1000000, &v) ||
-			    at_least_1("--max-connections-per-uid", v))
+			if (parse_count("--max-connections-per-uid", optarg,
+			                &o->max_connections_per_uid))
 				return -1;
-			o->max_connections_per_uid = (unsigned)v;
 			break;
 		case O_BUFFERED:
 			if (parse_size("--max-buffered-bytes", optarg, &o->max_buffered))

@@ -39,20 +39,19 @@ class Rss:
         self.hwm = vm(self.pid, 'VmHWM')
         return self.hwm
 
-    def back(self, probe, name, conns):
+    def back(self, probe, name, conns, what):
         """Round trips (each a turn of the daemon's loop, no sleep) until the
-        flood's connections are gone and RSS is within 2x of before; Return: RSS."""
+        flood's connections are gone and RSS is within 2x of before; print
+        the figures of @what and assert that it came back."""
         for _ in range(2000):
             if probe.status(name)['connections'] == conns and \
                     vm(self.pid, 'VmRSS') <= 2 * self.before:
                 break
         self.after = vm(self.pid, 'VmRSS')
-        return self.after
-
-    def report(self, what):
         print(f'{what}: VmRSS before {self.before / MiB:.1f} MiB, at peak '
               f'{self.at_peak / MiB:.1f} MiB (VmHWM {self.hwm / MiB:.1f} MiB), after '
               f'{self.after / MiB:.1f} MiB')
+        assert self.after <= 2 * self.before, (what, self.before, self.after)
 
 
 def test_reply_flood_is_bounded_by_max_buffered_bytes_and_memory_comes_back(tmp, sim):
@@ -73,10 +72,8 @@ def test_reply_flood_is_bounded_by_max_buffered_bytes_and_memory_comes_back(tmp,
         s = p.status('h')
         assert s['connections'] <= r['still_open'] + 1, (s, r)
         p(f'closemany f {n}')
-        after = rss.back(p, 'h', 1)
-        rss.report(f'{n} connections x {k} unread Status replies '
-                   f'({n - r["still_open"]} closed at the bound)')
-        assert after <= 2 * rss.before, (rss.before, after)
+        rss.back(p, 'h', 1, f'{n} connections x {k} unread Status replies '
+                 f'({n - r["still_open"]} closed at the bound)')
     finally:
         p.kill()
         d.stop_clean()
@@ -100,10 +97,9 @@ def test_half_sent_frames_are_bounded_then_timed_out_and_memory_comes_back(tmp, 
         codes = r['codes']
         assert r['ends'] == n and r['no_error'] == 0, r
         assert set(codes) <= {'ERR_EDQUOT', 'ERR_ETIMEDOUT'} and codes.get('ERR_EDQUOT'), r
-        after = rss.back(p, 'h', 1)
-        rss.report(f'{n} half-sent 64 KiB frames ({codes.get("ERR_EDQUOT", 0)} closed at '
-                   f'--max-buffered-bytes 8M, {codes.get("ERR_ETIMEDOUT", 0)} at the timeout)')
-        assert after <= 2 * rss.before, (rss.before, after)
+        rss.back(p, 'h', 1, f'{n} half-sent 64 KiB frames ({codes.get("ERR_EDQUOT", 0)} '
+                 f'closed at --max-buffered-bytes 8M, {codes.get("ERR_ETIMEDOUT", 0)} at the '
+                 'timeout)')
     finally:
         p.kill()
         d.stop_clean()
@@ -129,8 +125,8 @@ def test_nobody_is_cut_off_at_its_share_and_root_is_served(tmp, sim):
         assert r['kind'] == 'set_online' and r['results'][0]['changed'], r
         assert p.call('h', 'online', 1, 10000)['kind'] == 'set_online'
         flood.kill()
-        rss.back(p, 'h', 1)
-        rss.report('nobody: 32 connections x 600 unread replies, --max-buffered-bytes-per-uid 1M')
+        rss.back(p, 'h', 1, 'nobody: 32 connections x 600 unread replies, '
+                 '--max-buffered-bytes-per-uid 1M')
     finally:
         flood.kill()
         p.kill()
