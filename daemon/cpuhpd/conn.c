@@ -437,7 +437,7 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 	c->d = d;
 	err = cpuhpd_admit_conn(c, why, sizeof(why));
 	if (err) {
-		cpuhpd_warn("connection of pid %d (uid %u) refused, %u open: %s", (int)c->peer.pid,
+		cpuhpd_warn("connection refused (pid %d, uid %u, %u open): %s", (int)c->peer.pid,
 		            (unsigned)c->peer.uid, d->nconns, why);
 		reject(&c->pipe, -err, why);
 		uv_close((uv_handle_t *)&c->pipe, free_cb);

@@ -69,7 +69,7 @@ def test_nobody_floods_its_per_uid_cap_and_root_still_gets_status_and_offline(tm
         flood.kill()
         root.kill()
         assert d.stop() == 0, d.log()
-    assert 'connection of pid' in d.log() and '--max-connections-per-uid' in d.log()
+    assert 'connection refused (pid' in d.log() and '--max-connections-per-uid' in d.log()
 
 
 @needs_nobody
