@@ -11,10 +11,11 @@
 #include "log.h"
 
 /*
- * Hand memory back once at least this much was freed since the last trim
- * and what is buffered fell to half of its high mark since then: a drain
- * of B bytes trims about log2(B / TRIM_MIN) times, and a steady trickle
- * never.
+ * Hand memory back once what is buffered fell by at least this much, and
+ * to half or less, from its high mark since the last trim: a drain of B
+ * bytes trims about log2(B / TRIM_MIN) times, and a steady trickle of
+ * replies (each charged, then uncharged as its write completes) never,
+ * however many bytes it frees in all.
  */
 #define TRIM_MIN (256u << 10)
 
@@ -222,7 +223,7 @@ void cpuhpd_admit_uncharge(struct cpuhpd_conn *c, size_t bytes)
 	 * by itself; after a drain most pages are free but below live chunks.
 	 * malloc_trim() releases every free page of every arena (madvise).
 	 */
-	if (a->freed >= TRIM_MIN && a->buffered <= a->high / 2) {
+	if (a->high - a->buffered >= TRIM_MIN && a->buffered <= a->high / 2) {
 		malloc_trim(0);
 		a->ntrims++;
 		cpuhpd_debug("%zu bytes of client buffers freed, %zu still buffered: memory "

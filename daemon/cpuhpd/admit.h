@@ -16,7 +16,8 @@
  *  - A request whose first byte came --client-timeout-ms ago and that is
  *    still not complete closes its connection.  An idle connection (no
  *    partial frame) is never closed: leases are held on idle connections.
- *  - When much buffered memory was freed, malloc_trim() hands it back.
+ *  - When what is buffered fell far from its high mark, malloc_trim() hands
+ *    the freed memory back.
  *
  * Loop thread only.
  */

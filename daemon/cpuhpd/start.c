@@ -32,8 +32,8 @@ int cpuhpd_start(struct cpuhpd *d)
 	}
 	cpuhpd_list_init(&d->conns);
 	cpuhpd_list_init(&d->watch.list);
-	if ((err = cpuhpd_admit_init(d)) || (err = cpuhpd_lease_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
-	    (err = cpuhpd_fastpath_start(d)))
+	if ((err = cpuhpd_admit_init(d)) || (err = cpuhpd_lease_init(d)) ||
+	    (err = cpuhpd_hotplug_init(d)) || (err = cpuhpd_fastpath_start(d)))
 		return err;
 	err = cpuhpd_worker_start(d);
 	if (err) {
