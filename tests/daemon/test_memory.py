@@ -16,7 +16,7 @@ import fixture
 
 MiB = 1 << 20
 # What one idle connection may cost beyond the buffers --max-buffered-bytes
-# bounds: struct cpuhpd_conn and libuv's share (about 1.1 KiB measured),
+# bounds: struct cpuhpd_conn and libuv's share (about 2.6 KiB measured),
 # with room for malloc's rounding.
 CONN_BYTES = 4096
 
