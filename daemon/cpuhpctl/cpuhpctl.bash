@@ -23,7 +23,7 @@ _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
-	local commands='status leases online offline watch hold help'
+	local commands='status leases online offline watch hold freeze help'
 
 	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -85,7 +85,7 @@ _cpuhpctl()
 		esac
 		COMPREPLY=($(compgen -W '-n --count -j --json -h --help' -- "$cur"))
 		;;
-	hold)
+	hold | freeze)
 		# CMD starts after '--', or at the first word that is not an option.
 		local at=0
 		for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
@@ -114,7 +114,9 @@ _cpuhpctl()
 		-t | --timeout | -w | --who | -y | --why) return ;;
 		esac
 		if ((!at)) && [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-t --timeout -w --who -y --why -h --help --' -- "$cur"))
+			local opts='-w --who -y --why -h --help --'
+			[[ $cmd == hold ]] && opts="-t --timeout $opts" # freeze has no timeout
+			COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -c -- "$cur"))
 		fi

@@ -79,5 +79,6 @@ int cpuhpctl_leases(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online);
 int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_freeze(const struct cpuhpctl *ctl, int argc, char **argv);
 
 #endif /* CPUHPCTL_CTL_H */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cpuhpctl hold: run a command while holding a reader lease, like
- * systemd-inhibit.  The lease is taken before the command starts and lives
- * as long as this process's connection, so it ends when the command ends,
- * or when cpuhpctl itself dies.  In that last case the command must not run
- * on unprotected: it gets SIGTERM (PR_SET_PDEATHSIG) as cpuhpctl dies, even
- * by SIGKILL.
+ * cpuhpctl hold and freeze: run a command while holding a reader lease, or
+ * a hotplug freeze, like systemd-inhibit.  Either is taken before the
+ * command starts and lives as long as this process's connection, so it ends
+ * when the command ends, or when cpuhpctl itself dies.  In that last case
+ * the command must not run on unprotected: it gets SIGTERM
+ * (PR_SET_PDEATHSIG) as cpuhpctl dies, even by SIGKILL.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -73,7 +73,7 @@ static void set_parent_signals(void)
  * cpuhpctl (and end the lease) or go unforwarded in between; the child gets
  * the dispositions and mask cpuhpctl started with.
  */
-static pid_t spawn(char **cmd)
+static pid_t spawn(const char *name, char **cmd)
 {
 	pid_t parent = getpid(), pid;
 	sigset_t block, old;
@@ -97,19 +97,20 @@ static pid_t spawn(char **cmd)
 
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (pdeath < 0) {
-			fprintf(stderr, "cpuhpctl hold: PR_SET_PDEATHSIG: %s\n", strerror(errno));
+			fprintf(stderr, "cpuhpctl %s: PR_SET_PDEATHSIG: %s\n", name,
+			        strerror(errno));
 			_exit(126);
 		}
 		if (getppid() != parent) {
 			fprintf(stderr,
-			        "cpuhpctl hold: cpuhpctl died before %s started, and its "
-			        "lease with it: not running it\n",
-			        cmd[0]);
+			        "cpuhpctl %s: cpuhpctl died before %s started, and its "
+			        "%s with it: not running it\n",
+			        name, cmd[0], !strcmp(name, "hold") ? "lease" : "freeze");
 			_exit(128 + SIGTERM);
 		}
 		/* The client's socket is close-on-exec: CMD cannot end the lease early. */
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "cpuhpctl hold: cannot run %s: %s\n", cmd[0], strerror(errno));
+		fprintf(stderr, "cpuhpctl %s: cannot run %s: %s\n", name, cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	if (pid > 0) {
@@ -125,7 +126,7 @@ static pid_t spawn(char **cmd)
  * lease is gone, which CMD's user must hear about.  Needs pidfd_open
  * (Linux 5.3); without it just wait.
  */
-static int wait_child(struct cpuhp_client *c, pid_t pid)
+static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	bool watching = true;
@@ -144,8 +145,9 @@ static int wait_child(struct cpuhp_client *c, pid_t pid)
 			break;
 		if (watching && p[1].revents) {
 			fprintf(stderr,
-			        "cpuhpctl hold: lost the connection to cpuhpd: the lease is "
-			        "no longer held, and CPUs may change while the command runs\n");
+			        "cpuhpctl %s: lost the connection to cpuhpd: the %s is no "
+			        "longer held, and CPUs may change while the command runs\n",
+			        name, !strcmp(name, "hold") ? "lease" : "freeze");
 			watching = false;
 		}
 	}
@@ -159,7 +161,16 @@ static int wait_child(struct cpuhp_client *c, pid_t pid)
 	return WEXITSTATUS(status);
 }
 
-int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
+/* What hold and freeze take from the command line. */
+struct run_args {
+	unsigned timeout_ms;
+	const char *who, *why;
+	char **cmd;
+};
+
+/* Return: -1 to go on, else the exit code (after --help or an error, printed). */
+static int parse_run_args(int argc, char **argv, const char *name, void (*help)(FILE *),
+                          struct run_args *a)
 {
 	static const struct option opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
@@ -168,64 +179,131 @@ int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
-	const char *who = NULL, *why = NULL;
-	struct cpuhp_client *c;
-	uint64_t lease;
-	pid_t pid;
-	int opt, ret, err;
+	bool hold = !strcmp(name, "hold");
+	int opt;
 
-	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:w:y:h", opts, "hold")) != -1) {
+	/* freeze has no --timeout: it waits only for the hotplugs queued before it. */
+	while ((opt = cpuhpctl_getopt(argc, argv, hold ? "+:t:w:y:h" : "+:w:y:h",
+	                              hold ? opts : opts + 1, name)) != -1) {
 		if (opt == 't') {
-			if (cpuhpctl_parse_timeout(optarg, &timeout_ms) < 0)
+			if (cpuhpctl_parse_timeout(optarg, &a->timeout_ms) < 0)
 				return CPUHPCTL_EXIT_USAGE;
 			continue;
 		}
 		if (opt == 'w' || opt == 'y') {
 			if (strlen(optarg) > CPUHP_CLIENT_IDENTITY_MAX) {
-				fprintf(stderr, "cpuhpctl hold: --%s is limited to %d bytes\n",
+				fprintf(stderr, "cpuhpctl %s: --%s is limited to %d bytes\n", name,
 				        opt == 'w' ? "who" : "why", CPUHP_CLIENT_IDENTITY_MAX);
 				return CPUHPCTL_EXIT_USAGE;
 			}
-			*(opt == 'w' ? &who : &why) = optarg;
+			*(opt == 'w' ? &a->who : &a->why) = optarg;
 			continue;
 		}
 		if (opt == 'h')
-			usage(stdout);
+			help(stdout);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "cpuhpctl hold: which command? e.g. cpuhpctl hold -- ./job args\n"
-		                "Try 'cpuhpctl hold --help'.\n");
+		fprintf(stderr,
+		        "cpuhpctl %s: which command? e.g. cpuhpctl %s -- ./job args\n"
+		        "Try 'cpuhpctl %s --help'.\n",
+		        name, name, name);
 		return CPUHPCTL_EXIT_USAGE;
 	}
-	if (!who) {
-		const char *slash = strrchr(argv[optind], '/');
+	a->cmd = argv + optind;
+	if (!a->who) {
+		const char *slash = strrchr(a->cmd[0], '/');
 
-		who = slash ? slash + 1 : argv[optind];
+		a->who = slash ? slash + 1 : a->cmd[0];
 	}
+	return -1;
+}
+
+/* Run @cmd while @c holds what we took on it.  Return: the exit code. */
+static int run_cmd(struct cpuhp_client *c, const char *name, char **cmd)
+{
+	pid_t pid;
+
+	fflush(NULL); /* nothing buffered may be written twice after fork */
+	pid = spawn(name, cmd);
+	if (pid < 0) {
+		fprintf(stderr, "cpuhpctl %s: fork: %s\n", name, strerror(errno));
+		return CPUHPCTL_EXIT_FAILED;
+	}
+	return wait_child(c, pid, name);
+}
+
+int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	struct run_args a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
+	struct cpuhp_client *c;
+	uint64_t lease;
+	int ret, err;
+
+	ret = parse_run_args(argc, argv, "hold", usage, &a);
+	if (ret >= 0)
+		return ret;
 	ret = cpuhpctl_connect(ctl, &c);
 	if (ret)
 		return ret;
 	/* The connection's name, so that the lease stays a fast one where it can. */
-	err = cpuhp_client_set_identity(c, who, why);
+	err = cpuhp_client_set_identity(c, a.who, a.why);
 	if (err == 0 || err == -EOPNOTSUPP) /* an older cpuhpd: unnamed, but held */
-		err = cpuhp_client_lease_acquire(c, timeout_ms, &lease);
+		err = cpuhp_client_lease_acquire(c, a.timeout_ms, &lease);
 	if (err < 0) {
 		ret = cpuhpctl_fail(c, err, "hold: lease");
 		cpuhp_client_close(c);
 		return ret;
 	}
-	fflush(NULL); /* nothing buffered may be written twice after fork */
-	pid = spawn(argv + optind);
-	if (pid < 0) {
-		fprintf(stderr, "cpuhpctl hold: fork: %s\n", strerror(errno));
-		cpuhp_client_close(c);
-		return CPUHPCTL_EXIT_FAILED;
-	}
-	ret = wait_child(c, pid);
+	ret = run_cmd(c, "hold", a.cmd);
 	/* Release explicitly when we can; closing would end it all the same. */
 	cpuhp_client_lease_release(c, lease);
+	cpuhp_client_close(c);
+	return ret;
+}
+
+static void freeze_usage(FILE *f)
+{
+	fprintf(f,
+	        "Usage: cpuhpctl freeze [--who NAME] [--why TEXT] [--] CMD [ARGS...]\n"
+	        "\n"
+	        "Freeze CPU hotplug, run CMD, and thaw when it exits, as the kernel's\n"
+	        "cpu_hotplug_disable() does: while any freeze is held, every new online or\n"
+	        "offline request fails at once (EBUSY, exit %d) with a message naming the\n"
+	        "holder, and leases are still granted.  For a benchmark run or a\n"
+	        "latency-critical window.  Hotplugs queued before the freeze run first:\n"
+	        "CMD starts once none is queued or running.  Needs root or cpuhpd's admin\n"
+	        "group.  Exits with CMD's status (as hold does), or with %d/%d if the\n"
+	        "freeze was not granted.  If cpuhpctl dies (even by SIGKILL), the freeze\n"
+	        "ends and CMD gets SIGTERM.\n"
+	        "\n"
+	        "  -w, --who NAME  who holds the freeze, for 'cpuhpctl leases' and for the\n"
+	        "                  message of the hotplugs it refuses (default: CMD's name)\n"
+	        "  -y, --why TEXT  what the freeze protects, likewise\n",
+	        CPUHPCTL_EXIT_FAILED, CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_FAILED);
+}
+
+int cpuhpctl_freeze(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	struct run_args a = {0};
+	struct cpuhp_client *c;
+	uint64_t freeze;
+	int ret, err;
+
+	ret = parse_run_args(argc, argv, "freeze", freeze_usage, &a);
+	if (ret >= 0)
+		return ret;
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret)
+		return ret;
+	err = cpuhp_client_freeze(c, a.who, a.why, &freeze);
+	if (err < 0) {
+		ret = cpuhpctl_fail(c, err, "freeze");
+		cpuhp_client_close(c);
+		return ret;
+	}
+	ret = run_cmd(c, "freeze", a.cmd);
+	cpuhp_client_thaw(c, freeze);
 	cpuhp_client_close(c);
 	return ret;
 }

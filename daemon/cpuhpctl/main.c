@@ -31,6 +31,9 @@ static void usage(FILE *f)
 	        "  watch [--count N]             print hotplug events as they happen\n"
 	        "  hold [--timeout MS] [--who NAME] [--why TEXT] -- CMD [ARGS...]\n"
 	        "                                run CMD while holding a lease\n"
+	        "  freeze [--who NAME] [--why TEXT] -- CMD [ARGS...]\n"
+	        "                                run CMD with hotplug frozen: online and\n"
+	        "                                offline fail at once meanwhile\n"
 	        "Run 'cpuhpctl COMMAND --help' for more on each.\n"
 	        "\n"
 	        "Options:\n"
@@ -209,12 +212,9 @@ char *cpuhpctl_format(const struct cpuhp_cpuset *set)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"sysfs-root", required_argument, NULL, 'r'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {0},
+	    {"socket", required_argument, NULL, 's'}, {"sysfs-root", required_argument, NULL, 'r'},
+	    {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {0},
 	};
 	struct cpuhpctl ctl = {.sysfs_root = getenv(CPUHPCTL_SYSFS_ROOT_ENV)};
 	const char *cmd;
@@ -245,7 +245,8 @@ int main(int argc, char **argv)
 	if (!ctl.sysfs_root || !ctl.sysfs_root[0])
 		ctl.sysfs_root = "/sys";
 	if (optind >= argc) {
-		fprintf(stderr, "cpuhpctl: which command? (status, leases, online, offline, watch, hold)\n"
+		fprintf(stderr, "cpuhpctl: which command? (status, leases, online, offline, watch, "
+		                "hold, freeze)\n"
 		                "Try 'cpuhpctl --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
@@ -266,6 +267,8 @@ int main(int argc, char **argv)
 		return cpuhpctl_watch(&ctl, argc, argv);
 	if (!strcmp(cmd, "hold"))
 		return cpuhpctl_hold(&ctl, argc, argv);
+	if (!strcmp(cmd, "freeze"))
+		return cpuhpctl_freeze(&ctl, argc, argv);
 	if (!strcmp(cmd, "help")) {
 		usage(stdout);
 		return CPUHPCTL_EXIT_OK;

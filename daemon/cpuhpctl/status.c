@@ -15,7 +15,8 @@ static void status_usage(FILE *f)
 	           "\n"
 	           "Print cpuhpd's view: online, offline, possible and present CPUs, the\n"
 	           "leases held (the fast ones, taken in shared memory, as well), whether a\n"
-	           "hotplug is waiting or running, what is queued.\n"
+	           "hotplug is waiting or running, what is queued, how many hotplug\n"
+	           "freezes are held (cpuhpctl freeze).\n"
 	           "\n"
 	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
 }
@@ -28,7 +29,8 @@ static void leases_usage(FILE *f)
 	           "(as the holder named itself, else its command), pid, uid, why, how long\n"
 	           "it has been held, and whether it is a socket lease or a connection's\n"
 	           "fast leases (counted in shared memory; listed once with their count).\n"
-	           "Then the hotplug requests waiting behind them, and who asked.\n"
+	           "Then the hotplug requests waiting behind them, and who asked; then\n"
+	           "the hotplug freezes (cpuhpctl freeze), with who holds them and why.\n"
 	           "\n"
 	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
 }
@@ -99,9 +101,9 @@ static void print_json(const struct cpuhp_client_status *st)
 	       st->leases_held, st->fast_leases_held, st->fast_holders, st->fast_connections);
 	cpuhpctl_json_string(stdout, st->fast_path);
 	printf(",\"writer\":\"%s\",\"pending_leases\":%u,\"pending_hotplugs\":%u,"
-	       "\"connections\":%u}\n",
+	       "\"connections\":%u,\"freezes\":%u}\n",
 	       cpuhpctl_writer_name(st->writer), st->pending_leases, st->pending_hotplugs,
-	       st->connections);
+	       st->connections, st->freezes);
 }
 
 int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
@@ -144,6 +146,8 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 		printf("%-13s %u lease request(s), %u hotplug request(s)\n",
 		       "pending:", st->pending_leases, st->pending_hotplugs);
 		printf("%-13s %u\n", "connections:", st->connections);
+		printf("%-13s %u%s\n", "freezes:", st->freezes,
+		       st->freezes ? " (hotplug refused: see 'cpuhpctl leases')" : "");
 	}
 	cpuhp_client_close(c);
 	free(st);
@@ -188,6 +192,16 @@ static void print_leases_text(const struct cpuhp_client_lease_list *l)
 		       h->pid, h->comm, h->uid, h->waited_ms, h->timeout_ms);
 		free(cpus);
 	}
+	for (size_t i = 0; i < l->n_freezes; i++) {
+		const struct cpuhp_client_freeze_info *fz = &l->freezes[i];
+
+		if (i == 0)
+			printf("\nHotplug frozen (online/offline fail at once):\n");
+		printf("  freeze %" PRIu64 " by %s, pid %u uid %u, %s %" PRIu64 " ms%s%s%s\n",
+		       fz->freeze_id, fz->who[0] ? fz->who : fz->comm, fz->pid, fz->uid,
+		       fz->granted ? "held" : "waiting for the queued hotplugs,", fz->held_ms,
+		       fz->why[0] ? ": '" : "", fz->why, fz->why[0] ? "'" : "");
+	}
 }
 
 static void print_leases_json(const struct cpuhp_client_lease_list *l)
@@ -224,6 +238,21 @@ static void print_leases_json(const struct cpuhp_client_lease_list *l)
 		cpuhpctl_json_string(stdout, h->comm);
 		printf(",\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u}", h->waited_ms,
 		       h->timeout_ms);
+	}
+	printf("],\"freezes\":[");
+	for (size_t i = 0; i < l->n_freezes; i++) {
+		const struct cpuhp_client_freeze_info *fz = &l->freezes[i];
+
+		printf("%s{\"freeze_id\":%" PRIu64 ",\"state\":\"%s\",\"pid\":%u,\"uid\":%u,"
+		       "\"comm\":",
+		       i ? "," : "", fz->freeze_id, fz->granted ? "held" : "pending", fz->pid,
+		       fz->uid);
+		cpuhpctl_json_string(stdout, fz->comm);
+		printf(",\"who\":");
+		cpuhpctl_json_string(stdout, fz->who);
+		printf(",\"why\":");
+		cpuhpctl_json_string(stdout, fz->why);
+		printf(",\"held_ms\":%" PRIu64 ",\"connection\":%u}", fz->held_ms, fz->connection);
 	}
 	printf("]}\n");
 }

@@ -73,6 +73,7 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 	 */
 	cpuhpd_hotplug_conn_gone(c);
 	cpuhpd_watch_conn_gone(c);
+	cpuhpd_freeze_conn_gone(c);
 	cpuhpd_fastpath_conn_gone(c);
 	cpuhpd_lease_conn_gone(c);
 	uv_read_stop((uv_stream_t *)&c->pipe);

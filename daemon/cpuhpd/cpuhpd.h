@@ -18,6 +18,7 @@
 #include "admit.h"
 #include "cpus.h"
 #include "fastlease.h"
+#include "freeze.h"
 #include "hotplug.h"
 #include "lease.h"
 #include "list.h"
@@ -56,6 +57,7 @@ struct cpuhpd {
 	unsigned next_conn_id;
 	struct cpuhpd_admit admit;
 	struct cpuhpd_leases leases;
+	struct cpuhpd_freezes freezes;
 	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;
 	struct cpuhpd_worker worker;

@@ -66,6 +66,7 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.pending_leases = d->leases.nwaiters;
 	st.pending_hotplugs = d->hotplug.nqueued;
 	st.connections = d->nconns;
+	st.freezes = d->freezes.n;
 	st.daemon_version = (char *)CPUHP_VERSION_STRING;
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATUS;
@@ -94,6 +95,7 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	if (c->d->stopping && req->body_case != CPUHP__REQUEST__BODY_STATUS &&
 	    req->body_case != CPUHP__REQUEST__BODY_LEASE_RELEASE &&
 	    req->body_case != CPUHP__REQUEST__BODY_LIST_LEASES &&
+	    req->body_case != CPUHP__REQUEST__BODY_THAW &&
 	    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE) {
 		cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
 		goto out;
@@ -128,6 +130,12 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		break;
 	case CPUHP__REQUEST__BODY_LIST_LEASES:
 		cpuhpd_holders_list(c, id);
+		break;
+	case CPUHP__REQUEST__BODY_FREEZE:
+		cpuhpd_freeze_request(c, id, req->freeze);
+		break;
+	case CPUHP__REQUEST__BODY_THAW:
+		cpuhpd_freeze_thaw(c, id, req->thaw->freeze_id);
 		break;
 	default:
 		cpuhpd_conn_send_error(c, id, EOPNOTSUPP,

@@ -109,6 +109,9 @@ static void free_list(Cpuhp__LeaseList *ll)
 	for (size_t i = 0; i < ll->n_hotplugs; i++)
 		free(ll->hotplugs[i]);
 	free(ll->hotplugs);
+	for (size_t i = 0; i < ll->n_freezes; i++)
+		free(ll->freezes[i]);
+	free(ll->freezes);
 }
 
 void cpuhpd_holders_list(struct cpuhpd_conn *c, uint64_t req_id)
@@ -147,7 +150,7 @@ void cpuhpd_holders_list(struct cpuhpd_conn *c, uint64_t req_id)
 		li->held_ms = now > v[i].since ? now - v[i].since : 0;
 		li->connection = v[i].conn->id;
 	}
-	if (cpuhpd_hotplug_list(d, &ll))
+	if (cpuhpd_hotplug_list(d, &ll) || cpuhpd_freeze_list(d, &ll))
 		goto oom;
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;

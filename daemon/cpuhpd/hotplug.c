@@ -186,6 +186,8 @@ static void leave_head(struct cpuhpd *d)
 	if (!d->stopping)
 		activate(d);
 	arm(d);
+	if (!d->hotplug.nqueued)
+		cpuhpd_freeze_queue_empty(d);
 }
 
 static void expire(struct cpuhpd *d, struct hotplug_req *h)
@@ -262,6 +264,7 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 {
 	struct cpuhpd *d = c->d;
 	struct cpuhp_cpuset set;
+	char why[CPUHPD_IDENTITY_MAX * 2 + 96];
 	struct hotplug_req *h;
 	int err;
 
@@ -277,6 +280,14 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 			                       "--admin-group GROUP allows a group); uid %u is not "
 			                       "root",
 			                       (unsigned)c->peer.uid);
+		return;
+	}
+	if (cpuhpd_freeze_active(d, why, sizeof(why))) {
+		cpuhpd_conn_send_error(c, req_id, EBUSY,
+		                       "CPU hotplug is frozen by %s (cpuhpctl freeze); nothing was "
+		                       "changed: try again when it is thawed ('cpuhpctl leases' "
+		                       "lists freezes)",
+		                       why);
 		return;
 	}
 	err = cpuhp_cpuset_parse(so->cpus, &set);

@@ -32,6 +32,7 @@ int cpuhpd_start(struct cpuhpd *d)
 	}
 	cpuhpd_list_init(&d->conns);
 	cpuhpd_list_init(&d->watch.list);
+	cpuhpd_freeze_init(d);
 	if ((err = cpuhpd_admit_init(d)) || (err = cpuhpd_lease_init(d)) ||
 	    (err = cpuhpd_hotplug_init(d)) || (err = cpuhpd_fastpath_start(d)))
 		return err;

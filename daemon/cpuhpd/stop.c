@@ -29,6 +29,7 @@ void cpuhpd_stop(struct cpuhpd *d)
 	cpuhpd_server_stop(d);
 	in_worker = cpuhpd_hotplug_cancel(d);
 	cpuhpd_lease_cancel_waiters(d);
+	cpuhpd_freeze_cancel(d);
 	if (in_worker)
 		cpuhpd_info("waiting for the hotplug in progress to finish");
 	else

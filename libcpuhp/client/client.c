@@ -310,6 +310,7 @@ int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
 	snprintf(out->daemon_version, sizeof(out->daemon_version), "%s",
 	         s->daemon_version ? s->daemon_version : "");
 	out->fast_leases_held = s->fast_leases_held;
+	out->freezes = s->freezes;
 	out->fast_holders = s->fast_holders;
 	out->fast_connections = s->fast_connections;
 	/* An older daemon sends no fast_path: it has none. */
@@ -552,7 +553,8 @@ static int convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
 		return cpuhp__client_error(c, -ENOMEM, "out of memory");
 	l->leases = calloc(in->n_leases + 1, sizeof(*l->leases));
 	l->hotplugs = calloc(in->n_hotplugs + 1, sizeof(*l->hotplugs));
-	if (!l->leases || !l->hotplugs) {
+	l->freezes = calloc(in->n_freezes + 1, sizeof(*l->freezes));
+	if (!l->leases || !l->hotplugs || !l->freezes) {
 		cpuhp_client_lease_list_free(l);
 		return cpuhp__client_error(c, -ENOMEM, "out of memory");
 	}
@@ -594,6 +596,21 @@ static int convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
 		o->timeout_ms = hi->timeout_ms;
 	}
 	l->n_hotplugs = in->n_hotplugs;
+	for (size_t i = 0; i < in->n_freezes; i++) {
+		const Cpuhp__FreezeInfo *fi = in->freezes[i];
+		struct cpuhp_client_freeze_info *o = &l->freezes[i];
+
+		o->freeze_id = fi->freeze_id;
+		o->granted = fi->granted;
+		o->pid = fi->pid;
+		o->uid = fi->uid;
+		snprintf(o->comm, sizeof(o->comm), "%s", fi->comm);
+		snprintf(o->who, sizeof(o->who), "%s", fi->who);
+		snprintf(o->why, sizeof(o->why), "%s", fi->why);
+		o->held_ms = fi->held_ms;
+		o->connection = fi->connection;
+	}
+	l->n_freezes = in->n_freezes;
 	*out = l;
 	return 0;
 }
@@ -626,5 +643,52 @@ void cpuhp_client_lease_list_free(struct cpuhp_client_lease_list *list)
 		return;
 	free(list->leases);
 	free(list->hotplugs);
+	free(list->freezes);
 	free(list);
+}
+
+int cpuhp_client_freeze(struct cpuhp_client *c, const char *who, const char *why,
+                        uint64_t *freeze_id)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Freeze fr = CPUHP__FREEZE__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if (!identity_ok(c, who, why))
+		return -EINVAL;
+	enter(c);
+	fr.who = (char *)(who ? who : "");
+	fr.why = (char *)(why ? why : "");
+	req.body_case = CPUHP__REQUEST__BODY_FREEZE;
+	req.freeze = &fr;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_FROZEN, &resp);
+	if (ret == 0) {
+		*freeze_id = resp->frozen->freeze_id;
+		cpuhp__response__free_unpacked(resp, NULL);
+	} else if (ret == -EOPNOTSUPP) {
+		cpuhp__client_error(c, ret, "this cpuhpd is too old to freeze hotplug");
+	}
+	return leave(c, ret);
+}
+
+int cpuhp_client_thaw(struct cpuhp_client *c, uint64_t freeze_id)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Thaw th = CPUHP__THAW__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	enter(c);
+	th.freeze_id = freeze_id;
+	req.body_case = CPUHP__REQUEST__BODY_THAW;
+	req.thaw = &th;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_THAWED, &resp);
+	if (ret == 0)
+		cpuhp__response__free_unpacked(resp, NULL);
+	return leave(c, ret);
 }

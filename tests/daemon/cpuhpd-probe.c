@@ -17,6 +17,7 @@
  *                           hello VERSION | acquire MS | release ID | status | watch
  *                           | online CPUS MS | offline CPUS MS | empty
  *                           | identify WHO WHY | acquireas MS WHO WHY | leases
+ *                           | freeze WHO WHY | thaw ID
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *   call NAME REQ...        send, then wait for the reply with that id (other
  *                           responses that arrive meanwhile are kept for recv)
@@ -166,9 +167,9 @@ static void print_response(const Cpuhp__Response *r)
 		printf(",\"present\":");
 		jstr(s->present);
 		printf(",\"leases_held\":%u,\"writer\":\"%s\",\"pending_leases\":%u,"
-		       "\"pending_hotplugs\":%u,\"connections\":%u",
+		       "\"pending_hotplugs\":%u,\"connections\":%u,\"freezes\":%u",
 		       s->leases_held, writer_name(s->writer), s->pending_leases,
-		       s->pending_hotplugs, s->connections);
+		       s->pending_hotplugs, s->connections, s->freezes);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_WATCH_STARTED:
@@ -209,9 +210,30 @@ static void print_response(const Cpuhp__Response *r)
 			jstr(h->comm);
 			printf("}");
 		}
+		printf("],\"freezes\":[");
+		for (size_t i = 0; i < l->n_freezes; i++) {
+			const Cpuhp__FreezeInfo *f = l->freezes[i];
+
+			printf("%s{\"freeze_id\":%" PRIu64 ",\"granted\":%s,\"pid\":%u,"
+			       "\"uid\":%u,\"held_ms\":%" PRIu64 ",\"connection\":%u,\"comm\":",
+			       i ? "," : "", f->freeze_id, f->granted ? "true" : "false", f->pid,
+			       f->uid, f->held_ms, f->connection);
+			jstr(f->comm);
+			printf(",\"who\":");
+			jstr(f->who);
+			printf(",\"why\":");
+			jstr(f->why);
+			printf("}");
+		}
 		printf("]");
 		break;
 	}
+	case CPUHP__RESPONSE__BODY_FROZEN:
+		printf("\"kind\":\"frozen\",\"freeze_id\":%" PRIu64, r->frozen->freeze_id);
+		break;
+	case CPUHP__RESPONSE__BODY_THAWED:
+		printf("\"kind\":\"thawed\",\"freeze_id\":%" PRIu64, r->thawed->freeze_id);
+		break;
 	case CPUHP__RESPONSE__BODY_EVENT: {
 		const Cpuhp__Event *e = r->event;
 
@@ -454,6 +476,8 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__Watch w = CPUHP__WATCH__INIT;
 	Cpuhp__Identify ident = CPUHP__IDENTIFY__INIT;
 	Cpuhp__ListLeases ll = CPUHP__LIST_LEASES__INIT;
+	Cpuhp__Freeze fr = CPUHP__FREEZE__INIT;
+	Cpuhp__Thaw th = CPUHP__THAW__INIT;
 	const char *k = argc > 0 ? argv[0] : "";
 	uint8_t *frame;
 	size_t len;
@@ -480,6 +504,15 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		ident.why = identity_word(argv[2]);
 		req.body_case = CPUHP__REQUEST__BODY_IDENTIFY;
 		req.identify = &ident;
+	} else if (!strcmp(k, "freeze") && argc >= 3) {
+		fr.who = identity_word(argv[1]);
+		fr.why = identity_word(argv[2]);
+		req.body_case = CPUHP__REQUEST__BODY_FREEZE;
+		req.freeze = &fr;
+	} else if (!strcmp(k, "thaw") && argc >= 2) {
+		th.freeze_id = strtoull(argv[1], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_THAW;
+		req.thaw = &th;
 	} else if (!strcmp(k, "leases")) {
 		req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
 		req.list_leases = &ll;

@@ -133,7 +133,7 @@ def test_bad_command_lines_exit_2_before_connecting(tmp, args):
     (['hold', '-t'], 'cpuhpctl hold: option -t needs an argument'),
     (['watch', '--count'], "cpuhpctl watch: option '--count' needs an argument"),
     (['status', '-z'], "cpuhpctl status: invalid option -- 'z'"),
-    ([], 'cpuhpctl: which command? (status, leases, online, offline, watch, hold)'),
+    ([], 'cpuhpctl: which command? (status, leases, online, offline, watch, hold, freeze)'),
     (['frobnicate'], "cpuhpctl: unknown command 'frobnicate'"),
 ])
 def test_a_bad_option_is_named_with_the_program_and_a_one_line_hint(tmp, args, message):
@@ -171,7 +171,7 @@ def test_timeout_0_is_accepted_and_fails_at_once_only_if_something_is_in_the_way
 
 @pytest.mark.parametrize('args', [
     ['--help'], ['help'], ['status', '--help'], ['online', '--help'], ['offline', '-h'],
-    ['watch', '--help'], ['hold', '--help'],
+    ['watch', '--help'], ['hold', '--help'], ['freeze', '--help'], ['leases', '--help'],
 ])
 def test_help_on_the_program_and_every_command(tmp, args):
     r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), *args],

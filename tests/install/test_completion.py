@@ -41,7 +41,7 @@ def test_it_registers_a_function_for_cpuhpctl():
 
 def test_commands():
     assert complete('cpuhpctl ') == sorted(['status', 'leases', 'online', 'offline', 'watch', 'hold',
-                                                 'help'])
+                                                 'freeze', 'help'])
     assert complete('cpuhpctl of') == ['offline']
     assert complete('cpuhpctl --socket /run/x.sock st') == ['status']
 
@@ -54,11 +54,14 @@ def test_options_are_the_ones_cpuhpctl_has():
         return set(re.findall(r'(?<![\w-])(--?[a-zA-Z][a-z-]*)', r.stdout)) | {'-h', '--help'}
     for line, args in (('cpuhpctl -', ()), ('cpuhpctl online -', ('online',)),
                        ('cpuhpctl watch -', ('watch',)), ('cpuhpctl hold -', ('hold',)),
+                       ('cpuhpctl freeze -', ('freeze',)),
                        ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',))):
         got = set(complete(line)) - {'--'}
         assert got and got <= has(*args), (line, got - has(*args))
     assert {'--socket', '--version', '--help'} <= set(complete('cpuhpctl --'))
     assert '--timeout' in complete('cpuhpctl offline --')
+    assert '--timeout' not in complete('cpuhpctl freeze --')
+    assert '--why' in complete('cpuhpctl freeze --')
 
 
 def test_cpu_numbers_come_from_the_tree(tmp):
@@ -98,3 +101,4 @@ def test_hold_completes_the_command_to_run():
     assert 'true' in complete('cpuhpctl hold -- tru')
     assert 'true' in complete('cpuhpctl hold --timeout 5 tru')
     assert complete('cpuhpctl hold --timeout ') == []
+    assert 'true' in complete('cpuhpctl freeze --why x -- tru')

@@ -100,6 +100,7 @@ struct cpuhp_client_status {
 	/* How the daemon orders them: "membarrier-global-expedited", "membarrier-global", "fence",
 	 * "off". */
 	char fast_path[32];
+	unsigned freezes; /* hotplug freezes held or pending (cpuhp_client_freeze()) */
 };
 
 /* What happened to one CPU of a hotplug request. */
@@ -271,11 +272,25 @@ struct cpuhp_client_hotplug_info {
 	unsigned timeout_ms;
 };
 
+/* A hotplug freeze (cpuhp_client_freeze()). */
+struct cpuhp_client_freeze_info {
+	uint64_t freeze_id;
+	bool granted; /* false: waits for the hotplugs queued before it */
+	unsigned pid, uid;
+	char comm[17];
+	char who[CPUHP_CLIENT_IDENTITY_MAX + 1];
+	char why[CPUHP_CLIENT_IDENTITY_MAX + 1];
+	uint64_t held_ms; /* since it was asked for */
+	unsigned connection;
+};
+
 struct cpuhp_client_lease_list {
 	size_t n_leases;
 	struct cpuhp_client_lease_info *leases; /* oldest first */
 	size_t n_hotplugs;
 	struct cpuhp_client_hotplug_info *hotplugs; /* in queue order */
+	size_t n_freezes;
+	struct cpuhp_client_freeze_info *freezes; /* oldest first */
 };
 
 /**
@@ -291,6 +306,33 @@ CPUHP_EXPORT int cpuhp_client_list_leases(struct cpuhp_client *c,
 
 /** cpuhp_client_lease_list_free() - free what list_leases gave (NULL: no-op). */
 CPUHP_EXPORT void cpuhp_client_lease_list_free(struct cpuhp_client_lease_list *list);
+
+/**
+ * cpuhp_client_freeze() - freeze CPU hotplug, as the kernel's
+ * cpu_hotplug_disable() does: until cpuhp_client_thaw() or @c's close,
+ * every new hotplug request fails at once with -EBUSY, its message naming
+ * the holder; leases stay grantable.  Around a benchmark or a
+ * latency-critical window.
+ * @who, @why: as cpuhp_client_lease_acquire_as() (NULL: the handle's).
+ * @freeze_id: for cpuhp_client_thaw().
+ *
+ * Hotplugs queued before the freeze still run: this returns once none is
+ * queued or running, so that from then on the online set changes only
+ * behind cpuhpd's back.  Needs root or cpuhpd's admin group.  Any number of
+ * freezes may be held, by any number of clients.
+ * Context: blocks for a round trip, plus the hotplugs queued before it (each
+ * bounded by its own timeout); holds @c's mutex meanwhile.
+ * Return: 0; -EPERM; -EINVAL (a name too long); -ECHILD; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_freeze(struct cpuhp_client *c, const char *who, const char *why,
+                                     uint64_t *freeze_id);
+
+/**
+ * cpuhp_client_thaw() - end a freeze taken on @c.
+ * Context: blocks for a round trip.
+ * Return: 0; -ESRCH if @c holds no such freeze; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_thaw(struct cpuhp_client *c, uint64_t freeze_id);
 
 /**
  * cpuhp_client_fast_path() - whether leases on @c are fast leases.

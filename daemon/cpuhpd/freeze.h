@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Hotplug freezes (Freeze/Thaw), the kernel's cpu_hotplug_disable() for
+ * user space.  A freeze is PENDING from its request until the hotplug queue
+ * is empty (hotplugs queued before it run: first come, first served), then
+ * HELD until Thaw or its connection's end.  While any freeze exists, pending
+ * or held, hotplug.c refuses every new request at once with EBUSY naming
+ * the oldest holder; leases are untouched.  So once Frozen is sent, the
+ * online set changes only behind cpuhpd's back.
+ *
+ * Loop thread only.
+ */
+#ifndef CPUHPD_FREEZE_H
+#define CPUHPD_FREEZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpuhp.pb-c.h"
+
+#include "list.h"
+
+struct cpuhpd;
+struct cpuhpd_conn;
+
+struct cpuhpd_freezes {
+	struct cpuhpd_list list; /* struct freeze.node, oldest first */
+	unsigned n;              /* pending and held */
+	uint64_t next_id;
+};
+
+void cpuhpd_freeze_init(struct cpuhpd *d);
+
+/* Handle Freeze (answers Frozen now, or when the hotplug queue empties) and Thaw. */
+void cpuhpd_freeze_request(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__Freeze *f);
+void cpuhpd_freeze_thaw(struct cpuhpd_conn *c, uint64_t req_id, uint64_t freeze_id);
+
+/* hotplug.c: the queue is empty (nothing queued or running): grant the pending freezes. */
+void cpuhpd_freeze_queue_empty(struct cpuhpd *d);
+
+/*
+ * hotplug.c: whether a new hotplug must be refused; if so, @buf says by
+ * whom ("pid 4242 (bench) 'latency run', frozen 3.0 s").
+ */
+bool cpuhpd_freeze_active(struct cpuhpd *d, char *buf, size_t size);
+
+/* The connection is going away: its freezes end, unanswered. */
+void cpuhpd_freeze_conn_gone(struct cpuhpd_conn *c);
+
+/* Daemon stop: answer ECANCELED to the pending freezes. */
+void cpuhpd_freeze_cancel(struct cpuhpd *d);
+
+/* ListLeases: fill @out->freezes (the caller frees each element and the array). */
+int cpuhpd_freeze_list(struct cpuhpd *d, Cpuhp__LeaseList *out);
+
+#endif /* CPUHPD_FREEZE_H */
