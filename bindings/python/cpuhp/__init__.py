@@ -48,7 +48,7 @@ from ._locks import RWSem, hotplug_section, online_cpus_held
 #: The names of the cross-process part (libcpuhp-client's).
 _CLIENT_NAMES = [
     'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
-    'LeaseList', 'LeaseInfo', 'HotplugInfo',
+    'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
     'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
     'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path',
 ]
@@ -65,9 +65,9 @@ else:
     del _client_lib
     HAVE_CLIENT = True
     from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
-                          HotplugFinished, HotplugInfo, HotplugResult, HotplugStarted, Lease,
-                          LeaseInfo, LeaseList, OnlineChanged, Status, WriterState,
-                          socket_path)
+                          Freeze, FreezeInfo, HotplugFinished, HotplugInfo, HotplugResult,
+                          HotplugStarted, Lease, LeaseInfo, LeaseList, OnlineChanged, Status,
+                          WriterState, socket_path)
 
 
 def _version() -> str:

@@ -22,7 +22,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 from ._cpuhp import lib as _locklib
@@ -96,6 +96,8 @@ class Status:
     #: How the daemon orders fast leases: "membarrier-global-expedited",
     #: "membarrier-global", "fence", or "off".
     fast_path: str
+    #: Hotplug freezes held or pending (Client.freeze()): while not 0, hotplug fails at once.
+    freezes: int = 0
 
 
 @dataclass(frozen=True)
@@ -140,12 +142,31 @@ class HotplugInfo:
 
 
 @dataclass(frozen=True)
+class FreezeInfo:
+    """A hotplug freeze (Client.freeze(), ``cpuhpctl freeze``), from Client.leases()."""
+    #: The daemon's number for it.
+    id: int
+    #: False: it waits for the hotplugs queued before it (and refuses new ones already).
+    granted: bool
+    pid: int
+    uid: int
+    comm: str
+    who: str
+    why: str
+    #: Seconds since it was asked for.
+    held: float
+    connection: int
+
+
+@dataclass(frozen=True)
 class LeaseList:
     """Who holds what, from Client.leases(): like ``systemd-inhibit --list``."""
     #: Oldest first.
     leases: list[LeaseInfo]
     #: In queue order.
     hotplugs: list[HotplugInfo]
+    #: Oldest first.
+    freezes: list[FreezeInfo] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -347,6 +368,46 @@ class Lease:
         except OSError:
             # The connection failed: the lease died with it.  Report that
             # only if nothing else is on its way out.
+            if exc_type is None:
+                raise
+
+
+class Freeze:
+    """A hotplug freeze from Client.freeze(): until it is thawed, or its
+    Client is closed, or its process dies, every new hotplug fails at once
+    (OSError with errno EBUSY) with a message naming its holder; leases are
+    still granted.
+
+    A context manager: ``with client.freeze(): ...`` thaws on the way out,
+    exceptions included.
+    """
+
+    def __init__(self, client: Client, freeze_id: int) -> None:
+        self.client = client
+        #: The daemon's number for this freeze.
+        self.id = freeze_id
+        self.thawed = False
+
+    def __repr__(self) -> str:
+        return f'<cpuhp.Freeze id={self.id} {"thawed" if self.thawed else "held"}>'
+
+    def thaw(self) -> None:
+        """End the freeze.  Does nothing if it already ended (thawed, or its
+        Client closed)."""
+        if self.thawed:
+            return
+        self.thawed = True
+        self.client._thaw(self.id)
+
+    def __enter__(self) -> Freeze:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            self.thaw()
+        except OSError:
+            # The connection failed: the freeze died with it.
             if exc_type is None:
                 raise
 
@@ -593,6 +654,37 @@ class Client:
             raise _call_error(call._p, rc)
         return Lease(self, int(out[0]))
 
+    def freeze(self, *, who: str | None = None, why: str | None = None) -> Freeze:
+        """Freeze CPU hotplug, as the kernel's cpu_hotplug_disable() does, and
+        return the freeze (a context manager that thaws).  While any freeze
+        is held, every new hotplug request fails at once (OSError, errno
+        EBUSY) naming the holder; leases are still granted.  For
+        a benchmark run or a latency-critical window.
+
+        Hotplugs queued before it still run: this returns once none is
+        queued or running (each is bounded by its own timeout), blocking
+        meanwhile.  Root or cpuhpd's admin group only (PermissionError).
+        *who*, *why*: as for lease(), for leases() and the refusals'
+        message (else the Client's names)."""
+        cwho, cwhy = _identity(who, 'who'), _identity(why, 'why')
+        out = ffi.new('uint64_t *')
+        with self._lock:
+            c = self._handle()
+            rc = lib.cpuhp_client_freeze(c, cwho, cwhy, out)
+            self._kick()
+            if rc < 0:
+                raise self._error(c, rc)
+        return Freeze(self, int(out[0]))
+
+    def _thaw(self, freeze_id: int) -> None:
+        with self._lock:
+            if self._c is None:
+                return  # closed: the freeze ended with the connection
+            rc = lib.cpuhp_client_thaw(self._c, freeze_id)
+            self._kick()
+            if rc < 0:
+                raise self._error(self._c, rc)
+
     def _release(self, lease_id: int) -> None:
         with self._lock:
             if self._c is None:
@@ -776,7 +868,12 @@ def _lease_list(p) -> LeaseList:
                             uid=int(h.uid), comm=_text(h.comm), waited=int(h.waited_ms) / 1000,
                             timeout=int(h.timeout_ms) / 1000)
                 for h in (p.hotplugs[i] for i in range(p.n_hotplugs))]
-    return LeaseList(leases=leases, hotplugs=hotplugs)
+    freezes = [FreezeInfo(id=int(f.freeze_id), granted=bool(f.granted), pid=int(f.pid),
+                          uid=int(f.uid), comm=_text(f.comm), who=_text(f.who),
+                          why=_text(f.why), held=int(f.held_ms) / 1000,
+                          connection=int(f.connection))
+               for f in (p.freezes[i] for i in range(p.n_freezes))]
+    return LeaseList(leases=leases, hotplugs=hotplugs, freezes=freezes)
 
 
 def _status(out) -> Status:
@@ -794,4 +891,5 @@ def _status(out) -> Status:
         fast_leases_held=int(out.fast_leases_held),
         fast_holders=int(out.fast_holders),
         fast_connections=int(out.fast_connections),
-        fast_path=_text(out.fast_path))
+        fast_path=_text(out.fast_path),
+        freezes=int(out.freezes))
