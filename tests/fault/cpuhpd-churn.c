@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cpuhpd-churn: a client that loops over leases or hotplugs as fast as the
+ * cpuhpd-churn: a client that loops over leases, hotplugs or hotplug
+ * freezes as fast as the
  * daemon answers, for the fault-injection suite to SIGKILL at a random
  * point.  It prints one line per step (after each request is written, after
  * each reply is read), so the suite kills it after a random number of lines
@@ -99,7 +100,7 @@ static Cpuhp__Response *recv_reply(struct client *c)
 			const uint8_t *payload;
 			size_t plen;
 			ssize_t n = cpuhp__frame_decoder_feed(&c->dec, c->buf + c->off,
-			                                     c->have - c->off, &payload, &plen);
+			                                      c->have - c->off, &payload, &plen);
 			Cpuhp__Response *r;
 			unsigned i;
 
@@ -151,6 +152,10 @@ static const char *kind(const Cpuhp__Response *r)
 		return "released";
 	case CPUHP__RESPONSE__BODY_SET_ONLINE:
 		return "set_online";
+	case CPUHP__RESPONSE__BODY_FROZEN:
+		return "frozen";
+	case CPUHP__RESPONSE__BODY_THAWED:
+		return "thawed";
 	default:
 		return "other";
 	}
@@ -222,6 +227,48 @@ static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
 		/* Our own lease, held until now: anything but LeaseReleased is wrong. */
 		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED)
 			anomaly("release %" PRIu64 " of a held lease was refused", r->id);
+		cpuhp__response__free_unpacked(r, NULL);
+	}
+}
+
+/* One round: @k freezes (pipelined), then a thaw of each granted. */
+static void freeze_round(struct client *c, unsigned k)
+{
+	Cpuhp__Freeze fr = CPUHP__FREEZE__INIT;
+	Cpuhp__Thaw th = CPUHP__THAW__INIT;
+	uint64_t ids[MAX_OUT];
+	unsigned granted = 0;
+
+	fr.who = (char *)"churn";
+	fr.why = (char *)"";
+	for (unsigned i = 0; i < k; i++) {
+		Cpuhp__Request req = CPUHP__REQUEST__INIT;
+
+		req.body_case = CPUHP__REQUEST__BODY_FREEZE;
+		req.freeze = &fr;
+		send_req(c, &req, "freeze");
+	}
+	for (unsigned i = 0; i < k; i++) {
+		Cpuhp__Response *r = recv_reply(c);
+
+		printf("got %" PRIu64 " %s\n", r->id, kind(r));
+		if (r->body_case == CPUHP__RESPONSE__BODY_FROZEN)
+			ids[granted++] = r->frozen->freeze_id;
+		cpuhp__response__free_unpacked(r, NULL);
+	}
+	for (unsigned i = 0; i < granted; i++) {
+		Cpuhp__Request req = CPUHP__REQUEST__INIT;
+		Cpuhp__Response *r;
+
+		th.freeze_id = ids[i];
+		req.body_case = CPUHP__REQUEST__BODY_THAW;
+		req.thaw = &th;
+		send_req(c, &req, "thaw");
+		r = recv_reply(c);
+		printf("got %" PRIu64 " %s\n", r->id, kind(r));
+		/* Our own freeze, held until now: anything but Thawed is wrong. */
+		if (r->body_case != CPUHP__RESPONSE__BODY_THAWED)
+			anomaly("thaw %" PRIu64 " of a held freeze was refused", r->id);
 		cpuhp__response__free_unpacked(r, NULL);
 	}
 }
@@ -317,10 +364,12 @@ static void usage(FILE *f)
 	           "       cpuhpd-churn SOCKET fast K TIMEOUT_MS ROUNDS\n"
 	           "       cpuhpd-churn SOCKET fasthold K TIMEOUT_MS 1\n"
 	           "       cpuhpd-churn SOCKET hotplug CPUS TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET freeze K TIMEOUT_MS ROUNDS\n"
 	           "Loop over K pipelined lease acquires then their releases (fast: K leases\n"
 	           "through libcpuhp-client's fast path), or over taking CPUS offline then\n"
 	           "online, printing one line per request and per reply.  fasthold takes K\n"
-	           "leases through libcpuhp-client and holds them until killed.\n"
+	           "leases through libcpuhp-client and holds them until killed.  freeze\n"
+	           "loops over K pipelined hotplug freezes, then their thaws.\n"
 	           "Exit 0 after ROUNDS rounds; 3 if a reply answers no outstanding request\n"
 	           "(answered twice or never asked); 1 on a connection error; 2 on bad usage.\n");
 }
@@ -336,8 +385,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (argc != 6 || (strcmp(argv[2], "lease") && strcmp(argv[2], "fast") &&
-	                  strcmp(argv[2], "fasthold") && strcmp(argv[2], "hotplug"))) {
+	if (argc != 6 ||
+	    (strcmp(argv[2], "lease") && strcmp(argv[2], "fast") && strcmp(argv[2], "fasthold") &&
+	     strcmp(argv[2], "hotplug") && strcmp(argv[2], "freeze"))) {
 		usage(stderr);
 		return 2;
 	}
@@ -357,7 +407,9 @@ int main(int argc, char **argv)
 		fast_hold(argv[1], k, timeout_ms);
 	connect_hello(&c, argv[1]);
 	for (unsigned long i = 0; i < rounds; i++) {
-		if (k)
+		if (!strcmp(argv[2], "freeze"))
+			freeze_round(&c, k);
+		else if (k)
 			lease_round(&c, k, timeout_ms);
 		else
 			hotplug_round(&c, argv[3], timeout_ms);

@@ -13,6 +13,7 @@ import random
 import selectors
 import signal
 import subprocess
+import time
 
 import fixture
 
@@ -315,6 +316,15 @@ def check_invariants(rig, rnd, row):
     w, h = rig.name('w'), rig.name('h')
     led.connect(w)
     led.connect(h)
+    # 0. No freeze outlives its holder (issue 13).  A freeze refuses hotplugs
+    # at once rather than making them wait, so first let the daemon see the
+    # killed clients' connections close: ask until none is counted (each
+    # ask a round trip; the deadline only against a hang).
+    deadline = time.monotonic() + fixture.GUARD_S
+    while led.status(h).get('freezes') and time.monotonic() < deadline:
+        pass
+    assert led.status(h)['freezes'] == 0, 'a freeze outlived its client'
+    assert led.call(h, 'leases')['freezes'] == [], 'a freeze of a dead client is still listed'
     # 1. No lease outlives its holder.  With our own lease held, a hotplug
     # waits; once we release it, it can run only when no other lease is
     # left, so every lease of a dead client must have ended.

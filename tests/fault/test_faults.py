@@ -28,12 +28,14 @@ def _step(line):
         return 'starting'
     if words[0] == 'sent':
         return {'hello': 'hello in flight', 'acquire': 'acquire in flight',
-                'release': 'release in flight'}.get(words[2], 'hotplug in flight')
+                'release': 'release in flight', 'freeze': 'freeze in flight',
+                'thaw': 'thaw in flight'}.get(words[2], 'hotplug in flight')
     if words[0] == 'got':
         if words[1] == 'fast':
             return 'holding a fast lease'
         return {'granted': 'holding a lease', 'released': 'after a release',
-                'hello': 'after hello', 'set_online': 'after a hotplug'}.get(
+                'hello': 'after hello', 'set_online': 'after a hotplug',
+                'frozen': 'holding a freeze', 'thawed': 'after a thaw'}.get(
                     words[2], 'after an error reply')
     if words[0] == 'fast':
         return 'after hello'
@@ -109,10 +111,11 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
     kills = lines_seen = fast_on = 0
     row['injected'].append(f'{rounds} rounds: 1-3 lease clients (socket leases, 1-4 pipelined '
                            'acquires, or fast leases in shared memory through libcpuhp-client; '
-                           'timeout 2 s) and half the time a hotplug client (CPUs 1-3 off/on), '
-                           'each SIGKILLed after a random 0-40 of its steps')
+                           'timeout 2 s), half the time a hotplug client (CPUs 1-3 off/on) and '
+                           'a third of the time a freeze client (1-2 pipelined freezes, then '
+                           'their thaws), each SIGKILLed after a random 0-40 of its steps')
     row['checked'] += ['no reply to an id not outstanding (cpuhpd-churn)',
-                       'invariants after every round',
+                       'invariants after every round (no freeze outlives its client)',
                        'a last socket and a last fast client run 50 rounds to the end',
                        'the waiting hotplug of a client killed behind its own lease is '
                        'dropped, never run (watcher)',
@@ -123,6 +126,8 @@ def test_clients_sigkilled_at_random_points_of_acquire_and_release(rig, row):
                  for _ in range(rnd.randint(1, 3))]
         if rnd.random() < 0.5:
             procs.append(rig.churn('hotplug', '1-3', 2000, 10**6))
+        if rnd.random() < 1 / 3:
+            procs.append(rig.churn('freeze', rnd.randint(1, 2), 2000, 10**6))
         outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
         for everything in outputs:
             bad = [x for x in everything.splitlines() if x.startswith(('anomaly', 'error:'))]

@@ -32,12 +32,12 @@
  *    events carry the id of a Watch that was answered WatchStarted;
  *  - no request is answered never: on a stream without a framing or protocol
  *    error, each Hello, Status, Watch, LeaseRelease, FastPathRequest,
- *    Identify, ListLeases and unknown request gets a reply (acquires and hotplugs may legitimately
- *    wait until the client leaves; FastWake is never answered);
+ *    Identify, ListLeases, Thaw and unknown request gets a reply (acquires, hotplugs and
+ *    freezes may legitimately wait until the client leaves; FastWake is never answered);
  *  - afterwards nothing outlives the client: no connection, lease, waiting
- *    lease, queued hotplug, watcher or fast-path region, no buffered byte,
- *    uid entry or request timeout left in admit.c, and the lease gate and
- *    the fast path are open;
+ *    lease, queued hotplug, freeze, watcher or fast-path region, no buffered
+ *    byte, uid entry or request timeout left in admit.c, and the lease gate
+ *    and the fast path are open;
  *  - the daemon's online set is what the simulated files say.
  * Between inputs the tree is reset (every CPU online) and lease ids restart,
  * so an input means the same thing whenever it runs.
@@ -476,6 +476,7 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		switch (req->body_case) {
 		case CPUHP__REQUEST__BODY_LEASE_ACQUIRE:
 		case CPUHP__REQUEST__BODY_SET_ONLINE:
+		case CPUHP__REQUEST__BODY_FREEZE:    /* waits for the hotplugs queued before it */
 		case CPUHP__REQUEST__BODY_FAST_WAKE: /* never answered */
 			break;
 		default:
@@ -536,8 +537,8 @@ static void check_responses(const struct client *cl, struct reference *ref)
 	while (pos < cl->rx_len) {
 		const uint8_t *payload;
 		size_t plen;
-		ssize_t used =
-		    cpuhp__frame_decoder_feed(&dec, cl->rx + pos, cl->rx_len - pos, &payload, &plen);
+		ssize_t used = cpuhp__frame_decoder_feed(&dec, cl->rx + pos, cl->rx_len - pos,
+		                                         &payload, &plen);
 		Cpuhp__Response *r;
 
 		FUZZ_CHECK(used > 0);
@@ -577,6 +578,7 @@ static void check_daemon_state(void)
 	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !d.leases.blocked);
 	FUZZ_CHECK(d.hotplug.nqueued == 0 && cpuhpd_list_empty(&d.hotplug.queue));
 	FUZZ_CHECK(cpuhpd_list_empty(&d.watch.list));
+	FUZZ_CHECK(d.freezes.n == 0 && cpuhpd_list_empty(&d.freezes.list));
 	FUZZ_CHECK(!d.fast.blocked && d.fast.nregions == 0 && cpuhpd_list_empty(&d.fast.regions));
 	FUZZ_CHECK(d.admit.buffered == 0 && cpuhpd_list_empty(&d.admit.partial));
 	for (unsigned i = 0; i < CPUHPD_ADMIT_BUCKETS; i++)

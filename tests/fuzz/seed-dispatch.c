@@ -187,6 +187,29 @@ static void list_leases(struct seed *s)
 	request(s, &r);
 }
 
+static void freeze(struct seed *s, const char *who, const char *why)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Freeze f = CPUHP__FREEZE__INIT;
+
+	f.who = (char *)who;
+	f.why = (char *)why;
+	r.body_case = CPUHP__REQUEST__BODY_FREEZE;
+	r.freeze = &f;
+	request(s, &r);
+}
+
+static void thaw(struct seed *s, uint64_t freeze_id)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Thaw t = CPUHP__THAW__INIT;
+
+	t.freeze_id = freeze_id;
+	r.body_case = CPUHP__REQUEST__BODY_THAW;
+	r.thaw = &t;
+	request(s, &r);
+}
+
 /* A request with an id and no body: what a newer client's unknown request looks like. */
 static void empty(struct seed *s)
 {
@@ -326,6 +349,25 @@ int main(int argc, char **argv)
 	release(&s, 1);
 	list_leases(&s);
 	save(dir, "identify-and-list-leases", &s);
+
+	/*
+	 * A hotplug freeze (issue 13): one behind a queued hotplug, one at once;
+	 * a hotplug refused while frozen, a listing, thaws good and bad.
+	 */
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	set_online(&s, "1", false, 1000);
+	freeze(&s, "bench", "latency window");
+	freeze(&s, "", "");
+	set_online(&s, "1", true, 1000); /* EBUSY: frozen */
+	acquire(&s, 0);                  /* leases stay grantable */
+	list_leases(&s);
+	status(&s);
+	thaw(&s, 1);
+	thaw(&s, 1); /* ESRCH */
+	thaw(&s, 99);
+	set_online(&s, "1", true, 1000); /* still frozen by freeze 2 */
+	save(dir, "freeze-and-thaw", &s);
 
 	begin(&s, NULL, 0);
 	status(&s);
