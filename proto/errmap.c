@@ -36,6 +36,8 @@ static const struct errmap_entry errmap[] = {
     {CPUHP__ERROR_CODE__ERR_EDQUOT, EDQUOT, "per-connection limit reached"},
     {CPUHP__ERROR_CODE__ERR_ESRCH, ESRCH, "no such lease on this connection"},
     {CPUHP__ERROR_CODE__ERR_EPROTONOSUPPORT, EPROTONOSUPPORT, "protocol version not supported"},
+    {CPUHP__ERROR_CODE__ERR_ETIME, ETIME, "lease revoked: held past cpuhpd's --max-lease-ms"},
+    {CPUHP__ERROR_CODE__ERR_ESTALE, ESTALE, "CPUs changed behind cpuhpd while the lease was held"},
 };
 
 Cpuhp__ErrorCode cpuhp__errmap_to_wire(int err)

@@ -122,9 +122,38 @@ static pid_t spawn(const char *name, char **cmd)
 }
 
 /*
+ * The connection is readable: cpuhpd's notices (a lease revoked, CPUs
+ * changed behind its back) are told on stderr.  Return: false once the
+ * connection is lost.
+ */
+static bool read_notices(struct cpuhp_client *c, const char *name)
+{
+	static struct cpuhp_client_event ev; /* over 3 KiB of masks; one thread */
+	int err;
+
+	while ((err = cpuhp_client_next_event(c, 0, &ev)) == 0) {
+		char *cpus = cpuhpctl_format(&ev.online_cpus);
+
+		if (ev.type == CPUHP_CLIENT_EVENT_LEASE_REVOKED)
+			fprintf(stderr,
+			        "cpuhpctl %s: cpuhpd revoked the lease after %llu ms (its "
+			        "--max-lease-ms is %u): CPUs may change while the command runs\n",
+			        name, (unsigned long long)ev.held_ms, ev.max_lease_ms);
+		else if (ev.type == CPUHP_CLIENT_EVENT_LEASE_BYPASSED)
+			fprintf(stderr,
+			        "cpuhpctl %s: warning: the online CPUs changed behind cpuhpd's "
+			        "back while the lease was held (online now %s): what the "
+			        "command relies on may be stale\n",
+			        name, cpus && cpus[0] ? cpus : "?");
+		free(cpus);
+	}
+	return err == -EAGAIN;
+}
+
+/*
  * Wait for CMD, and meanwhile watch the connection: if cpuhpd goes away the
- * lease is gone, which CMD's user must hear about.  Needs pidfd_open
- * (Linux 5.3); without it just wait.
+ * lease is gone, which CMD's user must hear about, and so must a lease
+ * revoked or bypassed.  Needs pidfd_open (Linux 5.3); without it just wait.
  */
 static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name)
 {
@@ -143,7 +172,7 @@ static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name)
 		}
 		if (p[0].revents)
 			break;
-		if (watching && p[1].revents) {
+		if (watching && p[1].revents && !read_notices(c, name)) {
 			fprintf(stderr,
 			        "cpuhpctl %s: lost the connection to cpuhpd: the %s is no "
 			        "longer held, and CPUs may change while the command runs\n",
@@ -153,6 +182,9 @@ static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name)
 	}
 	if (pidfd >= 0)
 		close(pidfd);
+	/* A notice that came with CMD's exit is still news for its user. */
+	if (watching)
+		read_notices(c, name);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return CPUHPCTL_EXIT_FAILED;

@@ -101,9 +101,10 @@ static void print_json(const struct cpuhp_client_status *st)
 	       st->leases_held, st->fast_leases_held, st->fast_holders, st->fast_connections);
 	cpuhpctl_json_string(stdout, st->fast_path);
 	printf(",\"writer\":\"%s\",\"pending_leases\":%u,\"pending_hotplugs\":%u,"
-	       "\"connections\":%u,\"freezes\":%u}\n",
+	       "\"connections\":%u,\"freezes\":%u,\"bypasses\":%" PRIu64 ",\"revocations\":%" PRIu64
+	       "}\n",
 	       cpuhpctl_writer_name(st->writer), st->pending_leases, st->pending_hotplugs,
-	       st->connections, st->freezes);
+	       st->connections, st->freezes, st->bypasses, st->revocations);
 }
 
 int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
@@ -148,6 +149,10 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 		printf("%-13s %u\n", "connections:", st->connections);
 		printf("%-13s %u%s\n", "freezes:", st->freezes,
 		       st->freezes ? " (hotplug refused: see 'cpuhpctl leases')" : "");
+		printf("%-13s %" PRIu64 " bypass(es): CPUs changed behind cpuhpd while leases "
+		       "were held%s; %" PRIu64 " lease(s) revoked (--max-lease-ms)\n",
+		       "policy:", st->bypasses, st->bypasses ? " (see cpuhpd's log)" : "",
+		       st->revocations);
 	}
 	cpuhp_client_close(c);
 	free(st);

@@ -72,6 +72,9 @@ static void print_event_json(const struct cpuhp_client_event *ev)
 	case CPUHP_CLIENT_EVENT_LOST:
 		printf("{\"event\":\"lost\",\"lost\":%u}\n", ev->lost);
 		break;
+	case CPUHP_CLIENT_EVENT_LEASE_REVOKED:
+	case CPUHP_CLIENT_EVENT_LEASE_BYPASSED:
+		break; /* notices to lease holders: watch holds none */
 	}
 	fflush(stdout);
 }

@@ -55,6 +55,14 @@ struct cpuhpd_lease {
 	uint64_t id;
 	uint64_t since; /* uv_now() when granted */
 	char *who, *why;
+	bool bypassed; /* CPUs changed behind cpuhpd while it was held (policy.c) */
+};
+
+/* Leases revoked at --max-lease-ms, kept so that their release says so (policy.c). */
+#define CPUHPD_CONN_REVOKED_KEPT 8
+struct cpuhpd_revoked {
+	uint64_t id; /* 0: free, or its release was answered */
+	uint64_t held_ms;
 };
 
 struct cpuhpd_conn {
@@ -76,6 +84,12 @@ struct cpuhpd_conn {
 	unsigned nwaiting_leases;
 	/* lease waits + hotplugs not yet answered (lease.c, hotplug.c) */
 	unsigned npending;
+
+	/* policy.c: the last leases revoked (a ring), and the last bypass this connection heard of
+	 */
+	struct cpuhpd_revoked revoked[CPUHPD_CONN_REVOKED_KEPT];
+	unsigned revoked_next;
+	uint64_t bypass_seq;
 
 	/* watch.c */
 	struct cpuhpd_list watch_node; /* in d->watchers while watching */

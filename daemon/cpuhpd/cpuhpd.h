@@ -19,6 +19,7 @@
 #include "cpus.h"
 #include "fastlease.h"
 #include "freeze.h"
+#include "policy.h"
 #include "hotplug.h"
 #include "lease.h"
 #include "list.h"
@@ -45,6 +46,8 @@ struct cpuhpd_options {
 	bool no_netlink;
 	bool verbose;
 	enum cpuhpd_fast_mode fast_path;
+	unsigned max_lease_ms;       /* 0: leases may be held for ever (policy.h) */
+	unsigned max_leases_per_uid; /* 0: no limit per non-admin uid */
 };
 
 struct cpuhpd {
@@ -58,6 +61,7 @@ struct cpuhpd {
 	struct cpuhpd_admit admit;
 	struct cpuhpd_leases leases;
 	struct cpuhpd_freezes freezes;
+	struct cpuhpd_policy policy;
 	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;
 	struct cpuhpd_worker worker;

@@ -31,7 +31,7 @@ static void hello(struct cpuhpd_conn *c, uint64_t id, const Cpuhp__Hello *h)
 	hr.version = CPUHP__PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
 	hr.max_frame = CPUHP__FRAME_MAX;
-	hr.fast_path = cpuhpd_fastpath_offered(c->d);
+	hr.fast_path = cpuhpd_fastpath_offered(c->d) && cpuhpd_policy_fast_ok(c);
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
 	r.hello = &hr;
@@ -67,6 +67,8 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.pending_hotplugs = d->hotplug.nqueued;
 	st.connections = d->nconns;
 	st.freezes = d->freezes.n;
+	st.bypasses = d->policy.bypasses;
+	st.revocations = d->policy.revocations;
 	st.daemon_version = (char *)CPUHP_VERSION_STRING;
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATUS;

@@ -472,6 +472,12 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
 		    "the kernel lacks memfd sealing); use socket leases");
 		return;
 	}
+	if (!cpuhpd_policy_fast_ok(c)) {
+		cpuhpd_conn_send_error(c, req_id, EOPNOTSUPP,
+		                       "no fast path under cpuhpd's lease limits (--max-lease-ms, "
+		                       "--max-leases-per-uid): use socket leases");
+		return;
+	}
 	if (c->fast) {
 		cpuhpd_conn_send_error(c, req_id, EALREADY,
 		                       "this connection already has the fast path");

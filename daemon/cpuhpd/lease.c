@@ -73,6 +73,7 @@ static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char
 	c->leases[c->nleases++] = (struct cpuhpd_lease){
 	    .id = g.lease_id, .since = uv_now(d->loop), .who = who, .why = why};
 	d->leases.held++;
+	cpuhpd_policy_lease_granted(d);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
 	r.lease_granted = &g;
@@ -151,6 +152,8 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 		                       CPUHPD_CONN_MAX_LEASES);
 		return;
 	}
+	if (!cpuhpd_policy_may_lease(c, req_id))
+		return;
 	if (!l->blocked) {
 		grant(d, c, req_id, cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why));
 		return;
@@ -187,17 +190,20 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 	arm(d);
 }
 
-static bool drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
+/* Return: 0 if @c does not hold it, 1 if it did, 2 if CPUs changed under it meanwhile. */
+static int drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 {
 	for (unsigned i = 0; i < c->nleases; i++) {
 		if (c->leases[i].id == lease_id) {
+			int ret = c->leases[i].bypassed ? 2 : 1;
+
 			lease_fini(&c->leases[i]);
 			c->leases[i] = c->leases[--c->nleases];
 			c->d->leases.held--;
-			return true;
+			return ret;
 		}
 	}
-	return false;
+	return 0;
 }
 
 void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease_id)
@@ -205,8 +211,21 @@ void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
 	struct cpuhpd *d = c->d;
+	int held = drop_lease(c, lease_id);
 
-	if (!drop_lease(c, lease_id)) {
+	if (held == 2) {
+		/* Released all the same; the error is the holder's warning (policy.h). */
+		cpuhpd_conn_send_error(c, req_id, ESTALE,
+		                       "lease %" PRIu64 " is released, but the online CPUs changed "
+		                       "behind cpuhpd's back while it was held (sysfs written "
+		                       "directly, chcpu, firmware): what it protected may be stale",
+		                       lease_id);
+		cpuhpd_lease_check_drained(d);
+		return;
+	}
+	if (!held && cpuhpd_policy_release_revoked(c, req_id, lease_id))
+		return;
+	if (!held) {
 		cpuhpd_conn_send_error(c, req_id, ESRCH,
 		                       "no lease %" PRIu64 " on this connection (leases belong to "
 		                       "the connection that acquired them)",

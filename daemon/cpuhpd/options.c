@@ -66,6 +66,12 @@ static void usage(FILE *f)
 	    "                         this kernel offers), expedited (membarrier\n"
 	    "                         GLOBAL_EXPEDITED), global (membarrier GLOBAL, ms per\n"
 	    "                         hotplug), fence (clients fence), off (socket leases only)\n"
+	    "  --max-lease-ms MS      revoke a lease held longer than MS ms, tell its holder\n"
+	    "                         and log it; 0: no limit (default 0); no fast path\n"
+	    "                         with a limit\n"
+	    "  --max-leases-per-uid N a uid neither root nor in --admin-group may hold or\n"
+	    "                         wait for N leases at most, EDQUOT beyond; 0: no\n"
+	    "                         limit (default 0); no fast path for such uids then\n"
 	    "  -v, --verbose          debug log lines\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          print the version\n"
@@ -159,6 +165,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_BUFFERED,
 		O_BUFFERED_UID,
 		O_TIMEOUT,
+		O_MAXLEASEMS,
+		O_MAXPERUID,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
@@ -176,6 +184,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"no-netlink", no_argument, NULL, O_NONETLINK},
 	    {"fast-path", required_argument, NULL, O_FAST},
 	    {"config", required_argument, NULL, O_CONFIG},
+	    {"max-lease-ms", required_argument, NULL, O_MAXLEASEMS},
+	    {"max-leases-per-uid", required_argument, NULL, O_MAXPERUID},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -274,6 +284,16 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 				        optarg);
 				return -1;
 			}
+			break;
+		case O_MAXLEASEMS:
+			if (parse_uint("--max-lease-ms", optarg, 10, 0xffffffffUL, &v))
+				return -1;
+			o->max_lease_ms = (unsigned)v;
+			break;
+		case O_MAXPERUID:
+			if (parse_uint("--max-leases-per-uid", optarg, 10, 1000000, &v))
+				return -1;
+			o->max_leases_per_uid = (unsigned)v;
 			break;
 		case O_CONFIG:
 			break; /* read above */

@@ -34,7 +34,8 @@ int cpuhpd_start(struct cpuhpd *d)
 	cpuhpd_list_init(&d->watch.list);
 	cpuhpd_freeze_init(d);
 	if ((err = cpuhpd_admit_init(d)) || (err = cpuhpd_lease_init(d)) ||
-	    (err = cpuhpd_hotplug_init(d)) || (err = cpuhpd_fastpath_start(d)))
+	    (err = cpuhpd_policy_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
+	    (err = cpuhpd_fastpath_start(d)))
 		return err;
 	err = cpuhpd_worker_start(d);
 	if (err) {

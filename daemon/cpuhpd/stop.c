@@ -55,6 +55,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 	cpuhpd_uevent_stop(d);
 	cpuhpd_worker_stop(d);
 	cpuhpd_lease_close(d);
+	cpuhpd_policy_close(d);
 	cpuhpd_hotplug_close(d);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);

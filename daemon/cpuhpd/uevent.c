@@ -57,12 +57,16 @@ static void refresh_done(struct cpuhpd *d, struct cpuhpd_job *job)
 		            d->opt.sysfs_root, job->err_what ? job->err_what : "?",
 		            strerror(-job->err));
 	} else if (!cpuhp_cpuset_equal(&d->view.online, &job->view.online)) {
-		char *s;
+		char *was = cpuhpd_cpus_to_str(&d->view.online), *s;
 
 		d->view = job->view;
 		s = cpuhpd_cpus_to_str(&d->view.online);
 		if (s)
 			cpuhpd_watch_online_changed(d, s, true);
+		/* Not cpuhpd's doing: its hotplugs wait for every lease and re-read themselves. */
+		if (s && was)
+			cpuhpd_policy_online_changed(d, was, s);
+		free(was);
 		free(s);
 	} else {
 		d->view = job->view;

@@ -157,6 +157,9 @@ __attribute__((noinline, cold)) static int release_slow(struct cpuhp_client *c,
 
 		if (w) {
 			ret = cpuhp_client_lease_release(w, lease_id);
+			/* The daemon's words (revoked, stale) are for the caller of @c. */
+			if (ret < 0)
+				cpuhp__client_note(c, ret, cpuhp_client_last_message(w));
 			cpuhp_client_close(w);
 			return ret;
 		}
@@ -311,6 +314,8 @@ int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
 	         s->daemon_version ? s->daemon_version : "");
 	out->fast_leases_held = s->fast_leases_held;
 	out->freezes = s->freezes;
+	out->bypasses = s->bypasses;
+	out->revocations = s->revocations;
 	out->fast_holders = s->fast_holders;
 	out->fast_connections = s->fast_connections;
 	/* An older daemon sends no fast_path: it has none. */
@@ -413,6 +418,19 @@ static int convert_event(struct cpuhp_client *c, const Cpuhp__Event *in,
 		ev->external = in->online_changed->external;
 		ret = parse_list(c, "online", in->online_changed->online, &ev->online_cpus);
 		break;
+	case CPUHP__EVENT__KIND_LEASE_REVOKED:
+		ev->type = CPUHP_CLIENT_EVENT_LEASE_REVOKED;
+		ev->lease_id = in->lease_revoked->lease_id;
+		ev->held_ms = in->lease_revoked->held_ms;
+		ev->max_lease_ms = in->lease_revoked->max_lease_ms;
+		ret = 0;
+		break;
+	case CPUHP__EVENT__KIND_LEASE_BYPASSED:
+		ev->type = CPUHP_CLIENT_EVENT_LEASE_BYPASSED;
+		ev->external = true;
+		ev->leases = in->lease_bypassed->leases;
+		ret = parse_list(c, "online", in->lease_bypassed->online, &ev->online_cpus);
+		break;
 	default:
 		return 0; /* a newer daemon's event: skip it */
 	}
@@ -450,7 +468,7 @@ static int next_event_locked(struct cpuhp_client *c, int timeout_ms, struct cpuh
 				return c->dead;
 			}
 			if (resp->body_case != CPUHP__RESPONSE__BODY_EVENT ||
-			    resp->id != c->watch_id) {
+			    (resp->id != c->watch_id && resp->id != 0)) {
 				cpuhp__response__free_unpacked(resp, NULL);
 				return cpuhp__client_kill(c, -EPROTO,
 				                          "cpuhpd sent a reply nobody asked for");
@@ -475,9 +493,11 @@ int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms, struct cpuhp
 	if (!tmp)
 		return -ENOMEM;
 	enter(c);
-	if (!c->watch_id)
+	/* Without a watch only notices come (id 0): take those that are there. */
+	if (!c->watch_id && timeout_ms != 0 && !c->qlen)
 		ret = cpuhp__client_error(c, -EINVAL,
-		                          "not watching: call cpuhp_client_watch() first");
+		                          "not watching: call cpuhp_client_watch() first (or ask "
+		                          "with a timeout of 0 for the notices only)");
 	else
 		ret = next_event_locked(c, timeout_ms, tmp);
 	if (ret == 0)

@@ -309,8 +309,9 @@ int cpuhp__client_await(struct cpuhp_client *c, uint64_t id, Cpuhp__Response__Bo
 			return 1; /* nothing yet: the caller polls the fd */
 		if (ret < 0)
 			return ret;
-		if (resp->body_case == CPUHP__RESPONSE__BODY_EVENT && c->watch_id &&
-		    resp->id == c->watch_id) {
+		/* Id 0: a notice to a lease holder (revoked, bypassed), watching or not. */
+		if (resp->body_case == CPUHP__RESPONSE__BODY_EVENT &&
+		    ((c->watch_id && resp->id == c->watch_id) || resp->id == 0)) {
 			cpuhp__client_queue_event(c, resp);
 			continue;
 		}

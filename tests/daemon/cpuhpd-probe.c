@@ -137,8 +137,10 @@ static void print_response(const Cpuhp__Response *r)
 		jstr(r->error->message);
 		break;
 	case CPUHP__RESPONSE__BODY_HELLO:
-		printf("\"kind\":\"hello\",\"version\":%u,\"max_frame\":%u,\"daemon_version\":",
-		       r->hello->version, r->hello->max_frame);
+		printf("\"kind\":\"hello\",\"version\":%u,\"max_frame\":%u,\"fast_path\":%s,"
+		       "\"daemon_version\":",
+		       r->hello->version, r->hello->max_frame,
+		       r->hello->fast_path ? "true" : "false");
 		jstr(r->hello->daemon_version);
 		break;
 	case CPUHP__RESPONSE__BODY_LEASE_GRANTED:
@@ -167,9 +169,11 @@ static void print_response(const Cpuhp__Response *r)
 		printf(",\"present\":");
 		jstr(s->present);
 		printf(",\"leases_held\":%u,\"writer\":\"%s\",\"pending_leases\":%u,"
-		       "\"pending_hotplugs\":%u,\"connections\":%u,\"freezes\":%u",
+		       "\"pending_hotplugs\":%u,\"connections\":%u,\"freezes\":%u,"
+		       "\"bypasses\":%" PRIu64 ",\"revocations\":%" PRIu64,
 		       s->leases_held, writer_name(s->writer), s->pending_leases,
-		       s->pending_hotplugs, s->connections, s->freezes);
+		       s->pending_hotplugs, s->connections, s->freezes, s->bypasses,
+		       s->revocations);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_WATCH_STARTED:
@@ -253,6 +257,17 @@ static void print_response(const Cpuhp__Response *r)
 			printf("\"event\":\"online_changed\",\"external\":%s,\"online\":",
 			       e->online_changed->external ? "true" : "false");
 			jstr(e->online_changed->online);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
+			printf("\"event\":\"lease_revoked\",\"lease_id\":%" PRIu64
+			       ",\"held_ms\":%" PRIu64 ",\"max_lease_ms\":%u",
+			       e->lease_revoked->lease_id, e->lease_revoked->held_ms,
+			       e->lease_revoked->max_lease_ms);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED) {
+			printf("\"event\":\"lease_bypassed\",\"leases\":%u,\"online\":",
+			       e->lease_bypassed->leases);
+			jstr(e->lease_bypassed->online);
+			printf(",\"was\":");
+			jstr(e->lease_bypassed->was);
 		} else {
 			printf("\"event\":\"unknown\"");
 		}

@@ -484,7 +484,9 @@ static void client_events_arriving_during_a_call_are_kept_in_order(void)
 
 	fake_start(&f, script_events);
 	c = connect_ok(&f);
-	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), -EINVAL); /* not watching yet */
+	/* Not watching yet: only the notices to lease holders (none here) may be asked for. */
+	CHECK_EQ_INT(cpuhp_client_next_event(c, -1, &ev), -EINVAL);
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), -EAGAIN);
 	CHECK_EQ_INT(cpuhp_client_watch(c), 0);
 	CHECK_EQ_INT(cpuhp_client_watch(c), -EALREADY);
 	CHECK_EQ_INT(cpuhp_client_lease_acquire(c, 1000, &lease), 0);
@@ -512,6 +514,75 @@ static void client_events_arriving_during_a_call_are_kept_in_order(void)
 	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), -EAGAIN);
 	CHECK_EQ_INT(cpuhp_client_next_event(c, 1, &ev), -ETIMEDOUT);
 	CHECK_EQ_INT(ev.type, 0); /* untouched on failure */
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
+/* Notices (id 0) to a lease holder that does not watch: one during a call, one after. */
+static void script_notices(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+	Cpuhp__LeaseRevoked rv = CPUHP__LEASE_REVOKED__INIT;
+	Cpuhp__LeaseBypassed bp = CPUHP__LEASE_BYPASSED__INIT;
+	uint64_t id;
+
+	srv_hello(fd);
+	id = srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_ACQUIRE);
+	rv.lease_id = 3;
+	rv.held_ms = 120;
+	rv.max_lease_ms = 100;
+	ev.kind_case = CPUHP__EVENT__KIND_LEASE_REVOKED;
+	ev.lease_revoked = &rv;
+	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
+	r.event = &ev;
+	srv_send(fd, &r);
+	send_lease_granted(fd, id, 7);
+	bp.online = (char *)"0,2";
+	bp.was = (char *)"0-2";
+	bp.leases = 1;
+	ev.kind_case = CPUHP__EVENT__KIND_LEASE_BYPASSED;
+	ev.lease_bypassed = &bp;
+	srv_send(fd, &r);
+	srv_error(fd, srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_RELEASE),
+	          CPUHP__ERROR_CODE__ERR_ESTALE,
+	          "lease 7 is released, but the online CPUs changed");
+	srv_wait_close(fd);
+}
+
+static void client_notices_to_a_lease_holder_come_without_a_watch(void)
+{
+	struct cpuhp_client_event ev;
+	struct cpuhp_client *c;
+	uint64_t lease;
+	struct fake f;
+	int ret;
+
+	fake_start(&f, script_notices);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_lease_acquire(c, 1000, &lease), 0);
+	CHECK_EQ_INT(lease, 7);
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), 0); /* kept during the call */
+	CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_LEASE_REVOKED);
+	CHECK_EQ_INT(ev.lease_id, 3);
+	CHECK_EQ_INT(ev.held_ms, 120);
+	CHECK_EQ_INT(ev.max_lease_ms, 100);
+	/* Sent after the grant: read from the socket, once it is there (maybe read ahead). */
+	ret = cpuhp_client_next_event(c, 0, &ev);
+	if (ret == -EAGAIN) {
+		struct pollfd p = {.fd = cpuhp_client_fd(c), .events = POLLIN};
+
+		CHECK_EQ_INT(poll(&p, 1, 10000), 1);
+		ret = cpuhp_client_next_event(c, 0, &ev);
+	}
+	CHECK_EQ_INT(ret, 0);
+	CHECK_EQ_INT(ev.type, CPUHP_CLIENT_EVENT_LEASE_BYPASSED);
+	CHECK_EQ_INT(ev.leases, 1);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&ev.online_cpus), 2);
+	CHECK(cpuhp_cpuset_has(&ev.online_cpus, 2) && !cpuhp_cpuset_has(&ev.online_cpus, 1));
+	CHECK_EQ_INT(cpuhp_client_next_event(c, 0, &ev), -EAGAIN);
+	CHECK_EQ_INT(cpuhp_client_lease_release(c, lease), -ESTALE);
+	CHECK(strstr(cpuhp_client_last_message(c), "changed") != NULL);
 	cpuhp_client_close(c);
 	fake_finish(&f);
 }
@@ -1016,6 +1087,7 @@ int main(void)
 	RUN_TEST(client_connect_reports_unreachable_daemon);
 	RUN_TEST(client_lease_calls_map_replies_and_errors);
 	RUN_TEST(client_events_arriving_during_a_call_are_kept_in_order);
+	RUN_TEST(client_notices_to_a_lease_holder_come_without_a_watch);
 	RUN_TEST(client_event_queue_overflow_is_reported_as_lost);
 	RUN_TEST(client_set_online_gives_per_cpu_results);
 	RUN_TEST(client_status_parses_masks_and_refuses_bad_ones);

@@ -50,6 +50,7 @@ _CLIENT_NAMES = [
     'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
     'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
+    'LeaseRevoked', 'LeaseBypassed',
     'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path',
 ]
 
@@ -66,7 +67,8 @@ else:
     HAVE_CLIENT = True
     from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
                           Freeze, FreezeInfo, HotplugFinished, HotplugInfo, HotplugResult,
-                          HotplugStarted, Lease, LeaseInfo, LeaseList, OnlineChanged, Status,
+                          HotplugStarted, Lease, LeaseBypassed, LeaseInfo, LeaseList,
+                          LeaseRevoked, OnlineChanged, Status,
                           WriterState, socket_path)
 
 

@@ -98,6 +98,10 @@ class Status:
     fast_path: str
     #: Hotplug freezes held or pending (Client.freeze()): while not 0, hotplug fails at once.
     freezes: int = 0
+    #: Times the online set changed behind cpuhpd while leases were held (LeaseBypassed).
+    bypasses: int = 0
+    #: Leases revoked at cpuhpd's --max-lease-ms (LeaseRevoked).
+    revocations: int = 0
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,27 @@ class EventsLost(Event):
     lost: int
 
 
+@dataclass(frozen=True)
+class LeaseRevoked(Event):
+    """A notice (watching or not): socket lease *lease_id* of this Client was
+    held *held* seconds, past cpuhpd's ``--max-lease-ms`` (*max_lease*
+    seconds), and is no longer held; its release raises OSError(ETIME)."""
+    lease_id: int
+    held: float
+    max_lease: float
+
+
+@dataclass(frozen=True)
+class LeaseBypassed(Event):
+    """A notice (watching or not): the online set changed behind cpuhpd's back
+    (sysfs written directly, chcpu, firmware) while *leases* leases of this
+    Client were held, and is now *online_cpus*.  What they protected may be
+    stale; the release of a socket lease held then raises OSError(ESTALE)
+    (it is released all the same)."""
+    online_cpus: frozenset[int]
+    leases: int
+
+
 def _event(ev) -> Event:
     t = ev.type
     if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_STARTED:
@@ -265,6 +290,10 @@ def _event(ev) -> Event:
         return OnlineChanged(from_cset(ffi.addressof(ev, 'online_cpus')), bool(ev.external))
     if t == lib.CPUHP_CLIENT_EVENT_LOST:
         return EventsLost(int(ev.lost))
+    if t == lib.CPUHP_CLIENT_EVENT_LEASE_REVOKED:
+        return LeaseRevoked(int(ev.lease_id), int(ev.held_ms) / 1000, int(ev.max_lease_ms) / 1000)
+    if t == lib.CPUHP_CLIENT_EVENT_LEASE_BYPASSED:
+        return LeaseBypassed(from_cset(ffi.addressof(ev, 'online_cpus')), int(ev.leases))
     raise error(-errno.EPROTO, f'libcpuhp-client returned an event of unknown type {t}')
 
 
@@ -892,4 +921,6 @@ def _status(out) -> Status:
         fast_holders=int(out.fast_holders),
         fast_connections=int(out.fast_connections),
         fast_path=_text(out.fast_path),
-        freezes=int(out.freezes))
+        freezes=int(out.freezes),
+        bypasses=int(out.bypasses),
+        revocations=int(out.revocations))

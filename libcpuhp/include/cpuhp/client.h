@@ -101,6 +101,9 @@ struct cpuhp_client_status {
 	 * "off". */
 	char fast_path[32];
 	unsigned freezes; /* hotplug freezes held or pending (cpuhp_client_freeze()) */
+	/* The online set changed behind cpuhpd while leases were held (LEASE_BYPASSED events). */
+	uint64_t bypasses;
+	uint64_t revocations; /* leases revoked at cpuhpd --max-lease-ms */
 };
 
 /* What happened to one CPU of a hotplug request. */
@@ -121,6 +124,23 @@ enum cpuhp_client_event_type {
 	 * with cpuhp_client_status().
 	 */
 	CPUHP_CLIENT_EVENT_LOST = 4,
+	/*
+	 * Notices to a lease holder, watching or not (read by whatever call
+	 * reads @c's socket next; poll cpuhp_client_fd() for them).
+	 * LEASE_REVOKED: socket lease @lease_id was held @held_ms ms, past
+	 * cpuhpd's --max-lease-ms (@max_lease_ms): it is no longer held, and
+	 * its cpuhp_client_lease_release() fails with -ETIME.
+	 */
+	CPUHP_CLIENT_EVENT_LEASE_REVOKED = 5,
+	/*
+	 * The online set changed behind cpuhpd's back (sysfs written directly,
+	 * chcpu, firmware) while @leases leases of @c were held: what they
+	 * protected may be stale.  @online_cpus: the new online set.  The
+	 * release of each socket lease held then fails with -ESTALE (the lease
+	 * is released all the same); a fast lease's release never asks cpuhpd,
+	 * so this event is all its holder gets.
+	 */
+	CPUHP_CLIENT_EVENT_LEASE_BYPASSED = 6,
 };
 
 struct cpuhp_client_event {
@@ -131,7 +151,11 @@ struct cpuhp_client_event {
 	unsigned lost;                   /* LOST */
 	struct cpuhp_cpuset cpus;        /* HOTPLUG_*: the CPUs asked for */
 	struct cpuhp_cpuset failed;      /* HOTPLUG_FINISHED: those that did not get there */
-	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED: the new online set */
+	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED: the new online set */
+	uint64_t lease_id;               /* LEASE_REVOKED */
+	uint64_t held_ms;                /* LEASE_REVOKED */
+	unsigned max_lease_ms;           /* LEASE_REVOKED */
+	unsigned leases;                 /* LEASE_BYPASSED: leases of this handle held then */
 };
 
 /**
@@ -410,8 +434,12 @@ CPUHP_EXPORT int cpuhp_client_watch(struct cpuhp_client *c);
  * @ev:         written on success.
  *
  * Context: blocks up to @timeout_ms.
+ * Without cpuhp_client_watch() only the notices to a lease holder come
+ * (LEASE_REVOKED, LEASE_BYPASSED): ask for them with @timeout_ms 0.
+ *
  * Return: 0; -EAGAIN (@timeout_ms 0, nothing yet); -ETIMEDOUT; -EINVAL if
- * cpuhp_client_watch() was not called; -ECONNRESET if the daemon went away,
+ * cpuhp_client_watch() was not called and @timeout_ms is not 0 (and no
+ * notice is queued); -ECONNRESET if the daemon went away,
  * or its error (-ECANCELED: shutting down).
  */
 CPUHP_EXPORT int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms,
