@@ -29,7 +29,8 @@
  *  - a connection-level error (id 0: EPROTO, EMSGSIZE, or EDQUOT when a split
  *    request overran the small buffer budget set below) is the last thing sent;
  *  - no request is answered twice: per id, replies <= requests with that id;
- *    events carry the id of a Watch that was answered WatchStarted;
+ *    events carry the id of a Watch that was answered WatchStarted, or id 0 for
+ *    the notices to lease holders (LeaseRevoked, LeaseBypassed);
  *  - no request is answered never: on a stream without a framing or protocol
  *    error, each Hello, Status, Watch, LeaseRelease, FastPathRequest,
  *    Identify, ListLeases, Thaw and unknown request gets a reply (acquires, hotplugs and
@@ -415,7 +416,7 @@ struct idcount {
 struct reference {
 	struct idcount *ids;
 	size_t nids;
-	bool clean; /* no framing or protocol error anywhere in the stream */
+	bool clean;       /* no framing or protocol error anywhere in the stream */
 	bool over_budget; /* the daemon closed it at the buffer budget (admit.c) */
 	unsigned nrequests;
 };
@@ -516,6 +517,15 @@ static void check_response(const Cpuhp__Response *r, struct reference *ref, bool
 			FUZZ_CHECK(cr->ok || (cr->message && cr->message[0]));
 		}
 	}
+	/*
+	 * Id 0 and a notice kind: to a lease holder (policy.c), never an
+	 * answer.  Any other event with id 0 belongs to a Watch the client sent
+	 * with id 0 (ids are the client's), checked as such below.
+	 */
+	if (r->body_case == CPUHP__RESPONSE__BODY_EVENT && r->id == 0 &&
+	    (r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED ||
+	     r->event->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED))
+		return;
 	ic = idc(ref, r->id);
 	if (r->body_case == CPUHP__RESPONSE__BODY_EVENT) {
 		FUZZ_CHECK(ic->watch_started);
