@@ -457,3 +457,14 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 		cpuhpd_conn_close(c, why);
 	}
 }
+
+bool cpuhpd_conn_may_wait(struct cpuhpd_conn *c, uint64_t req_id)
+{
+	if (c->npending < CPUHPD_CONN_MAX_PENDING)
+		return true;
+	cpuhpd_conn_send_error(c, req_id, EDQUOT,
+	                       "this connection already has %u requests waiting, the limit per "
+	                       "connection",
+	                       CPUHPD_CONN_MAX_PENDING);
+	return false;
+}

@@ -131,6 +131,12 @@ int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, con
 void cpuhpd_conn_send_error(struct cpuhpd_conn *c, uint64_t id, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/*
+ * Whether one more request of @c may wait (CPUHPD_CONN_MAX_PENDING); if
+ * not, @req_id is answered EDQUOT.  The caller counts it in npending.
+ */
+bool cpuhpd_conn_may_wait(struct cpuhpd_conn *c, uint64_t req_id);
+
 /* Send an Error (best effort), then close: for protocol violations. */
 void cpuhpd_conn_fail(struct cpuhpd_conn *c, uint64_t id, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -79,13 +79,8 @@ void cpuhpd_freeze_request(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 		                       (unsigned)c->peer.uid);
 		return;
 	}
-	if (c->npending >= CPUHPD_CONN_MAX_PENDING) {
-		cpuhpd_conn_send_error(c, req_id, EDQUOT,
-		                       "this connection already has %u requests waiting, the limit "
-		                       "per connection",
-		                       CPUHPD_CONN_MAX_PENDING);
+	if (!cpuhpd_conn_may_wait(c, req_id))
 		return;
-	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");

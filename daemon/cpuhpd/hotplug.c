@@ -315,13 +315,8 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 		                       cpuhp_cpuset_count(&set), CPUHPD_HOTPLUG_MAX_CPUS);
 		return;
 	}
-	if (c->npending >= CPUHPD_CONN_MAX_PENDING) {
-		cpuhpd_conn_send_error(c, req_id, EDQUOT,
-		                       "this connection already has %u requests waiting, the limit "
-		                       "per connection",
-		                       CPUHPD_CONN_MAX_PENDING);
+	if (!cpuhpd_conn_may_wait(c, req_id))
 		return;
-	}
 	h = calloc(1, sizeof(*h));
 	if (h)
 		h->cpus_str = cpuhpd_cpus_to_str(&set);

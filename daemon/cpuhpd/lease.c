@@ -164,13 +164,8 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 		                       "with a timeout to wait for it");
 		return;
 	}
-	if (c->npending >= CPUHPD_CONN_MAX_PENDING) {
-		cpuhpd_conn_send_error(c, req_id, EDQUOT,
-		                       "this connection already has %u requests waiting, the limit "
-		                       "per connection",
-		                       CPUHPD_CONN_MAX_PENDING);
+	if (!cpuhpd_conn_may_wait(c, req_id))
 		return;
-	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");

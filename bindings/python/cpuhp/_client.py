@@ -362,6 +362,17 @@ class _Call:
             self._p = None
 
 
+def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) -> None:
+    """A with block's end for a lease or a freeze: *end* it.  If the
+    connection failed, what it held died with it: say so only if nothing
+    else is on its way out."""
+    try:
+        end()
+    except OSError:
+        if exc_type is None:
+            raise
+
+
 class Lease:
     """A reader lease from cpuhpd: the set of online CPUs does not change
     until it is released, or its Client is closed, or its process dies.
@@ -392,13 +403,7 @@ class Lease:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        try:
-            self.release()
-        except OSError:
-            # The connection failed: the lease died with it.  Report that
-            # only if nothing else is on its way out.
-            if exc_type is None:
-                raise
+        _end_on_exit(self.release, exc_type)
 
 
 class Freeze:
@@ -433,12 +438,7 @@ class Freeze:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        try:
-            self.thaw()
-        except OSError:
-            # The connection failed: the freeze died with it.
-            if exc_type is None:
-                raise
+        _end_on_exit(self.thaw, exc_type)
 
 
 class Client:
