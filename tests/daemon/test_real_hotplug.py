@@ -137,6 +137,44 @@ def test_real_change_behind_the_daemon_is_noticed_from_kernel_uevents(tmp):
         assert d.stop() == 0, d.log()
 
 
+def test_real_change_behind_the_daemon_while_a_lease_is_held_is_a_bypass(tmp):
+    d = fixture.Daemon(tmp, SYS, uevents=False).start()
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('w')
+        p.connect('h')
+        p.call('w', 'watch')
+        lease = p.lease('h')
+        online_file().write_text('0\n')  # behind the lease's back
+        ev = p.recv('w')
+        assert ev['event'] == 'online_changed' and ev['external'], ev
+        ev = p.recv('h')
+        assert ev['event'] == 'lease_bypassed' and ev['online'] == sys_online(), ev
+        assert p.status('w')['bypasses'] == 1
+        assert error_code(p.call('h', 'release', lease)) == 'ERR_ESTALE'
+        assert "CPUs changed behind cpuhpd's back" in d.log()
+    finally:
+        p.kill()
+        restore()
+        assert d.stop() == 0, d.log()
+
+
+def test_real_offline_is_refused_at_once_while_frozen(tmp):
+    d = fixture.Daemon(tmp, SYS, uevents=False).start()
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('f')
+        p.connect('b')
+        assert p.call('f', 'freeze', 'real', '-')['kind'] == 'frozen'
+        r = p.call('b', 'offline', CPU, 60000)
+        assert error_code(r) == 'ERR_EBUSY' and '(real)' in r['message'], r
+        assert online_file().read_text().strip() == '1'
+    finally:
+        p.kill()
+        restore()
+        assert d.stop() == 0, d.log()
+
+
 def test_real_last_online_cpu_error_is_reported_per_cpu(tmp):
     """Offlining every hotpluggable CPU but 0 works; CPU 0 itself is refused as not
     hotpluggable (or the kernel refuses the last one): a clear per-CPU error."""
