@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -106,6 +107,11 @@ def test_released_and_dead_leases_leave_the_list(daemon4, probe):
     assert len(listing(probe, 'a')['leases']) == 2
     assert probe.call('a', 'release', lease)['kind'] == 'lease_released'
     probe('close b')
+    # The close reaches cpuhpd on b's socket, the listing on a's: ask until
+    # it has seen the close (a deadline only against a hang).
+    deadline = time.monotonic() + GUARD_S
+    while probe.status('a')['connections'] > 1 and time.monotonic() < deadline:
+        pass
     assert listing(probe, 'a')['leases'] == []
 
 
