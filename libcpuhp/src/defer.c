@@ -184,6 +184,8 @@ static void *defer_thread(void *arg)
 {
 	int tfd = (int)(intptr_t)arg;
 
+	/* read() is a cancellation point; nothing may cancel us mid-queue. */
+	(void)cpuhp__cancel_off();
 	/* call_rcu() wants a registered thread; registering once keeps it off the loop. */
 	CPUHP_BUG_ON(!cpuhp__thread_get(), "rcu_sync",
 	             "out of memory registering the timer thread");
@@ -227,7 +229,11 @@ static bool start_locked(void)
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
+		/* close() is a cancellation point; we hold ->lock (internal.h). */
+		int cancel = cpuhp__cancel_off();
+
 		close(tfd);
+		cpuhp__cancel_restore(cancel);
 		goto broken;
 	}
 	defer.tfd = tfd;
@@ -298,6 +304,7 @@ void cpuhp__defer_after_fork_child(void)
 {
 	struct cpuhp__deferred *d = defer.head;
 
+	/* Cancellation is off: fork.c's prepare turned it off for the whole fork. */
 	if (defer.tfd >= 0)
 		close(defer.tfd);
 	defer.tfd = -1;

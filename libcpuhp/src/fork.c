@@ -23,6 +23,17 @@
 #include "internal.h"
 
 /*
+ * The forking thread's cancel state, kept from prepare to parent or child.
+ * liburcu's pausing and resuming of its workers wait in poll(), a
+ * cancellation point: a cancel pending at fork() and acted on there would
+ * unwind out of glibc's fork with defer.c's lock and the workers' pause
+ * held, and every later fork, exit or call_rcu() would hang (internal.h's
+ * rule).  Written and read only with defer.c's lock held, which serialises
+ * forks.
+ */
+static int fork_cancel;
+
+/*
  * defer.c's lock comes first, so that an exit queued for its timer thread
  * stays queued through the fork (pausing liburcu's workers can take 10 ms,
  * longer than the timer) and the child hands it over.  Nobody waits for
@@ -31,7 +42,10 @@
  */
 static void prepare(void)
 {
+	int cancel = cpuhp__cancel_off();
+
 	cpuhp__defer_before_fork();
+	fork_cancel = cancel;
 	urcu_memb_call_rcu_before_fork();
 	/* After the workers paused: a callback in progress takes ->lock. */
 	cpuhp__rcu_sync_before_fork();
@@ -40,10 +54,13 @@ static void prepare(void)
 
 static void parent(void)
 {
+	int cancel = fork_cancel;
+
 	cpuhp__registry_unlock();
 	cpuhp__rcu_sync_after_fork_parent();
 	urcu_memb_call_rcu_after_fork_parent();
 	cpuhp__defer_after_fork_parent();
+	cpuhp__cancel_restore(cancel);
 }
 
 static void counter_after_fork_child(struct cpuhp__pcount *pc)
@@ -53,6 +70,8 @@ static void counter_after_fork_child(struct cpuhp__pcount *pc)
 
 static void child(void)
 {
+	int cancel = fork_cancel;
+
 	/* membarrier registration may not carry over; only we run now. */
 	cpuhp__membarrier_after_fork_child();
 	cpuhp__registry_forget_others();
@@ -64,6 +83,7 @@ static void child(void)
 	cpuhp__defer_after_fork_child();
 	/* And those a gone thread was about to queue. */
 	cpuhp__rcu_sync_requeue_after_fork_child();
+	cpuhp__cancel_restore(cancel);
 }
 
 void cpuhp__fork_init(void)

@@ -47,6 +47,8 @@ void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms)
 /*
  * Sleep while *@addr == @val.  0 on a wake-up, a changed value or a signal
  * (the caller re-checks its condition); -ETIMEDOUT once @deadline passed.
+ * Not a cancellation point: glibc's syscall() is a bare system call, which
+ * never acts on a cancel (internal.h's rule), as is membarrier.c's.
  */
 int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline)
 {

@@ -245,12 +245,14 @@ struct cpuhp_rcu_sync {
 	bool window_due;
 	/*
 	 * Statistics for tests: grace periods waited by enter, membarriers
-	 * issued by enter instead (H), callbacks run, windows that expired.
+	 * issued by enter instead (H), callbacks run, windows that expired,
+	 * frees that had to wait for the return to IDLE.
 	 */
 	unsigned long nr_sync;
 	unsigned long nr_fences;
 	unsigned long nr_callbacks;
 	unsigned long nr_windows;
+	unsigned long nr_destroy_waits;
 	/* cpuhp_rcu_sync_new()'s objects, for fork.c; NULL in a rwsem's. */
 	struct cpuhp_rcu_sync *prev, *next;
 	bool requeue; /* fork child: the last exit's callback was never queued */
@@ -502,6 +504,31 @@ void cpuhp__hotplug_init(void);
  * by cpuhp__cond_init().  Both return 0 or a negative errno.
  */
 int cpuhp__mutex_init(pthread_mutex_t *m);
+/*
+ * Cancellation: no call of the library is a cancellation point, as with
+ * pthread_rwlock_*() and pthread_mutex_lock().  Every wait that could act
+ * on a cancel (pthread_cond_wait(), liburcu's synchronize_rcu(), which may
+ * poll(), read() and write()) runs between these two, so a cancel arriving
+ * meanwhile stays pending and is acted on at the caller's next cancellation
+ * point, after the call returned with its lock held.  Acted on inside, it
+ * would unwind with our mutex owned by a dead thread and its waiter node,
+ * on its stack, still queued.  Only waits pay for this, never a fast path.
+ */
+static inline int cpuhp__cancel_off(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void cpuhp__cancel_restore(int old)
+{
+	int off;
+
+	pthread_setcancelstate(old, &off);
+}
+
 int cpuhp__cond_init(pthread_cond_t *c);
 int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
 void cpuhp__futex_wake(_Atomic unsigned *addr, int n);

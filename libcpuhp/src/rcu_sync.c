@@ -64,6 +64,7 @@ int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	rss->nr_fences = 0;
 	rss->nr_callbacks = 0;
 	rss->nr_windows = 0;
+	rss->nr_destroy_waits = 0;
 	rss->reenter_ns = 0;
 	rss->idle_at_ns = 0;
 	rss->window_holds = 0;
@@ -250,6 +251,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 {
 	enum cpuhp__gp_state was;
 	bool fence_only;
+	int cancel;
 
 	/* call_rcu() and synchronize_rcu() want a registered thread. */
 	cpuhp__thread_get();
@@ -293,9 +295,13 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 		 * G: the grace period orders our state change before the end
 		 * of every reader section that saw IDLE, including the
 		 * fast-path increments and the critical sections before
-		 * fast-path decrements in rwsem.c.
+		 * fast-path decrements in rwsem.c.  Not a cancellation point
+		 * (internal.h): liburcu's may poll() with its own wait node
+		 * queued and its grace-period mutex held.
 		 */
+		cancel = cpuhp__cancel_off();
 		urcu_memb_synchronize_rcu();
+		cpuhp__cancel_restore(cancel);
 		pthread_mutex_lock(&rss->lock);
 		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 		set_state(rss, CPUHP__GP_PASSED);
@@ -309,9 +315,16 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	 * and the state stays: the pending callback (or window expiry) of
 	 * EXIT/REPLAY finds ->count > 0 and moves it to PASSED.
 	 */
+	if (get_state(rss) != CPUHP__GP_ENTER) {
+		pthread_mutex_unlock(&rss->lock);
+		return;
+	}
+	/* Not a cancellation point (internal.h): ->count has our enter. */
+	cancel = cpuhp__cancel_off();
 	while (get_state(rss) == CPUHP__GP_ENTER)
 		pthread_cond_wait(&rss->cond, &rss->lock);
 	pthread_mutex_unlock(&rss->lock);
+	cpuhp__cancel_restore(cancel);
 }
 
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
@@ -372,9 +385,19 @@ void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 	/* No reader is left to need the extra period REPLAY asked for. */
 	if (get_state(rss) == CPUHP__GP_REPLAY)
 		set_state(rss, CPUHP__GP_EXIT);
-	/* EXIT: the pending callback (count 0 now) goes IDLE and wakes us. */
-	while (get_state(rss) != CPUHP__GP_IDLE)
-		pthread_cond_wait(&rss->cond, &rss->lock);
+	/*
+	 * EXIT: the pending callback (count 0 now) goes IDLE and wakes us.
+	 * Not a cancellation point (internal.h): the caller's free must not
+	 * stop half-way, with the object neither usable nor freed.
+	 */
+	if (get_state(rss) != CPUHP__GP_IDLE) {
+		int cancel = cpuhp__cancel_off();
+
+		rss->nr_destroy_waits++;
+		while (get_state(rss) != CPUHP__GP_IDLE)
+			pthread_cond_wait(&rss->cond, &rss->lock);
+		cpuhp__cancel_restore(cancel);
+	}
 	pthread_mutex_unlock(&rss->lock);
 	pthread_cond_destroy(&rss->cond);
 	pthread_mutex_destroy(&rss->lock);

@@ -221,16 +221,20 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 {
 	struct cpuhp__slot *s = reader_slot(sem);
 	unsigned long gen;
+	int cancel;
 
 	if (read_trylock_slow(sem, s))
 		goto locked;
 	if (try)
 		return false;
 
+	/* Not a cancellation point (internal.h): we may sleep on ->rcond. */
+	cancel = cpuhp__cancel_off();
 	pthread_mutex_lock(&sem->lock);
 	/* ->block changes only under ->lock: this answer holds until we sleep. */
 	if (read_trylock_slow(sem, s)) {
 		pthread_mutex_unlock(&sem->lock);
+		cpuhp__cancel_restore(cancel);
 		goto locked;
 	}
 	cpuhp__debug_recursive_wait(sem, s);
@@ -248,6 +252,7 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 	if (--sem->nr_granted == 0)
 		pthread_cond_broadcast(&sem->gcond);
 	pthread_mutex_unlock(&sem->lock);
+	cpuhp__cancel_restore(cancel);
 locked:
 	cpuhp__debug_read_locked(sem, s);
 	return true;
@@ -532,12 +537,15 @@ static void unqueue_writer(struct cpuhp_rwsem *sem, struct cpuhp__wwaiter *w)
 static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
 {
 	struct cpuhp__wwaiter w = {.next = NULL, .granted = false};
+	int cancel = -1; /* the cancel state to restore; -1: not changed */
 
 	pthread_mutex_lock(&sem->lock);
 	if (!atomic_load_explicit(&sem->block, memory_order_relaxed)) {
 		atomic_store_explicit(&sem->block, 1, memory_order_relaxed);
 		goto granted;
 	}
+	/* Not a cancellation point (internal.h): @w is on our stack, queued. */
+	cancel = cpuhp__cancel_off();
 	/* A void path (write_lock): futex.c's rule makes failure a bug. */
 	CPUHP_BUG_ON(cpuhp__cond_init(&w.cond), sem->name, "cannot initialise a writer's wait");
 	if (sem->wtail)
@@ -553,6 +561,7 @@ static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
 			unqueue_writer(sem, &w);
 			pthread_mutex_unlock(&sem->lock);
 			pthread_cond_destroy(&w.cond);
+			cpuhp__cancel_restore(cancel);
 			return -ETIMEDOUT;
 		}
 	}
@@ -563,9 +572,13 @@ granted:
 	 * wake; wait until all have, so that our sum includes them.  They
 	 * need only the CPU to get there, so no deadline applies.
 	 */
+	if (sem->nr_granted && cancel < 0)
+		cancel = cpuhp__cancel_off();
 	while (sem->nr_granted)
 		pthread_cond_wait(&sem->gcond, &sem->lock);
 	pthread_mutex_unlock(&sem->lock);
+	if (cancel >= 0)
+		cpuhp__cancel_restore(cancel);
 	return 0;
 }
 

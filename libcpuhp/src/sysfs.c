@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,13 +54,22 @@ static int cpu_path(char *path, size_t size, const char *root, const char *rel)
 static int read_small_file(const char *path, char *buf, size_t size)
 {
 	size_t len = 0;
-	int fd, ret = 0;
+	int fd, ret = 0, cancel;
 
+	/*
+	 * open() and read() are cancellation points, and a cancel acted on
+	 * here would leak the fd: internal.h's rule, by hand, since this file
+	 * is also built alone (the fuzzers).
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	do
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		ret = -errno;
+		pthread_setcancelstate(cancel, &cancel);
+		return ret;
+	}
 
 	/* Ask for one byte more than fits, so that a full buffer means "too big". */
 	for (;;) {
@@ -81,6 +91,7 @@ static int read_small_file(const char *path, char *buf, size_t size)
 	}
 	/* close() on Linux releases the fd even when it reports EINTR: never retry it. */
 	close(fd);
+	pthread_setcancelstate(cancel, &cancel);
 	if (ret)
 		return ret;
 	if (memchr(buf, '\0', len))
@@ -150,19 +161,24 @@ int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
 	const char *val = online ? "1\n" : "0\n";
 	ssize_t n;
 	bool now;
-	int fd, ret;
+	int fd, ret, cancel;
 
 	snprintf(rel, sizeof(rel), "cpu%u/online", cpu);
 	ret = cpu_path(path, sizeof(path), root, rel);
 	if (ret)
 		return ret;
 
+	/* As in read_small_file(): not a cancellation point. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	/* No O_CREAT: a missing file means a missing or non-hotpluggable CPU. */
 	do
 		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		ret = -errno;
+		pthread_setcancelstate(cancel, &cancel);
+		return ret;
+	}
 	/*
 	 * One write() carries the whole value: the kernel acts on each write
 	 * call, so a value split over two calls would be two requests.  The
@@ -173,6 +189,7 @@ int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
 	while (n < 0 && errno == EINTR);
 	ret = n < 0 ? -errno : n != 2 ? -EIO : 0;
 	close(fd);
+	pthread_setcancelstate(cancel, &cancel);
 	if (ret)
 		return ret;
 
