@@ -85,6 +85,9 @@ CPUHP_EXPORT int cpuhp_cpuset_format(const struct cpuhp_cpuset *set, char *buf, 
 /*
  * sysfs.  @root is the sysfs mount point; NULL means "/sys".  A simulated
  * tree only needs the same files under <root>/devices/system/cpu/.
+ * Unlike open() and read(), these calls are not cancellation points (a
+ * cancel is acted on after they return, with no descriptor left open), and
+ * none is async-signal-safe.
  */
 
 /**
@@ -106,7 +109,8 @@ CPUHP_EXPORT int cpuhp_sysfs_read_online(const char *root, unsigned cpu, bool *o
 /**
  * cpuhp_sysfs_set_online() - write cpuN/online and read it back.
  *
- * Context: blocks for as long as the kernel takes (tens of milliseconds).
+ * Context: blocks for as long as the kernel takes (tens of milliseconds);
+ * not a cancellation point: a cancel is acted on after the call returns.
  * Return: 0 once the file reads back @online; otherwise the kernel's error:
  * -ENOENT (no such CPU, or not hotpluggable), -EINVAL, -EPERM, -EBUSY (last
  * online CPU, hotplug disabled), -EACCES (not root), -EOPNOTSUPP, ...;

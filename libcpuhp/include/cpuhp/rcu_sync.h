@@ -39,6 +39,10 @@
  * that thread's enter, which nothing can exit in the child: readers stay on
  * the slow path there, and cpuhp_rcu_sync_free() forgives the enters that
  * were counted at the fork.
+ *
+ * Threads, cancellation and signals: rwsem.h's rules.  Only threads made by
+ * pthread_create() (or the main thread); no call is a cancellation point
+ * (a cancel sent while enter or free waits is acted on after it returns).
  */
 #ifndef CPUHP_RCU_SYNC_H
 #define CPUHP_RCU_SYNC_H
@@ -57,7 +61,7 @@ struct cpuhp_rcu_sync;
  * cpuhp_rcu_sync_new() - allocate an idle rcu_sync.
  * @out: receives the new object on success; untouched on failure.
  *
- * Context: any thread.
+ * Context: any thread; not async-signal-safe (allocates).
  * Return: 0, or -ENOMEM.
  */
 CPUHP_EXPORT int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out);
@@ -70,7 +74,9 @@ CPUHP_EXPORT int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out);
  * matched by an exit, except, in a fork child, the enters counted at the
  * fork (see fork() above).
  *
- * Context: may block; not inside cpuhp_rcu_read_lock().
+ * Context: may block; not inside cpuhp_rcu_read_lock().  Not a cancellation
+ * point: a cancel is acted on after the call returns, with @rss freed.
+ * Not async-signal-safe.
  */
 CPUHP_EXPORT void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss);
 
@@ -82,7 +88,9 @@ CPUHP_EXPORT void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss);
  * the grace period another enter already started.  On return every reader
  * that saw "idle" has left its read-side section (full memory ordering).
  *
- * Context: may block; not inside cpuhp_rcu_read_lock().
+ * Context: may block; not inside cpuhp_rcu_read_lock().  Not a cancellation
+ * point: a cancel is acted on after the call returns, entered (exit it in a
+ * cleanup handler).  Not async-signal-safe.
  */
 CPUHP_EXPORT void cpuhp_rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 
@@ -94,7 +102,8 @@ CPUHP_EXPORT void cpuhp_rcu_sync_enter(struct cpuhp_rcu_sync *rss);
  * library's timer thread queues 1 ms on, so that the caller does not pay for
  * waking liburcu's worker thread.
  *
- * Context: any thread, including one inside cpuhp_rcu_read_lock().
+ * Context: any thread, including one inside cpuhp_rcu_read_lock().  Not a
+ * cancellation point; not async-signal-safe (takes a mutex).
  */
 CPUHP_EXPORT void cpuhp_rcu_sync_exit(struct cpuhp_rcu_sync *rss);
 
@@ -102,7 +111,7 @@ CPUHP_EXPORT void cpuhp_rcu_sync_exit(struct cpuhp_rcu_sync *rss);
  * cpuhp_rcu_sync_is_idle() - may the caller take the reader fast path?
  *
  * Context: only between cpuhp_rcu_read_lock() and cpuhp_rcu_read_unlock();
- * the answer holds until the unlock.
+ * the answer holds until the unlock.  Async-signal-safe (one load).
  */
 CPUHP_EXPORT bool cpuhp_rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss);
 
@@ -112,10 +121,16 @@ CPUHP_EXPORT bool cpuhp_rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss);
  * Registers the calling thread with liburcu on first use and unregisters it
  * when the thread exits, so any thread may call it.  Nests.  Must not block
  * inside: grace periods wait for the section to end.
+ * Context: never blocks.  Async-signal-safe once the thread has called it
+ * outside a handler (the first call registers: it allocates and takes
+ * mutexes), except on an alternate signal stack (liburcu's rule).
  */
 CPUHP_EXPORT void cpuhp_rcu_read_lock(void);
 
-/** cpuhp_rcu_read_unlock() - leave the section cpuhp_rcu_read_lock() began. */
+/**
+ * cpuhp_rcu_read_unlock() - leave the section cpuhp_rcu_read_lock() began.
+ * Context: async-signal-safe for a section begun in the same handler.
+ */
 CPUHP_EXPORT void cpuhp_rcu_read_unlock(void);
 
 #ifdef __cplusplus

@@ -16,7 +16,9 @@
  * layout does not define, so a mismatch fails at link time, never at run
  * time.  Rebuild users of this header whenever libcpuhp's version changes.
  * A lock may be taken inline and released through the library and the
- * other way round.
+ * other way round.  Cancellation and signal handlers: as the calls these
+ * stand for (rwsem.h); none is a cancellation point, and the handle's
+ * lock, like cpuhp_rwsem_read_lock(), is not async-signal-safe.
  */
 #ifndef CPUHP_RWSEM_INLINE_H
 #define CPUHP_RWSEM_INLINE_H
@@ -152,6 +154,7 @@ struct cpuhp_rwsem_reader {
  *
  * Never fails: where the inline path cannot run (no membarrier, debug
  * checks, out of memory) the handle makes library calls.
+ * Context: never blocks; not async-signal-safe (may allocate).
  */
 CPUHP_EXPORT struct cpuhp_rwsem_reader cpuhp_rwsem_reader_get(struct cpuhp_rwsem *sem);
 

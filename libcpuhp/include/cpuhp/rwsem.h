@@ -17,7 +17,32 @@
  *    it (only the sum of the counters matters); debug builds want that
  *    announced with cpuhp_rwsem_read_disown().
  *  - Any thread may use the lock; liburcu registration is automatic and is
- *    undone when the thread exits.
+ *    undone when the thread exits.  "Thread" means one made by
+ *    pthread_create() (or the main thread): a thread made with a raw
+ *    clone() shares its creator's thread-local storage, so both would
+ *    write one counter as if each were alone and corrupt the counts.
+ *    Such threads are not supported, here or in cpuhp_get_online_cpus().
+ *  - Cancellation: no call is a cancellation point, as with
+ *    pthread_rwlock_rdlock()/wrlock().  A thread cancelled while it waits
+ *    in a call goes on waiting; the call returns as usual, with the lock
+ *    held (or -ETIMEDOUT), and the cancel is acted on at the thread's next
+ *    cancellation point.  So release the lock in a cleanup handler
+ *    (pthread_cleanup_push()) if the section holds a cancellation point.
+ *    Asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS) is not
+ *    supported around any call.
+ *  - Signal handlers: cpuhp_rwsem_read_trylock(), and the
+ *    cpuhp_rwsem_read_unlock() of a lock it took in the same handler, are
+ *    async-signal-safe on a thread that already has its counter for the
+ *    lock: one that took or tried a read lock of it before, outside the
+ *    handler.  A
+ *    thread's first read lock allocates its counters and takes the
+ *    library's registry mutex, which is not safe there: let every thread
+ *    that may take the signal do one cpuhp_rwsem_read_trylock()/unlock()
+ *    first.  Without membarrier (RCU readers, see the README), liburcu's
+ *    rule also applies: not on an alternate signal stack (sigaltstack()).
+ *    Nothing else is async-signal-safe: cpuhp_rwsem_read_lock() deadlocks
+ *    if the handler interrupted that thread's own wait for the lock, as
+ *    pthread_rwlock_rdlock() does, and the writer calls take mutexes.
  *  - fork(): parent and child keep working locks if no writer is active at
  *    the fork.  In the child, read locks held by threads other than the
  *    forking one do not exist.
@@ -50,6 +75,7 @@ struct cpuhp_rwsem;
  * cpuhp_rwsem_new() - allocate an unlocked semaphore.
  * @out: receives the new object on success; untouched on failure.
  *
+ * Context: never blocks; not async-signal-safe (allocates).
  * Return: 0, or -ENOMEM.
  */
 CPUHP_EXPORT int cpuhp_rwsem_new(struct cpuhp_rwsem **out);
@@ -67,7 +93,8 @@ CPUHP_EXPORT int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *nam
  * cpuhp_rwsem_free() - destroy an unlocked semaphore.
  *
  * Context: may block (at most about 11 ms) until rcu_sync is idle again
- * after the last writer.
+ * after the last writer; not a cancellation point: a cancel is acted on
+ * after the call returns, with the lock freed.  Not async-signal-safe.
  */
 CPUHP_EXPORT void cpuhp_rwsem_free(struct cpuhp_rwsem *sem);
 
@@ -75,7 +102,9 @@ CPUHP_EXPORT void cpuhp_rwsem_free(struct cpuhp_rwsem *sem);
  * cpuhp_rwsem_read_lock() - take the lock shared.
  *
  * Acquire ordering: the reader sees everything the last writer did.
- * Context: may block while a writer holds or waits for the lock.
+ * Context: may block while a writer holds or waits for the lock; not a
+ * cancellation point: a cancel is acted on after the call returns, with
+ * the lock held.  Not async-signal-safe (see above: use the trylock).
  */
 CPUHP_EXPORT void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem);
 
@@ -83,13 +112,19 @@ CPUHP_EXPORT void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem);
  * cpuhp_rwsem_read_trylock() - take the lock shared unless a writer holds it
  * or waits for readers to drain.
  *
- * Return: true if the read lock is now held.  Never blocks.
+ * Context: never blocks; not a cancellation point.  Async-signal-safe on
+ * a thread that has its counter for @sem (see above).
+ * Return: true if the read lock is now held.
  */
 CPUHP_EXPORT bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem);
 
 /**
  * cpuhp_rwsem_read_unlock() - drop a read lock, possibly taken by another
- * thread.  Release ordering.  Never blocks.
+ * thread.  Release ordering.
+ *
+ * Context: never blocks; not a cancellation point.  Async-signal-safe for
+ * a lock that cpuhp_rwsem_read_trylock() took in the same handler (the
+ * first release on a thread that never took @sem allocates its counter).
  */
 CPUHP_EXPORT void cpuhp_rwsem_read_unlock(struct cpuhp_rwsem *sem);
 
@@ -109,6 +144,8 @@ CPUHP_EXPORT void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem);
  * cpuhp_rwsem_write_lock() - take the lock exclusive.
  *
  * Context: may block; the calling thread must not hold a read lock on @sem.
+ * Not a cancellation point: a cancel is acted on after the call returns,
+ * with the lock held.  Not async-signal-safe.
  * O(threads that have used @sem or a lock of its 64-lock group): see above.
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem);
@@ -122,6 +159,9 @@ CPUHP_EXPORT void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem);
  * On timeout the lock is left exactly as before: readers that this writer
  * blocked are let in and the next waiting writer, if any, is served.
  *
+ * Context: may block, up to about @timeout_ms; not a cancellation point: a
+ * cancel is acted on after the call returns, with the lock held or after
+ * the timeout.  Not async-signal-safe.
  * Return: 0 with the lock held, or -ETIMEDOUT.
  */
 CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigned timeout_ms);
@@ -135,7 +175,8 @@ CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigne
  * window of about nine times what leaving it costs a writer (tens to
  * hundreds of microseconds, at most ~11 ms); otherwise for a grace period
  * (~11 ms: 1 ms before the call_rcu() is made, then liburcu's batching).
- * Context: the thread that took the write lock.  Never blocks.
+ * Context: the thread that took the write lock.  Never blocks; not a
+ * cancellation point; not async-signal-safe.
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem);
 
