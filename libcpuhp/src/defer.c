@@ -20,10 +20,24 @@
  * cannot start, its timerfd broke, a fork child), such an entry goes to
  * call_rcu() with its rcu callback like any other: later, never lost.
  *
- * The thread starts on first use and then sleeps in read() on its timerfd;
- * it never wakes on its own, so an idle process pays nothing.  If it cannot
- * be started (no memory, no timerfd), or its timerfd is closed under it,
- * callers fall back to call_rcu().
+ * The thread waits the grace period of a due G entry itself, with
+ * synchronize_rcu(), rather than handing it to liburcu's call_rcu():
+ * liburcu would then start its worker thread, and liburcu aborts the
+ * process when it cannot ("call_rcu_data_init: Unrecoverable error").  So
+ * our thread is the only one an exit needs, and we start it ourselves,
+ * checking the error.  The entries stay queued through the grace period
+ * (marked ->gp_wanted, then ->gp_passed), so that a fork finds them here.
+ * A fork waits for a grace period in progress (->gp_lock): the child
+ * would inherit liburcu's grace-period mutex held.
+ *
+ * The thread starts when the first writer enters (cpuhp__defer_prepare(),
+ * on a path that may block anyway), and then sleeps in read() on its
+ * timerfd; it never wakes on its own, so an idle process pays nothing.  If
+ * it cannot be started (no thread can be created: RLIMIT_NPROC, no address
+ * space; no timerfd), queueing fails and the caller does without
+ * (rcu_sync.c: an exit window ends at once, a G exit waits its grace
+ * period itself).  If its timerfd is closed under it, the queue goes to
+ * call_rcu(), as it does in a fork child.
  *
  * fork: prepare takes ->lock first (fork.c), so the child never inherits a
  * half-updated queue; the child has no timer thread (and shares the
@@ -49,12 +63,17 @@
 
 static struct {
 	pthread_mutex_t lock;
-	struct cpuhp__deferred *head; /* queued, not yet due */
+	struct cpuhp__deferred *head; /* queued, not yet done */
 	int tfd;                      /* -1: no thread (yet, or in a fork child) */
 	bool armed;                   /* the timer will fire at ->armed_at */
 	bool broken;                  /* no thread (it could not start, its timerfd went bad) */
 	uint64_t armed_at;            /* CLOCK_MONOTONIC ns */
-} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false, 0};
+	/* Held by the timer thread through its synchronize_rcu(), and across fork(). */
+	pthread_mutex_t gp_lock;
+} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false, 0, PTHREAD_MUTEX_INITIALIZER};
+
+/* Set once the thread runs or cannot: cpuhp__defer_prepare()'s quick look. */
+static _Atomic bool settled;
 
 /* What the last queueing cost its caller, ns (a statistic: relaxed). */
 static _Atomic uint64_t queue_cost_ns;
@@ -126,8 +145,9 @@ static void rearm_locked(void)
 	struct itimerspec at = {{0, 0}, {0, 0}};
 	uint64_t first = UINT64_MAX;
 
+	/* Entries waiting for the grace period in progress are run after it. */
 	for (struct cpuhp__deferred *d = defer.head; d; d = d->next)
-		if (d->deadline_ns < first)
+		if (!d->gp_wanted && d->deadline_ns < first)
 			first = d->deadline_ns;
 	defer.armed = false;
 	if (first == UINT64_MAX)
@@ -145,14 +165,18 @@ static void rearm_locked(void)
 
 /*
  * Under ->lock, on the timer thread: every entry whose deadline has come
- * goes to call_rcu(), or to its expire function, which may ask for more
- * time.  An expire function that returns 0 is done with its entry, whose
- * owner may free it at once: it is not touched again.
+ * goes to its expire function, which may ask for more time (and a G
+ * entry's, for another grace period), unless it is a G entry whose grace
+ * period has not passed yet: that one is marked ->gp_wanted, and the
+ * return value says a grace period is wanted.  An expire function that
+ * returns 0 is done with its entry, whose owner may free it at once: it
+ * is not touched again.
  */
-static void run_due_locked(void)
+static bool run_due_locked(void)
 {
 	struct cpuhp__deferred *d = defer.head, *keep = NULL;
 	uint64_t now = cpuhp__now_ns();
+	bool want_gp = false;
 
 	defer.head = NULL;
 	while (d) {
@@ -161,8 +185,11 @@ static void run_due_locked(void)
 		if (d->deadline_ns > now) {
 			d->next = keep;
 			keep = d;
-		} else if (!d->expire) {
-			call_now(d->head, d->func);
+		} else if (d->gp && !d->gp_passed) {
+			d->gp_wanted = true;
+			want_gp = true;
+			d->next = keep;
+			keep = d;
 		} else {
 			uint64_t more;
 
@@ -170,6 +197,7 @@ static void run_due_locked(void)
 			if (more) {
 				d->deadline_ns =
 				    now + (more < CPUHP__DEFER_MIN_NS ? CPUHP__DEFER_MIN_NS : more);
+				d->gp_passed = false;
 				d->next = keep;
 				keep = d;
 			}
@@ -178,17 +206,50 @@ static void run_due_locked(void)
 	}
 	defer.head = keep;
 	rearm_locked();
+	return want_gp;
+}
+
+/*
+ * With ->lock held on entry and on return, dropped meanwhile: one grace
+ * period for the entries marked ->gp_wanted.  They stay queued, and their
+ * owners leave them alone until their expire function has run
+ * (rcu_sync.c), so nothing but a fork can look at them meanwhile; fork
+ * takes ->gp_lock first.  Entries queued during the grace period are not
+ * marked: it may have begun before their exit.
+ */
+static void wait_gp_unlocked(void)
+{
+	pthread_mutex_unlock(&defer.lock);
+	pthread_mutex_lock(&defer.gp_lock);
+	urcu_memb_synchronize_rcu();
+	pthread_mutex_unlock(&defer.gp_lock);
+	pthread_mutex_lock(&defer.lock);
+	for (struct cpuhp__deferred *d = defer.head; d; d = d->next) {
+		if (d->gp_wanted) {
+			/* Our accesses to the entry's owner come after its exit's. */
+			cpuhp__tsan_acquire(d->head);
+			d->gp_wanted = false;
+			d->gp_passed = true;
+		}
+	}
 }
 
 static void *defer_thread(void *arg)
 {
 	int tfd = (int)(intptr_t)arg;
 
-	/* read() is a cancellation point; nothing may cancel us mid-queue. */
+	/*
+	 * read() and synchronize_rcu() (which may poll()) are cancellation
+	 * points: nothing may cancel us mid-queue or mid-grace-period.
+	 */
 	(void)cpuhp__cancel_off();
-	/* call_rcu() wants a registered thread; registering once keeps it off the loop. */
-	CPUHP_BUG_ON(!cpuhp__thread_get(), "rcu_sync",
-	             "out of memory registering the timer thread");
+	/*
+	 * call_rcu() (flush_locked() only) wants a registered thread;
+	 * registering allocates nothing, and where it still fails
+	 * (pthread_setspecific(), pcount.c) liburcu's read lock inside
+	 * call_rcu() guards only its worker data, which nobody frees.
+	 */
+	(void)cpuhp__thread_get();
 	for (;;) {
 		uint64_t expirations;
 		bool bad = read(tfd, &expirations, sizeof(expirations)) < 0 && errno != EINTR &&
@@ -198,7 +259,8 @@ static void *defer_thread(void *arg)
 		if (bad && defer.tfd == tfd)
 			flush_locked(true);
 		else if (!bad)
-			run_due_locked();
+			while (run_due_locked())
+				wait_gp_unlocked();
 		pthread_mutex_unlock(&defer.lock);
 		if (bad)
 			return NULL;
@@ -237,30 +299,48 @@ static bool start_locked(void)
 		goto broken;
 	}
 	defer.tfd = tfd;
+	atomic_store_explicit(&settled, true, memory_order_relaxed);
 	return true;
 broken:
 	defer.broken = true;
+	atomic_store_explicit(&settled, true, memory_order_relaxed);
 	return false;
 }
 
-/* Queue @d to be due @delay_ns from now; call_rcu() at once if there is no thread. */
-static void queue(struct cpuhp__deferred *d, uint64_t delay_ns)
+void cpuhp__defer_prepare(void)
+{
+	/* A hint only: start_locked() decides under ->lock. */
+	if (atomic_load_explicit(&settled, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&defer.lock);
+	(void)start_locked();
+	pthread_mutex_unlock(&defer.lock);
+}
+
+/*
+ * Queue @d to be due @delay_ns from now.  False if there is no thread to
+ * run it: then @d is not taken, and ->queued stays false.
+ */
+static bool queue(struct cpuhp__deferred *d, uint64_t delay_ns)
 {
 	uint64_t t0 = cpuhp__now_ns();
 
 	d->deadline_ns = t0 + (delay_ns < CPUHP__DEFER_MIN_NS ? CPUHP__DEFER_MIN_NS : delay_ns);
+	d->gp_wanted = false;
+	d->gp_passed = false;
 	pthread_mutex_lock(&defer.lock);
+	if (!start_locked()) {
+		pthread_mutex_unlock(&defer.lock);
+		return false;
+	}
 	/*
-	 * Under ->lock, whichever way it goes: a fork finds @d either not
-	 * queued at all (->queued still false: its owner's fork handler
-	 * queues it again in the child) or queued here or in liburcu.
+	 * Under ->lock: a fork finds @d either not queued at all (->queued
+	 * still false: its owner's fork handler queues it again in the
+	 * child) or queued here.
 	 */
 	atomic_store_explicit(&d->queued, true, memory_order_relaxed);
-	if (!start_locked()) {
-		call_now(d->head, d->func);
-		pthread_mutex_unlock(&defer.lock);
-		return;
-	}
+	/* Our accesses to what holds @d come before the timer thread's. */
+	cpuhp__tsan_release(d->head);
 	d->next = defer.head;
 	defer.head = d;
 	if (!defer.armed || d->deadline_ns < defer.armed_at)
@@ -268,35 +348,40 @@ static void queue(struct cpuhp__deferred *d, uint64_t delay_ns)
 	pthread_mutex_unlock(&defer.lock);
 	/* Not through *d: its expire may have run and its owner freed it. */
 	atomic_store_explicit(&queue_cost_ns, cpuhp__now_ns() - t0, memory_order_relaxed);
+	return true;
 }
 
-void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
-                              void (*func)(struct rcu_head *head))
+bool cpuhp__defer_gp(struct cpuhp__deferred *d, uint64_t (*expire)(struct cpuhp__deferred *d),
+                     struct rcu_head *head, void (*func)(struct rcu_head *head))
 {
 	d->head = head;
 	d->func = func;
-	d->expire = NULL;
-	queue(d, CPUHP__DEFER_NS);
+	d->expire = expire;
+	d->gp = true;
+	return queue(d, CPUHP__DEFER_NS);
 }
 
-void cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
+bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
                          uint64_t (*expire)(struct cpuhp__deferred *d), struct rcu_head *head,
                          void (*func)(struct rcu_head *head))
 {
 	d->head = head;
 	d->func = func;
 	d->expire = expire;
-	queue(d, delay_ns);
+	d->gp = false;
+	return queue(d, delay_ns);
 }
 
 void cpuhp__defer_before_fork(void)
 {
+	pthread_mutex_lock(&defer.gp_lock);
 	pthread_mutex_lock(&defer.lock);
 }
 
 void cpuhp__defer_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&defer.lock);
+	pthread_mutex_unlock(&defer.gp_lock);
 }
 
 /* After liburcu's call_rcu workers are back: hand the queue over now. */
@@ -311,10 +396,20 @@ void cpuhp__defer_after_fork_child(void)
 	defer.head = NULL;
 	defer.armed = false;
 	defer.broken = false;
+	atomic_store_explicit(&settled, false, memory_order_relaxed);
+	/* call_rcu() wants a registered thread; see defer_thread(). */
 	if (d)
-		CPUHP_BUG_ON(!cpuhp__thread_get(), "rcu_sync", "out of memory in a fork child");
+		(void)cpuhp__thread_get();
 	for (struct cpuhp__deferred *i = d; i; i = i->next)
 		cpuhp__defer_child_handovers++;
+	/*
+	 * liburcu's worker takes them (liburcu's fork handler restarts it,
+	 * or the first call_rcu() starts it; if no thread can be created,
+	 * liburcu aborts: a fork child starved of threads is not handled),
+	 * whether or not a grace period of the parent's timer thread had
+	 * passed for them.
+	 */
 	hand_over(d);
 	pthread_mutex_unlock(&defer.lock);
+	pthread_mutex_unlock(&defer.gp_lock);
 }

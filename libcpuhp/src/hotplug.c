@@ -32,16 +32,22 @@ void cpuhp_get_online_cpus(void)
 {
 	struct cpuhp__thread *t = cpuhp__thread_get();
 
-	CPUHP_BUG_ON(!t, hotplug_sem.name, "out of memory registering the thread");
+	/*
+	 * Registering allocates nothing; if it still fails (pcount.c), the
+	 * nesting count lives in the record all the same, and the read lock
+	 * counts this thread in the lock's shared counter.
+	 */
+	if (!t)
+		t = &cpuhp__self_record;
 	if (t->hotplug_depth++ == 0)
 		cpuhp_rwsem_read_lock(&hotplug_sem);
 }
 
 void cpuhp_put_online_cpus(void)
 {
-	struct cpuhp__thread *t = cpuhp__self;
+	struct cpuhp__thread *t = &cpuhp__self_record;
 
-	CPUHP_BUG_ON(!t || !t->hotplug_depth, hotplug_sem.name,
+	CPUHP_BUG_ON(!t->hotplug_depth, hotplug_sem.name,
 	             "cpuhp_put_online_cpus() without cpuhp_get_online_cpus() on this thread");
 	if (--t->hotplug_depth == 0)
 		cpuhp_rwsem_read_unlock(&hotplug_sem);
@@ -49,9 +55,9 @@ void cpuhp_put_online_cpus(void)
 
 static void check_not_reader(void)
 {
-	struct cpuhp__thread *t = cpuhp__self;
+	struct cpuhp__thread *t = &cpuhp__self_record;
 
-	CPUHP_BUG_ON(t && t->hotplug_depth, hotplug_sem.name,
+	CPUHP_BUG_ON(t->hotplug_depth, hotplug_sem.name,
 	             "hotplug begin while this thread holds cpuhp_get_online_cpus(): it would "
 	             "wait for itself");
 }

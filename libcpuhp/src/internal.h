@@ -93,9 +93,11 @@
 #define CPUHP__HIDDEN __attribute__((visibility("hidden")))
 /*
  * Our thread-locals use initial-exec TLS: one %fs-relative load instead of
- * a __tls_get_addr() call.  Only ours (16 bytes): liburcu's reader record
- * (384 bytes) stays general-dynamic, or a dlopen()ed libcpuhp (a Python
- * extension) would not fit in glibc's static TLS surplus.  The fast path
+ * a __tls_get_addr() call.  Only ours (80 bytes, most of it the thread's
+ * record, which is TLS so that registering allocates nothing): liburcu's
+ * reader record (384 bytes) stays general-dynamic, or a dlopen()ed
+ * libcpuhp (a Python extension) would not fit in glibc's static TLS
+ * surplus.  The fast path
  * touches liburcu's TLS only without membarrier (G).
  */
 #define CPUHP__TLS_IE __attribute__((tls_model("initial-exec")))
@@ -172,35 +174,47 @@ enum cpuhp__gp_state {
 };
 
 /*
- * defer.c: a call_rcu() that a timer thread makes for us, soon; or, for a
- * fenced rcu_sync's exit window, a function it calls at a deadline.
+ * defer.c: a function that its timer thread calls at a deadline: for a G
+ * exit, after a grace period of its own (the exit's call_rcu(), without
+ * liburcu's worker thread); for a fenced rcu_sync's exit window, at once.
  */
 struct cpuhp__deferred {
 	struct cpuhp__deferred *next;
 	struct rcu_head *head;
+	/* The call_rcu() callback for where the timer thread is gone (fork, lost timerfd). */
 	void (*func)(struct rcu_head *head);
 	/*
-	 * NULL: call_rcu(head, func) when due.  Else called when due, on the
-	 * timer thread with defer.c's lock held (so it must not queue): 0 when
-	 * done (the entry may be freed as soon as it returns), or how many ns
-	 * more to wait.  Without a timer thread, call_rcu(head, func) instead.
+	 * Called when due (and, with ->gp, a grace period after that), on
+	 * the timer thread with defer.c's lock held (so it must not queue):
+	 * 0 when done (the entry may be freed as soon as it returns), or how
+	 * many ns more to wait (with ->gp: and another grace period).
 	 */
 	uint64_t (*expire)(struct cpuhp__deferred *d);
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; under defer.c's lock */
+	bool gp;              /* a G entry: ->expire wants a grace period first */
+	bool gp_wanted;       /* due, in the timer thread's grace period; under defer.c's lock */
+	bool gp_passed;       /* that grace period is over; under defer.c's lock */
 	/*
-	 * Set by defer.c under its lock when it takes the entry (into its
-	 * queue, or straight to call_rcu()); cleared by the owner before it
-	 * hands the entry over.  A fork child that finds it clear while the
-	 * owner's callback is due knows the queueing thread did not get that
-	 * far, and queues it itself (rcu_sync.c).
+	 * Set by defer.c under its lock when it takes the entry into its
+	 * queue; cleared by the owner before it hands the entry over.  A
+	 * fork child that finds it clear while the owner's callback is due
+	 * knows the queueing thread did not get that far (or had no timer
+	 * thread and was doing without), and queues it itself (rcu_sync.c).
 	 */
 	_Atomic bool queued;
 };
-void cpuhp__call_rcu_deferred(struct cpuhp__deferred *d, struct rcu_head *head,
-                              void (*func)(struct rcu_head *head));
-void cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
+/*
+ * Queue @d; false if there is no timer thread (none can be created): then
+ * @d is not taken and the caller does without (rcu_sync.c).  Never blocks
+ * for long: ->lock, and the thread's creation if nobody prepared it.
+ */
+bool cpuhp__defer_gp(struct cpuhp__deferred *d, uint64_t (*expire)(struct cpuhp__deferred *d),
+                     struct rcu_head *head, void (*func)(struct rcu_head *head));
+bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
                          uint64_t (*expire)(struct cpuhp__deferred *d), struct rcu_head *head,
                          void (*func)(struct rcu_head *head));
+/* Start the timer thread if it is not running yet: the first enter calls this. */
+void cpuhp__defer_prepare(void);
 /* What the caller of the last queueing paid for it (the timer's arming), ns. */
 uint64_t cpuhp__defer_queue_cost_ns(void);
 uint64_t cpuhp__now_ns(void);
@@ -226,7 +240,13 @@ struct cpuhp_rcu_sync {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* broadcast on ENTER->PASSED and on ->IDLE */
 	struct rcu_head cb;
-	struct cpuhp__deferred defer; /* the last exit's call_rcu(), made by defer.c */
+	struct cpuhp__deferred defer; /* the last exit's grace period or window, by defer.c */
+	/*
+	 * EXIT with nothing pending to end it: a G exit without a timer
+	 * thread, inside a read-side section, could not wait its grace
+	 * period.  The next last exit, or destroy, does.  Under ->lock.
+	 */
+	bool parked;
 	/*
 	 * The readers order themselves with membarrier (H) rather than RCU
 	 * read-side sections: a cpuhp_rwsem's, where membarrier works.
@@ -331,8 +351,17 @@ struct cpuhp__thread {
 
 /* Set on first use by cpuhp__thread_get(); NULL until then and after exit. */
 extern __thread struct cpuhp__thread *cpuhp__self CPUHP__HIDDEN CPUHP__TLS_IE;
+/*
+ * The calling thread's record, registered or not (pcount.c): usable as
+ * plain thread-local state (->hotplug_depth) even by a thread that could
+ * not register.  cpuhp__self points here once it is registered.
+ */
+extern __thread struct cpuhp__thread cpuhp__self_record CPUHP__HIDDEN CPUHP__TLS_IE;
 
-/* Register the calling thread (liburcu included).  NULL only on ENOMEM. */
+/*
+ * Register the calling thread (liburcu included); allocates nothing.  NULL
+ * only if pthread_setspecific() fails (pcount.c: never, in practice).
+ */
 struct cpuhp__thread *cpuhp__thread_slow(void);
 static inline struct cpuhp__thread *cpuhp__thread_get(void)
 {

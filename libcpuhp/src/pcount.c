@@ -37,6 +37,13 @@
 #include "internal.h"
 
 __thread struct cpuhp__thread *cpuhp__self CPUHP__TLS_IE;
+/*
+ * The thread's record lives in its TLS, not on the heap: registering then
+ * allocates nothing, so a thread's first read lock works when memory is
+ * gone (its slots' chunks are allocated later, and a thread without them
+ * counts in ->shared).
+ */
+__thread struct cpuhp__thread cpuhp__self_record CPUHP__TLS_IE;
 __thread struct cpuhp__slot *cpuhp__chunk0 CPUHP__TLS_IE;
 CPUHP_EXPORT __thread long *cpuhp__inline_slots CPUHP__TLS_IE;
 
@@ -143,7 +150,12 @@ static void users_remove(struct cpuhp__thread *t, unsigned c)
 	}
 }
 
-/* Under the registry lock. */
+/*
+ * Under the registry lock: free what @t allocated and clear it as new (the
+ * record itself is a thread's TLS; see cpuhp__self_record).  What the
+ * calling thread's get_online_cpus() nesting says stays: it is not a
+ * registration's.
+ */
 static void thread_free(struct cpuhp__thread *t)
 {
 	for (unsigned i = 0; i < t->nchunks; i++) {
@@ -153,7 +165,12 @@ static void thread_free(struct cpuhp__thread *t)
 	}
 	free(t->chunks);
 	free(t->chunk_pos);
-	free(t);
+	t->chunks = NULL;
+	t->chunk_pos = NULL;
+	t->nchunks = 0;
+	t->urcu_registered_by_us = false;
+	t->urcu = NULL;
+	t->prev = t->next = NULL;
 }
 
 /* pthread key destructor: runs as the thread exits. */
@@ -198,14 +215,17 @@ static void thread_exit(void *arg)
 
 struct cpuhp__thread *cpuhp__thread_slow(void)
 {
-	struct cpuhp__thread *t = calloc(1, sizeof(*t));
+	struct cpuhp__thread *t = &cpuhp__self_record;
 
-	if (!t)
+	/*
+	 * The exit hook comes first: a thread must not become a liburcu
+	 * reader that nobody unregisters.  glibc stores the first 32 keys'
+	 * values in the thread itself (no allocation), and ours is made by
+	 * the library's constructor, so this fails only in a process that
+	 * made 32 keys before loading us, and then only when out of memory.
+	 */
+	if (pthread_setspecific(exit_key, t))
 		return NULL;
-	if (pthread_setspecific(exit_key, t)) {
-		free(t);
-		return NULL;
-	}
 	cpuhp__registry_lock();
 	/* The application (or liburcu's call_rcu worker) may have registered it. */
 	if (!URCU_TLS(urcu_memb_reader).registered) {

@@ -11,11 +11,19 @@
  * period later, and an enter that arrives before the callback runs finds
  * readers still on the slow path and skips the grace period.
  *
- * liburcu's call_rcu worker batches callbacks (~10 ms here), so readers stay
- * slow for about 10 ms after the last exit: a burst of updaters pays one
- * grace period in all.  The exit's call_rcu() itself is made a millisecond
- * later by defer.c's timer thread, so that no updater pays for waking
- * liburcu's worker.
+ * The last exit's "callback" is run by defer.c's timer thread: a
+ * millisecond later it waits a grace period itself (not liburcu's
+ * call_rcu(), whose worker thread liburcu starts on first use and aborts
+ * the process for if it cannot) and then calls gp_expire().  Readers stay
+ * slow for about 1 ms and a grace period after the last exit, and a burst
+ * of updaters inside that pays one grace period in all; no updater pays
+ * for waking a thread.
+ *
+ * Out of threads (the timer thread cannot be created; defer.c), the last
+ * exit does the thread's work: a G exit waits its grace period itself
+ * (exit_without_thread()), or, inside a read-side section where it cannot,
+ * leaves the object EXIT and "parked" until the next last exit or free;
+ * an exit window ends at once.
  *
  * A cpuhp_rwsem's rcu_sync (cpuhp__rcu_sync_init_fenced()) has readers
  * that use no read-side section where membarrier works (H in internal.h):
@@ -32,8 +40,9 @@
  * length: with writes more frequent than the window, they find rcu_sync
  * still out of IDLE and skip the membarrier, as in a burst; with writes
  * rarer, readers are back on the fast path soon after each.  Bounded above
- * by the ~11 ms that the call_rcu() exit takes (1 ms timer + liburcu's
- * 10 ms batching).
+ * by the ~11 ms that the G exit took when it went through liburcu's
+ * call_rcu() (1 ms timer + liburcu's 10 ms batching), which the README's
+ * figures were measured with.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -72,7 +81,9 @@ int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	rss->fenced_readers = false;
 	rss->prev = rss->next = NULL;
 	rss->requeue = false;
+	rss->parked = false;
 	atomic_init(&rss->defer.queued, false);
+	rss->defer.gp = rss->defer.gp_wanted = rss->defer.gp_passed = false;
 	err = cpuhp__mutex_init(&rss->lock);
 	if (err)
 		return err;
@@ -96,7 +107,7 @@ int cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
  * overhead stays below 1/(N+1) of their time: 10% at most.
  */
 #define CPUHP__WINDOW_FACTOR 9
-/* Today's window for G readers: 1 ms of timer and liburcu's 10 ms batching. */
+/* The G exit's old length: 1 ms of timer and liburcu's 10 ms batching. */
 #define CPUHP__WINDOW_MAX_NS 11000000u
 
 /* The last exit opens a window (I) rather than waiting for a grace period (G). */
@@ -178,6 +189,24 @@ static uint64_t window_expire(struct cpuhp__deferred *d)
 	return more;
 }
 
+/*
+ * No timer thread to end the exit window: end it now (I with a window of
+ * zero: the window's length is policy, not correctness).  Readers go
+ * fast at once, and the next writer leaves IDLE again, paying the
+ * membarrier (H) that the window would have saved it.
+ */
+static void window_end_now(struct cpuhp_rcu_sync *rss)
+{
+	pthread_mutex_lock(&rss->lock);
+	/* Until the end, the state stays EXIT or REPLAY: only the end leaves them. */
+	rss->idle_at_ns = 0;
+	if (rss->window_holds)
+		rss->window_due = true; /* a test holds it: the release ends it */
+	else
+		(void)window_end_locked(rss); /* 0: no window left */
+	pthread_mutex_unlock(&rss->lock);
+}
+
 void cpuhp__rcu_sync_window_hold(struct cpuhp_rcu_sync *rss)
 {
 	pthread_mutex_lock(&rss->lock);
@@ -198,20 +227,18 @@ void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss)
 	 * Outside ->lock, as in exit: nothing else queues ->defer while the
 	 * state stays EXIT or REPLAY, which only the expiry changes.
 	 */
-	if (due)
-		cpuhp__defer_window(&rss->defer, 0, window_expire, &rss->cb, rcu_sync_func);
+	if (due && !cpuhp__defer_window(&rss->defer, 0, window_expire, &rss->cb, rcu_sync_func))
+		window_end_now(rss);
 }
 
-/* The call_rcu() callback: a grace period has passed since the last exit. */
-static void rcu_sync_func(struct rcu_head *head)
+/*
+ * Under ->lock: a grace period has passed since the last exit (G).  True
+ * if another is wanted: REPLAY -> EXIT.
+ */
+static bool gp_passed_locked(struct cpuhp_rcu_sync *rss)
 {
-	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, cb);
+	enum cpuhp__gp_state s = get_state(rss);
 
-	enum cpuhp__gp_state s;
-
-	cpuhp__tsan_acquire(head); /* pairs with defer.c's release */
-	pthread_mutex_lock(&rss->lock);
-	s = get_state(rss);
 	/*
 	 * Queued only by PASSED -> EXIT (or by ourselves, REPLAY -> EXIT), and
 	 * while we are pending nothing else leaves EXIT/REPLAY: enter leaves
@@ -228,23 +255,81 @@ static void rcu_sync_func(struct rcu_head *head)
 		 * updater needs no period of its own.
 		 */
 		set_state(rss, CPUHP__GP_PASSED);
-	} else if (s == CPUHP__GP_REPLAY) {
+		return false;
+	}
+	if (s == CPUHP__GP_REPLAY) {
 		/*
 		 * REPLAY -> EXIT: an enter and its exit came and went while we
 		 * were pending.  Readers that start now must still see that
 		 * updater's work, so wait one more period before going idle.
 		 */
 		set_state(rss, CPUHP__GP_EXIT);
-		urcu_memb_call_rcu(&rss->cb, rcu_sync_func);
-	} else {
-		/*
-		 * EXIT -> IDLE: a full grace period after the last exit, every
-		 * reader that starts now sees everything the updaters did.
-		 */
-		set_state(rss, CPUHP__GP_IDLE);
-		pthread_cond_broadcast(&rss->cond);
+		return true;
 	}
+	/*
+	 * EXIT -> IDLE: a full grace period after the last exit, every
+	 * reader that starts now sees everything the updaters did.
+	 */
+	set_state(rss, CPUHP__GP_IDLE);
+	pthread_cond_broadcast(&rss->cond);
+	return false;
+}
+
+/* The call_rcu() callback, where defer.c's thread is gone (fork child, lost timerfd). */
+static void rcu_sync_func(struct rcu_head *head)
+{
+	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, cb);
+
+	cpuhp__tsan_acquire(head); /* pairs with defer.c's release */
+	pthread_mutex_lock(&rss->lock);
+	if (gp_passed_locked(rss))
+		urcu_memb_call_rcu(&rss->cb, rcu_sync_func); /* on liburcu's worker: it exists */
 	pthread_mutex_unlock(&rss->lock);
+}
+
+/* defer.c's timer thread, after its grace period (its lock held: we must not queue). */
+static uint64_t gp_expire(struct cpuhp__deferred *d)
+{
+	struct cpuhp_rcu_sync *rss = cpuhp__container_of(d, struct cpuhp_rcu_sync, defer);
+	bool again;
+
+	pthread_mutex_lock(&rss->lock);
+	again = gp_passed_locked(rss);
+	/* After this unlock, an IDLE rss may be freed: return without touching it. */
+	pthread_mutex_unlock(&rss->lock);
+	return again ? 1 : 0; /* again: at once, after one more grace period */
+}
+
+/*
+ * A G exit without a timer thread makes its grace period itself: this
+ * exit then waits one (microseconds with idle readers, more behind a long
+ * read-side section).  Inside a read-side section it cannot (it would
+ * wait for itself): the object stays EXIT, readers on the slow path,
+ * "parked" until the next last exit or free waits the period.
+ */
+static void exit_without_thread(struct cpuhp_rcu_sync *rss)
+{
+	int cancel;
+
+	if (urcu_memb_read_ongoing()) {
+		pthread_mutex_lock(&rss->lock);
+		rss->parked = true;
+		pthread_mutex_unlock(&rss->lock);
+		return;
+	}
+	/* Not a cancellation point (internal.h): synchronize_rcu() may poll(). */
+	cancel = cpuhp__cancel_off();
+	for (bool again = true; again;) {
+		/*
+		 * Outside ->lock: until the state leaves EXIT/REPLAY, which
+		 * only we do now, nobody else queues or parks ->defer.
+		 */
+		urcu_memb_synchronize_rcu();
+		pthread_mutex_lock(&rss->lock);
+		again = gp_passed_locked(rss);
+		pthread_mutex_unlock(&rss->lock);
+	}
+	cpuhp__cancel_restore(cancel);
 }
 
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
@@ -269,6 +354,12 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 		else
 			rss->nr_sync++;
 		pthread_mutex_unlock(&rss->lock);
+		/*
+		 * What the last exit will need, made here where we may block:
+		 * the timer thread (once per process).  If none can be
+		 * created, exits do without it (exit_without_thread()).
+		 */
+		cpuhp__defer_prepare();
 		if (fence_only) {
 			uint64_t t0 = cpuhp__now_ns(), cost;
 
@@ -338,9 +429,14 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 	if (--rss->count == 0) {
 		enum cpuhp__gp_state s = get_state(rss);
 
-		if (s == CPUHP__GP_PASSED) {
-			/* PASSED -> EXIT: go idle one grace period from now. */
+		if (s == CPUHP__GP_PASSED || rss->parked) {
+			/*
+			 * PASSED -> EXIT: go idle one grace period from now.
+			 * Parked (EXIT, or REPLAY after enters since): nothing
+			 * is pending, so this exit queues as PASSED's would.
+			 */
 			set_state(rss, CPUHP__GP_EXIT);
+			rss->parked = false;
 			atomic_store_explicit(&rss->defer.queued, false, memory_order_relaxed);
 			queue = true;
 		} else if (s == CPUHP__GP_EXIT) {
@@ -356,15 +452,21 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 	}
 	pthread_mutex_unlock(&rss->lock);
 	/*
-	 * The call_rcu() is made by defer.c's thread: making it here would wake
-	 * liburcu's worker on our time.  Queued outside ->lock (fork.c's lock
-	 * order), which is safe: until the callback runs, the state stays EXIT
-	 * or REPLAY, so no other exit queues ->defer and free waits for us.
+	 * The grace period (or the window) is defer.c's thread's: waiting it
+	 * here would block us, and liburcu's call_rcu() would wake its worker
+	 * on our time.  Queued outside ->lock (fork.c's lock order), which is
+	 * safe: until it is done, the state stays EXIT or REPLAY, so no
+	 * other exit queues ->defer and free waits for us.
 	 */
-	if (queue && window)
-		cpuhp__defer_window(&rss->defer, window_ns, window_expire, &rss->cb, rcu_sync_func);
-	else if (queue)
-		cpuhp__call_rcu_deferred(&rss->defer, &rss->cb, rcu_sync_func);
+	if (!queue)
+		return;
+	if (window) {
+		if (!cpuhp__defer_window(&rss->defer, window_ns, window_expire, &rss->cb,
+		                         rcu_sync_func))
+			window_end_now(rss);
+	} else if (!cpuhp__defer_gp(&rss->defer, gp_expire, &rss->cb, rcu_sync_func)) {
+		exit_without_thread(rss);
+	}
 }
 
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
@@ -385,6 +487,13 @@ void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 	/* No reader is left to need the extra period REPLAY asked for. */
 	if (get_state(rss) == CPUHP__GP_REPLAY)
 		set_state(rss, CPUHP__GP_EXIT);
+	if (rss->parked) {
+		/* Nothing pending will end EXIT: wait its grace period here. */
+		rss->parked = false;
+		pthread_mutex_unlock(&rss->lock);
+		exit_without_thread(rss);
+		pthread_mutex_lock(&rss->lock);
+	}
 	/*
 	 * EXIT: the pending callback (count 0 now) goes IDLE and wakes us.
 	 * Not a cancellation point (internal.h): the caller's free must not
@@ -496,7 +605,8 @@ void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss)
 	 * (which rcu_sync_exit() does outside ->lock).  Nobody else will.
 	 */
 	rss->requeue = (get_state(rss) == CPUHP__GP_EXIT || get_state(rss) == CPUHP__GP_REPLAY) &&
-	               !atomic_load_explicit(&rss->defer.queued, memory_order_relaxed);
+	               (rss->parked || !atomic_load_explicit(&rss->defer.queued, memory_order_relaxed));
+	rss->parked = false;
 }
 
 void cpuhp__rcu_sync_after_fork_child(void)
@@ -513,8 +623,13 @@ void cpuhp__rcu_sync_requeue_after_fork_child(void)
 		if (!rss->requeue)
 			continue;
 		rss->requeue = false;
-		/* Standalone objects have G readers: the grace-period exit. */
-		cpuhp__call_rcu_deferred(&rss->defer, &rss->cb, rcu_sync_func);
+		/*
+		 * Standalone objects have G readers: the grace-period exit, by
+		 * a timer thread of the child's, or else by liburcu's worker
+		 * (not waited for here: a fork handler must not block).
+		 */
+		if (!cpuhp__defer_gp(&rss->defer, gp_expire, &rss->cb, rcu_sync_func))
+			urcu_memb_call_rcu(&rss->cb, rcu_sync_func);
 	}
 }
 
@@ -535,9 +650,13 @@ bool cpuhp_rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss)
 
 void cpuhp_rcu_read_lock(void)
 {
-	struct cpuhp__thread *t = cpuhp__thread_get();
-
-	CPUHP_BUG_ON(!t, "rcu_sync", "out of memory registering the thread with liburcu");
+	/*
+	 * Registering allocates nothing (pcount.c).  It fails only where
+	 * pthread_setspecific() does, and then a liburcu reader would exit
+	 * registered and hang every later grace period: that is a bug.
+	 */
+	CPUHP_BUG_ON(!cpuhp__thread_get(), "rcu_sync",
+	             "cannot register the thread with liburcu: pthread_setspecific failed");
 	urcu_memb_read_lock();
 }
 

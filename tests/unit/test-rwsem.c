@@ -543,10 +543,11 @@ static void rwsem_survives_fork_with_readers_running(void)
 
 /*
  * With membarrier (H) the last exit opens a window that defer.c's timer
- * thread closes (I): no call_rcu() callback runs.  Without it (G) the exit
- * goes through call_rcu() and a grace period, as before.
+ * thread closes (I): no grace-period callback runs.  Without it (G) the
+ * exit goes through a grace period (the timer thread's own, not liburcu's
+ * call_rcu()) and its callback.
  */
-static void rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_call_rcu(void)
+static void rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_grace_period(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 
@@ -680,10 +681,13 @@ static void rwsem_free_right_after_last_writer_waits_for_the_window(void)
 
 /*
  * Where the timer thread cannot start (no descriptor left for its
- * timerfd; in a fork child, which has none yet), the window's exit falls
- * back to call_rcu(), the G way: later, never lost.
+ * timerfd; in a fork child, which has none yet), nothing would end the
+ * exit: with membarrier (H) the window ends at once, and without (G) the
+ * unlock waits its grace period itself.  Either way the lock is idle when
+ * the unlock returns, and no liburcu callback (nor its worker thread) was
+ * needed.  test-exhaust does the same with no thread at all.
  */
-static void rwsem_exit_window_without_a_timer_thread_goes_through_call_rcu(void)
+static void rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns(void)
 {
 	int status;
 	pid_t pid = fork();
@@ -697,11 +701,18 @@ static void rwsem_exit_window_without_a_timer_thread_goes_through_call_rcu(void)
 		close(lowest);
 		if (setrlimit(RLIMIT_NOFILE, &none_left) || dup(0) != -1)
 			_exit(2);
-		cpuhp_rwsem_write_lock(sem);
-		cpuhp_rwsem_write_unlock(sem);
-		lw_wait_idle(&sem->rss); /* hangs (meson's timeout) if the exit was lost */
-		if (lw_gp_windows(&sem->rss) != 0 || lw_gp_callbacks(&sem->rss) != 1)
-			_exit(3);
+		for (int i = 0; i < 2; i++) {
+			cpuhp_rwsem_write_lock(sem);
+			cpuhp_rwsem_write_unlock(sem);
+			if (!cpuhp_rcu_sync_is_idle(&sem->rss))
+				_exit(3);
+		}
+		/* Each writer left IDLE: no window saved the second the fence or grace period. */
+		if (lw_gp_fences(&sem->rss) + lw_gp_syncs(&sem->rss) != 2)
+			_exit(4);
+		if (cpuhp__asym_fence ? lw_gp_windows(&sem->rss) != 2 || lw_gp_callbacks(&sem->rss)
+		                      : lw_gp_windows(&sem->rss) || lw_gp_callbacks(&sem->rss) != 2)
+			_exit(5);
 		cpuhp_rwsem_free(sem);
 		_exit(0);
 	}
@@ -733,7 +744,7 @@ int main(void)
 	RUN_TEST(rwsem_read_lock_released_on_another_thread);
 	RUN_TEST(rwsem_new_takes_the_lowest_free_id_and_reuses_freed_ones);
 	RUN_TEST(rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind);
-	RUN_TEST(rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_call_rcu);
+	RUN_TEST(rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_grace_period);
 	RUN_TEST(rwsem_writer_inside_exit_window_skips_membarrier);
 	RUN_TEST(rwsem_exit_inside_exit_window_replays_the_window);
 	RUN_TEST(rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms);
@@ -744,7 +755,7 @@ int main(void)
 	       "support threads started after a multi-threaded fork\n");
 #else
 	RUN_TEST(rwsem_survives_fork_with_readers_running);
-	RUN_TEST(rwsem_exit_window_without_a_timer_thread_goes_through_call_rcu);
+	RUN_TEST(rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns);
 #endif
 	return 0;
 }

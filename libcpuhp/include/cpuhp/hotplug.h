@@ -31,8 +31,11 @@ struct cpuhp_rwsem;
  * aborting): put it in a cleanup handler.
  * Context: may block while a hotplug is in progress; not a cancellation
  * point: a cancel is acted on after the call returns, with the get held.
- * Not async-signal-safe (the thread's first get allocates; a get that
- * waits takes a mutex).
+ * Not async-signal-safe (a thread's first get takes the registry mutex; a
+ * get that waits takes the lock's).  Works out of memory: a thread's first
+ * get registers it without allocating, and a thread that cannot allocate
+ * its counter is counted in the lock's shared one (an atomic add on a
+ * shared cache line per outermost get and put).
  */
 CPUHP_EXPORT void cpuhp_get_online_cpus(void);
 
@@ -47,6 +50,7 @@ CPUHP_EXPORT void cpuhp_put_online_cpus(void);
  * cpuhp_hotplug_begin() - start changing the set of online CPUs.
  *
  * Waits until no thread holds cpuhp_get_online_cpus(); one writer at a time.
+ * The process's first begin also starts the library's timer thread.
  * Context: may block; not while this thread holds cpuhp_get_online_cpus().
  * Not a cancellation point: a cancel is acted on after the call returns,
  * with the hotplug begun (end it in a cleanup handler).  Not
@@ -67,8 +71,11 @@ CPUHP_EXPORT int cpuhp_hotplug_begin_timeout(unsigned timeout_ms);
 /**
  * cpuhp_hotplug_done() - end the change begun by cpuhp_hotplug_begin().
  *
- * Context: the thread that began it.  Never blocks; not a cancellation
- * point; not async-signal-safe.
+ * cpuhp_rwsem_write_unlock() of the hotplug lock: never blocks, except
+ * where no thread can be created and membarrier is unavailable, when it
+ * waits a grace period itself (see there).  Never fails or aborts.
+ * Context: the thread that began it.  Not a cancellation point; not
+ * async-signal-safe.
  */
 CPUHP_EXPORT void cpuhp_hotplug_done(void);
 

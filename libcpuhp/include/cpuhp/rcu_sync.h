@@ -6,9 +6,10 @@
  * fast path while it returns true.  An updater brackets its work with
  * cpuhp_rcu_sync_enter()/cpuhp_rcu_sync_exit().  After enter returns, every
  * reader that starts later sees "not idle" and every reader that saw "idle"
- * has left its read-side section.  exit never waits: the return to idle is a
- * call_rcu() callback one grace period later, so an enter that arrives while
- * that callback is pending costs no grace period at all.
+ * has left its read-side section.  exit does not wait: the return to idle is
+ * a callback one grace period later (the library's timer thread waits it,
+ * not liburcu's call_rcu() worker), so an enter that arrives while that
+ * callback is pending costs no grace period at all.
  *
  * State machine (each transition is commented where it happens in
  * libcpuhp/src/rcu_sync.c; "count" is the number of enters not yet exited):
@@ -69,8 +70,9 @@ CPUHP_EXPORT int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out);
 /**
  * cpuhp_rcu_sync_free() - destroy an rcu_sync.
  *
- * Waits for a pending exit callback (1 ms and one call_rcu batch, ~11 ms), so
- * that the callback never touches freed memory.  Every enter must have been
+ * Waits for a pending exit callback (about 1 ms and a grace period), so
+ * that the callback never touches freed memory; and, if an exit could not
+ * wait its grace period (below), waits it here.  Every enter must have been
  * matched by an exit, except, in a fork child, the enters counted at the
  * fork (see fork() above).
  *
@@ -97,10 +99,18 @@ CPUHP_EXPORT void cpuhp_rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 /**
  * cpuhp_rcu_sync_exit() - drop one enter.
  *
- * Never waits for a grace period.  After the last exit, readers go back to
- * the fast path one grace period later: a call_rcu() callback, which the
- * library's timer thread queues 1 ms on, so that the caller does not pay for
- * waking liburcu's worker thread.
+ * Does not wait for a grace period.  After the last exit, readers go back to
+ * the fast path 1 ms and a grace period later: the library's timer thread
+ * (started by the first enter) waits it, so that the caller pays neither
+ * the wait nor waking a thread.
+ *
+ * One rare case changes that: where the timer thread cannot be created (no
+ * thread can be: RLIMIT_NPROC, address space exhausted), the last exit
+ * waits the grace period itself (microseconds with idle readers; as long as
+ * the longest read-side section running), and returns with the object
+ * idle.  Inside cpuhp_rcu_read_lock() it cannot, so it returns at once and
+ * readers stay on the slow path until the next last exit, or free, waits
+ * it.  Never fails or aborts.
  *
  * Context: any thread, including one inside cpuhp_rcu_read_lock().  Not a
  * cancellation point; not async-signal-safe (takes a mutex).
@@ -119,10 +129,16 @@ CPUHP_EXPORT bool cpuhp_rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss);
  * cpuhp_rcu_read_lock() - enter an RCU read-side section (liburcu memb).
  *
  * Registers the calling thread with liburcu on first use and unregisters it
- * when the thread exits, so any thread may call it.  Nests.  Must not block
- * inside: grace periods wait for the section to end.
+ * when the thread exits, so any thread may call it.  Registering allocates
+ * nothing (it works out of memory); the one way it can fail is
+ * pthread_setspecific() failing for the library's key, which glibc does
+ * only out of memory in a process that made 32 keys before loading
+ * libcpuhp (it stores the first 32 keys' values in the thread; libcpuhp's
+ * is made by its constructor), and that would be reported and abort, as a
+ * thread left registered would hang every later grace period.  Nests.
+ * Must not block inside: grace periods wait for the section to end.
  * Context: never blocks.  Async-signal-safe once the thread has called it
- * outside a handler (the first call registers: it allocates and takes
+ * outside a handler (the first call registers the thread, which takes
  * mutexes), except on an alternate signal stack (liburcu's rule).
  */
 CPUHP_EXPORT void cpuhp_rcu_read_lock(void);

@@ -16,12 +16,19 @@
  *  - A read lock may be released by another thread than the one that took
  *    it (only the sum of the counters matters); debug builds want that
  *    announced with cpuhp_rwsem_read_disown().
- *  - Any thread may use the lock; liburcu registration is automatic and is
- *    undone when the thread exits.  "Thread" means one made by
- *    pthread_create() (or the main thread): a thread made with a raw
- *    clone() shares its creator's thread-local storage, so both would
- *    write one counter as if each were alone and corrupt the counts.
+ *  - Any thread may use the lock; liburcu registration is automatic, is
+ *    undone when the thread exits, and allocates nothing.  "Thread" means
+ *    one made by pthread_create() (or the main thread): a thread made with
+ *    a raw clone() shares its creator's thread-local storage, so both
+ *    would write one counter as if each were alone and corrupt the counts.
  *    Such threads are not supported, here or in cpuhp_get_online_cpus().
+ *  - Out of memory or threads, no call aborts and none fails: a thread that
+ *    cannot allocate its counter counts in a shared one (read lock and
+ *    unlock then cost an atomic add on a shared cache line); where the
+ *    library's timer thread cannot be created (RLIMIT_NPROC, no address
+ *    space), unlock does its work itself (see cpuhp_rwsem_write_unlock()).
+ *    The library never needs liburcu's call_rcu worker thread, whose
+ *    creation liburcu cannot fail gracefully.
  *  - Cancellation: no call is a cancellation point, as with
  *    pthread_rwlock_rdlock()/wrlock().  A thread cancelled while it waits
  *    in a call goes on waiting; the call returns as usual, with the lock
@@ -29,19 +36,20 @@
  *    cancellation point.  So release the lock in a cleanup handler
  *    (pthread_cleanup_push()) if the section holds a cancellation point.
  *    Asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS) is not
- *    supported around any call.
+ *    supported around any call.  The library's fork handlers do not act
+ *    on a cancel pending at fork() either.
  *  - Signal handlers: cpuhp_rwsem_read_trylock(), and the
  *    cpuhp_rwsem_read_unlock() of a lock it took in the same handler, are
  *    async-signal-safe on a thread that already has its counter for the
  *    lock: one that took or tried a read lock of it before, outside the
- *    handler.  A
- *    thread's first read lock allocates its counters and takes the
- *    library's registry mutex, which is not safe there: let every thread
- *    that may take the signal do one cpuhp_rwsem_read_trylock()/unlock()
- *    first.  Without membarrier (RCU readers, see the README), liburcu's
- *    rule also applies: not on an alternate signal stack (sigaltstack()).
- *    Nothing else is async-signal-safe: cpuhp_rwsem_read_lock() deadlocks
- *    if the handler interrupted that thread's own wait for the lock, as
+ *    handler.  A thread's first read lock of a lock allocates its counter
+ *    and takes the library's registry mutex, which is not safe there: let
+ *    every thread that may take the signal do one
+ *    cpuhp_rwsem_read_trylock()/unlock() first.  Without membarrier (RCU
+ *    readers, see the README), liburcu's rule also applies: not on an
+ *    alternate signal stack (sigaltstack()).  Nothing else is
+ *    async-signal-safe: cpuhp_rwsem_read_lock() deadlocks if the handler
+ *    interrupted that thread's own wait for the lock, as
  *    pthread_rwlock_rdlock() does, and the writer calls take mutexes.
  *  - fork(): parent and child keep working locks if no writer is active at
  *    the fork.  In the child, read locks held by threads other than the
@@ -105,6 +113,8 @@ CPUHP_EXPORT void cpuhp_rwsem_free(struct cpuhp_rwsem *sem);
  * Context: may block while a writer holds or waits for the lock; not a
  * cancellation point: a cancel is acted on after the call returns, with
  * the lock held.  Not async-signal-safe (see above: use the trylock).
+ * Works out of memory (the thread is then counted in the lock's shared
+ * counter).
  */
 CPUHP_EXPORT void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem);
 
@@ -147,6 +157,8 @@ CPUHP_EXPORT void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem);
  * Not a cancellation point: a cancel is acted on after the call returns,
  * with the lock held.  Not async-signal-safe.
  * O(threads that have used @sem or a lock of its 64-lock group): see above.
+ * The process's first writer also starts the library's timer thread, which
+ * every unlock uses (once: tens of microseconds).
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem);
 
@@ -173,10 +185,16 @@ CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigne
  * Readers stay on the slow path a while longer, which lets back-to-back
  * writers skip leaving the idle state again: where membarrier works, for a
  * window of about nine times what leaving it costs a writer (tens to
- * hundreds of microseconds, at most ~11 ms); otherwise for a grace period
- * (~11 ms: 1 ms before the call_rcu() is made, then liburcu's batching).
- * Context: the thread that took the write lock.  Never blocks; not a
- * cancellation point; not async-signal-safe.
+ * hundreds of microseconds, at most ~11 ms); otherwise for about 1 ms and a
+ * grace period, which the library's timer thread waits.
+ * Context: the thread that took the write lock.  Never blocks, except in one
+ * rare case: where that timer thread cannot be created (no thread can be:
+ * RLIMIT_NPROC, address space exhausted), with membarrier the window ends
+ * at once (readers go fast again at once, and the next writer pays the
+ * membarrier again), and without membarrier the unlock waits the grace
+ * period itself (microseconds with idle readers; as long as the longest
+ * cpuhp_rcu_read_lock() section running).  It never fails or aborts.  Not
+ * a cancellation point (not even in that rare wait); not async-signal-safe.
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem);
 
