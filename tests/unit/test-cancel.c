@@ -19,9 +19,14 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cpuhp/cpuset.h>
 #include <cpuhp/hotplug.h>
 #include <cpuhp/rcu_sync.h>
 #include <cpuhp/rwsem.h>
@@ -40,6 +45,7 @@ enum call {
 	CALL_RCU_SYNC_FREE,
 	CALL_RWSEM_FREE,
 	CALL_FORK,
+	CALL_SYSFS_READ_ONLINE,
 };
 
 struct victim {
@@ -47,6 +53,9 @@ struct victim {
 	enum call call;
 	struct cpuhp_rwsem *sem;
 	struct cpuhp_rcu_sync *rss;
+	const char *root; /* a sysfs tree, for CALL_SYSFS_READ_ONLINE */
+	_Atomic pid_t tid_nr;
+	bool online;
 	unsigned timeout_ms;
 	int result;           /* of a timed call; fork()'s pid */
 	_Atomic int returned; /* 1: the call returned (before the next cancellation point); -1:
@@ -106,6 +115,11 @@ static void check_held_and_release(struct victim *v)
 		/* The parent's side returned with a child to reap (the test does). */
 		CHECK(v->result > 0);
 		break;
+	case CALL_SYSFS_READ_ONLINE:
+		/* Read what the test wrote, and no descriptor left open. */
+		CHECK_EQ_INT(v->result, 0);
+		CHECK(v->online);
+		break;
 	}
 }
 
@@ -124,6 +138,7 @@ static void *victim_main(void *p)
 {
 	struct victim *v = p;
 
+	atomic_store(&v->tid_nr, gettid());
 	pthread_cleanup_push(victim_cleanup, v);
 	switch (v->call) {
 	case CALL_READ_LOCK:
@@ -176,6 +191,9 @@ static void *victim_main(void *p)
 			_exit(0);
 		}
 		CHECK(v->result > 0);
+		break;
+	case CALL_SYSFS_READ_ONLINE:
+		v->result = cpuhp_sysfs_read_online(v->root, 1, &v->online);
 		break;
 	}
 	atomic_store(&v->returned, 1);
@@ -530,6 +548,65 @@ static void cancel_pending_at_fork_acts_after_fork_returns(void)
 	cpuhp_rwsem_free(sem);
 }
 
+/* The system call thread @tid is blocked in (from /proc), or -1. */
+static long blocked_in_syscall(pid_t tid)
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return buf[0] >= '0' && buf[0] <= '9' ? strtol(buf, NULL, 10) : -1;
+}
+
+/*
+ * open() and read() are cancellation points, and a cancel acted on inside
+ * the sysfs readers would leak the descriptor.  cpu1/online is a FIFO here,
+ * so the reader's open() blocks until the test opens the other end.
+ */
+static void cancel_sysfs_read_online_blocked_in_open_acts_after_it_returns(void)
+{
+	char root[] = "/tmp/test-cancel-sysfs-XXXXXX", path[256];
+	struct victim v;
+	int fd;
+
+	CHECK(mkdtemp(root) != NULL);
+	snprintf(path, sizeof(path), "%s/devices", root);
+	CHECK_EQ_INT(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/devices/system", root);
+	CHECK_EQ_INT(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/devices/system/cpu", root);
+	CHECK_EQ_INT(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu1", root);
+	CHECK_EQ_INT(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu1/online", root);
+	CHECK_EQ_INT(mkfifo(path, 0600), 0);
+	v = (struct victim){.call = CALL_SYSFS_READ_ONLINE, .root = root};
+	CHECK_EQ_INT(pthread_create(&v.tid, NULL, victim_main, &v), 0);
+	/* Asleep in openat(): the FIFO waits for a writer, us. */
+	WAIT_FOR(atomic_load(&v.tid_nr) &&
+	         blocked_in_syscall(atomic_load(&v.tid_nr)) == SYS_openat);
+	victim_cancel(&v);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(write(fd, "1\n", 2), 2);
+	close(fd);
+	victim_join(&v);
+	CHECK_EQ_INT(unlink(path), 0);
+	for (int i = 0; i < 4; i++) {
+		*strrchr(path, '/') = 0;
+		CHECK_EQ_INT(rmdir(path), 0);
+	}
+	CHECK_EQ_INT(rmdir(root), 0);
+}
+
 /* One case by name (argv[1]), or all. */
 #define RUN_CASE(fn)                                                                               \
 	do {                                                                                       \
@@ -553,5 +630,6 @@ int main(int argc, char **argv)
 	RUN_CASE(cancel_rcu_sync_free_waiting_for_idle_acts_after_it_returns);
 	RUN_CASE(cancel_rwsem_free_waiting_for_idle_acts_after_it_returns);
 	RUN_CASE(cancel_pending_at_fork_acts_after_fork_returns);
+	RUN_CASE(cancel_sysfs_read_online_blocked_in_open_acts_after_it_returns);
 	return 0;
 }
