@@ -303,49 +303,38 @@ static struct cpuhp_rwsem *new_sem(void)
 
 /* ---- cases */
 
-static void cancel_read_lock_behind_writer_acts_after_it_returns(void)
+/* @call blocks behind the test's write lock until the test, after the cancel, unlocks. */
+static void cancel_behind_writer(enum call call)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 	struct victim v;
 
 	cpuhp_rwsem_write_lock(sem);
-	victim_start(&v, CALL_READ_LOCK, sem, NULL);
-	WAIT_FOR(lw_readers_waiting(sem) == 1);
+	victim_start(&v, call, sem, NULL);
+	if (call == CALL_READ_LOCK)
+		WAIT_FOR(lw_readers_waiting(sem) == 1);
+	else
+		WAIT_FOR(lw_writers_queued(sem) == 1);
 	victim_cancel(&v);
 	cpuhp_rwsem_write_unlock(sem);
 	victim_join(&v);
 	check_usable(sem);
 	cpuhp_rwsem_free(sem);
+}
+
+static void cancel_read_lock_behind_writer_acts_after_it_returns(void)
+{
+	cancel_behind_writer(CALL_READ_LOCK);
 }
 
 static void cancel_write_lock_queued_behind_writer_acts_after_it_returns(void)
 {
-	struct cpuhp_rwsem *sem = new_sem();
-	struct victim v;
-
-	cpuhp_rwsem_write_lock(sem);
-	victim_start(&v, CALL_WRITE_LOCK, sem, NULL);
-	WAIT_FOR(lw_writers_queued(sem) == 1);
-	victim_cancel(&v);
-	cpuhp_rwsem_write_unlock(sem);
-	victim_join(&v);
-	check_usable(sem);
-	cpuhp_rwsem_free(sem);
+	cancel_behind_writer(CALL_WRITE_LOCK);
 }
 
 static void cancel_write_lock_timeout_queued_behind_writer_acts_after_it_returns(void)
 {
-	struct cpuhp_rwsem *sem = new_sem();
-	struct victim v;
-
-	cpuhp_rwsem_write_lock(sem);
-	victim_start(&v, CALL_WRITE_LOCK_TIMEOUT, sem, NULL);
-	WAIT_FOR(lw_writers_queued(sem) == 1);
-	victim_cancel(&v);
-	cpuhp_rwsem_write_unlock(sem);
-	victim_join(&v);
-	check_usable(sem);
-	cpuhp_rwsem_free(sem);
+	cancel_behind_writer(CALL_WRITE_LOCK_TIMEOUT);
 }
 
 /* The cancel waits for the timeout too: the call returns -ETIMEDOUT, then it acts. */
