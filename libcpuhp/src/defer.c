@@ -221,6 +221,7 @@ static void wait_gp_unlocked(void)
 {
 	pthread_mutex_unlock(&defer.lock);
 	pthread_mutex_lock(&defer.gp_lock);
+	/* J (internal.h): after the marked entries' exits; their expire stores IDLE. */
 	urcu_memb_synchronize_rcu();
 	pthread_mutex_unlock(&defer.gp_lock);
 	pthread_mutex_lock(&defer.lock);

@@ -73,6 +73,19 @@
  *      a grace period (a reader section that saw "not idle" may still
  *      run); H readers have no sections, so I replaces that grace period
  *      and the window's length is policy, not correctness.
+ *   J  rcu_sync, G readers only: the writers' sections and their exits
+ *      (under ->lock), then a grace period that starts after the last
+ *      exit, then ->state = IDLE (release, under ->lock).
+ *        defer.c: wait_gp_unlocked(), then rcu_sync.c: gp_expire();
+ *        rcu_sync.c: exit_without_thread() (no timer thread); and
+ *        rcu_sync_func() after call_rcu() where the timer thread is gone.
+ *      pairs with the G readers' sections: rwsem.c: fast_inc_rcu(),
+ *      fast_dec_rcu(), and cpuhp_rcu_read_lock() users of
+ *      cpuhp_rcu_sync_is_idle().  A section that saw "not idle" (and took
+ *      the slow path) has ended before IDLE is stored; one that sees IDLE
+ *      began after the grace period did, so after the last exit, and sees
+ *      every writer's stores.  REPLAY asks for one more period, because a
+ *      section that began before a replayed enter may outlive the first.
  */
 #ifndef CPUHP_INTERNAL_H
 #define CPUHP_INTERNAL_H

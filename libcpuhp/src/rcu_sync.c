@@ -267,7 +267,7 @@ static bool gp_passed_locked(struct cpuhp_rcu_sync *rss)
 		return true;
 	}
 	/*
-	 * EXIT -> IDLE: a full grace period after the last exit, every
+	 * EXIT -> IDLE, J: a full grace period after the last exit, every
 	 * reader that starts now sees everything the updaters did.
 	 */
 	set_state(rss, CPUHP__GP_IDLE);
@@ -323,6 +323,7 @@ static void exit_without_thread(struct cpuhp_rcu_sync *rss)
 		/*
 		 * Outside ->lock: until the state leaves EXIT/REPLAY, which
 		 * only we do now, nobody else queues or parks ->defer.
+		 * J (internal.h): the grace period after the last exit.
 		 */
 		urcu_memb_synchronize_rcu();
 		pthread_mutex_lock(&rss->lock);
