@@ -605,8 +605,9 @@ void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss)
 	 * a gone thread's, between its PASSED -> EXIT and its queueing
 	 * (which rcu_sync_exit() does outside ->lock).  Nobody else will.
 	 */
-	rss->requeue = (get_state(rss) == CPUHP__GP_EXIT || get_state(rss) == CPUHP__GP_REPLAY) &&
-	               (rss->parked || !atomic_load_explicit(&rss->defer.queued, memory_order_relaxed));
+	rss->requeue =
+	    (get_state(rss) == CPUHP__GP_EXIT || get_state(rss) == CPUHP__GP_REPLAY) &&
+	    (rss->parked || !atomic_load_explicit(&rss->defer.queued, memory_order_relaxed));
 	rss->parked = false;
 }
 

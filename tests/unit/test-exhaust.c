@@ -400,7 +400,10 @@ static void rcu_read_lock_returns_when_no_memory_is_left(void)
 	in_child(first_rcu_read_lock_without_memory, "first cpuhp_rcu_read_lock without memory");
 }
 
-#define CASE(fn) {#fn, fn}
+#define CASE(fn)                                                                                   \
+	{                                                                                          \
+#fn, fn                                                                            \
+	}
 
 int main(void)
 {
