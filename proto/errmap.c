@@ -38,6 +38,9 @@ static const struct errmap_entry errmap[] = {
     {CPUHP__ERROR_CODE__ERR_EPROTONOSUPPORT, EPROTONOSUPPORT, "protocol version not supported"},
     {CPUHP__ERROR_CODE__ERR_ETIME, ETIME, "lease revoked: held past cpuhpd's --max-lease-ms"},
     {CPUHP__ERROR_CODE__ERR_ESTALE, ESTALE, "CPUs changed behind cpuhpd while the lease was held"},
+    {CPUHP__ERROR_CODE__ERR_EDEADLK, EDEADLK,
+     "would deadlock: a lease asked inside a state callback"},
+    {CPUHP__ERROR_CODE__ERR_EEXIST, EEXIST, "a state of that name exists"},
 };
 
 Cpuhp__ErrorCode cpuhp__errmap_to_wire(int err)

@@ -71,6 +71,7 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 	 * Hotplugs first: a hotplug of this client still waiting for leases is
 	 * dropped rather than started for nobody once its own leases go.
 	 */
+	cpuhpd_states_conn_gone(c);
 	cpuhpd_hotplug_conn_gone(c);
 	cpuhpd_watch_conn_gone(c);
 	cpuhpd_freeze_conn_gone(c);

@@ -24,6 +24,7 @@
 #include "lease.h"
 #include "list.h"
 #include "server.h"
+#include "states.h"
 #include "uevent.h"
 #include "watch.h"
 #include "worker.h"
@@ -64,6 +65,7 @@ struct cpuhpd {
 	struct cpuhpd_policy policy;
 	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;
+	struct cpuhpd_states states;
 	struct cpuhpd_worker worker;
 	struct cpuhpd_watchers watch;
 	struct cpuhpd_uevent uevent;

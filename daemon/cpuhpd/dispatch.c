@@ -93,11 +93,12 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		cpuhpd_conn_fail(c, id, EPROTO, "protocol error: the first request must be Hello");
 		goto out;
 	}
-	/* FastWake is never answered, not even with an error (its id is 0). */
+	/* FastWake and StateAnswer are never answered, not even with an error. */
 	if (c->d->stopping && req->body_case != CPUHP__REQUEST__BODY_STATUS &&
 	    req->body_case != CPUHP__REQUEST__BODY_LEASE_RELEASE &&
 	    req->body_case != CPUHP__REQUEST__BODY_LIST_LEASES &&
 	    req->body_case != CPUHP__REQUEST__BODY_THAW &&
+	    req->body_case != CPUHP__REQUEST__BODY_STATE_ANSWER &&
 	    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE) {
 		cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
 		goto out;
@@ -138,6 +139,18 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		break;
 	case CPUHP__REQUEST__BODY_THAW:
 		cpuhpd_freeze_thaw(c, id, req->thaw->freeze_id);
+		break;
+	case CPUHP__REQUEST__BODY_REGISTER_STATE:
+		cpuhpd_states_register(c, id, req->register_state);
+		break;
+	case CPUHP__REQUEST__BODY_REMOVE_STATE:
+		cpuhpd_states_remove(c, id, req->remove_state);
+		break;
+	case CPUHP__REQUEST__BODY_STATE_ANSWER:
+		cpuhpd_states_answer(c, req->state_answer);
+		break;
+	case CPUHP__REQUEST__BODY_LIST_STATES:
+		cpuhpd_states_list(c, id);
 		break;
 	default:
 		cpuhpd_conn_send_error(c, id, EOPNOTSUPP,

@@ -20,6 +20,7 @@
 #include "conn.h"
 #include "holders.h"
 #include "log.h"
+#include "states.h"
 #include "watch.h"
 
 enum hp_state {
@@ -143,6 +144,9 @@ static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
 
 	h->state = HP_WORKER;
 	h->job.timeout_ms = h->deadline > now ? (unsigned)(h->deadline - now) : 0;
+	/* No registration runs now (they are readers): the set of states is that of the job. */
+	h->job.with_states = cpuhpd_states_any(d);
+	cpuhpd_states_hotplug_begin(d);
 	cpuhpd_debug("hotplug #%" PRIu64 ": no lease held; to the worker (%u ms left)", h->seq,
 	             h->job.timeout_ms);
 	cpuhpd_worker_submit(d, &h->job);
@@ -382,9 +386,11 @@ static void job_started(struct cpuhpd *d, struct cpuhpd_job *job)
  * two CPU lists, shared out.  Plenty for any realistic request; the code of
  * each result is never cut.
  */
-static size_t message_budget(const struct hotplug_req *h, const char *online, unsigned n)
+static size_t message_budget(const struct hotplug_req *h, const char *online, unsigned n,
+                             size_t runs_bytes)
 {
-	size_t fixed = 512 + strlen(h->cpus_str) + (online ? strlen(online) : 0) + 24 * (size_t)n;
+	size_t fixed =
+	    512 + strlen(h->cpus_str) + (online ? strlen(online) : 0) + 24 * (size_t)n + runs_bytes;
 	size_t per;
 
 	if (!n || fixed >= CPUHP__FRAME_MAX)
@@ -403,7 +409,9 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 	Cpuhp__SetOnlineReply rep = CPUHP__SET_ONLINE_REPLY__INIT;
 	char *online = NULL;
 	bool all_ok = true, changed = false;
-	size_t budget;
+	Cpuhp__StateRun *wruns = NULL, **wrunp = NULL;
+	size_t budget, runs_bytes = 0;
+	unsigned nruns = 0, used = 0;
 
 	if (!res || !resp) {
 		free(res);
@@ -419,7 +427,30 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 		cpuhpd_warn("hotplug #%" PRIu64 ": cannot read the CPU masks back (%s)", h->seq,
 		            job->err_what ? job->err_what : "?");
 	}
-	budget = message_budget(h, online, job->nresults);
+	/*
+	 * The state calls of every CPU, their messages cut to 100 bytes; if
+	 * even that would take over half the frame, the replies carry none
+	 * (the log has every call).
+	 */
+	for (unsigned i = 0; i < job->nresults; i++) {
+		runs_bytes += strlen(job->results[i].failed_state) + 4;
+		for (unsigned k = 0; k < job->results[i].nruns; k++)
+			runs_bytes += 160 + strlen(job->results[i].runs[k].name) +
+			              strlen(job->results[i].runs[k].comm);
+		nruns += job->results[i].nruns;
+	}
+	if (runs_bytes > CPUHP__FRAME_MAX / 2) {
+		cpuhpd_warn("hotplug #%" PRIu64 ": %u state calls are too many for the reply; "
+		            "it carries none",
+		            h->seq, nruns);
+		runs_bytes = 0;
+		nruns = 0;
+	}
+	wruns = calloc(nruns ? nruns : 1, sizeof(*wruns));
+	wrunp = calloc(nruns ? nruns : 1, sizeof(*wrunp));
+	if (!wruns || !wrunp)
+		nruns = 0;
+	budget = message_budget(h, online, job->nresults, runs_bytes);
 	for (unsigned i = 0; i < job->nresults; i++) {
 		struct cpuhpd_cpu_result *cr = &job->results[i];
 
@@ -439,6 +470,14 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 		res[i].code =
 		    cr->err ? cpuhp__errmap_to_wire(cr->err) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
 		res[i].message = (char *)cr->msg;
+		res[i].failed_state = cr->failed_state;
+		if (nruns && cr->nruns) {
+			cpuhpd_states_runs_to_wire(cr->runs, cr->nruns, wruns + used, wrunp + used,
+			                           100);
+			res[i].n_states = cr->nruns;
+			res[i].states = wrunp + used;
+			used += cr->nruns;
+		}
 		resp[i] = &res[i];
 		all_ok &= cr->err == 0;
 	}
@@ -456,6 +495,8 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 	if (changed)
 		cpuhpd_watch_online_changed(d, online ? online : "", false);
 	free(online);
+	free(wrunp);
+	free(wruns);
 	free(resp);
 	free(res);
 }
@@ -496,6 +537,7 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 		if (h->started)
 			cpuhpd_watch_hotplug_finished(d, h->cpus_str, job->online, false, NULL, 0);
 	}
+	cpuhpd_states_hotplug_end(d);
 	destroy_req(h);
 	leave_head(d);
 	if (d->stopping)

@@ -158,6 +158,14 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 		grant(d, c, req_id, cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why));
 		return;
 	}
+	/* Its hotplug waits for this very callback: the lease would never come. */
+	if (cpuhpd_states_in_call(d, c->peer.pid)) {
+		cpuhpd_conn_send_error(c, req_id, EDEADLK,
+		                       "a lease asked from inside a hotplug state callback would "
+		                       "wait for ever (the hotplug waits for the callback); do not "
+		                       "take leases in callbacks");
+		return;
+	}
 	if (timeout_ms == 0) {
 		cpuhpd_conn_send_error(c, req_id, EAGAIN,
 		                       "a CPU hotplug is waiting or running; ask again, or ask "
@@ -265,7 +273,8 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
 
 void cpuhpd_lease_check_drained(struct cpuhpd *d)
 {
-	if (d->leases.blocked && d->leases.held == 0 && cpuhpd_fastpath_drained(d))
+	if (d->leases.blocked && d->leases.held == 0 && cpuhpd_fastpath_drained(d) &&
+	    !cpuhpd_states_holding(d))
 		cpuhpd_hotplug_leases_drained(d);
 }
 
@@ -278,7 +287,7 @@ bool cpuhpd_lease_block(struct cpuhpd *d)
 {
 	d->leases.blocked = true;
 	cpuhpd_fastpath_block(d);
-	return d->leases.held == 0 && cpuhpd_fastpath_drained(d);
+	return d->leases.held == 0 && cpuhpd_fastpath_drained(d) && !cpuhpd_states_holding(d);
 }
 
 void cpuhpd_lease_unblock(struct cpuhpd *d)
@@ -303,6 +312,8 @@ void cpuhpd_lease_unblock(struct cpuhpd *d)
 		grant(d, c, req_id, who, why);
 	}
 	uv_timer_stop(&l->timer);
+	/* Registrations and removals are readers too: they go with the leases. */
+	cpuhpd_states_gate_open(d);
 }
 
 void cpuhpd_lease_cancel_waiters(struct cpuhpd *d)

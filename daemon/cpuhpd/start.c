@@ -16,6 +16,7 @@
 #include "lease.h"
 #include "log.h"
 #include "server.h"
+#include "states.h"
 #include "uevent.h"
 #include "worker.h"
 
@@ -35,7 +36,7 @@ int cpuhpd_start(struct cpuhpd *d)
 	cpuhpd_freeze_init(d);
 	if ((err = cpuhpd_admit_init(d)) || (err = cpuhpd_lease_init(d)) ||
 	    (err = cpuhpd_policy_init(d)) || (err = cpuhpd_hotplug_init(d)) ||
-	    (err = cpuhpd_fastpath_start(d)))
+	    (err = cpuhpd_states_init(d)) || (err = cpuhpd_fastpath_start(d)))
 		return err;
 	err = cpuhpd_worker_start(d);
 	if (err) {

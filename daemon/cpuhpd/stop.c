@@ -12,6 +12,7 @@
 #include "conn.h"
 #include "log.h"
 #include "notify.h"
+#include "states.h"
 
 void cpuhpd_stop(struct cpuhpd *d)
 {
@@ -30,6 +31,7 @@ void cpuhpd_stop(struct cpuhpd *d)
 	in_worker = cpuhpd_hotplug_cancel(d);
 	cpuhpd_lease_cancel_waiters(d);
 	cpuhpd_freeze_cancel(d);
+	cpuhpd_states_cancel(d);
 	if (in_worker)
 		cpuhpd_info("waiting for the hotplug in progress to finish");
 	else
@@ -57,6 +59,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 	cpuhpd_lease_close(d);
 	cpuhpd_policy_close(d);
 	cpuhpd_hotplug_close(d);
+	cpuhpd_states_close(d);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 }

@@ -71,6 +71,8 @@ static void refresh_done(struct cpuhpd *d, struct cpuhpd_job *job)
 	} else {
 		d->view = job->view;
 	}
+	if (job->view_ok)
+		cpuhpd_states_reconcile(d);
 	if (u->again && !d->stopping) {
 		u->again = false;
 		cpuhpd_uevent_refresh(d);

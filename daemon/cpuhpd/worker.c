@@ -15,6 +15,7 @@
 
 #include "cpuhpd.h"
 #include "log.h"
+#include "states.h"
 #include "worker.h"
 
 static uint64_t now_ns(void)
@@ -65,9 +66,35 @@ static const char *explain(int err, bool online)
 	}
 }
 
-static void run_cpu(const char *root, const struct cpuhpd_cpus *before, bool online,
-                    struct cpuhpd_cpu_result *r)
+/*
+ * Hand the state calls around @r's write to the loop and wait for them: the
+ * hotplug lock stays held meanwhile, as the kernel holds its own around
+ * its callbacks.  Return: 0, or the failed call's positive errno.
+ */
+static int ask_states(struct cpuhpd_worker *w, struct cpuhpd_job *job, struct cpuhpd_cpu_result *r,
+                      bool teardown, bool rollback)
 {
+	int err;
+
+	job->sc.r = r;
+	job->sc.teardown = teardown;
+	job->sc.rollback = rollback;
+	job->sc.done = false;
+	job->sc.err = 0;
+	post(w, &job->msg_states);
+	uv_mutex_lock(&w->lock);
+	while (!job->sc.done)
+		uv_cond_wait(&w->states_cond, &w->lock);
+	err = job->sc.err;
+	uv_mutex_unlock(&w->lock);
+	return err;
+}
+
+static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
+                    const struct cpuhpd_cpus *before, struct cpuhpd_cpu_result *r)
+{
+	const char *root = w->root;
+	bool online = job->online;
 	const char *verb = online ? "bring online" : "take offline";
 	int err;
 
@@ -86,15 +113,43 @@ static void run_cpu(const char *root, const struct cpuhpd_cpus *before, bool onl
 		         online ? "online" : "offline");
 		return;
 	}
+	/* Teardown before the CPU goes; a failure rolled back keeps it online. */
+	if (job->with_states && !online) {
+		err = ask_states(w, job, r, true, false);
+		if (err) {
+			r->err = err;
+			return;
+		}
+	}
 	err = cpuhp_sysfs_set_online(root, r->cpu, online);
 	if (err) {
 		r->err = -err;
 		snprintf(r->msg, sizeof(r->msg),
 		         "CPU %u: cannot %s: %s (%s/devices/system/cpu/cpu%u/online: %s)", r->cpu,
 		         verb, explain(-err, online), root ? root : "/sys", r->cpu, strerror(-err));
+		/* The kernel refused after the teardowns: start the states up again. */
+		if (job->with_states && !online)
+			ask_states(w, job, r, false, true);
 		return;
 	}
 	r->changed = true;
+	/* Startup after the CPU came; a failure rolled back takes it offline again. */
+	if (job->with_states && online) {
+		err = ask_states(w, job, r, false, false);
+		if (err) {
+			int e2 = cpuhp_sysfs_set_online(root, r->cpu, false);
+			size_t l = strlen(r->msg);
+
+			r->err = err;
+			r->changed = !!e2;
+			if (e2)
+				snprintf(
+				    r->msg + l, sizeof(r->msg) - l,
+				    "; and taking it offline again failed (%s): it stays online",
+				    strerror(-e2));
+			return;
+		}
+	}
 	snprintf(r->msg, sizeof(r->msg), "CPU %u %s", r->cpu, online ? "enabled" : "disabled");
 }
 
@@ -134,7 +189,7 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 	/* Ascending order, like chcpu; a failure does not stop the others. */
 	while ((cpu = cpuhp_cpuset_next(&job->cpus, cpu)) >= 0) {
 		job->results[i].cpu = (unsigned)cpu;
-		run_cpu(w->root, &before, job->online, &job->results[i]);
+		run_cpu(w, job, &before, &job->results[i]);
 		i++;
 	}
 	job->nresults = i;
@@ -201,8 +256,10 @@ static void async_cb(uv_async_t *a)
 		struct cpuhpd_job_msg *m = cpuhpd_container_of(n, struct cpuhpd_job_msg, node);
 
 		cpuhpd_list_del(n);
-		if (m->done)
+		if (m->kind == CPUHPD_MSG_DONE)
 			m->job->done(d, m->job);
+		else if (m->kind == CPUHPD_MSG_STATES)
+			cpuhpd_states_hotplug_cpu(d, m->job);
 		else if (m->job->started)
 			m->job->started(d, m->job);
 	}
@@ -222,6 +279,11 @@ int cpuhpd_worker_start(struct cpuhpd *d)
 	err = uv_cond_init(&w->cond);
 	if (err)
 		goto fail_cond;
+	err = uv_cond_init(&w->states_cond);
+	if (err) {
+		uv_cond_destroy(&w->cond);
+		goto fail_cond;
+	}
 	err = uv_async_init(d->loop, &w->async, async_cb);
 	if (err)
 		goto fail_async;
@@ -234,6 +296,7 @@ int cpuhpd_worker_start(struct cpuhpd *d)
 fail_thread:
 	uv_close((uv_handle_t *)&w->async, NULL);
 fail_async:
+	uv_cond_destroy(&w->states_cond);
 	uv_cond_destroy(&w->cond);
 fail_cond:
 	uv_mutex_destroy(&w->lock);
@@ -252,6 +315,7 @@ void cpuhpd_worker_stop(struct cpuhpd *d)
 	uv_mutex_unlock(&w->lock);
 	uv_thread_join(&w->thread);
 	uv_close((uv_handle_t *)&w->async, NULL);
+	uv_cond_destroy(&w->states_cond);
 	uv_cond_destroy(&w->cond);
 	uv_mutex_destroy(&w->lock);
 	w->running = false;
@@ -267,17 +331,32 @@ void cpuhpd_worker_submit(struct cpuhpd *d, struct cpuhpd_job *job)
 	job->results = NULL;
 	job->nresults = 0;
 	job->msg_started.job = job;
-	job->msg_started.done = false;
+	job->msg_started.kind = CPUHPD_MSG_STARTED;
 	job->msg_done.job = job;
-	job->msg_done.done = true;
+	job->msg_done.kind = CPUHPD_MSG_DONE;
+	job->msg_states.job = job;
+	job->msg_states.kind = CPUHPD_MSG_STATES;
 	uv_mutex_lock(&w->lock);
 	cpuhpd_list_add_tail(&w->jobs, &job->node);
 	uv_cond_signal(&w->cond);
 	uv_mutex_unlock(&w->lock);
 }
 
+void cpuhpd_worker_states_done(struct cpuhpd *d, struct cpuhpd_job *job, int err)
+{
+	struct cpuhpd_worker *w = &d->worker;
+
+	uv_mutex_lock(&w->lock);
+	job->sc.err = err;
+	job->sc.done = true;
+	uv_cond_signal(&w->states_cond);
+	uv_mutex_unlock(&w->lock);
+}
+
 void cpuhpd_job_fini(struct cpuhpd_job *job)
 {
+	for (unsigned i = 0; i < job->nresults; i++)
+		free(job->results[i].runs);
 	free(job->results);
 	job->results = NULL;
 	job->nresults = 0;

@@ -38,17 +38,45 @@ enum cpuhpd_job_kind {
 	CPUHPD_JOB_REFRESH, /* re-read the view (after a uevent) */
 };
 
+struct cpuhpd_state_run;
+
 struct cpuhpd_cpu_result {
 	unsigned cpu;
 	int err; /* 0 or a positive errno */
 	bool changed;
-	char msg[200];
+	char msg[300];
+	/* Hotplug states: the calls made for this CPU (malloc()ed by the loop), the failed one. */
+	struct cpuhpd_state_run *runs;
+	unsigned nruns;
+	char failed_state[64];
+};
+
+enum cpuhpd_job_msg_kind {
+	CPUHPD_MSG_STARTED,
+	CPUHPD_MSG_DONE,
+	CPUHPD_MSG_STATES, /* the worker waits for state calls (job->sc) */
 };
 
 struct cpuhpd_job_msg {
 	struct cpuhpd_list node;
 	struct cpuhpd_job *job;
-	bool done;
+	enum cpuhpd_job_msg_kind kind;
+};
+
+/*
+ * A hotplug job's request for state calls around one CPU's write.  The
+ * worker fills it and posts msg_states, then waits on worker.states_cond
+ * until ->done; meanwhile the loop owns ->r (it appends the calls made and,
+ * on failure, writes ->r's message) and sets ->err and ->done under
+ * worker.lock (cpuhpd_worker_states_done), which orders its writes before
+ * the worker's reads.
+ */
+struct cpuhpd_states_ask {
+	struct cpuhpd_cpu_result *r;
+	bool teardown; /* teardown before an offline, else startup after an online */
+	bool rollback; /* the write failed after the teardown: startup again, no rollback */
+	bool done;     /* under worker.lock */
+	int err;       /* 0, or the failed call's positive errno */
 };
 
 struct cpuhpd_job {
@@ -62,6 +90,8 @@ struct cpuhpd_job {
 	bool online;
 	unsigned timeout_ms; /* for in-process readers of the hotplug lock */
 	atomic_bool cancel;  /* set by the loop; checked once the lock is held */
+	bool with_states;    /* states are registered: ask for their calls per CPU */
+	struct cpuhpd_states_ask sc;
 
 	/* out */
 	int err;                 /* 0, -ETIMEDOUT, -ECANCELED, or -errno reading the view */
@@ -72,13 +102,14 @@ struct cpuhpd_job {
 	unsigned nresults;
 	uint64_t t_locked_ns, t_done_ns; /* CLOCK_MONOTONIC, for log lines */
 
-	struct cpuhpd_job_msg msg_started, msg_done;
+	struct cpuhpd_job_msg msg_started, msg_done, msg_states;
 };
 
 struct cpuhpd_worker {
 	uv_thread_t thread;
 	uv_mutex_t lock;
 	uv_cond_t cond;
+	uv_cond_t states_cond;   /* a job's sc.done was set */
 	struct cpuhpd_list jobs; /* under lock */
 	struct cpuhpd_list msgs; /* under lock */
 	bool stop;               /* under lock */
@@ -91,6 +122,9 @@ int cpuhpd_worker_start(struct cpuhpd *d);
 /* Join the thread (jobs still queued are dropped) and close the async handle. */
 void cpuhpd_worker_stop(struct cpuhpd *d);
 void cpuhpd_worker_submit(struct cpuhpd *d, struct cpuhpd_job *job);
+
+/* The state calls a job asked for (job->sc) are done: wake the worker. Loop thread. */
+void cpuhpd_worker_states_done(struct cpuhpd *d, struct cpuhpd_job *job, int err);
 
 /* Free a finished job's results. */
 void cpuhpd_job_fini(struct cpuhpd_job *job);

@@ -19,6 +19,10 @@
  *                           | identify WHO WHY | acquireas MS WHO WHY | leases
  *                           | freeze WHO WHY | thaw ID
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
+ *                           | register STATE PRIO DEADLINE_MS [nocalls] | remove ID [nocalls]
+ *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...] | states
+ *                           (StateCall events, which carry the register's id, are
+ *                           never taken as the reply of a call: recv them)
  *   call NAME REQ...        send, then wait for the reply with that id (other
  *                           responses that arrive meanwhile are kept for recv)
  *   recv NAME               the oldest response not yet printed (waits for one)
@@ -114,6 +118,32 @@ static const char *writer_name(int w)
 	return v ? v->name : "?";
 }
 
+static const char *tf(bool b)
+{
+	return b ? "true" : "false";
+}
+
+static void print_runs(Cpuhp__StateRun **r, size_t n)
+{
+	printf("[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"name\":", i ? "," : "");
+		jstr(r[i]->name);
+		printf(",\"phase\":\"%s\",\"rollback\":%s,\"cpu\":%u,\"us\":%" PRIu64
+		       ",\"ok\":%s,\"code\":\"%s\",\"pid\":%d,\"timed_out\":%s,\"client_gone\":%s,"
+		       "\"comm\":",
+		       r[i]->phase == CPUHP__STATE_PHASE__PHASE_TEARDOWN ? "teardown" : "startup",
+		       tf(r[i]->rollback), r[i]->cpu, r[i]->micros, tf(r[i]->ok),
+		       code_name(r[i]->code), r[i]->pid, tf(r[i]->timed_out),
+		       tf(r[i]->client_gone));
+		jstr(r[i]->comm);
+		printf(",\"message\":");
+		jstr(r[i]->message);
+		printf("}");
+	}
+	printf("]");
+}
+
 static void print_results(Cpuhp__CpuResult **r, size_t n)
 {
 	printf("[");
@@ -122,6 +152,15 @@ static void print_results(Cpuhp__CpuResult **r, size_t n)
 		       i ? "," : "", r[i]->cpu, r[i]->ok ? "true" : "false",
 		       r[i]->changed ? "true" : "false", code_name(r[i]->code));
 		jstr(r[i]->message);
+		/* Only with states, so that answers without them read as before. */
+		if (r[i]->failed_state[0]) {
+			printf(",\"failed_state\":");
+			jstr(r[i]->failed_state);
+		}
+		if (r[i]->n_states) {
+			printf(",\"states\":");
+			print_runs(r[i]->states, r[i]->n_states);
+		}
 		printf("}");
 	}
 	printf("]");
@@ -273,6 +312,45 @@ static void print_response(const Cpuhp__Response *r)
 		}
 		break;
 	}
+	case CPUHP__RESPONSE__BODY_STATE_CALL: {
+		const Cpuhp__StateCall *sc = r->state_call;
+
+		printf("\"kind\":\"state_call\",\"state_id\":%" PRIu64
+		       ",\"cpu\":%u,\"phase\":\"%s\","
+		       "\"external\":%s,\"rollback\":%s,\"call_id\":%" PRIu64,
+		       sc->state_id, sc->cpu,
+		       sc->phase == CPUHP__STATE_PHASE__PHASE_TEARDOWN ? "teardown" : "startup",
+		       tf(sc->external), tf(sc->rollback), sc->call_id);
+		break;
+	}
+	case CPUHP__RESPONSE__BODY_STATE_REGISTERED:
+		printf("\"kind\":\"state_registered\",\"state_id\":%" PRIu64 ",\"runs\":",
+		       r->state_registered->state_id);
+		print_runs(r->state_registered->runs, r->state_registered->n_runs);
+		break;
+	case CPUHP__RESPONSE__BODY_STATE_REMOVED:
+		printf("\"kind\":\"state_removed\",\"state_id\":%" PRIu64 ",\"runs\":",
+		       r->state_removed->state_id);
+		print_runs(r->state_removed->runs, r->state_removed->n_runs);
+		break;
+	case CPUHP__RESPONSE__BODY_STATE_LIST:
+		printf("\"kind\":\"state_list\",\"states\":[");
+		for (size_t i = 0; i < r->state_list->n_states; i++) {
+			const Cpuhp__StateInfo *si = r->state_list->states[i];
+
+			printf("%s{\"state_id\":%" PRIu64 ",\"priority\":%d,\"deadline_ms\":%u,"
+			       "\"pid\":%d,\"uid\":%u,\"name\":",
+			       i ? "," : "", si->state_id, si->priority, si->deadline_ms, si->pid,
+			       si->uid);
+			jstr(si->name);
+			printf(",\"comm\":");
+			jstr(si->comm);
+			printf(",\"cpus\":");
+			jstr(si->cpus);
+			printf("}");
+		}
+		printf("]");
+		break;
 	default:
 		printf("\"kind\":\"unknown\"");
 		break;
@@ -444,7 +522,8 @@ static Cpuhp__Response *wait_id(struct conn *c, uint64_t id, int *err)
 			struct queued *q = *pp;
 
 			/* Id 0 errors concern the connection: they answer every pending request. */
-			if (q->resp->id == id ||
+			if ((q->resp->id == id &&
+			     q->resp->body_case != CPUHP__RESPONSE__BODY_STATE_CALL) ||
 			    (q->resp->id == 0 &&
 			     q->resp->body_case == CPUHP__RESPONSE__BODY_ERROR)) {
 				Cpuhp__Response *r = q->resp;
@@ -493,6 +572,11 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__ListLeases ll = CPUHP__LIST_LEASES__INIT;
 	Cpuhp__Freeze fr = CPUHP__FREEZE__INIT;
 	Cpuhp__Thaw th = CPUHP__THAW__INIT;
+	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
+	Cpuhp__RemoveState rm = CPUHP__REMOVE_STATE__INIT;
+	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
+	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
+	char msg[1024] = "";
 	const char *k = argc > 0 ? argv[0] : "";
 	uint8_t *frame;
 	size_t len;
@@ -547,6 +631,34 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	} else if (!strcmp(k, "watch")) {
 		req.body_case = CPUHP__REQUEST__BODY_WATCH;
 		req.watch = &w;
+	} else if (!strcmp(k, "register") && argc >= 4) {
+		rs.name = argv[1];
+		rs.priority = (int32_t)strtol(argv[2], NULL, 10);
+		rs.deadline_ms = (uint32_t)strtoul(argv[3], NULL, 10);
+		rs.nocalls = argc >= 5 && !strcmp(argv[4], "nocalls");
+		req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
+		req.register_state = &rs;
+	} else if (!strcmp(k, "remove") && argc >= 2) {
+		rm.state_id = strtoull(argv[1], NULL, 10);
+		rm.nocalls = argc >= 3 && !strcmp(argv[2], "nocalls");
+		req.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
+		req.remove_state = &rm;
+	} else if (!strcmp(k, "answer") && argc >= 3) {
+		const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(
+		    &cpuhp__error_code__descriptor, argv[2]);
+
+		ans.call_id = strtoull(argv[1], NULL, 10);
+		ans.ok = !strcmp(argv[2], "ok");
+		ans.code = v ? (Cpuhp__ErrorCode)v->value : CPUHP__ERROR_CODE__ERR_UNKNOWN;
+		for (int i = 3; i < argc; i++)
+			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%s%s",
+			         i > 3 ? " " : "", argv[i]);
+		ans.message = msg;
+		req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
+		req.state_answer = &ans;
+	} else if (!strcmp(k, "states")) {
+		req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
+		req.list_states = &ls;
 	} else if (strcmp(k, "empty")) {
 		printf("{\"ok\":false,\"what\":\"bad request kind\"}\n");
 		return 0;

@@ -1,0 +1,318 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Hotplug states (daemon/cpuhpd/README.md, "Hotplug states") on a simulated
+tree of CPUs 0-3: the order of the calls, rollback on a failure and on a
+deadline, dead clients, removal, nocalls, unique names, the EDEADLK rule for
+leases inside callbacks, and external changes.
+
+The probe answers every call itself, so each test decides, call by call,
+what a client does; the order of the calls is the order in which they
+arrive on one connection (a connection may register several states)."""
+import subprocess
+
+import fixture
+from fixture import error_code
+
+
+def register(probe, conn, name, prio=0, deadline=5000, nocalls=False, cpus=(0, 1, 2, 3)):
+    """Register a state and answer its startups for `cpus` with ok; Return: its id."""
+    rid = probe.send(conn, 'register', name, prio, deadline, *(['nocalls'] if nocalls else []))
+    if not nocalls:
+        for cpu in cpus:
+            call = expect_call(probe, conn, cpu=cpu, phase='startup')
+            probe.send(conn, 'answer', call['call_id'], 'ok')
+    r = probe.recv(conn)
+    assert r['kind'] == 'state_registered' and r['id'] == rid, r
+    assert [run['cpu'] for run in r['runs']] == ([] if nocalls else list(cpus)), r
+    return r['state_id']
+
+
+def expect_call(probe, conn, **want):
+    call = probe.recv(conn)
+    assert call['kind'] == 'state_call', call
+    for k, v in want.items():
+        assert call[k] == v, (k, call)
+    return call
+
+
+def answer_in_order(probe, conn, ids, phase, cpu, fail=None):
+    """Expect calls of the states `ids`, in that order; answer ok, but ERR_EBUSY
+    for the state `fail`.  Return: the calls."""
+    calls = []
+    for sid in ids:
+        call = expect_call(probe, conn, state_id=sid, phase=phase, cpu=cpu, external=False)
+        calls.append(call)
+        if sid == fail:
+            probe.send(conn, 'answer', call['call_id'], 'ERR_EBUSY', 'pool', 'is', 'busy')
+        else:
+            probe.send(conn, 'answer', call['call_id'], 'ok')
+    return calls
+
+
+def states(probe, conn):
+    r = probe.call(conn, 'states')
+    assert r['kind'] == 'state_list', r
+    return r['states']
+
+
+def three(probe):
+    """States a (priority 10), b (20), c (5) on connection s, nocalls."""
+    probe.connect('s')
+    return (register(probe, 's', 'a', 10, nocalls=True),
+            register(probe, 's', 'b', 20, nocalls=True),
+            register(probe, 's', 'c', 5, nocalls=True))
+
+
+def test_teardown_highest_priority_first_startup_lowest_first(daemon4, sim4, probe):
+    a, b, c = three(probe)
+    probe.connect('h')
+    hid = probe.send('h', 'offline', 2, 5000)
+    answer_in_order(probe, 's', [b, a, c], 'teardown', 2)
+    r = probe.recv('h')
+    assert r['id'] == hid and r['results'][0]['ok'] and r['results'][0]['changed'], r
+    assert [(x['name'], x['phase'], x['ok']) for x in r['results'][0]['states']] == \
+        [('b', 'teardown', True), ('a', 'teardown', True), ('c', 'teardown', True)], r
+    assert sim4.read_online(2) == '0'
+    assert all(s['cpus'] == '0-1,3' for s in states(probe, 'h'))
+    hid = probe.send('h', 'online', 2, 5000)
+    answer_in_order(probe, 's', [c, a, b], 'startup', 2)
+    r = probe.recv('h')
+    assert r['results'][0]['ok'] and sim4.read_online(2) == '1', r
+    assert all(s['cpus'] == '0-3' for s in states(probe, 'h'))
+
+
+def test_failed_teardown_starts_the_torn_down_states_again_and_cpu_stays(daemon4, sim4, probe):
+    a, b, c = three(probe)
+    probe.connect('h')
+    probe.send('h', 'offline', 2, 5000)
+    answer_in_order(probe, 's', [b, a], 'teardown', 2, fail=a)
+    # Rollback: b only (a failed, so it changed nothing; c was never called).
+    call = expect_call(probe, 's', state_id=b, phase='startup', cpu=2, rollback=True)
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    r = probe.recv('h')
+    res = r['results'][0]
+    assert not res['ok'] and res['code'] == 'ERR_EBUSY' and res['failed_state'] == 'a', r
+    pid = probe('pid')['pid']
+    assert "state 'a'" in res['message'] and f'pid {pid}' in res['message'], res
+    assert 'pool is busy' in res['message'] and 'stays online' in res['message'], res
+    assert [(x['name'], x['phase'], x['rollback'], x['ok']) for x in res['states']] == \
+        [('b', 'teardown', False, True), ('a', 'teardown', False, False),
+         ('b', 'startup', True, True)], res
+    assert sim4.read_online(2) == '1'
+    assert all(s['cpus'] == '0-3' for s in states(probe, 'h'))
+
+
+def test_failed_startup_tears_down_the_started_states_and_cpu_goes_offline(daemon4, sim4, probe):
+    a, b, c = three(probe)
+    probe.connect('h')
+    probe.send('h', 'offline', 2, 5000)
+    answer_in_order(probe, 's', [b, a, c], 'teardown', 2)
+    assert probe.recv('h')['results'][0]['ok']
+    probe.send('h', 'online', 2, 5000)
+    answer_in_order(probe, 's', [c, a], 'startup', 2, fail=a)
+    call = expect_call(probe, 's', state_id=c, phase='teardown', cpu=2, rollback=True)
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    r = probe.recv('h')
+    res = r['results'][0]
+    assert not res['ok'] and res['failed_state'] == 'a' and not res['changed'], r
+    assert 'goes offline again' in res['message'], res
+    assert sim4.read_online(2) == '0'
+    assert all(s['cpus'] == '0-1,3' for s in states(probe, 'h'))
+
+
+def test_a_failure_on_one_cpu_leaves_the_others_going_partly_done(daemon4, sim4, probe):
+    probe.connect('s')
+    a = register(probe, 's', 'a', nocalls=True)
+    ctl = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'offline', '1-2'],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    call = expect_call(probe, 's', state_id=a, cpu=1, phase='teardown')
+    probe.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'queue', 'not', 'empty')
+    call = expect_call(probe, 's', state_id=a, cpu=2, phase='teardown')
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    out, err = ctl.communicate(timeout=fixture.GUARD_S)
+    assert ctl.returncode == 64, (out, err)     # partly done, as chcpu says it
+    assert "state 'a'" in err and 'queue not empty' in err, err
+    assert sim4.read_online(1) == '1' and sim4.read_online(2) == '0'
+
+
+def test_a_missed_deadline_fails_and_rolls_back_that_state_too(daemon4, sim4, probe):
+    probe.connect('s')
+    b = register(probe, 's', 'b', 20, nocalls=True)
+    a = register(probe, 's', 'a', 10, deadline=100, nocalls=True)
+    probe.connect('h')
+    probe.send('h', 'offline', 2, 5000)
+    answer_in_order(probe, 's', [b], 'teardown', 2)
+    late = expect_call(probe, 's', state_id=a, phase='teardown', cpu=2)
+    # No answer: after 100 ms the rollback starts with a itself (it may have finished late).
+    call = expect_call(probe, 's', state_id=a, phase='startup', cpu=2, rollback=True)
+    probe.send('s', 'answer', late['call_id'], 'ok')        # late: ignored
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    probe.send('s', 'answer', call['call_id'], 'ERR_EIO')   # answered twice: ignored
+    call = expect_call(probe, 's', state_id=b, phase='startup', cpu=2, rollback=True)
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    res = probe.recv('h')['results'][0]
+    assert not res['ok'] and res['code'] == 'ERR_ETIMEDOUT' and res['failed_state'] == 'a', res
+    assert 'deadline of 100 ms' in res['message'], res
+    assert [x['timed_out'] for x in res['states']] == [False, True, False, False], res
+    assert sim4.read_online(2) == '1'
+    assert all(s['cpus'] == '0-3' for s in states(probe, 'h'))
+
+
+def test_a_client_killed_inside_its_callback_counts_as_done(daemon4, sim4, probe):
+    victim = fixture.Probe(daemon4.socket)
+    try:
+        victim.connect('v')
+        register(victim, 'v', 'victim', 50, nocalls=True)
+        probe.connect('s')
+        a = register(probe, 's', 'a', 10, nocalls=True)
+        probe.connect('h')
+        probe.send('h', 'offline', 2, 5000)
+        expect_call(victim, 'v', phase='teardown', cpu=2)
+        victim.kill()   # inside its callback
+        answer_in_order(probe, 's', [a], 'teardown', 2)
+        res = probe.recv('h')['results'][0]
+        assert res['ok'] and sim4.read_online(2) == '0', res
+        assert [(x['name'], x['client_gone']) for x in res['states']] == \
+            [('victim', True), ('a', False)], res
+        assert [s['name'] for s in states(probe, 'h')] == ['a']
+    finally:
+        victim.kill()
+
+
+def test_removal_tears_down_every_started_cpu_last_first(daemon4, probe):
+    probe.connect('s')
+    sid = register(probe, 's', 'pool')
+    assert states(probe, 's')[0]['cpus'] == '0-3'
+    rid = probe.send('s', 'remove', sid)
+    for cpu in (3, 2, 1, 0):
+        call = expect_call(probe, 's', state_id=sid, phase='teardown', cpu=cpu)
+        probe.send('s', 'answer', call['call_id'], 'ERR_EIO' if cpu == 1 else 'ok')
+    r = probe.recv('s')
+    assert r['kind'] == 'state_removed' and r['id'] == rid, r
+    # A failed teardown is reported and does not keep the state.
+    assert [(x['cpu'], x['ok']) for x in r['runs']] == [(3, True), (2, True), (1, False),
+                                                        (0, True)], r
+    assert states(probe, 's') == []
+
+
+def test_nocalls_registers_and_removes_without_calls(daemon4, probe):
+    probe.connect('s')
+    sid = register(probe, 's', 'quiet', nocalls=True)
+    [st] = states(probe, 's')
+    assert st['name'] == 'quiet' and st['cpus'] == '0-3' and st['deadline_ms'] == 5000, st
+    r = probe.call('s', 'remove', sid, 'nocalls')
+    assert r['kind'] == 'state_removed' and r['runs'] == [], r
+    assert states(probe, 's') == []
+
+
+def test_failed_registration_rolls_back_and_does_not_register(daemon4, probe):
+    probe.connect('s')
+    rid = probe.send('s', 'register', 'bad', 0, 5000)
+    for cpu in (0, 1):
+        probe.send('s', 'answer', expect_call(probe, 's', cpu=cpu)['call_id'], 'ok')
+    probe.send('s', 'answer', expect_call(probe, 's', cpu=2)['call_id'], 'ERR_ENOMEM', 'no', 'room')
+    for cpu in (1, 0):
+        call = expect_call(probe, 's', cpu=cpu, phase='teardown', rollback=True)
+        probe.send('s', 'answer', call['call_id'], 'ok')
+    r = probe.recv('s')
+    assert r['id'] == rid and error_code(r) == 'ERR_ENOMEM', r
+    assert 'no room' in r['message'] and 'not registered' in r['message'], r
+    assert states(probe, 's') == []
+
+
+def test_names_are_unique_per_daemon_and_checked(daemon4, probe):
+    probe.connect('s')
+    probe.connect('t')
+    register(probe, 's', 'x', nocalls=True)
+    r = probe.call('t', 'register', 'x', 0, 100, 'nocalls')
+    assert error_code(r) == 'ERR_EEXIST' and 'unique' in r['message'], r
+    for bad in ('a\x01b', 'n' * 64):
+        r = probe.call('t', 'register', bad, 0, 100)
+        assert error_code(r) == 'ERR_EINVAL', r
+    r = probe.call('t', 'register', 'y', 0, 600001)
+    assert error_code(r) == 'ERR_EINVAL', r
+    r = probe.call('t', 'remove', 1)
+    assert error_code(r) == 'ERR_ENOENT', r   # another connection's state
+    assert [s['name'] for s in states(probe, 't')] == ['x']
+
+
+def test_a_lease_asked_inside_a_callback_is_edeadlk(daemon4, sim4, probe):
+    other = fixture.Probe(daemon4.socket)
+    try:
+        probe.connect('s')
+        probe.connect('s2')
+        other.connect('o')
+        a = register(probe, 's', 'a', nocalls=True)
+        probe.connect('h')
+        probe.send('h', 'offline', 2, 5000)
+        call = expect_call(probe, 's', state_id=a, phase='teardown')
+        for conn in ('s', 's2'):    # any connection of the process inside the callback
+            r = probe.call(conn, 'acquire', 1000)
+            assert error_code(r) == 'ERR_EDEADLK' and 'callback' in r['message'], r
+        # Another process just meets a hotplug in the way, as always.
+        assert error_code(other.call('o', 'acquire', 0)) == 'ERR_EAGAIN'
+        probe.send('s', 'answer', call['call_id'], 'ok')
+        assert probe.recv('h')['results'][0]['ok']
+        assert probe.call('s', 'acquire', 0)['kind'] == 'lease_granted'
+    finally:
+        other.kill()
+
+
+def test_external_changes_give_external_calls(daemon4, sim4, probe):
+    probe.connect('s')
+    a = register(probe, 's', 'a', 10)
+    b = register(probe, 's', 'b', 20, nocalls=True)
+    sim4.write_online(2, 0)
+    daemon4.inject_uevent('offline', '/devices/system/cpu/cpu2')
+    for sid in (b, a):
+        call = expect_call(probe, 's', state_id=sid, cpu=2, phase='teardown', external=True)
+        probe.send('s', 'answer', call['call_id'], 'ok')
+    sim4.write_online(2, 1)
+    daemon4.inject_uevent('online', '/devices/system/cpu/cpu2')
+    for sid in (a, b):
+        call = expect_call(probe, 's', state_id=sid, cpu=2, phase='startup', external=True)
+        probe.send('s', 'answer', call['call_id'], 'ok')
+    # Noticed by a hotplug's own re-read, without a uevent, works too.
+    sim4.write_online(3, 0)
+    probe.connect('h')
+    r = probe.call('h', 'offline', 3, 5000)
+    assert r['results'][0]['ok'] and not r['results'][0]['changed'], r
+    for sid in (b, a):
+        call = expect_call(probe, 's', state_id=sid, cpu=3, phase='teardown', external=True)
+        probe.send('s', 'answer', call['call_id'], 'ok')
+    assert all(s['cpus'] == '0-2' for s in states(probe, 'h'))
+
+
+def test_registration_waits_for_a_queued_hotplug_and_holds_the_next(daemon4, sim4, probe):
+    probe.connect('l')
+    probe.connect('s')
+    probe.connect('h')
+    lease = probe.lease('l')
+    hid = probe.send('h', 'offline', 2, 5000)   # waits for the lease: the gate is blocked
+    assert probe.status('h')['writer'] == 'WRITER_WAITING'
+    rid = probe.send('s', 'register', 'late', 0, 5000)
+    assert probe.status('s')['pending_hotplugs'] == 1   # no call came: s is still served
+    assert probe.call('l', 'release', lease)['kind'] == 'lease_released'
+    r = probe.recv('h')
+    assert r['id'] == hid and r['results'][0]['ok'] and 'states' not in r['results'][0], r
+    # Now the registration runs, on the CPUs online after the hotplug; a hotplug waits for it.
+    hid = probe.send('h', 'online', 2, 5000)
+    for cpu in (0, 1, 3):
+        call = expect_call(probe, 's', cpu=cpu, phase='startup')
+        if cpu == 0:
+            assert probe.status('h')['writer'] == 'WRITER_WAITING'
+        probe.send('s', 'answer', call['call_id'], 'ok')
+    assert probe.recv('s')['kind'] == 'state_registered'
+    call = expect_call(probe, 's', cpu=2, phase='startup')
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    assert probe.recv('h')['results'][0]['ok']
+
+
+def test_closing_the_connection_loses_its_states(daemon4, sim4, probe):
+    probe.connect('s')
+    register(probe, 's', 'a', nocalls=True)
+    register(probe, 's', 'b', nocalls=True)
+    probe('close s')
+    probe.connect('h')
+    assert states(probe, 'h') == []
+    r = probe.call('h', 'offline', 2, 5000)   # no call to wait for
+    assert r['results'][0]['ok'] and 'states' not in r['results'][0], r
