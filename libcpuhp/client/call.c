@@ -174,6 +174,8 @@ int cpuhp_client_lease_acquire_begin(struct cpuhp_client *c, unsigned timeout_ms
 		ret = cpuhp__fast_try(c, f, timeout_ms, &id);
 	if (ret < 0)
 		return ret;
+	if (ret == 1 && cpuhp__client_in_state_cb)
+		return cpuhp__client_deadlk(c);
 	if (ret == 1)
 		return cpuhp__client_lease_begin_own(c, timeout_ms, NULL, NULL, out);
 	call = call_new(c, CPUHP__RESPONSE__BODY_LEASE_GRANTED);

@@ -211,6 +211,13 @@ void cpuhp__client_fallback_close_all(struct cpuhp_client *c);
  */
 int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, const char *who,
                                   const char *why, struct cpuhp_client_call **out);
+/*
+ * state.c: true while a state callback runs on this thread.  A lease that
+ * would wait is refused there with -EDEADLK (cpuhp__client_deadlk).
+ */
+extern _Thread_local bool cpuhp__client_in_state_cb;
+int cpuhp__client_deadlk(struct cpuhp_client *c);
+
 /* call.c: poll and read until @call is done, resuming after signals.  Return: as done. */
 int cpuhp__client_call_wait(struct cpuhp_client_call *call);
 

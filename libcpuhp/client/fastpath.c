@@ -283,6 +283,9 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 
 	if (ret <= 0)
 		return ret;
+	/* A hotplug is in the way, and it waits for the callback running on this thread. */
+	if (cpuhp__client_in_state_cb)
+		return cpuhp__client_deadlk(c);
 	/* A socket lease on a connection of its own (see the top of the file). */
 	ret = cpuhp__client_lease_begin_own(c, timeout_ms, NULL, NULL, &call);
 	if (ret < 0)

@@ -51,7 +51,7 @@ _CLIENT_NAMES = [
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
     'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
     'LeaseRevoked', 'LeaseBypassed',
-    'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path',
+    'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State',
 ]
 
 try:
@@ -70,6 +70,7 @@ else:
                           HotplugStarted, Lease, LeaseBypassed, LeaseInfo, LeaseList,
                           LeaseRevoked, OnlineChanged, Status,
                           WriterState, socket_path)
+    from ._states import State
 
 
 def _version() -> str:

@@ -580,6 +580,28 @@ class Client:
                 raise self._error(c, rc)
         return _Call(out[0], c)
 
+    def register_state(self, name: str, startup: Callable[[int], object] | None = None,
+                       teardown: Callable[[int], object] | None = None, priority: int = 0,
+                       deadline: float = 5.0, nocalls: bool = False) -> State:
+        """Register a hotplug state, the kernel's cpuhp_setup_state(): before a
+        CPU goes offline cpuhpd calls ``teardown(cpu)`` (states from the
+        highest *priority* down), after one came online ``startup(cpu)``
+        (lowest first).  A callback that raises fails the call with the
+        exception's text (and its errno for an OSError, else EIO), which
+        rolls the hotplug back; so does one that takes longer than
+        *deadline* seconds.  Callbacks run on a thread of the binding's, one
+        per state, one call at a time; they must not take a lease (that
+        raises OSError EDEADLK).
+
+        Unless *nocalls*, startup runs for every CPU online now before this
+        returns.  Returns a State, a context manager whose end removes it
+        (teardown for every CPU it was started on).  FileExistsError if
+        the name is taken (names are unique per daemon); the OSError of the
+        first failed startup otherwise (those done are torn down again).
+        """
+        from ._states import State
+        return State(self, name, startup, teardown, priority, deadline, nocalls)
+
     def fileno(self) -> int:
         """The socket, to poll for POLLIN in an event loop; then drain with
         next_event(timeout=0) until it returns None.  Do not read, write or

@@ -578,6 +578,97 @@ CPUHP_EXPORT const char *cpuhp_client_call_message(const struct cpuhp_client_cal
  */
 CPUHP_EXPORT void cpuhp_client_call_free(struct cpuhp_client_call *call);
 
+/*
+ * Hotplug states: the kernel's cpuhp_setup_state() for a process
+ * (daemon/cpuhpd/README.md, "Hotplug states", has the rules).  A state has
+ * a name unique in the daemon, a priority and a deadline per call; its
+ * teardown runs before a CPU goes offline (highest priority first), its
+ * startup after one came online (lowest first).  A callback returns 0 or a
+ * negative errno, and may say why in @call->message; a failure or a missed
+ * deadline rolls the hotplug back.
+ *
+ * Each state has a connection of its own, opened by register and closed by
+ * remove; the state ends with it (also when the process dies).
+ *
+ * Threads (who calls what):
+ * - cpuhp_client_state_register() runs the startups for the CPUs online at
+ *   registration (unless CPUHP_CLIENT_STATE_NOCALLS) on the calling thread,
+ *   before it returns; cpuhp_client_state_remove() runs the teardowns on
+ *   the calling thread likewise.
+ * - In between, with CPUHP_CLIENT_STATE_THREAD, a thread the library
+ *   starts (one per state) runs every callback; without it the application
+ *   polls cpuhp_client_state_fd() for POLLIN and calls
+ *   cpuhp_client_state_dispatch(), which runs the callbacks on its caller's
+ *   thread.  Either way, callbacks of one state run one at a time.
+ * - A callback must not take a lease (the hotplug that called it holds the
+ *   writer side and waits for it): cpuhp_client_lease_acquire() and
+ *   cpuhp_client_lease_acquire_begin() on a callback's thread, when a
+ *   hotplug is in the way, fail at once with -EDEADLK; cpuhpd answers a
+ *   lease asked by a process inside a callback the same way.
+ */
+struct cpuhp_client_state;
+
+/* cpuhp_client_state_register()'s flags. */
+#define CPUHP_CLIENT_STATE_NOCALLS (1u << 0) /* no startup for the CPUs online now */
+#define CPUHP_CLIENT_STATE_THREAD  (1u << 1) /* callbacks on a thread of the library's */
+
+/* What a callback is asked to do. */
+struct cpuhp_client_state_call {
+	unsigned cpu;
+	bool teardown; /* before @cpu goes offline; else startup, after it came online */
+	bool external; /* after the fact: @cpu changed behind cpuhpd's back (chcpu, echo) */
+	bool rollback; /* undoing this state's earlier call of the same hotplug */
+	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* the callback's words on failure ("" before) */
+};
+
+/* A callback: 0, or a negative errno (the hotplug rolls back). */
+typedef int (*cpuhp_client_state_fn)(struct cpuhp_client_state_call *call, void *arg);
+
+/**
+ * cpuhp_client_state_register() - register a state, on a connection of its own.
+ * @c:           the handle whose daemon (socket path) is used; not otherwise touched.
+ * @name:        unique in the daemon; 1-63 printable characters, no spaces.
+ * @priority:    teardown highest first, startup lowest first.
+ * @deadline_ms: per call; 0 is 5000.
+ * @flags:       CPUHP_CLIENT_STATE_NOCALLS, CPUHP_CLIENT_STATE_THREAD.
+ * @startup, @teardown: either may be NULL (that call then succeeds).
+ * Context: blocks while a hotplug is queued or running (registration is a
+ * reader, as in the kernel), then runs the startups on this thread.
+ * Return: 0; -EEXIST (the name is taken); -EINVAL; a startup's error (the
+ * ones done were torn down again); -ENOMEM; a connection -errno.  The
+ * message is @c's.
+ */
+CPUHP_EXPORT int cpuhp_client_state_register(struct cpuhp_client *c, const char *name, int priority,
+                                             unsigned deadline_ms, unsigned flags,
+                                             cpuhp_client_state_fn startup,
+                                             cpuhp_client_state_fn teardown, void *arg,
+                                             struct cpuhp_client_state **out);
+
+/**
+ * cpuhp_client_state_remove() - remove @s and free it (NULL is a no-op):
+ * unless @nocalls, teardown is called for every CPU it was started on, on
+ * this thread.  Not concurrently with cpuhp_client_state_dispatch() on @s.
+ * Context: blocks like register; stops and joins the state's thread.
+ * Return: 0; a connection -errno (the state is gone with its connection
+ * anyway).  @s is freed either way.
+ */
+CPUHP_EXPORT int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls);
+
+/** cpuhp_client_state_fd() - the socket to poll for POLLIN; -1 with CPUHP_CLIENT_STATE_THREAD. */
+CPUHP_EXPORT int cpuhp_client_state_fd(const struct cpuhp_client_state *s);
+
+/**
+ * cpuhp_client_state_dispatch() - run the calls that arrived, without
+ * waiting for more.
+ * Context: the callbacks run on this thread.  Never blocks but in them.
+ * Return: the number of calls run; a connection -errno (the daemon is
+ * gone: the state with it); -EINVAL with CPUHP_CLIENT_STATE_THREAD.
+ */
+CPUHP_EXPORT int cpuhp_client_state_dispatch(struct cpuhp_client_state *s);
+
+/** cpuhp_client_state_id() - the daemon's id of @s, as `cpuhpctl states` lists it. */
+CPUHP_EXPORT uint64_t cpuhp_client_state_id(const struct cpuhp_client_state *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Hotplug states for Python: Client.register_state() (libcpuhp-client's
+cpuhp_client_state_*, daemon/cpuhpd/README.md "Hotplug states").
+
+Every callback runs on one thread the binding starts per state: it
+registers the state (so the startups for the CPUs online then run there
+too), then polls the state's connection and dispatches its calls, and at
+remove() runs the teardowns and leaves.  The thread that called
+register_state() or remove() waits for it on an Event, so Ctrl-C ends
+that wait.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import select
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+from ._cpuhp_client import ffi, lib
+from ._errors import error
+
+
+@ffi.def_extern()
+def _cpuhp_state_cb(call, arg):  # noqa: D103 (cffi's entry point)
+    return ffi.from_handle(arg)._run(call)
+
+
+class State:
+    """A registered hotplug state (Client.register_state() returns one).
+
+    A context manager: leaving the block removes the state (teardown runs
+    for every CPU it was started on, as remove() does)."""
+
+    def __init__(self, client, name: str, startup: Callable[[int], object] | None,
+                 teardown: Callable[[int], object] | None, priority: int, deadline: float,
+                 nocalls: bool) -> None:
+        if not isinstance(name, str) or not name or len(name.encode()) > 63 or \
+                any(ch <= ' ' or ord(ch) >= 0x7f for ch in name):
+            raise ValueError(f'state name must be 1 to 63 printable ASCII characters without '
+                             f'spaces, not {name!r}')
+        for what, fn in (('startup', startup), ('teardown', teardown)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f'{what} must be callable or None, not {type(fn).__name__}')
+        if isinstance(priority, bool) or not isinstance(priority, int) or \
+                not -2**31 <= priority < 2**31:
+            raise ValueError(f'priority must be an int that fits 32 bits, not {priority!r}')
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or \
+                not 0 < deadline <= 600:
+            raise ValueError(f'deadline must be seconds, over 0 and at most 600, not {deadline!r}')
+        self.name = name
+        self.priority = priority
+        self.deadline = deadline
+        self.id = 0
+        self._startup, self._teardown = startup, teardown
+        self._handle = ffi.new_handle(self)
+        self._s = None
+        self._stop_r, self._stop_w = os.pipe()
+        self._nocalls_remove = False
+        self._ready = threading.Event()
+        self._done = threading.Event()
+        self._err: OSError | None = None
+        self._removed = False
+        c = client._handle()
+        self._thread = threading.Thread(target=self._main, name=f'cpuhp-state-{name}',
+                                        args=(c, nocalls, max(1, round(deadline * 1000))),
+                                        daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._err is not None:
+            self._close_pipe()
+            raise self._err
+
+    def __repr__(self) -> str:
+        return (f'<cpuhp.State {self.name!r} id={self.id} priority={self.priority} '
+                f'{"removed" if self._removed else "registered"}>')
+
+    def __enter__(self) -> State:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.remove()
+
+    @property
+    def removed(self) -> bool:
+        return self._removed
+
+    # On the state's thread.
+    def _main(self, c, nocalls: bool, ms: int) -> None:
+        out = ffi.new('struct cpuhp_client_state **')
+        flags = lib.CPUHP_CLIENT_STATE_NOCALLS if nocalls else 0
+        rc = lib.cpuhp_client_state_register(c, self.name.encode(), self.priority, ms, flags,
+                                             lib._cpuhp_state_cb, lib._cpuhp_state_cb,
+                                             self._handle, out)
+        if rc < 0:
+            self._err = error(rc, ffi.string(lib.cpuhp_client_last_message(c)).decode(
+                'utf-8', 'replace') or None)
+            self._ready.set()
+            return
+        self._s = out[0]
+        self.id = int(lib.cpuhp_client_state_id(self._s))
+        self._ready.set()
+        fd = lib.cpuhp_client_state_fd(self._s)
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        p.register(self._stop_r, select.POLLIN)
+        while True:
+            ready = dict(p.poll())
+            if self._stop_r in ready:
+                break
+            if lib.cpuhp_client_state_dispatch(self._s) < 0:
+                break   # the daemon is gone, and the state with it
+        rc = lib.cpuhp_client_state_remove(self._s, self._nocalls_remove)
+        self._s = None
+        if rc < 0 and rc != -errno.ECONNRESET:
+            self._err = error(rc)
+        self._done.set()
+
+    def _run(self, call) -> int:
+        fn = self._teardown if call.teardown else self._startup
+        if fn is None:
+            return 0
+        try:
+            fn(int(call.cpu))
+        except BaseException as e:  # noqa: B036 (a failed answer, whatever it was)
+            text = f'{type(e).__name__}: {e}' if str(e) else type(e).__name__
+            data = text.encode('utf-8', 'replace')[:len(call.message) - 1]
+            call.message = data
+            code = e.errno if isinstance(e, OSError) and e.errno else errno.EIO
+            return -code
+        return 0
+
+    def _close_pipe(self) -> None:
+        for fd in (self._stop_r, self._stop_w):
+            if fd >= 0:
+                os.close(fd)
+        self._stop_r = self._stop_w = -1
+
+    def remove(self, nocalls: bool = False) -> None:
+        """Remove the state: unless *nocalls*, teardown runs (on the state's
+        thread) for every CPU it was started on.  Does nothing if removed
+        already.  Raises the OSError of a broken connection, if any."""
+        if self._removed:
+            return
+        self._removed = True
+        self._nocalls_remove = nocalls
+        os.write(self._stop_w, b'!')
+        self._done.wait()
+        self._thread.join()
+        self._close_pipe()
+        if self._err is not None:
+            raise self._err

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Hotplug states on the client side (<cpuhp/client.h> says who calls what).
+ * Each state has its own connection, used by one thread at a time: the
+ * registering thread until register returns, then the state's thread (or the
+ * application's dispatcher), then the removing thread once the state's
+ * thread is joined.  So the connection needs no lock of its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errmap.h"
+
+#include "client-internal.h"
+
+/* Set while a callback runs on this thread: a lease it asks for would deadlock. */
+_Thread_local bool cpuhp__client_in_state_cb;
+
+int cpuhp__client_deadlk(struct cpuhp_client *c)
+{
+	return cpuhp__client_note(c, -EDEADLK,
+	                          "a lease asked inside a hotplug state callback would wait for "
+	                          "ever (the hotplug waits for the callback): take no lease in "
+	                          "callbacks");
+}
+
+struct cpuhp_client_state {
+	struct cpuhp_client *conn;
+	uint64_t id;
+	uint64_t reg_id; /* the RegisterState request: its StateCalls carry this id */
+	cpuhp_client_state_fn startup, teardown;
+	void *arg;
+	bool threaded;
+	pthread_t thread;
+	int stop_pipe[2]; /* the thread leaves when [0] is readable */
+	int err;          /* the thread's connection error, once it left for one */
+};
+
+/* Run one StateCall and answer it.  Return: 0 or a connection -errno. */
+static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
+	struct cpuhp_client_state_call call = {
+	    .cpu = sc->cpu,
+	    .teardown = sc->phase == CPUHP__STATE_PHASE__PHASE_TEARDOWN,
+	    .external = sc->external,
+	    .rollback = sc->rollback,
+	};
+	cpuhp_client_state_fn fn = call.teardown ? s->teardown : s->startup;
+	int ret = 0;
+
+	if (fn) {
+		cpuhp__client_in_state_cb = true;
+		ret = fn(&call, s->arg);
+		cpuhp__client_in_state_cb = false;
+	}
+	ans.call_id = sc->call_id;
+	ans.ok = ret >= 0;
+	ans.code = ret < 0 ? cpuhp__errmap_to_wire(ret) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
+	call.message[sizeof(call.message) - 1] = '\0';
+	if (ret < 0 && !call.message[0])
+		snprintf(call.message, sizeof(call.message), "%s", strerror(-ret));
+	ans.message = call.message;
+	req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
+	req.state_answer = &ans;
+	return cpuhp__client_send_request(s->conn, &req);
+}
+
+/*
+ * Read and run calls until the reply to request @id arrives (@out), or,
+ * with @id 0, until nothing more is there (@timeout_ms 0).
+ * Return: calls run (@id 0) or 0; the daemon's Error as -errno; a
+ * connection -errno.
+ */
+static int pump(struct cpuhp_client_state *s, uint64_t id, Cpuhp__Response__BodyCase expect,
+                Cpuhp__Response **out)
+{
+	int ran = 0;
+
+	for (;;) {
+		Cpuhp__Response *r;
+		int ret = cpuhp__client_read(s->conn, id ? -1 : 0, &r);
+
+		if (ret == -EAGAIN && !id)
+			return ran;
+		if (ret < 0)
+			return ret;
+		if (r->body_case == CPUHP__RESPONSE__BODY_STATE_CALL) {
+			ret = run_call(s, r->state_call);
+			cpuhp__response__free_unpacked(r, NULL);
+			if (ret < 0)
+				return ret;
+			ran++;
+			continue;
+		}
+		if (id && r->id == id) {
+			if (r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+				ret = cpuhp__client_take_error(s->conn, r->error);
+				cpuhp__response__free_unpacked(r, NULL);
+				return ret;
+			}
+			if (r->body_case != expect) {
+				cpuhp__response__free_unpacked(r, NULL);
+				return cpuhp__client_kill(
+				    s->conn, -EPROTO, "cpuhpd answered with an unexpected message");
+			}
+			*out = r;
+			return 0;
+		}
+		/* An id-0 Error concerns the connection: the daemon is stopping. */
+		if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+			ret = cpuhp__client_take_error(s->conn, r->error);
+			cpuhp__response__free_unpacked(r, NULL);
+			return cpuhp__client_kill(s->conn, ret, s->conn->message);
+		}
+		cpuhp__response__free_unpacked(r, NULL);
+	}
+}
+
+static void *state_thread(void *arg)
+{
+	struct cpuhp_client_state *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = s->conn->fd, .events = POLLIN},
+		                      {.fd = s->stop_pipe[0], .events = POLLIN}};
+		int ret;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			s->err = -errno;
+			return NULL;
+		}
+		if (p[1].revents)
+			return NULL;
+		ret = pump(s, 0, 0, NULL);
+		if (ret < 0) {
+			s->err = ret;
+			return NULL;
+		}
+	}
+}
+
+static bool name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n > 63)
+		return false;
+	for (; *name; name++)
+		if (*name <= ' ' || *name >= 0x7f)
+			return false;
+	return true;
+}
+
+int cpuhp_client_state_register(struct cpuhp_client *c, const char *name, int priority,
+                                unsigned deadline_ms, unsigned flags, cpuhp_client_state_fn startup,
+                                cpuhp_client_state_fn teardown, void *arg,
+                                struct cpuhp_client_state **out)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
+	struct cpuhp_client_state *s;
+	Cpuhp__Response *r;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if (!name_ok(name))
+		return cpuhp__client_note(
+		    c, -EINVAL, "a state name is 1 to 63 printable characters, no spaces");
+	if (flags & ~(CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD))
+		return cpuhp__client_note(c, -EINVAL, "unknown flags for a state");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return cpuhp__client_note(c, -ENOMEM, "out of memory");
+	s->stop_pipe[0] = s->stop_pipe[1] = -1;
+	s->startup = startup;
+	s->teardown = teardown;
+	s->arg = arg;
+	s->threaded = flags & CPUHP_CLIENT_STATE_THREAD;
+	ret = cpuhp__client_open(&c->sa, true, &s->conn);
+	if (ret < 0) {
+		free(s);
+		return cpuhp__client_note(c, ret, "cannot connect to cpuhpd for the state");
+	}
+	rs.name = (char *)name;
+	rs.priority = priority;
+	rs.deadline_ms = deadline_ms;
+	rs.nocalls = flags & CPUHP_CLIENT_STATE_NOCALLS;
+	req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
+	req.register_state = &rs;
+	ret = cpuhp__client_send_request(s->conn, &req);
+	s->reg_id = req.id;
+	if (ret == 0)
+		ret = pump(s, s->reg_id, CPUHP__RESPONSE__BODY_STATE_REGISTERED, &r);
+	if (ret < 0)
+		goto fail;
+	s->id = r->state_registered->state_id;
+	cpuhp__response__free_unpacked(r, NULL);
+	if (s->threaded) {
+		if (pipe2(s->stop_pipe, O_CLOEXEC) < 0) {
+			ret = -errno;
+			goto fail;
+		}
+		ret = -pthread_create(&s->thread, NULL, state_thread, s);
+		if (ret < 0)
+			goto fail;
+	}
+	*out = s;
+	return 0;
+
+fail:
+	cpuhp__client_note(c, ret, s->conn->message);
+	if (s->stop_pipe[0] >= 0) {
+		close(s->stop_pipe[0]);
+		close(s->stop_pipe[1]);
+	}
+	cpuhp_client_close(s->conn);
+	free(s);
+	return ret;
+}
+
+int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__RemoveState rm = CPUHP__REMOVE_STATE__INIT;
+	Cpuhp__Response *r;
+	int ret;
+
+	if (!s)
+		return 0;
+	if (s->threaded) {
+		char b = 0;
+
+		while (write(s->stop_pipe[1], &b, 1) < 0 && errno == EINTR)
+			;
+		pthread_join(s->thread, NULL);
+		close(s->stop_pipe[0]);
+		close(s->stop_pipe[1]);
+	}
+	ret = s->err;
+	if (!ret && !cpuhp__client_forked(s->conn)) {
+		rm.state_id = s->id;
+		rm.nocalls = nocalls;
+		req.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
+		req.remove_state = &rm;
+		ret = cpuhp__client_send_request(s->conn, &req);
+		if (ret == 0)
+			ret = pump(s, req.id, CPUHP__RESPONSE__BODY_STATE_REMOVED, &r);
+		if (ret == 0)
+			cpuhp__response__free_unpacked(r, NULL);
+	}
+	cpuhp_client_close(s->conn);
+	free(s);
+	return ret;
+}
+
+int cpuhp_client_state_fd(const struct cpuhp_client_state *s)
+{
+	return s->threaded ? -1 : s->conn->fd;
+}
+
+int cpuhp_client_state_dispatch(struct cpuhp_client_state *s)
+{
+	if (s->threaded)
+		return -EINVAL;
+	return pump(s, 0, 0, NULL);
+}
+
+uint64_t cpuhp_client_state_id(const struct cpuhp_client_state *s)
+{
+	return s->id;
+}

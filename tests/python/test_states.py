@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Client.register_state(): hotplug states from Python, on a private cpuhpd
+over a simulated tree of CPUs 0-3 (daemon/cpuhpd/README.md, "Hotplug
+states").  Callbacks append to lists; every hotplug here is synchronous
+(set_online returns after the calls), so the lists are read after it."""
+import errno
+import threading
+
+import pytest
+
+
+def recorder(log, tag):
+    def fn(cpu):
+        log.append((tag, cpu, threading.current_thread() is threading.main_thread()))
+    return fn
+
+
+def test_register_runs_startup_for_each_online_cpu_on_a_binding_thread(cpuhp, client):
+    log = []
+    with client.register_state('py-a', startup=recorder(log, 'up'),
+                               teardown=recorder(log, 'down')) as st:
+        assert isinstance(st, cpuhp.State) and st.id > 0 and not st.removed
+        assert log == [('up', cpu, False) for cpu in range(4)]
+        log.clear()
+    # Leaving the block removed it: teardown, last CPU first.
+    assert log == [('down', cpu, False) for cpu in (3, 2, 1, 0)]
+    assert st.removed
+
+
+def test_teardown_highest_priority_first_startup_lowest_first(client, observer, sim):
+    log = []
+    states = [client.register_state(name, startup=recorder(log, name + '+'),
+                                    teardown=recorder(log, name + '-'), priority=prio,
+                                    nocalls=True)
+              for name, prio in (('lo', -5), ('hi', 50), ('mid', 7))]
+    try:
+        assert observer.set_online('2', False, timeout=5).ok
+        assert [t for t, _, _ in log] == ['hi-', 'mid-', 'lo-'] and sim.read_online(2) == '0'
+        log.clear()
+        assert observer.set_online('2', True, timeout=5).ok
+        assert [t for t, _, _ in log] == ['lo+', 'mid+', 'hi+']
+    finally:
+        for st in states:
+            st.remove(nocalls=True)
+
+
+def test_an_exception_fails_the_call_with_its_text_and_rolls_back(client, observer, sim):
+    log = []
+
+    def refuse(cpu):
+        raise RuntimeError(f'queue {cpu} still has work')
+
+    with client.register_state('py-ok', startup=recorder(log, 'ok+'),
+                               teardown=recorder(log, 'ok-'), priority=10, nocalls=True), \
+            client.register_state('py-bad', teardown=refuse, priority=1, nocalls=True):
+        r = observer.set_online('2', False, timeout=5, check=False)
+        assert not r.ok and sim.read_online(2) == '1', r
+        msg = r.results[0].message
+        assert 'RuntimeError: queue 2 still has work' in msg and "'py-bad'" in msg, msg
+        assert r.results[0].errno == errno.EIO
+        # ok was torn down first, then started again by the rollback.
+        assert [t for t, _, _ in log] == ['ok-', 'ok+']
+        with pytest.raises(OSError, match='still has work'):
+            r.check()
+
+
+def test_an_oserror_keeps_its_errno(client, observer):
+    def busy(cpu):
+        raise OSError(errno.EBUSY, 'pinned worker busy')
+
+    with client.register_state('py-busy', teardown=busy, nocalls=True):
+        r = observer.set_online('1', False, timeout=5, check=False)
+        assert r.results[0].errno == errno.EBUSY and 'pinned worker busy' in r.results[0].message
+
+
+def test_a_failing_startup_at_registration_raises_and_leaves_no_state(client):
+    log = []
+
+    def startup(cpu):
+        if cpu == 2:
+            raise ValueError('no memory node for CPU 2')
+        log.append(cpu)
+
+    with pytest.raises(OSError, match='no memory node for CPU 2'):
+        client.register_state('py-fail', startup=startup, teardown=lambda cpu: log.append(-cpu))
+    assert log == [0, 1, -1, 0]   # torn down again, last first (-0 == 0)
+    client.register_state('py-fail', nocalls=True).remove()   # the name is free
+
+
+def test_names_are_unique(client, observer):
+    with client.register_state('py-dup', nocalls=True):
+        with pytest.raises(FileExistsError, match='unique'):
+            observer.register_state('py-dup', nocalls=True)
+
+
+def test_a_lease_inside_a_callback_raises_edeadlk(client, observer):
+    seen = []
+
+    def teardown(cpu):
+        try:
+            with client.lease(timeout=1.0):
+                seen.append('granted')
+        except OSError as e:
+            seen.append(e.errno)
+
+    with client.register_state('py-lease', teardown=teardown, nocalls=True):
+        assert observer.set_online('3', False, timeout=5).ok
+        assert seen == [errno.EDEADLK]
+        observer.set_online('3', True, timeout=5)
+
+
+def test_bad_arguments_are_refused_before_anything_is_sent(client):
+    for kw in ({'name': ''}, {'name': 'a b'}, {'name': 'x' * 64}, {'name': 'ok', 'deadline': 0},
+               {'name': 'ok', 'deadline': 601}, {'name': 'ok', 'priority': 2**31},
+               {'name': 'ok', 'priority': 1.5}):
+        with pytest.raises(ValueError):
+            client.register_state(**kw)
+    with pytest.raises(TypeError):
+        client.register_state('ok', startup=42)
