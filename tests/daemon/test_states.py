@@ -316,3 +316,25 @@ def test_closing_the_connection_loses_its_states(daemon4, sim4, probe):
     assert states(probe, 'h') == []
     r = probe.call('h', 'offline', 2, 5000)   # no call to wait for
     assert r['results'][0]['ok'] and 'states' not in r['results'][0], r
+
+
+def test_the_c_library_runs_callbacks_on_its_own_thread(daemon4, sim4, probe):
+    st = fixture.Lines([fixture.BUILD / 'tests' / 'daemon' / 'state-client', daemon4.socket,
+                        'lib', 5])
+    out = st.proc.stdout
+    try:
+        # Registration: the startups on the registering (main) thread, before it returns.
+        assert [out.readline().strip() for _ in range(4)] == [f'startup {c}' for c in range(4)]
+        assert out.readline().startswith('registered ')
+        probe.connect('h')
+        r = probe.call('h', 'offline', 2, 5000)
+        assert r['results'][0]['ok'] and sim4.read_online(2) == '0', r
+        # On the library's thread; a lease there is refused at once, EDEADLK (-35).
+        assert out.readline().strip() == 'teardown 2 thread=lib lease=-35'
+        st.proc.stdin.write('remove\n')
+        st.proc.stdin.flush()
+        assert [out.readline().strip() for _ in range(4)] == \
+            [f'teardown {c} thread=main lease=0' for c in (3, 1, 0)] + ['removed 0']
+        assert st.close() == 0
+    finally:
+        st.kill()
