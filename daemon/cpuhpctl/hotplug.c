@@ -2,7 +2,9 @@
 /*
  * cpuhpctl online / offline: one request to cpuhpd, then one chcpu-like line
  * per CPU ("CPU 3 disabled", "CPU 0 is not hot pluggable") and chcpu's exit
- * codes: 0 all done, 1 none, 64 some.
+ * codes: 0 all done, 1 none, 64 some.  With hotplug states registered, each
+ * CPU's line is followed by one per state callback run for it: what ran and
+ * how long it took ("  teardown of state pool: 1.2 ms").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -82,7 +84,40 @@ static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 		        r->message[0] ? r->message : strerror(-r->error));
 }
 
-/* {"online":B,"results":[{"cpu":N,"ok":B,"changed":B,"error":NAME|null,"message":S}]} */
+/*
+ * One CPU's state runs, in order:
+ * [{"state":S,"phase":"teardown"|"startup","rollback":B,"pid":N,"comm":S,"ms":F,
+ *   "ok":B,"error":NAME|null,"timed_out":B,"client_gone":B,"message":S}]
+ */
+static void print_json_states(const struct cpuhp_client_cpu_result *r, size_t i)
+{
+	size_t n, k;
+	const struct cpuhp_client_state_run *run = cpuhp_client_results_states(r, i, &n);
+
+	putchar('[');
+	for (k = 0; k < n; k++, run++) {
+		printf("%s{\"state\":", k ? "," : "");
+		cpuhpctl_json_string(stdout, run->state);
+		printf(",\"phase\":\"%s\",\"rollback\":%s,\"pid\":%d,\"comm\":",
+		       run->teardown ? "teardown" : "startup", run->rollback ? "true" : "false",
+		       run->pid);
+		cpuhpctl_json_string(stdout, run->comm);
+		printf(",\"ms\":%.3f,\"ok\":%s,\"error\":", (double)run->micros / 1000,
+		       run->error ? "false" : "true");
+		cpuhpctl_json_errno(stdout, run->error);
+		printf(",\"timed_out\":%s,\"client_gone\":%s,\"message\":",
+		       run->timed_out ? "true" : "false", run->client_gone ? "true" : "false");
+		cpuhpctl_json_string(stdout, run->error && !run->message[0] ? strerror(-run->error)
+		                                                            : run->message);
+		putchar('}');
+	}
+	putchar(']');
+}
+
+/*
+ * {"online":B,"results":[{"cpu":N,"ok":B,"changed":B,"error":NAME|null,"message":S,
+ *   "states":[...]}]}
+ */
 static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
 {
 	printf("{\"online\":%s,\"results\":[", online ? "true" : "false");
@@ -93,6 +128,8 @@ static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool o
 		printf(",\"message\":");
 		cpuhpctl_json_string(stdout, r[i].error && !r[i].message[0] ? strerror(-r[i].error)
 		                                                            : r[i].message);
+		printf(",\"states\":");
+		print_json_states(r, i);
 		putchar('}');
 	}
 	printf("]}\n");
@@ -171,6 +208,26 @@ static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *se
 		return CPUHPCTL_EXIT_UNREACHABLE;
 	}
 	return CPUHPCTL_EXIT_PARTIAL;
+}
+
+/* The state callbacks run for one CPU, indented under its line, on stdout. */
+static void report_states(const struct cpuhp_client_cpu_result *r, size_t i)
+{
+	size_t n, k;
+	const struct cpuhp_client_state_run *run = cpuhp_client_results_states(r, i, &n);
+
+	for (k = 0; k < n; k++, run++) {
+		printf("  %s%s of state %s (pid %d, %s): ", run->rollback ? "rollback " : "",
+		       run->teardown ? "teardown" : "startup", run->state, run->pid, run->comm);
+		if (run->client_gone)
+			printf("its client is gone, counted as done after %.1f ms\n",
+			       (double)run->micros / 1000);
+		else if (run->error)
+			printf("failed after %.1f ms: %s\n", (double)run->micros / 1000,
+			       run->message[0] ? run->message : strerror(-run->error));
+		else
+			printf("%.1f ms\n", (double)run->micros / 1000);
+	}
 }
 
 /* Parse the options and LIST.  Return: -1 to go on, else the exit code. */
@@ -260,8 +317,12 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	if (json)
 		print_json(r, n, online);
 	else
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			report_cpu(&r[i], online, st);
+			fflush(stderr);
+			report_states(r, i);
+			fflush(stdout);
+		}
 	free(st);
 	cpuhp_client_results_free(r);
 	cpuhp_client_close(c);

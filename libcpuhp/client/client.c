@@ -6,6 +6,7 @@
  * parser of them.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,28 +199,93 @@ int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id)
 	return release_slow(c, f, lease_id);
 }
 
+/*
+ * The results array is the tail of this block, so that its element stays
+ * the public struct (its size is ABI) while the state runs ride along:
+ * cpuhp_client_results_states() and _free() find the block from the array.
+ */
+struct results_block {
+	struct cpuhp_client_state_run *runs; /* all CPUs' runs, in order */
+	size_t *first, *count;               /* per result: its runs in ->runs */
+	size_t n;
+	struct cpuhp_client_cpu_result r[];
+};
+
+static struct results_block *block_of(const struct cpuhp_client_cpu_result *r)
+{
+	return (struct results_block *)((char *)r - offsetof(struct results_block, r));
+}
+
+static void run_from_wire(struct cpuhp_client_state_run *o, const Cpuhp__StateRun *in)
+{
+	snprintf(o->state, sizeof(o->state), "%s", in->name);
+	snprintf(o->comm, sizeof(o->comm), "%s", in->comm);
+	snprintf(o->message, sizeof(o->message), "%s", in->message);
+	o->pid = in->pid;
+	o->cpu = in->cpu;
+	o->teardown = in->phase == CPUHP__STATE_PHASE__PHASE_TEARDOWN;
+	o->rollback = in->rollback;
+	o->timed_out = in->timed_out;
+	o->client_gone = in->client_gone;
+	o->error = in->ok ? 0 : cpuhp__errmap_from_wire(in->code);
+	o->micros = in->micros;
+}
+
 int cpuhp__client_convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
                                   struct cpuhp_client_cpu_result **results, size_t *n_results)
 {
+	size_t n = reply->n_results, nruns = 0, i, k, at = 0;
+	struct results_block *b;
 	struct cpuhp_client_cpu_result *r;
-	size_t i;
 
+	for (i = 0; i < n; i++)
+		nruns += reply->results[i]->n_states;
 	/* calloc(0) may return NULL: allocate one so success always has an array. */
-	r = calloc(reply->n_results ? reply->n_results : 1, sizeof(*r));
-	if (!r)
-		return cpuhp__client_error(c, -ENOMEM, "out of memory for %zu CPU results",
-		                           reply->n_results);
-	for (i = 0; i < reply->n_results; i++) {
+	b = calloc(1, sizeof(*b) + (n ? n : 1) * sizeof(b->r[0]));
+	if (b) {
+		b->runs = calloc(nruns ? nruns : 1, sizeof(*b->runs));
+		b->first = calloc(n ? n : 1, sizeof(*b->first));
+		b->count = calloc(n ? n : 1, sizeof(*b->count));
+	}
+	if (!b || !b->runs || !b->first || !b->count) {
+		if (b) {
+			free(b->runs);
+			free(b->first);
+			free(b->count);
+		}
+		free(b);
+		return cpuhp__client_error(c, -ENOMEM, "out of memory for %zu CPU results", n);
+	}
+	b->n = n;
+	r = b->r;
+	for (i = 0; i < n; i++) {
 		const Cpuhp__CpuResult *in = reply->results[i];
 
 		r[i].cpu = in->cpu;
 		r[i].error = in->ok ? 0 : cpuhp__errmap_from_wire(in->code);
 		r[i].changed = in->ok && in->changed;
 		snprintf(r[i].message, sizeof(r[i].message), "%s", in->message ? in->message : "");
+		b->first[i] = at;
+		b->count[i] = in->n_states;
+		for (k = 0; k < in->n_states; k++)
+			run_from_wire(&b->runs[at++], in->states[k]);
 	}
 	*results = r;
-	*n_results = reply->n_results;
+	*n_results = n;
 	return 0;
+}
+
+const struct cpuhp_client_state_run *
+cpuhp_client_results_states(const struct cpuhp_client_cpu_result *results, size_t i, size_t *n)
+{
+	const struct results_block *b = block_of(results);
+
+	if (i >= b->n || !b->count[i]) {
+		*n = 0;
+		return NULL;
+	}
+	*n = b->count[i];
+	return &b->runs[b->first[i]];
 }
 
 /* The request, without the handle's lock or message handling. */
@@ -257,7 +323,58 @@ int cpuhp_client_set_online_results(struct cpuhp_client *c, const char *cpus, bo
 
 void cpuhp_client_results_free(struct cpuhp_client_cpu_result *results)
 {
-	free(results);
+	struct results_block *b;
+
+	if (!results)
+		return;
+	b = block_of(results);
+	free(b->runs);
+	free(b->first);
+	free(b->count);
+	free(b);
+}
+
+int cpuhp_client_states_list(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                             size_t *n)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
+	struct cpuhp_client_state_info *v;
+	Cpuhp__Response *resp;
+	size_t i, k;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	enter(c);
+	req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
+	req.list_states = &ls;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_STATE_LIST, &resp);
+	if (ret < 0)
+		return leave(c, ret);
+	k = resp->state_list->n_states;
+	v = calloc(k ? k : 1, sizeof(*v));
+	if (!v) {
+		cpuhp__response__free_unpacked(resp, NULL);
+		return leave(c, cpuhp__client_error(c, -ENOMEM, "out of memory for %zu states", k));
+	}
+	for (i = 0; i < k; i++) {
+		const Cpuhp__StateInfo *si = resp->state_list->states[i];
+
+		v[i].id = si->state_id;
+		snprintf(v[i].name, sizeof(v[i].name), "%s", si->name);
+		snprintf(v[i].comm, sizeof(v[i].comm), "%s", si->comm);
+		v[i].priority = si->priority;
+		v[i].deadline_ms = si->deadline_ms;
+		v[i].pid = si->pid;
+		v[i].uid = si->uid;
+		if (cpuhp_cpuset_parse(si->cpus, &v[i].cpus) < 0)
+			cpuhp_cpuset_zero(&v[i].cpus);
+	}
+	cpuhp__response__free_unpacked(resp, NULL);
+	*out = v;
+	*n = k;
+	return leave(c, 0);
 }
 
 int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool online,
@@ -281,7 +398,7 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 			break;
 		}
 	}
-	free(r);
+	cpuhp_client_results_free(r);
 	return leave(c, ret);
 }
 

@@ -208,8 +208,8 @@ def test_online_offline_json_per_cpu_and_errors(daemon4, sim4, probe):
     rc, out = ctl_json(daemon4, 'offline', '2-3')
     assert rc == 0, out
     assert out == {'online': False, 'results': [
-        {'cpu': 2, 'ok': True, 'changed': True, 'error': None, 'message': ''},
-        {'cpu': 3, 'ok': True, 'changed': True, 'error': None, 'message': ''}]}, out
+        {'cpu': 2, 'ok': True, 'changed': True, 'error': None, 'message': '', 'states': []},
+        {'cpu': 3, 'ok': True, 'changed': True, 'error': None, 'message': '', 'states': []}]}, out
     rc, out = ctl_json(daemon4, 'online', '3,7')
     assert rc == 64, out
     assert out['online'] is True and out['results'][0]['changed'] is True, out

@@ -131,6 +131,8 @@ def test_a_failure_on_one_cpu_leaves_the_others_going_partly_done(daemon4, sim4,
     out, err = ctl.communicate(timeout=fixture.GUARD_S)
     assert ctl.returncode == 64, (out, err)     # partly done, as chcpu says it
     assert "state 'a'" in err and 'queue not empty' in err, err
+    # Per CPU, per state: what ran and how long it took.
+    assert 'teardown of state a (pid' in out and 'failed after' in out and ' ms\n' in out, out
     assert sim4.read_online(1) == '1' and sim4.read_online(2) == '0'
 
 

@@ -397,6 +397,54 @@ CPUHP_EXPORT int cpuhp_client_set_online_results(struct cpuhp_client *c, const c
 /** cpuhp_client_results_free() - free what set_online_results gave (NULL: no-op). */
 CPUHP_EXPORT void cpuhp_client_results_free(struct cpuhp_client_cpu_result *results);
 
+/* One hotplug state callback run for a CPU, as cpuhpd reports it. */
+struct cpuhp_client_state_run {
+	char state[64]; /* the state's name */
+	char comm[16];  /* its owner's command */
+	int pid;        /* its owner */
+	unsigned cpu;
+	bool teardown;                          /* else startup */
+	bool rollback;                          /* undoing an earlier call of the same hotplug */
+	bool timed_out;                         /* no answer within the state's deadline */
+	bool client_gone;                       /* the owner died or closed: counted as done */
+	int error;                              /* 0 or a negative errno */
+	uint64_t micros;                        /* from the call to its end */
+	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* why it failed */
+};
+
+/**
+ * cpuhp_client_results_states() - the state callbacks run for
+ * @results[@i], in order (a failed one is the first with error and not
+ * rollback).  @results is an array from set_online_results or
+ * cpuhp_client_call_results(), not a copy.
+ * Return: the runs, owned by @results (valid until it is freed), and their
+ * number in *@n; NULL with *@n 0 if none ran.
+ */
+CPUHP_EXPORT const struct cpuhp_client_state_run *
+cpuhp_client_results_states(const struct cpuhp_client_cpu_result *results, size_t i, size_t *n);
+
+/* A registered state, as cpuhp_client_states_list() gives it. */
+struct cpuhp_client_state_info {
+	uint64_t id;
+	char name[64];
+	int priority;
+	unsigned deadline_ms;
+	int pid;
+	unsigned uid;
+	char comm[16];
+	struct cpuhp_cpuset cpus; /* the CPUs it was started on */
+};
+
+/**
+ * cpuhp_client_states_list() - every state registered with the daemon, in
+ * startup order (priority ascending).
+ * @out: to free with free(); @n: how many.
+ * Context: a round trip, under @c's mutex.
+ * Return: 0; -ENOMEM; -EOPNOTSUPP (a cpuhpd without states); a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_states_list(struct cpuhp_client *c,
+                                          struct cpuhp_client_state_info **out, size_t *n);
+
 /**
  * cpuhp_client_set_online() - cpuhp_client_set_online_results() for callers
  * that only want to know whether every CPU got there.
