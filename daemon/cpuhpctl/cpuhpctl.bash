@@ -23,7 +23,7 @@ _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
-	local commands='status leases online offline watch hold freeze help'
+	local commands='status leases states state online offline watch hold freeze help'
 
 	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -121,8 +121,15 @@ _cpuhpctl()
 			COMPREPLY=($(compgen -c -- "$cur"))
 		fi
 		;;
-	status | leases)
+	status | leases | states)
 		COMPREPLY=($(compgen -W '-j --json -h --help' -- "$cur"))
+		;;
+	state)
+		case $prev in
+		-p | --priority | -d | --deadline | -t | --teardown | -u | --startup) return ;;
+		esac
+		[[ $cur == -* ]] && COMPREPLY=($(compgen -W '-p --priority -d --deadline -n --nocalls
+			-t --teardown -u --startup -h --help' -- "$cur"))
 		;;
 	esac
 }

@@ -56,6 +56,12 @@ struct option;
 int cpuhpctl_getopt(int argc, char **argv, const char *optstring, const struct option *longopts,
                     const char *cmd);
 
+/*
+ * Parse the options of a command that has only --json and --help (@help
+ * prints its usage).  Return: -1 to go on, else the exit code.
+ */
+int cpuhpctl_parse_no_options(int argc, char **argv, void (*help)(FILE *), bool *json);
+
 /* Parse --timeout's argument.  Return: 0, or -EINVAL with a message printed. */
 int cpuhpctl_parse_timeout(const char *arg, unsigned *out);
 
@@ -80,5 +86,7 @@ int cpuhpctl_watch(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online);
 int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_freeze(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_states(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv);
 
 #endif /* CPUHPCTL_CTL_H */

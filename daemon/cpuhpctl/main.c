@@ -34,6 +34,10 @@ static void usage(FILE *f)
 	        "  freeze [--who NAME] [--why TEXT] -- CMD [ARGS...]\n"
 	        "                                run CMD with hotplug frozen: online and\n"
 	        "                                offline fail at once meanwhile\n"
+	        "  states                        the hotplug states registered, in order\n"
+	        "  state NAME [--priority N] [--deadline MS] [--nocalls]\n"
+	        "        [--teardown CMD] [--startup CMD]\n"
+	        "                                a hotplug state whose callbacks run CMD\n"
 	        "Run 'cpuhpctl COMMAND --help' for more on each.\n"
 	        "\n"
 	        "Options:\n"
@@ -41,7 +45,7 @@ static void usage(FILE *f)
 	        "  --sysfs-root PATH  the sysfs tree cpuhpd serves, read by cpuhpctl to say\n"
 	        "                     what changed if cpuhpd dies in a hotplug (default:\n"
 	        "                     $%s, else /sys)\n"
-	        "  -j, --json         print JSON (status, leases, online, offline, watch;\n"
+	        "  -j, --json         print JSON (status, leases, states, online, offline, watch;\n"
 	        "                     the schemas are in cpuhpctl(8))\n"
 	        "  -h, --help         this text\n"
 	        "  -V, --version      print the version\n"
@@ -245,8 +249,8 @@ int main(int argc, char **argv)
 	if (!ctl.sysfs_root || !ctl.sysfs_root[0])
 		ctl.sysfs_root = "/sys";
 	if (optind >= argc) {
-		fprintf(stderr, "cpuhpctl: which command? (status, leases, online, offline, watch, "
-		                "hold, freeze)\n"
+		fprintf(stderr, "cpuhpctl: which command? (status, leases, states, state, online, "
+		                "offline, watch, hold, freeze)\n"
 		                "Try 'cpuhpctl --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
@@ -269,6 +273,10 @@ int main(int argc, char **argv)
 		return cpuhpctl_hold(&ctl, argc, argv);
 	if (!strcmp(cmd, "freeze"))
 		return cpuhpctl_freeze(&ctl, argc, argv);
+	if (!strcmp(cmd, "states"))
+		return cpuhpctl_states(&ctl, argc, argv);
+	if (!strcmp(cmd, "state"))
+		return cpuhpctl_state(&ctl, argc, argv);
 	if (!strcmp(cmd, "help")) {
 		usage(stdout);
 		return CPUHPCTL_EXIT_OK;

@@ -16,7 +16,8 @@ static void status_usage(FILE *f)
 	           "Print cpuhpd's view: online, offline, possible and present CPUs, the\n"
 	           "leases held (the fast ones, taken in shared memory, as well), whether a\n"
 	           "hotplug is waiting or running, what is queued, how many hotplug\n"
-	           "freezes are held (cpuhpctl freeze).\n"
+	           "freezes are held (cpuhpctl freeze), the hotplug states registered\n"
+	           "('cpuhpctl states' lists them).\n"
 	           "\n"
 	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
 }
@@ -35,8 +36,7 @@ static void leases_usage(FILE *f)
 	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
 }
 
-/* Only --json and --help: the commands without options of their own. */
-static int parse_no_options(int argc, char **argv, void (*help)(FILE *), bool *json)
+int cpuhpctl_parse_no_options(int argc, char **argv, void (*help)(FILE *), bool *json)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
@@ -87,7 +87,7 @@ static void json_field_cpus(const char *name, const struct cpuhp_cpuset *set)
 	putchar(',');
 }
 
-static void print_json(const struct cpuhp_client_status *st)
+static void print_json(const struct cpuhp_client_status *st, long nstates)
 {
 	printf("{\"daemon_version\":");
 	cpuhpctl_json_string(stdout, st->daemon_version);
@@ -102,9 +102,42 @@ static void print_json(const struct cpuhp_client_status *st)
 	cpuhpctl_json_string(stdout, st->fast_path);
 	printf(",\"writer\":\"%s\",\"pending_leases\":%u,\"pending_hotplugs\":%u,"
 	       "\"connections\":%u,\"freezes\":%u,\"bypasses\":%" PRIu64 ",\"revocations\":%" PRIu64
-	       "}\n",
+	       ",\"states\":",
 	       cpuhpctl_writer_name(st->writer), st->pending_leases, st->pending_hotplugs,
 	       st->connections, st->freezes, st->bypasses, st->revocations);
+	if (nstates < 0)
+		printf("null}\n");
+	else
+		printf("%ld}\n", nstates);
+}
+
+/*
+ * The hotplug states registered, and their names in startup order in
+ * *@names (to free; NULL if none or out of memory).
+ * Return: how many; -1 if the daemon cannot say (one without states).
+ */
+static long count_states(struct cpuhp_client *c, char **names)
+{
+	struct cpuhp_client_state_info *s;
+	size_t n, len = 0;
+	char *buf;
+
+	*names = NULL;
+	if (cpuhp_client_states_list(c, &s, &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(s[i].name) + 2;
+	buf = n ? malloc(len + 1) : NULL;
+	if (buf) {
+		buf[0] = '\0';
+		for (size_t i = 0; i < n; i++) {
+			strcat(buf, i ? ", " : "");
+			strcat(buf, s[i].name);
+		}
+	}
+	*names = buf;
+	free(s);
+	return (long)n;
 }
 
 int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
@@ -112,9 +145,11 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 	struct cpuhp_client_status *st;
 	struct cpuhp_client *c;
 	bool json = ctl->json;
+	char *names = NULL;
+	long nstates = -1;
 	int ret, err;
 
-	ret = parse_no_options(argc, argv, status_usage, &json);
+	ret = cpuhpctl_parse_no_options(argc, argv, status_usage, &json);
 	if (ret >= 0)
 		return ret;
 	st = malloc(sizeof(*st));
@@ -128,10 +163,12 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 		return ret;
 	}
 	err = cpuhp_client_status(c, st);
+	if (err >= 0)
+		nstates = count_states(c, &names);
 	if (err < 0) {
 		ret = json ? cpuhpctl_json_fail(c, err, "status") : cpuhpctl_fail(c, err, "status");
 	} else if (json) {
-		print_json(st);
+		print_json(st, nstates);
 	} else {
 		printf("%-13s %s\n", "daemon:", st->daemon_version[0] ? st->daemon_version : "?");
 		print_set("online:", &st->online);
@@ -153,8 +190,12 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 		       "were held%s; %" PRIu64 " lease(s) revoked (--max-lease-ms)\n",
 		       "policy:", st->bypasses, st->bypasses ? " (see cpuhpd's log)" : "",
 		       st->revocations);
+		if (nstates >= 0)
+			printf("%-13s %ld%s%s%s\n", "states:", nstates, nstates ? " (" : "",
+			       names ? names : "", nstates ? ")" : "");
 	}
 	cpuhp_client_close(c);
+	free(names);
 	free(st);
 	return ret;
 }
@@ -269,7 +310,7 @@ int cpuhpctl_leases(const struct cpuhpctl *ctl, int argc, char **argv)
 	bool json = ctl->json;
 	int ret, err;
 
-	ret = parse_no_options(argc, argv, leases_usage, &json);
+	ret = cpuhpctl_parse_no_options(argc, argv, leases_usage, &json);
 	if (ret >= 0)
 		return ret;
 	ret = cpuhpctl_connect(ctl, &c);

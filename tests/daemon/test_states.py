@@ -7,6 +7,8 @@ leases inside callbacks, and external changes.
 The probe answers every call itself, so each test decides, call by call,
 what a client does; the order of the calls is the order in which they
 arrive on one connection (a connection may register several states)."""
+import json
+import pathlib
 import subprocess
 
 import fixture
@@ -340,3 +342,166 @@ def test_the_c_library_runs_callbacks_on_its_own_thread(daemon4, sim4, probe):
         assert st.close() == 0
     finally:
         st.kill()
+
+
+# ---- cpuhpctl: states, status, --json, and the shell hook 'cpuhpctl state' ----
+
+def ctl(daemon, *args, **kw):
+    return subprocess.run([str(fixture.CPUHPCTL), '--socket', daemon.socket,
+                           *(str(a) for a in args)],
+                          capture_output=True, text=True, timeout=fixture.GUARD_S, **kw)
+
+
+def test_cpuhpctl_states_lists_name_priority_deadline_owner_and_cpus(daemon4, sim4, probe):
+    probe.connect('s')
+    register(probe, 's', 'pool', 10, 2500)
+    register(probe, 's', 'early', -3, nocalls=True)
+    pid = probe('pid')['pid']
+    r = ctl(daemon4, 'states')
+    assert r.returncode == 0, r
+    rows = [line.split() for line in r.stdout.splitlines()[1:3]]
+    assert [row[1:5] for row in rows] == [['early', '-3', '5000ms', str(pid)],
+                                          ['pool', '10', '2500ms', str(pid)]], r.stdout
+    # Registered without calls, a state counts as started on the CPUs online, as in the kernel.
+    assert rows[0][-1] == rows[1][-1] == '0-3', r.stdout
+    assert '2 state(s) registered' in r.stdout, r.stdout
+    r = ctl(daemon4, 'states', '--json')
+    assert r.returncode == 0, r
+    got = json.loads(r.stdout)['states']
+    assert [(s['name'], s['priority'], s['deadline_ms'], s['pid'], s['cpus']) for s in got] == \
+        [('early', -3, 5000, pid, [0, 1, 2, 3]), ('pool', 10, 2500, pid, [0, 1, 2, 3])], got
+    assert got[0]['comm'] == 'cpuhpd-probe' and got[0]['id'] > 0, got
+    r = ctl(daemon4, 'status')
+    assert 'states:       2 (early, pool)' in r.stdout, r.stdout
+    assert json.loads(ctl(daemon4, 'status', '--json').stdout)['states'] == 2
+    r = ctl(daemon4, 'states', 'extra')
+    assert r.returncode == 2 and "unexpected argument 'extra'" in r.stderr, r
+
+
+def test_cpuhpctl_offline_json_carries_the_state_runs(daemon4, sim4, probe):
+    probe.connect('s')
+    a = register(probe, 's', 'a', 10, nocalls=True)
+    c = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, '--json',
+                          'offline', '1-2'], stdout=subprocess.PIPE, text=True)
+    call = expect_call(probe, 's', state_id=a, cpu=1, phase='teardown')
+    probe.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'queue', 'not', 'empty')
+    call = expect_call(probe, 's', state_id=a, cpu=2, phase='teardown')
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    out, _ = c.communicate(timeout=fixture.GUARD_S)
+    assert c.returncode == 64, out
+    res = json.loads(out)['results']
+    pid = probe('pid')['pid']
+    assert res[0]['ok'] is False and "state 'a'" in res[0]['message'], res
+    assert [(s['state'], s['phase'], s['rollback'], s['ok'], s['error'], s['pid'])
+            for s in res[0]['states']] == [('a', 'teardown', False, False, 'EBUSY', pid)], res
+    assert res[0]['states'][0]['message'] == 'queue not empty', res
+    assert res[0]['states'][0]['comm'] == 'cpuhpd-probe' and res[0]['states'][0]['ms'] >= 0, res
+    assert res[1]['ok'] and [s['ok'] for s in res[1]['states']] == [True], res
+
+
+class Hook:
+    """`cpuhpctl state` running on the test's daemon; its stdout read line by line."""
+
+    def __init__(self, daemon, tmp, *args):
+        self.log = tmp / 'hook.log'
+        self.proc = subprocess.Popen(
+            [str(fixture.CPUHPCTL), '--socket', daemon.socket, 'state', *map(str, args)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)
+
+    def line(self):
+        return self.proc.stdout.readline().strip()
+
+    def stop(self):
+        self.proc.terminate()
+        out, err = self.proc.communicate(timeout=fixture.GUARD_S)
+        return self.proc.returncode, out, err
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+LOG = 'echo "$CPUHP_PHASE $1 cpu=$CPUHP_CPU state=$CPUHP_STATE ext=$CPUHP_EXTERNAL ' \
+      'rb=$CPUHP_ROLLBACK" >> hook.log'
+
+
+def test_the_shell_hook_runs_its_commands_with_the_cpu_and_removes_on_sigterm(daemon4, sim4,
+                                                                                tmp_path):
+    hook = Hook(daemon4, tmp_path, 'hook', '--priority', 7, '--deadline', 3000,
+                '--teardown', LOG, '--startup', LOG)
+    try:
+        # Registration: startup for every online CPU, each line printed, then the banner.
+        for cpu in range(4):
+            assert hook.line().startswith(f'startup CPU {cpu}: ok ('), cpu
+        assert hook.line().startswith('state hook registered (id ')
+        r = ctl(daemon4, 'states', '--json')
+        st = json.loads(r.stdout)['states']
+        assert [(s['name'], s['priority'], s['deadline_ms'], s['pid'], s['comm']) for s in st] \
+            == [('hook', 7, 3000, hook.proc.pid, 'cpuhpctl')], st
+        r = ctl(daemon4, 'offline', 2)
+        assert r.returncode == 0 and sim4.read_online(2) == '0', r
+        assert hook.line().startswith('teardown CPU 2: ok'), r
+        # cpuhpctl offline says per state what ran and how long it took.
+        assert f'  teardown of state hook (pid {hook.proc.pid}, cpuhpctl): ' in r.stdout, r
+        assert ctl(daemon4, 'online', 2).returncode == 0
+        assert hook.line().startswith('startup CPU 2: ok')
+        rc, out, err = hook.stop()
+        assert rc == 0, (out, err)
+        assert [x.split(':')[0] for x in out.splitlines()] == \
+            [f'teardown CPU {c}' for c in (3, 2, 1, 0)] + ['state hook removed'], out
+        log = (tmp_path / 'hook.log').read_text().splitlines()
+        want = [f'startup {c} cpu={c} state=hook ext=0 rb=0' for c in range(4)] + \
+            ['teardown 2 cpu=2 state=hook ext=0 rb=0', 'startup 2 cpu=2 state=hook ext=0 rb=0'] + \
+            [f'teardown {c} cpu={c} state=hook ext=0 rb=0' for c in (3, 2, 1, 0)]
+        assert log == want, log
+        assert json.loads(ctl(daemon4, 'states', '--json').stdout)['states'] == []
+    finally:
+        hook.kill()
+
+
+def test_a_failing_hook_command_fails_the_offline_and_the_cpu_stays(daemon4, sim4, tmp_path):
+    hook = Hook(daemon4, tmp_path, 'picky', '--nocalls', '--teardown', 'exit 3')
+    try:
+        assert hook.line().startswith('state picky registered')
+        r = ctl(daemon4, 'offline', 2)
+        assert r.returncode == 1 and sim4.read_online(2) == '1', r
+        assert "state 'picky'" in r.stderr and 'exited with status 3' in r.stderr, r
+        assert hook.line().startswith('teardown CPU 2: teardown command exited with status 3')
+        rc, out, _ = hook.stop()
+        assert rc == 0 and out.splitlines() == ['state picky removed'], out   # nocalls
+    finally:
+        hook.kill()
+
+
+def test_a_hook_command_past_the_deadline_is_killed_and_rolled_back(daemon4, sim4, tmp_path):
+    hook = Hook(daemon4, tmp_path, 'slow', '--nocalls', '--deadline', 200,
+                '--teardown', 'echo $$ > slow.pid; exec sleep 600', '--startup', LOG)
+    try:
+        assert hook.line().startswith('state slow registered')
+        r = ctl(daemon4, 'offline', 2)
+        assert r.returncode == 1 and sim4.read_online(2) == '1', r
+        assert 'deadline of 200 ms' in r.stderr, r
+        assert 'killed' in hook.line()
+        # The state missed its deadline, so it is rolled back too: startup, flagged.
+        assert hook.line().startswith('rollback startup CPU 2: ok')
+        assert (tmp_path / 'hook.log').read_text() == 'startup 2 cpu=2 state=slow ext=0 rb=1\n'
+        pid = int((tmp_path / 'slow.pid').read_text())
+        assert not pathlib.Path(f'/proc/{pid}').exists() or \
+            pathlib.Path(f'/proc/{pid}/stat').read_text().split()[2] == 'Z'
+    finally:
+        hook.kill()
+
+
+def test_the_hook_refuses_bad_arguments_and_a_taken_name(daemon4, probe, tmp_path):
+    for args, msg in [([], 'which state?'), (['x'], '--teardown CMD, --startup CMD or both'),
+                      (['x', '--deadline', 0, '--startup', 'true'], '--deadline must be'),
+                      (['x', '--priority', 'high', '--startup', 'true'], '--priority must be'),
+                      (['x', 'y', '--startup', 'true'], 'one NAME only')]:
+        r = ctl(daemon4, 'state', *args)
+        assert r.returncode == 2 and msg in r.stderr, (args, r)
+    probe.connect('s')
+    register(probe, 's', 'taken', nocalls=True)
+    r = ctl(daemon4, 'state', 'taken', '--startup', 'true')
+    assert r.returncode == 1 and "'taken' is registered already" in r.stderr, r
+    assert ctl(daemon4, 'state', '--help').stdout.startswith('Usage: cpuhpctl state NAME')

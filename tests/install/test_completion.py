@@ -40,10 +40,10 @@ def test_it_registers_a_function_for_cpuhpctl():
 
 
 def test_commands():
-    assert complete('cpuhpctl ') == sorted(['status', 'leases', 'online', 'offline', 'watch', 'hold',
-                                                 'freeze', 'help'])
+    assert complete('cpuhpctl ') == sorted(['status', 'leases', 'states', 'state', 'online',
+                                            'offline', 'watch', 'hold', 'freeze', 'help'])
     assert complete('cpuhpctl of') == ['offline']
-    assert complete('cpuhpctl --socket /run/x.sock st') == ['status']
+    assert complete('cpuhpctl --socket /run/x.sock st') == ['state', 'states', 'status']
 
 
 def test_options_are_the_ones_cpuhpctl_has():
@@ -55,7 +55,8 @@ def test_options_are_the_ones_cpuhpctl_has():
     for line, args in (('cpuhpctl -', ()), ('cpuhpctl online -', ('online',)),
                        ('cpuhpctl watch -', ('watch',)), ('cpuhpctl hold -', ('hold',)),
                        ('cpuhpctl freeze -', ('freeze',)),
-                       ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',))):
+                       ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',)),
+                       ('cpuhpctl states -', ('states',)), ('cpuhpctl state x -', ('state',))):
         got = set(complete(line)) - {'--'}
         assert got and got <= has(*args), (line, got - has(*args))
     assert {'--socket', '--version', '--help'} <= set(complete('cpuhpctl --'))

@@ -69,12 +69,12 @@ def test_cpuhpd_8_describes_every_option():
 def test_cpuhpctl_8_describes_every_command_and_option():
     page = text('cpuhpctl.8')
     opts = help_options([str(fixture.CPUHPCTL)])
-    for cmd in ('online', 'watch', 'hold', 'freeze'):
+    for cmd in ('online', 'watch', 'hold', 'freeze', 'state', 'states'):
         opts |= help_options([str(fixture.CPUHPCTL), cmd])
     assert {'--socket', '--version', '--timeout', '--count'} <= opts
     missing = {o for o in opts if o not in page}
-    missing |= {c for c in ('status', 'leases', 'online', 'offline', 'watch', 'hold', 'freeze')
-                if c not in page}
+    missing |= {c for c in ('status', 'leases', 'online', 'offline', 'watch', 'hold', 'freeze',
+                            'states', 'state NAME') if c not in page}
     assert not missing, missing
 
 

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cpuhpctl states and state: list the hotplug states registered with
+ * cpuhpd, and the shell hook, a state whose callbacks run commands
+ * (daemon/cpuhpd/README.md, "Hotplug states", has the rules).
+ *
+ * The hook runs its callbacks on its main thread, from its own poll loop
+ * (cpuhp_client_state_fd/dispatch), so that a SIGINT or SIGTERM, which
+ * ends the hook by removing the state, is seen between calls and never
+ * inside one: removal then runs the teardowns, as an operator expects.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+static void states_usage(FILE *f)
+{
+	fprintf(f, "Usage: cpuhpctl states [--json]\n"
+	           "\n"
+	           "List the hotplug states registered with cpuhpd, in startup order (lowest\n"
+	           "priority first; teardown runs the other way): id, name, priority, the\n"
+	           "deadline of each call, the owner's pid, uid and command, and the CPUs the\n"
+	           "state was started on.\n"
+	           "\n"
+	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
+}
+
+static void state_usage(FILE *f)
+{
+	fprintf(f, "Usage: cpuhpctl state NAME [--priority N] [--deadline MS] [--nocalls]\n"
+	           "                      [--teardown CMD] [--startup CMD]\n"
+	           "\n"
+	           "Register the hotplug state NAME and keep it until SIGINT or SIGTERM: before\n"
+	           "a CPU goes offline cpuhpd waits for the teardown command, after one came\n"
+	           "online for the startup command. Each runs as 'sh -c CMD sh CPU', with\n"
+	           "CPUHP_CPU, CPUHP_PHASE (startup or teardown), CPUHP_STATE, CPUHP_EXTERNAL\n"
+	           "and CPUHP_ROLLBACK (1 or 0) in its environment. Exit status 0 is success;\n"
+	           "anything else fails the call, and cpuhpd rolls the hotplug back. A command\n"
+	           "still running at the deadline is killed. On registration the startup\n"
+	           "command runs for every online CPU (unless --nocalls); on SIGINT or SIGTERM\n"
+	           "the teardown command runs for each of them and the state is removed.\n"
+	           "\n"
+	           "  -p, --priority N   teardown runs from the highest priority down, startup\n"
+	           "                     from the lowest up (default 0)\n"
+	           "  -d, --deadline MS  per call, 1 to 600000 (default 5000)\n"
+	           "  -n, --nocalls      no calls at registration and removal\n"
+	           "  -t, --teardown CMD the command run before a CPU goes offline\n"
+	           "  -u, --startup CMD  the command run after a CPU came online\n"
+	           "\n"
+	           "Prints one line per call: phase, CPU, outcome and how long it took.\n"
+	           "Exit status: 0 after a signal removed the state; 1 if registration\n"
+	           "failed (the name is taken, a startup failed); 69 if cpuhpd went away.\n");
+}
+
+/* --- cpuhpctl states --------------------------------------------------------- */
+
+static void print_states_text(const struct cpuhp_client_state_info *s, size_t n)
+{
+	printf("%6s %-24s %9s %9s %7s %-16s %s\n", "ID", "NAME", "PRIORITY", "DEADLINE", "PID",
+	       "COMMAND", "CPUS");
+	for (size_t i = 0; i < n; i++) {
+		char *cpus = cpuhpctl_format(&s[i].cpus);
+
+		printf("%6" PRIu64 " %-24s %9d %7ums %7d %-16s %s\n", s[i].id, s[i].name,
+		       s[i].priority, s[i].deadline_ms, s[i].pid, s[i].comm,
+		       !cpus     ? "?"
+		       : cpus[0] ? cpus
+		                 : "(none)");
+		free(cpus);
+	}
+	printf("\n%zu state(s) registered.\n", n);
+}
+
+static void print_states_json(const struct cpuhp_client_state_info *s, size_t n)
+{
+	printf("{\"states\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"id\":%" PRIu64 ",\"name\":", i ? "," : "", s[i].id);
+		cpuhpctl_json_string(stdout, s[i].name);
+		printf(",\"priority\":%d,\"deadline_ms\":%u,\"pid\":%d,\"uid\":%u,\"comm\":",
+		       s[i].priority, s[i].deadline_ms, s[i].pid, s[i].uid);
+		cpuhpctl_json_string(stdout, s[i].comm);
+		printf(",\"cpus\":");
+		cpuhpctl_json_cpus(stdout, &s[i].cpus);
+		putchar('}');
+	}
+	printf("]}\n");
+}
+
+int cpuhpctl_states(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	struct cpuhp_client_state_info *s;
+	struct cpuhp_client *c;
+	bool json = ctl->json;
+	size_t n;
+	int ret, err;
+
+	ret = cpuhpctl_parse_no_options(argc, argv, states_usage, &json);
+	if (ret >= 0)
+		return ret;
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret)
+		return ret;
+	err = cpuhp_client_states_list(c, &s, &n);
+	if (err < 0) {
+		ret = json ? cpuhpctl_json_fail(c, err, "states") : cpuhpctl_fail(c, err, "states");
+	} else {
+		if (json)
+			print_states_json(s, n);
+		else
+			print_states_text(s, n);
+		free(s);
+	}
+	cpuhp_client_close(c);
+	return ret;
+}
+
+/* --- cpuhpctl state: the shell hook ------------------------------------------ */
+
+struct hook {
+	const char *name;
+	const char *startup, *teardown; /* NULL: that call succeeds at once */
+	unsigned deadline_ms;
+};
+
+static volatile sig_atomic_t hook_signal;
+static int hook_pipe[2] = {-1, -1};
+
+/* Async-signal-safe: note the signal and wake the poll loop. */
+static void hook_on_signal(int sig)
+{
+	int saved = errno;
+	char b = 0;
+
+	hook_signal = sig;
+	if (write(hook_pipe[1], &b, 1) < 0) {
+		/* The pipe is full: the loop is woken already. */
+	}
+	errno = saved;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * Wait for @pid at most @ms; kill it (its process group) at the deadline,
+ * since cpuhpd has given up on the call by then.
+ * Return: its wait status, or -ETIMEDOUT once killed and reaped.
+ */
+static int wait_child(pid_t pid, unsigned ms)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int status, timed_out = 0;
+
+	if (pidfd >= 0) {
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		uint64_t end = now_us() + (uint64_t)ms * 1000;
+
+		for (;;) {
+			uint64_t t = now_us();
+			int r;
+
+			if (t >= end) {
+				timed_out = 1;
+				break;
+			}
+			r = poll(&p, 1, (int)((end - t + 999) / 1000));
+			if (r > 0)
+				break;
+			if (r < 0 && errno != EINTR)
+				break;
+		}
+		close(pidfd);
+	}
+	if (timed_out) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -ECHILD;
+	return timed_out ? -ETIMEDOUT : status;
+}
+
+/* Run @cmd for @call.  Return: 0 on exit status 0, else a negative errno with call->message. */
+static int run_hook(const struct hook *h, const char *cmd, struct cpuhp_client_state_call *call)
+{
+	const char *phase = call->teardown ? "teardown" : "startup";
+	char cpu[16];
+	uint64_t t0 = now_us();
+	pid_t pid;
+	int st, ret = 0;
+
+	if (!cmd) {
+		printf("%s CPU %u: no command, ok\n", phase, call->cpu);
+		fflush(stdout);
+		return 0;
+	}
+	snprintf(cpu, sizeof(cpu), "%u", call->cpu);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(call->message, sizeof(call->message), "cpuhpctl state %s: fork: %s",
+		         h->name, strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		/* Its own group, so that a deadline kills what it started too. */
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		close(hook_pipe[0]);
+		close(hook_pipe[1]);
+		setenv("CPUHP_CPU", cpu, 1);
+		setenv("CPUHP_PHASE", phase, 1);
+		setenv("CPUHP_STATE", h->name, 1);
+		setenv("CPUHP_EXTERNAL", call->external ? "1" : "0", 1);
+		setenv("CPUHP_ROLLBACK", call->rollback ? "1" : "0", 1);
+		execl("/bin/sh", "sh", "-c", cmd, "sh", cpu, (char *)NULL);
+		_exit(127);
+	}
+	st = wait_child(pid, h->deadline_ms);
+	if (st == -ETIMEDOUT) {
+		snprintf(call->message, sizeof(call->message),
+		         "%s command still running at the deadline of %u ms: killed", phase,
+		         h->deadline_ms);
+		ret = -ETIMEDOUT;
+	} else if (st < 0) {
+		snprintf(call->message, sizeof(call->message), "%s command: cannot wait for it",
+		         phase);
+		ret = st;
+	} else if (WIFSIGNALED(st)) {
+		snprintf(call->message, sizeof(call->message), "%s command killed by signal %d",
+		         phase, WTERMSIG(st));
+		ret = -EINTR;
+	} else if (WEXITSTATUS(st) != 0) {
+		snprintf(call->message, sizeof(call->message), "%s command exited with status %d",
+		         phase, WEXITSTATUS(st));
+		ret = -EIO;
+	}
+	printf("%s%s CPU %u%s: %s (%.1f ms)\n", call->rollback ? "rollback " : "", phase, call->cpu,
+	       call->external ? " (external)" : "", ret ? call->message : "ok",
+	       (double)(now_us() - t0) / 1000);
+	fflush(stdout);
+	return ret;
+}
+
+static int hook_startup(struct cpuhp_client_state_call *call, void *arg)
+{
+	const struct hook *h = arg;
+
+	return run_hook(h, h->startup, call);
+}
+
+static int hook_teardown(struct cpuhp_client_state_call *call, void *arg)
+{
+	const struct hook *h = arg;
+
+	return run_hook(h, h->teardown, call);
+}
+
+/* Parse a number in [lo, hi].  Return: 0, or -EINVAL with a message printed. */
+static int parse_long(const char *what, const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		fprintf(stderr,
+		        "cpuhpctl state: %s must be a whole number from %ld to %ld, not '%s'\n"
+		        "Try 'cpuhpctl state --help'.\n",
+		        what, lo, hi, arg);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {{"priority", required_argument, NULL, 'p'},
+	                                     {"deadline", required_argument, NULL, 'd'},
+	                                     {"nocalls", no_argument, NULL, 'n'},
+	                                     {"teardown", required_argument, NULL, 't'},
+	                                     {"startup", required_argument, NULL, 'u'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {0}};
+	struct hook h = {.deadline_ms = 5000};
+	struct cpuhp_client_state *s = NULL;
+	struct sigaction sa = {.sa_handler = hook_on_signal};
+	struct cpuhp_client *c;
+	unsigned flags = 0;
+	long prio = 0, v;
+	int opt, ret, err;
+
+	/* NAME may come before or after the options: take words as they come. */
+	for (;;) {
+		opt = cpuhpctl_getopt(argc, argv, "+:p:d:nt:u:h", opts, argv[0]);
+		if (opt == -1) {
+			if (optind >= argc)
+				break;
+			if (h.name) {
+				fprintf(stderr,
+				        "cpuhpctl state: one NAME only, not '%s'; quote the "
+				        "commands of --teardown and --startup\n"
+				        "Try 'cpuhpctl state --help'.\n",
+				        argv[optind]);
+				return CPUHPCTL_EXIT_USAGE;
+			}
+			h.name = argv[optind++];
+			continue;
+		}
+		switch (opt) {
+		case 'p':
+			if (parse_long("--priority", optarg, INT32_MIN, INT32_MAX, &prio))
+				return CPUHPCTL_EXIT_USAGE;
+			break;
+		case 'd':
+			if (parse_long("--deadline", optarg, 1, 600000, &v))
+				return CPUHPCTL_EXIT_USAGE;
+			h.deadline_ms = (unsigned)v;
+			break;
+		case 'n':
+			flags |= CPUHP_CLIENT_STATE_NOCALLS;
+			break;
+		case 't':
+			h.teardown = optarg;
+			break;
+		case 'u':
+			h.startup = optarg;
+			break;
+		case 'h':
+			state_usage(stdout);
+			return CPUHPCTL_EXIT_OK;
+		default:
+			return CPUHPCTL_EXIT_USAGE;
+		}
+	}
+	if (!h.name) {
+		fprintf(stderr, "cpuhpctl state: which state? Give it a NAME\n"
+		                "Try 'cpuhpctl state --help'.\n");
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	if (!h.teardown && !h.startup) {
+		fprintf(stderr, "cpuhpctl state: give --teardown CMD, --startup CMD or both\n"
+		                "Try 'cpuhpctl state --help'.\n");
+		return CPUHPCTL_EXIT_USAGE;
+	}
+	if (pipe2(hook_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		fprintf(stderr, "cpuhpctl state: pipe: %s\n", strerror(errno));
+		return CPUHPCTL_EXIT_FAILED;
+	}
+	/* Before registering: a signal during the startups removes the state after them. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ret = cpuhpctl_connect(ctl, &c);
+	if (ret)
+		return ret;
+	err = cpuhp_client_state_register(c, h.name, (int)prio, h.deadline_ms, flags, hook_startup,
+	                                  hook_teardown, &h, &s);
+	if (err < 0) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "state %s", h.name);
+		ret = cpuhpctl_fail(c, err, what);
+		cpuhp_client_close(c);
+		return ret;
+	}
+	printf("state %s registered (id %" PRIu64 "); SIGINT or SIGTERM removes it\n", h.name,
+	       cpuhp_client_state_id(s));
+	fflush(stdout);
+	while (!hook_signal) {
+		struct pollfd p[2] = {{.fd = cpuhp_client_state_fd(s), .events = POLLIN},
+		                      {.fd = hook_pipe[0], .events = POLLIN}};
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "cpuhpctl state: poll: %s\n", strerror(errno));
+			ret = CPUHPCTL_EXIT_FAILED;
+			break;
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		err = cpuhp_client_state_dispatch(s);
+		if (err < 0) {
+			fprintf(stderr,
+			        "cpuhpctl state: lost cpuhpd (%s); the state %s is gone with it\n",
+			        strerror(-err), h.name);
+			cpuhp_client_state_remove(s, true);
+			cpuhp_client_close(c);
+			return CPUHPCTL_EXIT_UNREACHABLE;
+		}
+	}
+	err = cpuhp_client_state_remove(s, (flags & CPUHP_CLIENT_STATE_NOCALLS) != 0);
+	if (err < 0)
+		fprintf(stderr, "cpuhpctl state: removing %s: %s\n", h.name, strerror(-err));
+	else
+		printf("state %s removed\n", h.name);
+	cpuhp_client_close(c);
+	return ret ? ret : err < 0 ? CPUHPCTL_EXIT_FAILED : CPUHPCTL_EXIT_OK;
+}
