@@ -195,3 +195,42 @@ def test_real_last_online_cpu_error_is_reported_per_cpu(tmp):
         p.kill()
         restore()
         assert d.stop() == 0, d.log()
+
+
+def test_real_percpu_pool_workers_never_run_on_an_offline_cpu_nor_lose_their_affinity(tmp):
+    """examples/percpu-pool on the real /sys: its teardown stops the CPU's pinned worker
+    before the CPU goes, so no worker is ever on an offline CPU and the kernel never
+    breaks an affinity (each worker checks sched_getcpu() and its mask all along)."""
+    if CPU not in os.sched_getaffinity(0):
+        pytest.skip(f'skipped: CPU {CPU} is outside this process\'s affinity; nothing was '
+                    'hotplugged')
+    d = fixture.Daemon(tmp, SYS, uevents=False).start()
+    pool = subprocess.Popen([str(fixture.BUILD / 'examples' / 'percpu-pool'), '--socket',
+                             d.socket], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = ''
+        while 'registered' not in line:
+            line = pool.stdout.readline()
+            assert line, f'percpu-pool ended (exit {pool.wait()})'
+            assert 'unpinned' not in line, line
+        ctl = [str(fixture.CPUHPCTL), '--socket', d.socket]
+        for verb, want in (('offline', '0'), ('online', '1')) * 2:
+            r = subprocess.run(ctl + [verb, str(CPU)], capture_output=True, text=True,
+                               timeout=fixture.GUARD_S)
+            assert r.returncode == 0 and online_file().read_text().strip() == want, r
+            line = pool.stdout.readline()
+            assert f'CPU {CPU};' in line and ('stopped' if verb == 'offline' else 'started') \
+                in line, line
+            assert f'{"teardown" if verb == "offline" else "startup"} of state percpu-pool' \
+                in r.stdout, r.stdout
+        out, _ = pool.communicate('', timeout=fixture.GUARD_S)
+        assert pool.returncode == 0, out
+        summary = out.splitlines()[-1]
+        checks = int(summary.split('done; ')[1].split(' ')[0])
+        assert checks > 0 and ', 0 on a wrong CPU, 0 with their affinity broken, 0 worker(s) ' \
+            'unpinned' in summary, summary
+    finally:
+        pool.kill()
+        pool.wait()
+        restore()
+        assert d.stop() == 0, d.log()

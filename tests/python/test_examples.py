@@ -189,3 +189,76 @@ def test_hotplug_py_says_what_is_wrong(daemon, tmp):
     assert r.returncode == 1 and 'CPU 9 is not online' in r.stderr
     r = run([sys.executable, '-B', HOTPLUG_PY, '--socket', tmp / 'none.sock'])
     assert r.returncode == 1 and 'is cpuhpd running' in r.stderr
+
+
+
+# --- percpu-pool.c and percpu_pool.py ----------------------------------------------
+
+PERCPU_POOL = EXAMPLES / 'percpu-pool'
+PERCPU_POOL_PY = fixture.SOURCE / 'examples' / 'percpu_pool.py'
+
+
+def check_pool_story(argv, prefix, daemon, sim):
+    """Start the pool, take CPU 2 offline and back, end it: the pool follows the CPUs."""
+    pool = subprocess.Popen([str(a) for a in argv] + ['--socket', daemon.socket],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        def line():
+            got = pool.stdout.readline()
+            assert got, f'the pool ended (exit {pool.wait()})'
+            assert got.startswith(prefix), got
+            return got.rstrip('\n')[len(prefix):]
+        # Registration: a worker per online CPU (pinned where this machine has the CPU).
+        started = [line() for _ in range(4)]
+        assert [re.fullmatch(r'started (a|an unpinned) worker (on|for) CPU (\d); workers on '
+                             r'CPUs (\S+)', x).group(3, 4) for x in started] == \
+            [('0', '0'), ('1', '0-1'), ('2', '0-2'), ('3', '0-3')], started
+        assert line().endswith('registered; 4 worker(s)')
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, 'offline', 2])
+        assert r.returncode == 0 and sim.read_online(2) == '0', r
+        # The pool shrank before the CPU went: cpuhpd waited for the teardown.
+        assert line() == 'stopped the worker of CPU 2; workers on CPUs 0-1,3'
+        assert re.search(r'^  teardown of state percpu-pool\S* \(pid \d+, ', r.stdout,
+                         re.M), r.stdout
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, 'online', 2])
+        assert r.returncode == 0 and sim.read_online(2) == '1', r
+        # ... and grew after it came back.
+        assert re.fullmatch(r'started (a|an unpinned) worker (on|for) CPU 2; workers on CPUs '
+                            r'0-3', line())
+        out, _ = pool.communicate('', timeout=GUARD_S)     # EOF: remove the state
+        assert pool.returncode == 0, out
+        lines = [x[len(prefix):] for x in out.splitlines()]
+        assert [x.split(';')[0] for x in lines[:-1]] == \
+            [f'stopped the worker of CPU {c}' for c in (3, 2, 1, 0)], lines
+        m = re.fullmatch(r'done; (\d+) check\(s\) by pinned workers, 0 on a wrong CPU, 0 '
+                         r'with their affinity broken, (\d+) worker\(s\) unpinned', lines[-1])
+        assert m, lines
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, '--json', 'states'])
+        assert r.returncode == 0 and '"states":[]' in r.stdout, r
+    finally:
+        pool.kill()
+        pool.wait()
+
+
+def test_percpu_pool_c_shrinks_before_a_cpu_goes_and_grows_after_it_comes(daemon, sim):
+    check_pool_story([PERCPU_POOL], 'percpu-pool: ', daemon, sim)
+
+
+def test_percpu_pool_c_refuses_a_taken_name_and_bad_arguments(daemon, sim):
+    first = subprocess.Popen([str(PERCPU_POOL), '--socket', daemon.socket],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        while 'registered' not in first.stdout.readline():
+            pass
+        r = run([PERCPU_POOL, '--socket', daemon.socket])
+        assert r.returncode == 1 and "'percpu-pool' is registered already" in r.stderr, r
+    finally:
+        first.kill()
+        first.wait()
+    r = run([PERCPU_POOL, '--priority', 'high'])
+    assert r.returncode == 2 and '--priority wants a number' in r.stderr, r
+    assert run([PERCPU_POOL, '--help']).stdout.startswith('Usage: percpu-pool')
+
+
+def test_percpu_pool_py_shrinks_before_a_cpu_goes_and_grows_after_it_comes(daemon, sim):
+    check_pool_story([sys.executable, '-B', PERCPU_POOL_PY], 'percpu_pool.py: ', daemon, sim)
