@@ -17,6 +17,10 @@ offline and comes back, and its original state is restored whatever happens.
   4. A and B finish; the CPU goes offline; only then D gets its lease.
   5. E asks for the CPU back while D holds its lease; F's new lease waits
      for that hotplug; D finishes, the CPU comes back, F gets its lease.
+  6. A hotplug state instead of a lease: examples/percpu-pool keeps one
+     worker pinned to each online CPU. The pool shrinks before the CPU goes
+     (cpuhpd calls its teardown first) and grows after it comes back (its
+     startup); `cpuhpctl offline` prints what each state did and how long.
 
 Every step waits for an event (a pipe, a process exit, a status answer),
 never for a fixed time, so the order is always the same.  The daemon's
@@ -41,6 +45,7 @@ BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
 CPUHPD = BUILD / 'daemon' / 'cpuhpd' / 'cpuhpd'
 CPUHPCTL = BUILD / 'daemon' / 'cpuhpctl' / 'cpuhpctl'
 SIMSYSFS = BUILD / 'daemon' / 'simsysfs' / 'cpuhpd-simsysfs'
+PERCPU_POOL = BUILD / 'examples' / 'percpu-pool'
 GUARD_S = 30  # a stuck step is a bug: give up after this long rather than hang
 
 T0 = time.monotonic()
@@ -270,6 +275,43 @@ def story(ctl, cpu, read_state):
         w.stop()
 
 
+def pool_story(ctl, cpu, read_state):
+    pool = subprocess.Popen([str(PERCPU_POOL), '--socket', ctl.base[2]], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+
+    def line():
+        got = pool.stdout.readline()
+        if not got:
+            raise SystemExit(f'demo: percpu-pool ended (exit {pool.wait()})')
+        return got.rstrip('\n').removeprefix('percpu-pool: ')
+    try:
+        while True:
+            got = line()
+            say('pool', got)
+            if 'registered' in got:
+                break
+        say('states', ', '.join(f"{s['name']} (priority {s['priority']}, pid {s['pid']}) on "
+                                f"CPUs {fmt(s['cpus'])}" for s in ctl.query('states')['states']))
+        for verb in ('offline', 'online'):
+            r = ctl.run(verb, str(cpu))
+            # The pool's line was printed inside the callback, before cpuhpd answered.
+            say('pool', line())
+            for out in r.stdout.splitlines():
+                say('ctl', out)
+            say('files', f'CPU {cpu} is {read_state()}')
+            if r.returncode:
+                raise SystemExit(f'demo: cpuhpctl {verb} {cpu} failed: {r.stderr}')
+        out = pool.communicate('', timeout=GUARD_S)[0]
+        for got in out.splitlines():
+            say('pool', got.removeprefix('percpu-pool: '))
+        if pool.returncode:
+            raise SystemExit('demo: percpu-pool failed')
+    finally:
+        if pool.poll() is None:
+            pool.kill()
+            pool.wait()
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == '_hold':
         return hold_main(int(sys.argv[2]), int(sys.argv[3]))
@@ -279,7 +321,7 @@ def main():
                     help='run against the real /sys (root only): a CPU really goes offline '
                          'and comes back')
     args = ap.parse_args()
-    for prog in (CPUHPD, CPUHPCTL, SIMSYSFS):
+    for prog in (CPUHPD, CPUHPCTL, SIMSYSFS, PERCPU_POOL):
         if not os.access(prog, os.X_OK):
             raise SystemExit(f'demo: {prog} is missing: build first (./run.sh demo does)')
 
@@ -325,6 +367,7 @@ def main():
         s = ctl.status()
         say('cpuhpd', f'listening on {sock}; online CPUs {fmt(s["online"])}')
         story(ctl, cpu, read_state)
+        pool_story(ctl, cpu, read_state)
     finally:
         if proc:
             proc.send_signal(signal.SIGTERM)
