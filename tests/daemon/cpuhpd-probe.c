@@ -26,6 +26,8 @@
  *   call NAME REQ...        send, then wait for the reply with that id (other
  *                           responses that arrive meanwhile are kept for recv)
  *   recv NAME               the oldest response not yet printed (waits for one)
+ *   queued NAME             how many responses are kept for recv (reads nothing: after a
+ *                           call on NAME, every response sent before its reply is counted)
  *   raw NAME HEX            write bytes as they are
  *   shutwr NAME             shutdown(SHUT_WR)
  *   eof NAME                read to the end: prints the responses left and how it ended
@@ -1011,6 +1013,12 @@ static void run(int argc, char **argv)
 		print_response(r);
 		printf("\n");
 		cpuhp__response__free_unpacked(r, NULL);
+	} else if (!strcmp(cmd, "queued")) {
+		unsigned n = 0;
+
+		for (struct queued *q = c->head; q; q = q->next)
+			n++;
+		printf("{\"queued\": %u}\n", n);
 	} else if (!strcmp(cmd, "recv")) {
 		if (!c->head && (err = read_one(c))) {
 			print_end(err);

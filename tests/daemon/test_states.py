@@ -344,6 +344,108 @@ def test_the_c_library_runs_callbacks_on_its_own_thread(daemon4, sim4, probe):
         st.kill()
 
 
+
+def test_no_teardown_is_called_before_the_held_leases_drain(daemon4, sim4, probe):
+    probe.connect('s')
+    a = register(probe, 's', 'a', nocalls=True)
+    probe.connect('l')
+    probe.connect('h')
+    lease = probe.lease('l')
+    hid = probe.send('h', 'offline', 2, 5000)
+    assert probe.status('h')['writer'] == 'WRITER_WAITING'
+    # A round trip on the state's connection: a call sent before its reply would be queued.
+    states(probe, 's')
+    assert probe('queued s') == {'queued': 0}
+    assert probe.call('l', 'release', lease)['kind'] == 'lease_released'
+    call = expect_call(probe, 's', state_id=a, cpu=2, phase='teardown')
+    # The writer side is held while the callback runs: another process's new lease
+    # waits (a try: EAGAIN); this one's would be EDEADLK, it is inside the callback.
+    other = fixture.Probe(daemon4.socket)
+    try:
+        other.connect('o')
+        assert error_code(other.call('o', 'acquire', 0)) == 'ERR_EAGAIN'
+    finally:
+        other.kill()
+    assert sim4.read_online(2) == '1'       # teardown runs before the file is written
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    r = probe.recv('h')
+    assert r['id'] == hid and r['results'][0]['ok'] and sim4.read_online(2) == '0', r
+
+
+def test_a_missed_startup_deadline_rolls_back_the_online_and_the_cpu_goes_offline(daemon4, sim4,
+                                                                                   probe):
+    probe.connect('s')
+    c = register(probe, 's', 'c', 5, nocalls=True)
+    a = register(probe, 's', 'a', 10, deadline=100, nocalls=True)
+    probe.connect('h')
+    probe.send('h', 'offline', 2, 5000)
+    answer_in_order(probe, 's', [a, c], 'teardown', 2)
+    assert probe.recv('h')['results'][0]['ok']
+    probe.send('h', 'online', 2, 5000)
+    answer_in_order(probe, 's', [c], 'startup', 2)
+    expect_call(probe, 's', state_id=a, phase='startup', cpu=2)     # never answered
+    # Past its deadline a is rolled back too (it may have finished late), then c.
+    for sid in (a, c):
+        call = expect_call(probe, 's', state_id=sid, phase='teardown', cpu=2, rollback=True)
+        probe.send('s', 'answer', call['call_id'], 'ok')
+    res = probe.recv('h')['results'][0]
+    assert not res['ok'] and res['code'] == 'ERR_ETIMEDOUT' and res['failed_state'] == 'a', res
+    pid = probe('pid')['pid']
+    assert f'pid {pid}' in res['message'] and 'cpuhpd-probe' in res['message'], res
+    assert sim4.read_online(2) == '0'
+    assert all(s['cpus'] == '0-1,3' for s in states(probe, 'h'))
+
+
+def test_a_client_killed_inside_a_startup_counts_as_done_and_the_online_goes_on(daemon4, sim4,
+                                                                                probe):
+    victim = fixture.Probe(daemon4.socket)
+    try:
+        victim.connect('v')
+        register(victim, 'v', 'victim', 1, nocalls=True)
+        probe.connect('s')
+        a = register(probe, 's', 'a', 10, nocalls=True)
+        probe.connect('h')
+        probe.send('h', 'offline', 2, 5000)
+        answer_in_order(probe, 's', [a], 'teardown', 2)
+        call = expect_call(victim, 'v', phase='teardown', cpu=2)
+        victim.send('v', 'answer', call['call_id'], 'ok')
+        assert probe.recv('h')['results'][0]['ok']
+        probe.send('h', 'online', 2, 5000)
+        expect_call(victim, 'v', phase='startup', cpu=2)
+        victim.kill()   # inside its startup
+        answer_in_order(probe, 's', [a], 'startup', 2)
+        res = probe.recv('h')['results'][0]
+        assert res['ok'] and sim4.read_online(2) == '1', res
+        assert [(x['name'], x['client_gone']) for x in res['states']] == \
+            [('victim', True), ('a', False)], res
+    finally:
+        victim.kill()
+
+
+def test_a_client_that_knows_no_states_is_served_as_before(daemon4, sim4, probe):
+    """Old clients: a connection that sends no state request gets the same
+    answers, with a state registered elsewhere, as without one: its leases
+    hold hotplugs off, its SetOnline reply has the same fields (the state
+    runs are in new fields, which an old parser skips), and it never gets a
+    StateCall."""
+    probe.connect('s')
+    a = register(probe, 's', 'a', nocalls=True)
+    probe.connect('old')
+    lease = probe.lease('old')
+    assert probe.call('old', 'release', lease)['kind'] == 'lease_released'
+    hid = probe.send('old', 'offline', 2, 5000)
+    call = expect_call(probe, 's', state_id=a, cpu=2, phase='teardown')
+    probe.send('s', 'answer', call['call_id'], 'ok')
+    r = probe.recv('old')
+    assert r['id'] == hid and r['kind'] == 'set_online', r
+    res = r['results'][0]
+    assert {k: res[k] for k in ('cpu', 'ok', 'changed', 'code', 'message')} == \
+        {'cpu': 2, 'ok': True, 'changed': True, 'code': 'ERR_UNKNOWN', 'message': ''}, r
+    assert probe.status('old')['writer'] == 'WRITER_IDLE'
+    states(probe, 'old')
+    assert probe('queued old') == {'queued': 0}
+
+
 # ---- cpuhpctl: states, status, --json, and the shell hook 'cpuhpctl state' ----
 
 def ctl(daemon, *args, **kw):
