@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Model-check rwsem.pml and fastlease.pml with spin.
+"""Model-check rwsem.pml, fastlease.pml and states.pml with spin.
 
 For each check: spin generates the verifier (pan.c) with the check's
 switches, the C compiler builds it, pan runs with an explicit depth bound
@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 RWSEM = "rwsem.pml"
 FASTLEASE = "fastlease.pml"
+STATES = "states.pml"
 
 # Bounds.  The deepest run needs ~470 steps (safety) and ~2,200 (liveness);
 # a search that hits the bound is incomplete and fails the check.
@@ -40,7 +41,7 @@ class Check:
                  collapse=False, ignore_deadlocks=False, ci=True, model=RWSEM):
         self.name = name
         self.model = model
-        self.memlim = FASTLEASE_MEMLIM_MB if model == FASTLEASE else MEMLIM_MB
+        self.memlim = FASTLEASE_MEMLIM_MB if model in (FASTLEASE, STATES) else MEMLIM_MB
         self.about = about
         self.defines = defines
         self.liveness = liveness
@@ -220,6 +221,45 @@ CHECKS = [
           "closes it first and overtakes them",
           ["-DHOTPLUGS=2", "-DMUTANT_LATE_GRANT"], expect=ASSERT,
           ignore_deadlocks=True, model=FASTLEASE),
+    # states.pml: hotplug-state callbacks (issue 12).
+    Check("states-safety",
+          "3 states, a lease, an offline then an online: calls only after the "
+          "leases drained, teardown highest priority first, startup lowest "
+          "first, every live state torn down when the file says offline, "
+          "rollback restores every view; a client may fail a call, die inside "
+          "or between callbacks, or miss its deadline; nothing waits for ever",
+          ["-DKILL"], model=STATES),
+    Check("states-safety-2-late",
+          "the same with 2 missed deadlines in a run (a late call, then a late "
+          "rollback call)",
+          ["-DKILL", "-DMAXLATE=2"], model=STATES),
+    Check("states-safety-no-deadline",
+          "no deadlines at all: a client's death alone ends the wait for its "
+          "call, so a dead client never wedges a hotplug",
+          ["-DKILL", "-DNO_DEADLINE"], model=STATES),
+    Check("states-safety-answered-twice",
+          "2 states whose clients may answer a call twice, at any later "
+          "moment: the repeat is never taken for another call",
+          ["-DNS=2", "-DKILL", "-DDUP"], model=STATES),
+    Check("states-mutant-no-rollback",
+          "a failed or late call is not rolled back: a state stays torn down "
+          "while its CPU stays online",
+          ["-DMUTANT_NO_ROLLBACK"], expect=ASSERT, ignore_deadlocks=True,
+          model=STATES),
+    Check("states-mutant-early-teardown",
+          "teardown called before the held leases drained",
+          ["-DMUTANT_EARLY_TEARDOWN"], expect=ASSERT, ignore_deadlocks=True,
+          model=STATES),
+    Check("states-mutant-match-state",
+          "an answer matched by its state alone: a callback answered twice "
+          "completes the state's next call before it ran",
+          ["-DNS=2", "-DDUP", "-DMUTANT_MATCH_STATE"], expect=ASSERT,
+          ignore_deadlocks=True, model=STATES),
+    Check("states-mutant-await-dead",
+          "a dead client's call still awaited (no deadline to end it): the "
+          "hotplug waits for ever",
+          ["-DKILL", "-DNO_DEADLINE", "-DMUTANT_AWAIT_DEAD"], expect=DEADLOCK,
+          model=STATES),
 ]
 BY_NAME = {c.name: c for c in CHECKS}
 
