@@ -48,8 +48,9 @@ static void state_usage(FILE *f)
 	           "online for the startup command. Each runs as 'sh -c CMD sh CPU', with\n"
 	           "CPUHP_CPU, CPUHP_PHASE (startup or teardown), CPUHP_STATE, CPUHP_EXTERNAL\n"
 	           "and CPUHP_ROLLBACK (1 or 0) in its environment. Exit status 0 is success;\n"
-	           "anything else fails the call, and cpuhpd rolls the hotplug back. A command\n"
-	           "still running at the deadline is killed. On registration the startup\n"
+	           "anything else fails the call, and cpuhpd rolls the hotplug back; so does a\n"
+	           "command still running at the deadline (it is killed at twice the deadline).\n"
+	           "On registration the startup\n"
 	           "command runs for every online CPU (unless --nocalls); on SIGINT or SIGTERM\n"
 	           "the teardown command runs for each of them and the state is removed.\n"
 	           "\n"
@@ -161,8 +162,7 @@ static uint64_t now_us(void)
 }
 
 /*
- * Wait for @pid at most @ms; kill it (its process group) at the deadline,
- * since cpuhpd has given up on the call by then.
+ * Wait for @pid at most @ms; then kill it (its process group) and reap it.
  * Return: its wait status, or -ETIMEDOUT once killed and reaped.
  */
 static int wait_child(pid_t pid, unsigned ms)
@@ -242,10 +242,16 @@ static int run_hook(const struct hook *h, const char *cmd, struct cpuhp_client_s
 		execl("/bin/sh", "sh", "-c", cmd, "sh", cpu, (char *)NULL);
 		_exit(127);
 	}
-	st = wait_child(pid, h->deadline_ms);
+	/*
+	 * cpuhpd gives up at the deadline and rolls this state back too (it
+	 * may finish late); the kill comes at twice the deadline, so that the
+	 * late end, never a refusal, is what cpuhpd sees.  The rollback call
+	 * queues behind this one.
+	 */
+	st = wait_child(pid, h->deadline_ms * 2);
 	if (st == -ETIMEDOUT) {
 		snprintf(call->message, sizeof(call->message),
-		         "%s command still running at the deadline of %u ms: killed", phase,
+		         "%s command still running at twice the deadline of %u ms: killed", phase,
 		         h->deadline_ms);
 		ret = -ETIMEDOUT;
 	} else if (st < 0) {

@@ -1,78 +1,165 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * state-client: a hotplug state of libcpuhp-client's, with its callbacks on
- * the library's thread (CPUHP_CLIENT_STATE_THREAD), for test_states.py.
+ * the library's thread (CPUHP_CLIENT_STATE_THREAD), for test_states.py and
+ * the fault suite.
  *
- *   state-client SOCKET NAME PRIORITY
+ *   state-client SOCKET NAME PRIORITY [DEADLINE_MS [FAULTS]]
  *
  * Prints "registered ID" once registered, then one line per call,
  * "startup CPU" or "teardown CPU thread=lib lease=ERR" (ERR: what a lease
  * asked inside the teardown got, 0 or a negative errno); on "remove" (or EOF)
  * on stdin it removes the state, printing its teardowns, then "removed RC".
+ *
+ * FAULTS, comma-separated: fN fails every call for CPU N that is not a
+ * rollback (-EBUSY, changing nothing); sN:MS makes every call for CPU N
+ * take MS ms (then succeed), to miss a deadline.  Such calls print
+ * " failed" or " slow" after their line.  "view" on stdin prints "view
+ * LIST busy=B": the CPUs the state holds now (startup done, no teardown
+ * since) and whether a callback is running.  Faults apply from the end of
+ * the registration on.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cpuhp/client.h>
 
 static struct cpuhp_client *client;
 static pthread_t main_thread;
+static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cpuhp_cpuset view, fail_cpus, slow_cpus;
+static unsigned slow_ms;
+static atomic_int busy;
+static atomic_bool armed; /* faults only once registered: registration must succeed */
+
+/* The fault of this call: 0, or -EBUSY with nothing changed; a slow CPU's call waits first. */
+static int fault(const struct cpuhp_client_state_call *call, const char **what)
+{
+	*what = "";
+	if (!atomic_load(&armed))
+		return 0;
+	if (cpuhp_cpuset_has(&slow_cpus, call->cpu)) {
+		struct timespec ts = {.tv_sec = slow_ms / 1000,
+		                      .tv_nsec = slow_ms % 1000 * 1000000L};
+
+		nanosleep(&ts, NULL);
+		*what = " slow";
+	}
+	if (!call->rollback && cpuhp_cpuset_has(&fail_cpus, call->cpu)) {
+		*what = " failed";
+		return -EBUSY;
+	}
+	return 0;
+}
 
 static int startup(struct cpuhp_client_state_call *call, void *arg)
 {
+	const char *what;
+	int err;
+
 	(void)arg;
-	printf("startup %u%s\n", call->cpu, call->external ? " external" : "");
+	atomic_fetch_add(&busy, 1);
+	err = fault(call, &what);
+	if (!err) {
+		pthread_mutex_lock(&view_lock);
+		cpuhp_cpuset_add(&view, call->cpu);
+		pthread_mutex_unlock(&view_lock);
+	}
+	printf("startup %u%s%s\n", call->cpu, call->external ? " external" : "", what);
 	fflush(stdout);
-	return 0;
+	atomic_fetch_sub(&busy, 1);
+	return err;
 }
 
 static int teardown(struct cpuhp_client_state_call *call, void *arg)
 {
+	const char *what;
 	uint64_t lease;
-	int err = 0;
+	int err = 0, ret;
 
 	(void)arg;
+	atomic_fetch_add(&busy, 1);
 	/* Only inside a hotplug's teardown: the writer side is held, a lease would wait. */
 	if (!pthread_equal(pthread_self(), main_thread)) {
 		err = cpuhp_client_lease_acquire(client, 1000, &lease);
 		if (err == 0)
 			cpuhp_client_lease_release(client, lease);
 	}
-	printf("teardown %u thread=%s lease=%d\n", call->cpu,
-	       pthread_equal(pthread_self(), main_thread) ? "main" : "lib", err);
+	ret = fault(call, &what);
+	if (!ret) {
+		pthread_mutex_lock(&view_lock);
+		cpuhp_cpuset_del(&view, call->cpu);
+		pthread_mutex_unlock(&view_lock);
+	}
+	printf("teardown %u thread=%s lease=%d%s\n", call->cpu,
+	       pthread_equal(pthread_self(), main_thread) ? "main" : "lib", err, what);
 	fflush(stdout);
-	return 0;
+	atomic_fetch_sub(&busy, 1);
+	return ret;
+}
+
+static void parse_faults(char *spec)
+{
+	for (char *tok = strtok(spec, ","); tok; tok = strtok(NULL, ",")) {
+		unsigned cpu = (unsigned)strtoul(tok + 1, NULL, 10);
+
+		if (tok[0] == 'f')
+			cpuhp_cpuset_add(&fail_cpus, cpu);
+		else if (tok[0] == 's' && strchr(tok, ':')) {
+			cpuhp_cpuset_add(&slow_cpus, cpu);
+			slow_ms = (unsigned)strtoul(strchr(tok, ':') + 1, NULL, 10);
+		}
+	}
 }
 
 int main(int argc, char **argv)
 {
 	struct cpuhp_client_state *s;
 	char line[64];
+	unsigned deadline_ms = 0;
 	int err;
 
-	if (argc != 4) {
-		fprintf(stderr, "Usage: state-client SOCKET NAME PRIORITY\n");
+	if (argc < 4 || argc > 6) {
+		fprintf(stderr,
+		        "Usage: state-client SOCKET NAME PRIORITY [DEADLINE_MS [FAULTS]]\n");
 		return 2;
 	}
+	if (argc >= 5)
+		deadline_ms = (unsigned)strtoul(argv[4], NULL, 10);
+	if (argc == 6)
+		parse_faults(argv[5]);
 	main_thread = pthread_self();
 	err = cpuhp_client_connect(argv[1], &client);
 	if (err) {
 		fprintf(stderr, "connect: %s\n", strerror(-err));
 		return 1;
 	}
-	err = cpuhp_client_state_register(client, argv[2], atoi(argv[3]), 0,
+	err = cpuhp_client_state_register(client, argv[2], atoi(argv[3]), deadline_ms,
 	                                  CPUHP_CLIENT_STATE_THREAD, startup, teardown, NULL, &s);
 	if (err) {
 		printf("error %d %s\n", err, cpuhp_client_last_message(client));
 		return 1;
 	}
+	atomic_store(&armed, true);
 	printf("registered %llu fd=%d\n", (unsigned long long)cpuhp_client_state_id(s),
 	       cpuhp_client_state_fd(s));
 	fflush(stdout);
-	while (fgets(line, sizeof(line), stdin) && strncmp(line, "remove", 6))
-		;
+	while (fgets(line, sizeof(line), stdin) && strncmp(line, "remove", 6)) {
+		char list[CPUHP_CPUSET_LIST_MAX];
+
+		if (strncmp(line, "view", 4))
+			continue;
+		pthread_mutex_lock(&view_lock);
+		cpuhp_cpuset_format(&view, list, sizeof(list));
+		pthread_mutex_unlock(&view_lock);
+		printf("view %s busy=%d\n", list[0] ? list : "-", atomic_load(&busy));
+		fflush(stdout);
+	}
 	err = cpuhp_client_state_remove(s, false);
 	printf("removed %d\n", err);
 	cpuhp_client_close(client);

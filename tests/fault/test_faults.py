@@ -8,6 +8,8 @@ import errno
 import json
 import os
 import signal
+import subprocess
+import time
 
 import fixture
 import faultlib
@@ -581,6 +583,196 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
 
 
 # ---- 7. SIGTERM with requests waiting (last: it ends the daemon) ----
+
+# ---- hotplug states (issue 12): each on a daemon of its own ----
+
+STATE_CLIENT = fixture.BUILD / 'tests' / 'daemon' / 'state-client'
+
+
+class StateClient:
+    """tests/daemon/state-client: one state, callbacks on libcpuhp-client's thread."""
+
+    def __init__(self, sock, name, prio, deadline_ms=5000, faults=''):
+        self.name = name
+        self.proc = subprocess.Popen([str(STATE_CLIENT), sock, name, str(prio), str(deadline_ms)]
+                                     + ([faults] if faults else []), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.alive = True
+
+    def line(self):
+        got = self.proc.stdout.readline()
+        assert got, f'state-client {self.name} ended (exit {self.proc.wait()})'
+        return got.strip()
+
+    def wait_registered(self):
+        while not self.line().startswith('registered '):
+            pass
+
+    def view(self):
+        """(the CPUs it holds, whether a callback runs); call lines before are skipped."""
+        self.proc.stdin.write('view\n')
+        self.proc.stdin.flush()
+        while not (got := self.line()).startswith('view '):
+            pass
+        cpus, busy = got.split()[1:]
+        return (frozenset() if cpus == '-' else parse_cpus(cpus)), busy != 'busy=0'
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.alive = False
+
+
+def _own_daemon(rig, tag):
+    tmp = rig.tmp / tag
+    tmp.mkdir()
+    sim = fixture.SimSysfs(tmp / 'sys', cpus=faultlib.CPUS)
+    return fixture.Daemon(tmp, sim.root).start(), sim
+
+
+def _ctl(d, *args):
+    return subprocess.run([str(fixture.CPUHPCTL), '--socket', d.socket, '--json', *args],
+                          capture_output=True, text=True, timeout=fixture.GUARD_S)
+
+
+def _views_match_files(clients, sim, d, settle=False):
+    """Every live state's view is the files' online set, and cpuhpd lists
+    exactly the live states, each started on those CPUs.  @settle: calls
+    that missed their deadline may still run in their clients: ask until
+    they are done (each try a round trip, bounded by the guard)."""
+    online = sim_online(sim)
+    live = [c for c in clients if c.alive]
+    for c in live:
+        got = c.view()
+        deadline = time.monotonic() + fixture.GUARD_S
+        while settle and got != (online, False) and time.monotonic() < deadline:
+            got = c.view()
+        assert got == (online, False), (c.name, got, online)
+    listed = json.loads(_ctl(d, 'states').stdout)['states']
+    assert sorted(x['name'] for x in listed) == sorted(c.name for c in live), listed
+    assert all(frozenset(x['cpus']) == online for x in listed), (listed, online)
+
+
+def test_state_clients_sigkilled_during_a_multi_cpu_offline_never_wedge_it(rig, row):
+    """State clients SIGKILLed at random points of a multi-CPU offline, 5 states."""
+    rnd = faultlib.rng('states-kill')
+    d, sim = _own_daemon(rig, 'states-kill')
+    rounds, kills = 8, 0
+    try:
+        for r in range(rounds):
+            clients = [StateClient(d.socket, f'k{r}s{i}', rnd.randint(0, 9)) for i in range(5)]
+            for c in clients:
+                c.wait_registered()
+            victims = rnd.sample(clients, rnd.randint(1, 3))
+            hp = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', d.socket, '--json',
+                                   'offline', '1-3'], stdout=subprocess.PIPE, text=True)
+            for v in victims:
+                for _ in range(rnd.randint(0, 2)):   # each gets 3 teardowns, 1-3
+                    v.line()
+                v.kill()
+                kills += 1
+            out = hp.communicate(timeout=fixture.GUARD_S)[0]
+            assert hp.returncode == 0, out          # dead clients count as done
+            res = json.loads(out)['results']
+            assert [x['ok'] for x in res] == [True] * 3, res
+            assert sim_online(sim) == {0}
+            _views_match_files(clients, sim, d)
+            r2 = _ctl(d, 'online', '1-3')
+            assert r2.returncode == 0 and sim_online(sim) == {0, 1, 2, 3}, r2
+            _views_match_files(clients, sim, d)
+            for c in clients:
+                c.kill()
+    finally:
+        assert d.stop() == 0, d.log()
+    row['injected'].append(f'{rounds} rounds: 5 state clients (random priorities), 1-3 of them '
+                           'SIGKILLed after 0-2 of their teardown calls while cpuhpctl '
+                           'offline 1-3 runs')
+    row['checked'] += ['the offline ends, every CPU done (a dead client counts as done)',
+                       'every live state\'s view equals the files, offline and after online',
+                       'cpuhpd lists exactly the live states, started on the online CPUs']
+    row['numbers']['SIGKILLs'] = kills
+
+
+def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
+    """State callbacks that fail or miss their deadline at random CPUs, 5 states."""
+    rnd = faultlib.rng('states-faults')
+    d, sim = _own_daemon(rig, 'states-faults')
+    rounds, codes = 6, collections.Counter()
+    try:
+        for r in range(rounds):
+            clients = []
+            for i in range(5):
+                kind, cpu = rnd.choice(('', 'f', 's')), rnd.choice(faultlib.HOTPLUGGABLE)
+                faults = {'': '', 'f': f'f{cpu}', 's': f's{cpu}:300'}[kind]
+                clients.append(StateClient(d.socket, f'f{r}s{i}', rnd.randint(0, 9),
+                                           deadline_ms=100 if kind == 's' else 5000,
+                                           faults=faults))
+            for c in clients:
+                c.wait_registered()
+            for verb in ('offline', 'online'):
+                before = sim_online(sim)
+                res = _ctl(d, verb, '1-3')
+                codes[res.returncode] += 1
+                assert res.returncode in (0, 1, 64), res
+                for x in json.loads(res.stdout)['results']:
+                    if not x['ok']:
+                        # Rolled back: the CPU is as it was, the failed state named.
+                        assert (x['cpu'] in sim_online(sim)) == (x['cpu'] in before), x
+                        assert "state '" in x['message'] and 'rolled back' in x['message'], x
+                _views_match_files(clients, sim, d, settle=True)
+            # Back to all online for the next round, with no faulty states left.
+            for c in clients:
+                c.kill()
+            assert _ctl(d, 'online', '1-3').returncode == 0
+    finally:
+        assert d.stop() == 0, d.log()
+    row['injected'].append(f'{rounds} rounds: 5 state clients, each failing (EBUSY) or taking '
+                           '300 ms against a 100 ms deadline at a random CPU of 1-3, or '
+                           'healthy; offline 1-3 then online 1-3')
+    row['checked'] += ['exit 0, 1 or 64; a failed CPU is as it was, its state named',
+                       'once late calls have run, every state\'s view equals the files']
+    row['numbers']['exit codes'] = '/'.join(f'{k}:{v}' for k, v in sorted(codes.items()))
+
+
+def test_cpuhpd_sigterm_inside_a_callback_finishes_the_hotplug_then_exits(rig, row):
+    """cpuhpd SIGTERMed while a state callback runs."""
+    outcomes = []
+    for answer in (True, False):
+        d, sim = _own_daemon(rig, f'states-term-{answer}')
+        p = fixture.Probe(d.socket)
+        try:
+            p.connect('s')
+            rid = p.send('s', 'register', 'owner', 0, 200, 'nocalls')
+            assert p.recv('s')['id'] == rid
+            p.connect('h')
+            hid = p.send('h', 'offline', 2, 5000)
+            call = p.recv('s')
+            assert call['kind'] == 'state_call' and call['phase'] == 'teardown', call
+            d.send_signal(signal.SIGTERM)
+            if answer:
+                p.send('s', 'answer', call['call_id'], 'ok')
+            r = p.recv('h')
+            # The hotplug in the worker finishes, with its calls; then cpuhpd exits.
+            assert r['id'] == hid and r['kind'] == 'set_online', r
+            if answer:
+                assert r['results'][0]['ok'] and sim.read_online(2) == '0', r
+            else:   # the deadline passed: rolled back (the startup goes to a closing client)
+                assert not r['results'][0]['ok'] and sim.read_online(2) == '1', r
+                assert r['results'][0]['code'] == 'ERR_ETIMEDOUT', r
+            assert d.wait() == 0, d.log()
+            outcomes.append('answered: offline' if answer else 'unanswered: rolled back')
+        finally:
+            p.kill()
+            if d.proc.poll() is None:
+                d.stop()
+    row['injected'].append('SIGTERM while a teardown call is outstanding; then the call '
+                           'answered, or left to its 200 ms deadline')
+    row['checked'] += ['the hotplug already in the worker finishes and is answered',
+                       'answered: the CPU goes offline; unanswered: ERR_ETIMEDOUT, rolled '
+                       'back, the CPU stays', 'cpuhpd exits 0']
+    row['numbers']['outcomes'] = ', '.join(outcomes)
+
 
 def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, row):
     """The daemon SIGTERMed while hotplugs and leases wait behind a lease."""
