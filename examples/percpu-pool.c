@@ -228,6 +228,7 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "percpu-pool: cannot connect to cpuhpd at %s: %s; is it running?\n",
 		        path ? path : cpuhp_client_socket_path(), strerror(-err));
+		free(p);
 		return 1;
 	}
 	/* The startups for the online CPUs run here, on this thread, before it returns. */
@@ -237,6 +238,7 @@ int main(int argc, char **argv)
 		        cpuhp_client_last_message(c)[0] ? cpuhp_client_last_message(c)
 		                                        : strerror(-err));
 		cpuhp_client_close(c);
+		free(p);
 		return 1;
 	}
 	printf("percpu-pool: state %s registered; %u worker(s)\n", name,
