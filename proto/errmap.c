@@ -36,6 +36,7 @@ static const struct errmap_entry errmap[] = {
     {CPUHP__ERROR_CODE__ERR_EDQUOT, EDQUOT, "per-connection limit reached"},
     {CPUHP__ERROR_CODE__ERR_ESRCH, ESRCH, "no such lease on this connection"},
     {CPUHP__ERROR_CODE__ERR_EPROTONOSUPPORT, EPROTONOSUPPORT, "protocol version not supported"},
+    {CPUHP__ERROR_CODE__ERR_ENODEV, ENODEV, "no such device: this machine has no SMT control"},
 };
 
 Cpuhp__ErrorCode cpuhp__errmap_to_wire(int err)

@@ -40,8 +40,8 @@ static void usage(FILE *f, const char *cmd)
  * be hotplugged (the kernel says ENOENT or EINVAL for both).  NULL if
  * nothing needs it or the daemon cannot say.
  */
-static struct cpuhp_client_status *
-status_if_needed(struct cpuhp_client *c, const struct cpuhp_client_cpu_result *r, size_t n)
+struct cpuhp_client_status *
+cpuhpctl_status_if_needed(struct cpuhp_client *c, const struct cpuhp_client_cpu_result *r, size_t n)
 {
 	struct cpuhp_client_status *st;
 	size_t i;
@@ -59,8 +59,8 @@ status_if_needed(struct cpuhp_client *c, const struct cpuhp_client_cpu_result *r
 	return st;
 }
 
-static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
-                       const struct cpuhp_client_status *st)
+void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
+                         const struct cpuhp_client_status *st)
 {
 	const char *verb = online ? "enable" : "disable";
 
@@ -82,10 +82,10 @@ static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 		        r->message[0] ? r->message : strerror(-r->error));
 }
 
-/* {"online":B,"results":[{"cpu":N,"ok":B,"changed":B,"error":NAME|null,"message":S}]} */
-static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
+/* "results":[{"cpu":N,"ok":B,"changed":B,"error":NAME|null,"message":S}] */
+void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n)
 {
-	printf("{\"online\":%s,\"results\":[", online ? "true" : "false");
+	printf("\"results\":[");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s{\"cpu\":%u,\"ok\":%s,\"changed\":%s,\"error\":", i ? "," : "", r[i].cpu,
 		       r[i].error ? "false" : "true", r[i].changed ? "true" : "false");
@@ -95,7 +95,15 @@ static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool o
 		                                                            : r[i].message);
 		putchar('}');
 	}
-	printf("]}\n");
+	putchar(']');
+}
+
+/* {"online":B,"results":[...]} */
+static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
+{
+	printf("{\"online\":%s,", online ? "true" : "false");
+	cpuhpctl_json_results(r, n);
+	printf("}\n");
 }
 
 /*
@@ -254,14 +262,14 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 			ret = report_lost(ctl, &set, online, &known, &on, json);
 		return ret;
 	}
-	st = status_if_needed(c, r, n);
+	st = cpuhpctl_status_if_needed(c, r, n);
 	for (i = 0; i < n; i++)
 		done += !r[i].error;
 	if (json)
 		print_json(r, n, online);
 	else
 		for (i = 0; i < n; i++)
-			report_cpu(&r[i], online, st);
+			cpuhpctl_report_cpu(&r[i], online, st);
 	free(st);
 	cpuhp_client_results_free(r);
 	cpuhp_client_close(c);

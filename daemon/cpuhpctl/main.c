@@ -31,6 +31,9 @@ static void usage(FILE *f)
 	        "  watch [--count N]             print hotplug events as they happen\n"
 	        "  hold [--timeout MS] [--who NAME] [--why TEXT] -- CMD [ARGS...]\n"
 	        "                                run CMD while holding a lease\n"
+	        "  smt [--timeout MS] [--force] on|off|forceoff\n"
+	        "                                SMT control, as one hotplug\n"
+	        "  metrics                       cpuhpd's metrics, Prometheus text format\n"
 	        "Run 'cpuhpctl COMMAND --help' for more on each.\n"
 	        "\n"
 	        "Options:\n"
@@ -38,7 +41,7 @@ static void usage(FILE *f)
 	        "  --sysfs-root PATH  the sysfs tree cpuhpd serves, read by cpuhpctl to say\n"
 	        "                     what changed if cpuhpd dies in a hotplug (default:\n"
 	        "                     $%s, else /sys)\n"
-	        "  -j, --json         print JSON (status, leases, online, offline, watch;\n"
+	        "  -j, --json         print JSON (status, leases, online, offline, smt, watch;\n"
 	        "                     the schemas are in cpuhpctl(8))\n"
 	        "  -h, --help         this text\n"
 	        "  -V, --version      print the version\n"
@@ -209,12 +212,9 @@ char *cpuhpctl_format(const struct cpuhp_cpuset *set)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"sysfs-root", required_argument, NULL, 'r'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {0},
+	    {"socket", required_argument, NULL, 's'}, {"sysfs-root", required_argument, NULL, 'r'},
+	    {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {0},
 	};
 	struct cpuhpctl ctl = {.sysfs_root = getenv(CPUHPCTL_SYSFS_ROOT_ENV)};
 	const char *cmd;
@@ -245,7 +245,8 @@ int main(int argc, char **argv)
 	if (!ctl.sysfs_root || !ctl.sysfs_root[0])
 		ctl.sysfs_root = "/sys";
 	if (optind >= argc) {
-		fprintf(stderr, "cpuhpctl: which command? (status, leases, online, offline, watch, hold)\n"
+		fprintf(stderr, "cpuhpctl: which command? (status, leases, online, offline, smt, "
+		                "watch, hold, metrics)\n"
 		                "Try 'cpuhpctl --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
@@ -266,6 +267,10 @@ int main(int argc, char **argv)
 		return cpuhpctl_watch(&ctl, argc, argv);
 	if (!strcmp(cmd, "hold"))
 		return cpuhpctl_hold(&ctl, argc, argv);
+	if (!strcmp(cmd, "smt"))
+		return cpuhpctl_smt(&ctl, argc, argv);
+	if (!strcmp(cmd, "metrics"))
+		return cpuhpctl_metrics(&ctl, argc, argv);
 	if (!strcmp(cmd, "help")) {
 		usage(stdout);
 		return CPUHPCTL_EXIT_OK;

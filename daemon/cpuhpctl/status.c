@@ -15,7 +15,8 @@ static void status_usage(FILE *f)
 	           "\n"
 	           "Print cpuhpd's view: online, offline, possible and present CPUs, the\n"
 	           "leases held (the fast ones, taken in shared memory, as well), whether a\n"
-	           "hotplug is waiting or running, what is queued.\n"
+	           "hotplug is waiting or running, what is queued, and SMT: smt/control\n"
+	           "and whether smt/active says a core runs more than one thread.\n"
 	           "\n"
 	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
 }
@@ -99,9 +100,14 @@ static void print_json(const struct cpuhp_client_status *st)
 	       st->leases_held, st->fast_leases_held, st->fast_holders, st->fast_connections);
 	cpuhpctl_json_string(stdout, st->fast_path);
 	printf(",\"writer\":\"%s\",\"pending_leases\":%u,\"pending_hotplugs\":%u,"
-	       "\"connections\":%u}\n",
+	       "\"connections\":%u,\"smt_control\":",
 	       cpuhpctl_writer_name(st->writer), st->pending_leases, st->pending_hotplugs,
 	       st->connections);
+	if (st->smt_control[0])
+		cpuhpctl_json_string(stdout, st->smt_control);
+	else
+		printf("null");
+	printf(",\"smt_active\":%s}\n", st->smt_active ? "true" : "false");
 }
 
 int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
@@ -144,6 +150,12 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 		printf("%-13s %u lease request(s), %u hotplug request(s)\n",
 		       "pending:", st->pending_leases, st->pending_hotplugs);
 		printf("%-13s %u\n", "connections:", st->connections);
+		if (st->smt_control[0])
+			printf("%-13s control %s, %s\n", "smt:", st->smt_control,
+			       st->smt_active ? "active (a core runs two or more threads)"
+			                      : "not active");
+		else
+			printf("%-13s (no smt/control in cpuhpd's sysfs tree)\n", "smt:");
 	}
 	cpuhp_client_close(c);
 	free(st);

@@ -20,6 +20,7 @@
 #include "fastlease.h"
 #include "hotplug.h"
 #include "lease.h"
+#include "metrics.h"
 #include "list.h"
 #include "server.h"
 #include "uevent.h"
@@ -44,6 +45,8 @@ struct cpuhpd_options {
 	bool no_netlink;
 	bool verbose;
 	enum cpuhpd_fast_mode fast_path;
+	const char *metrics_file;     /* NULL: none */
+	unsigned metrics_interval_ms; /* rewrite it this often; 0: only after each hotplug */
 };
 
 struct cpuhpd {
@@ -61,6 +64,11 @@ struct cpuhpd {
 	struct cpuhpd_worker worker;
 	struct cpuhpd_watchers watch;
 	struct cpuhpd_uevent uevent;
+	struct cpuhpd_metrics metrics;
+	/* The last STATUS= sent to systemd (notify.c), and the timer that coalesces them. */
+	char notify_status[160];
+	uv_timer_t notify_timer;
+	bool notify_timer_on;
 	/* Last view read by the worker; status answers from it, never from sysfs. */
 	struct cpuhpd_cpus view;
 	uv_signal_t sigterm, sigint;

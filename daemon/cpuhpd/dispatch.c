@@ -67,6 +67,8 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.pending_hotplugs = d->hotplug.nqueued;
 	st.connections = d->nconns;
 	st.daemon_version = (char *)CPUHP_VERSION_STRING;
+	st.smt_control = d->view.smt_control;
+	st.smt_active = d->view.smt_active;
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATUS;
 	r.status = &st;
@@ -94,6 +96,7 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	if (c->d->stopping && req->body_case != CPUHP__REQUEST__BODY_STATUS &&
 	    req->body_case != CPUHP__REQUEST__BODY_LEASE_RELEASE &&
 	    req->body_case != CPUHP__REQUEST__BODY_LIST_LEASES &&
+	    req->body_case != CPUHP__REQUEST__BODY_METRICS &&
 	    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE) {
 		cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
 		goto out;
@@ -128,6 +131,12 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		break;
 	case CPUHP__REQUEST__BODY_LIST_LEASES:
 		cpuhpd_holders_list(c, id);
+		break;
+	case CPUHP__REQUEST__BODY_SET_SMT:
+		cpuhpd_hotplug_submit_smt(c, id, req->set_smt);
+		break;
+	case CPUHP__REQUEST__BODY_METRICS:
+		cpuhpd_metrics_request(c, id);
 		break;
 	default:
 		cpuhpd_conn_send_error(c, id, EOPNOTSUPP,

@@ -66,6 +66,12 @@ static void usage(FILE *f)
 	    "                         this kernel offers), expedited (membarrier\n"
 	    "                         GLOBAL_EXPEDITED), global (membarrier GLOBAL, ms per\n"
 	    "                         hotplug), fence (clients fence), off (socket leases only)\n"
+	    "  --metrics-file PATH    keep PATH up to date with cpuhpd's metrics in the\n"
+	    "                         Prometheus text format (written whole, then renamed\n"
+	    "                         into place: for node_exporter's textfile collector,\n"
+	    "                         name it *.prom); what 'cpuhpctl metrics' prints\n"
+	    "  --metrics-interval MS  rewrite --metrics-file every MS ms (default 10000; 0:\n"
+	    "                         only at start, stop and after each hotplug)\n"
 	    "  -v, --verbose          debug log lines\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          print the version\n"
@@ -159,6 +165,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_BUFFERED,
 		O_BUFFERED_UID,
 		O_TIMEOUT,
+		O_METRICS,
+		O_METRICS_INTERVAL,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
@@ -176,6 +184,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"no-netlink", no_argument, NULL, O_NONETLINK},
 	    {"fast-path", required_argument, NULL, O_FAST},
 	    {"config", required_argument, NULL, O_CONFIG},
+	    {"metrics-file", required_argument, NULL, O_METRICS},
+	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -209,6 +219,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->max_buffered_per_uid = CPUHPD_ADMIT_MAX_BUFFERED_PER_UID;
 	o->client_timeout_ms = CPUHPD_ADMIT_CLIENT_TIMEOUT_MS;
 	o->fast_path = CPUHPD_FAST_AUTO;
+	o->metrics_interval_ms = 10000;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET:
@@ -277,6 +288,18 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			break;
 		case O_CONFIG:
 			break; /* read above */
+		case O_METRICS:
+			if (!*optarg) {
+				fprintf(stderr, "cpuhpd: --metrics-file: give a path\n");
+				return -1;
+			}
+			o->metrics_file = optarg;
+			break;
+		case O_METRICS_INTERVAL:
+			if (parse_uint("--metrics-interval", optarg, 10, 86400000, &v))
+				return -1;
+			o->metrics_interval_ms = (unsigned)v;
+			break;
 		case 'v':
 			o->verbose = true;
 			break;

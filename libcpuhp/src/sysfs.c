@@ -188,3 +188,89 @@ int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
 		return ret;
 	return now == online ? 0 : -EIO;
 }
+
+/* @s without leading and trailing whitespace, in place. */
+static char *trim(char *s)
+{
+	char *end;
+
+	while (is_space(*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && is_space(end[-1]))
+		end--;
+	*end = '\0';
+	return s;
+}
+
+int cpuhp_sysfs_read_smt(const char *root, char control[CPUHP_SMT_CONTROL_MAX], bool *active)
+{
+	char path[PATH_MAX], buf[CPUHP_SMT_CONTROL_MAX], abuf[ONLINE_FILE_MAX];
+	char *word, *a;
+	int ret;
+
+	if ((ret = cpu_path(path, sizeof(path), root, "smt/control")) ||
+	    (ret = read_small_file(path, buf, sizeof(buf))))
+		return ret;
+	word = trim(buf);
+	if (!*word)
+		return -EINVAL;
+	if ((ret = cpu_path(path, sizeof(path), root, "smt/active")) ||
+	    (ret = read_small_file(path, abuf, sizeof(abuf))))
+		return ret;
+	a = trim(abuf);
+	if (strcmp(a, "0") && strcmp(a, "1"))
+		return -EINVAL;
+	memmove(control, word, strlen(word) + 1);
+	*active = *a == '1';
+	return 0;
+}
+
+int cpuhp_sysfs_set_smt(const char *root, const char *control)
+{
+	char path[PATH_MAX], val[CPUHP_SMT_CONTROL_MAX + 1], now[CPUHP_SMT_CONTROL_MAX];
+	size_t len = control ? strlen(control) : 0;
+	bool active;
+	ssize_t n;
+	int fd, ret;
+
+	if (!len || len >= CPUHP_SMT_CONTROL_MAX || strchr(control, '\n'))
+		return -EINVAL;
+	ret = cpu_path(path, sizeof(path), root, "smt/control");
+	if (ret)
+		return ret;
+	do
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	/* One write() with the newline, as for cpuN/online: the kernel acts on each call. */
+	memcpy(val, control, len);
+	val[len] = '\n';
+	do
+		n = write(fd, val, len + 1);
+	while (n < 0 && errno == EINTR);
+	ret = n < 0 ? -errno : (size_t)n != len + 1 ? -EIO : 0;
+	close(fd);
+	if (ret)
+		return ret;
+	ret = cpuhp_sysfs_read_smt(root, now, &active);
+	if (ret == -EINVAL)
+		return -EIO;
+	if (ret)
+		return ret;
+	return strcmp(now, control) ? -EIO : 0;
+}
+
+int cpuhp_sysfs_read_siblings(const char *root, unsigned cpu, struct cpuhp_cpuset *out)
+{
+	char path[PATH_MAX], rel[64], buf[4096];
+	int ret;
+
+	snprintf(rel, sizeof(rel), "cpu%u/topology/thread_siblings_list", cpu);
+	if ((ret = cpu_path(path, sizeof(path), root, rel)) ||
+	    (ret = read_small_file(path, buf, sizeof(buf))))
+		return ret;
+	ret = cpuhp_cpuset_parse(buf, out);
+	return ret == -ERANGE ? -EINVAL : ret;
+}
