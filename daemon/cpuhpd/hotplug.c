@@ -114,10 +114,14 @@ static struct cpuhpd_conn *unlink_req(struct cpuhpd *d, struct hotplug_req *h)
 	return c;
 }
 
-/* Count how @h ended. */
+/*
+ * Count how @h ended, and rewrite --metrics-file: called before the answer
+ * goes out, so that a client that heard back finds its hotplug counted there.
+ */
 static void count(struct cpuhpd *d, const struct hotplug_req *h, enum cpuhpd_hp_result result)
 {
 	cpuhpd_metrics_hotplug(d, h->kind, result, uv_hrtime() - h->arrived_ns);
+	cpuhpd_metrics_write(d);
 	cpuhpd_notify_status_changed(d);
 }
 
@@ -566,8 +570,6 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 		            online ? online : "?");
 	cpuhpd_metrics_observe(&m->writer_hold, (double)(job->t_done_ns - job->t_locked_ns) / 1e9);
 	count(d, h, all_ok ? CPUHPD_HP_OK : nok ? CPUHPD_HP_PARTIAL : CPUHPD_HP_FAILED);
-	/* Before the answer: a client that heard back reads its hotplug in the file. */
-	cpuhpd_metrics_write(d);
 	rep.n_results = job->nresults;
 	rep.results = resp;
 	rep.online = online ? online : (char *)"";
@@ -622,7 +624,6 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 		              !strcmp(job->err_what, "smt/control")
 		          ? CPUHPD_HP_FAILED
 		          : CPUHPD_HP_ERROR);
-		cpuhpd_metrics_write(d);
 		if (h->kind == CPUHPD_HP_SMT && job->err_what &&
 		    !strcmp(job->err_what, "smt/control") && !h->started)
 			reply_error(h, c, -job->err, "%s", smt_refusal(-job->err, job->smt_before));

@@ -93,8 +93,9 @@ int cpuhpd_metrics_start(struct cpuhpd *d);
 /*
  * cpuhpd_metrics_write() - write --metrics-file now (a no-op without one):
  * into a temporary file beside it, then rename(), so that a reader sees the
- * old text or the new, never a part.  Called after every hotplug, before
- * its answer goes out, so that a client that heard back reads its count.
+ * old text or the new, never a part.  Called when a hotplug request ends
+ * (however it ends), before its answer goes out, so that a client that
+ * heard back reads its count; lease counters are as of the last write.
  */
 void cpuhpd_metrics_write(struct cpuhpd *d);
 
