@@ -40,8 +40,8 @@ def test_it_registers_a_function_for_cpuhpctl():
 
 
 def test_commands():
-    assert complete('cpuhpctl ') == sorted(['status', 'leases', 'online', 'offline', 'watch', 'hold',
-                                                 'help'])
+    assert complete('cpuhpctl ') == sorted(['status', 'leases', 'online', 'offline', 'smt',
+                                            'watch', 'hold', 'metrics', 'help'])
     assert complete('cpuhpctl of') == ['offline']
     assert complete('cpuhpctl --socket /run/x.sock st') == ['status']
 
@@ -54,11 +54,18 @@ def test_options_are_the_ones_cpuhpctl_has():
         return set(re.findall(r'(?<![\w-])(--?[a-zA-Z][a-z-]*)', r.stdout)) | {'-h', '--help'}
     for line, args in (('cpuhpctl -', ()), ('cpuhpctl online -', ('online',)),
                        ('cpuhpctl watch -', ('watch',)), ('cpuhpctl hold -', ('hold',)),
-                       ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',))):
+                       ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',)),
+                       ('cpuhpctl smt -', ('smt',)), ('cpuhpctl metrics -', ('metrics',))):
         got = set(complete(line)) - {'--'}
         assert got and got <= has(*args), (line, got - has(*args))
     assert {'--socket', '--version', '--help'} <= set(complete('cpuhpctl --'))
     assert '--timeout' in complete('cpuhpctl offline --')
+
+
+def test_smt_words():
+    assert complete('cpuhpctl smt ') == ['off', 'on']
+    assert complete('cpuhpctl smt --force ') == ['forceoff', 'off', 'on']
+    assert complete('cpuhpctl smt --timeout ') == []
 
 
 def test_cpu_numbers_come_from_the_tree(tmp):
