@@ -77,6 +77,8 @@ int cpuhpctl_json_fail(struct cpuhp_client *c, int err, const char *what);
 void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
                          const struct cpuhp_client_status *st);
 void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n);
+/* chcpu's exit code for @r: 0 every CPU got there, 64 some did, 1 none did. */
+int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n);
 /* The status, malloc()ed, if some result needs the present mask to be worded; else NULL. */
 struct cpuhp_client_status *cpuhpctl_status_if_needed(struct cpuhp_client *c,
                                                       const struct cpuhp_client_cpu_result *r,

@@ -239,7 +239,7 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	struct cpuhp_client_cpu_result *r;
 	struct cpuhp_client_status *st;
 	struct cpuhp_client *c;
-	size_t n, i, done = 0;
+	size_t n, i;
 	const char *list;
 	char what[128];
 	bool json = ctl->json;
@@ -263,16 +263,24 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 		return ret;
 	}
 	st = cpuhpctl_status_if_needed(c, r, n);
-	for (i = 0; i < n; i++)
-		done += !r[i].error;
 	if (json)
 		print_json(r, n, online);
 	else
 		for (i = 0; i < n; i++)
 			cpuhpctl_report_cpu(&r[i], online, st);
 	free(st);
+	ret = cpuhpctl_results_exit(r, n);
 	cpuhp_client_results_free(r);
 	cpuhp_client_close(c);
+	return ret;
+}
+
+int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < n; i++)
+		done += !r[i].error;
 	if (done == n)
 		return CPUHPCTL_EXIT_OK;
 	return done ? CPUHPCTL_EXIT_PARTIAL : CPUHPCTL_EXIT_FAILED;

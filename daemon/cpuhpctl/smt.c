@@ -61,7 +61,7 @@ int cpuhpctl_smt(const struct cpuhpctl *ctl, int argc, char **argv)
 	struct cpuhp_client *c;
 	bool json = ctl->json, force = false, online;
 	const char *word;
-	size_t n, i, done = 0;
+	size_t n, i;
 	int opt, ret, err;
 
 	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:fjh", opts, argv[0])) != -1) {
@@ -127,8 +127,6 @@ int cpuhpctl_smt(const struct cpuhpctl *ctl, int argc, char **argv)
 		return ret;
 	}
 	st = cpuhpctl_status_if_needed(c, r, n);
-	for (i = 0; i < n; i++)
-		done += !r[i].error;
 	if (json) {
 		printf("{\"smt_control\":");
 		cpuhpctl_json_string(stdout, control);
@@ -141,9 +139,8 @@ int cpuhpctl_smt(const struct cpuhpctl *ctl, int argc, char **argv)
 		printf("SMT control: %s\n", control);
 	}
 	free(st);
+	ret = cpuhpctl_results_exit(r, n);
 	cpuhp_client_results_free(r);
 	cpuhp_client_close(c);
-	if (done == n)
-		return CPUHPCTL_EXIT_OK;
-	return done ? CPUHPCTL_EXIT_PARTIAL : CPUHPCTL_EXIT_FAILED;
+	return ret;
 }

@@ -144,35 +144,43 @@ int cpuhp_sysfs_read_online(const char *root, unsigned cpu, bool *online)
 	return 0;
 }
 
-int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
+/*
+ * Write @val (@len bytes) to the control file @path.  No O_CREAT: a missing
+ * file means a missing or non-hotpluggable CPU, or no SMT control.  One
+ * write() carries the whole value: the kernel acts on each write call, so a
+ * value split over two calls would be two requests.  The kernel's refusal
+ * (EBUSY, EPERM, ENODEV, ...) comes back as this write's errno.
+ * Return: 0, -errno, or -EIO for a short write.
+ */
+static int write_control(const char *path, const char *val, size_t len)
 {
-	char path[PATH_MAX], rel[32];
-	const char *val = online ? "1\n" : "0\n";
 	ssize_t n;
-	bool now;
 	int fd, ret;
 
-	snprintf(rel, sizeof(rel), "cpu%u/online", cpu);
-	ret = cpu_path(path, sizeof(path), root, rel);
-	if (ret)
-		return ret;
-
-	/* No O_CREAT: a missing file means a missing or non-hotpluggable CPU. */
 	do
 		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return -errno;
-	/*
-	 * One write() carries the whole value: the kernel acts on each write
-	 * call, so a value split over two calls would be two requests.  The
-	 * kernel's refusal (EBUSY, EPERM, ...) comes back as this write's errno.
-	 */
 	do
-		n = write(fd, val, 2);
+		n = write(fd, val, len);
 	while (n < 0 && errno == EINTR);
-	ret = n < 0 ? -errno : n != 2 ? -EIO : 0;
+	ret = n < 0 ? -errno : (size_t)n != len ? -EIO : 0;
 	close(fd);
+	return ret;
+}
+
+int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
+{
+	char path[PATH_MAX], rel[32];
+	bool now;
+	int ret;
+
+	snprintf(rel, sizeof(rel), "cpu%u/online", cpu);
+	ret = cpu_path(path, sizeof(path), root, rel);
+	if (ret)
+		return ret;
+	ret = write_control(path, online ? "1\n" : "0\n", 2);
 	if (ret)
 		return ret;
 
@@ -231,27 +239,16 @@ int cpuhp_sysfs_set_smt(const char *root, const char *control)
 	char path[PATH_MAX], val[CPUHP_SMT_CONTROL_MAX + 1], now[CPUHP_SMT_CONTROL_MAX];
 	size_t len = control ? strlen(control) : 0;
 	bool active;
-	ssize_t n;
-	int fd, ret;
+	int ret;
 
 	if (!len || len >= CPUHP_SMT_CONTROL_MAX || strchr(control, '\n'))
 		return -EINVAL;
 	ret = cpu_path(path, sizeof(path), root, "smt/control");
 	if (ret)
 		return ret;
-	do
-		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return -errno;
-	/* One write() with the newline, as for cpuN/online: the kernel acts on each call. */
 	memcpy(val, control, len);
 	val[len] = '\n';
-	do
-		n = write(fd, val, len + 1);
-	while (n < 0 && errno == EINTR);
-	ret = n < 0 ? -errno : (size_t)n != len + 1 ? -EIO : 0;
-	close(fd);
+	ret = write_control(path, val, len + 1);
 	if (ret)
 		return ret;
 	ret = cpuhp_sysfs_read_smt(root, now, &active);
