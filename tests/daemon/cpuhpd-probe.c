@@ -17,6 +17,7 @@
  *                           hello VERSION | acquire MS | release ID | status | watch
  *                           | online CPUS MS | offline CPUS MS | empty
  *                           | identify WHO WHY | acquireas MS WHO WHY | leases
+ *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *   call NAME REQ...        send, then wait for the reply with that id (other
  *                           responses that arrive meanwhile are kept for recv)
@@ -173,6 +174,21 @@ static void print_response(const Cpuhp__Response *r)
 	}
 	case CPUHP__RESPONSE__BODY_WATCH_STARTED:
 		printf("\"kind\":\"watch_started\"");
+		break;
+	case CPUHP__RESPONSE__BODY_SMT:
+		printf("\"kind\":\"smt\",\"control\":");
+		jstr(r->smt->control);
+		printf(",\"active\":%s,\"online\":", r->smt->active ? "true" : "false");
+		jstr(r->smt->cpus ? r->smt->cpus->online : "");
+		printf(",\"results\":");
+		if (r->smt->cpus)
+			print_results(r->smt->cpus->results, r->smt->cpus->n_results);
+		else
+			printf("[]");
+		break;
+	case CPUHP__RESPONSE__BODY_METRICS:
+		printf("\"kind\":\"metrics\",\"text\":");
+		jstr(r->metrics->text);
 		break;
 	case CPUHP__RESPONSE__BODY_IDENTIFIED:
 		printf("\"kind\":\"identified\"");
@@ -454,6 +470,8 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__Watch w = CPUHP__WATCH__INIT;
 	Cpuhp__Identify ident = CPUHP__IDENTIFY__INIT;
 	Cpuhp__ListLeases ll = CPUHP__LIST_LEASES__INIT;
+	Cpuhp__SetSmt smt = CPUHP__SET_SMT__INIT;
+	Cpuhp__MetricsRequest mr = CPUHP__METRICS_REQUEST__INIT;
 	const char *k = argc > 0 ? argv[0] : "";
 	uint8_t *frame;
 	size_t len;
@@ -480,6 +498,14 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		ident.why = identity_word(argv[2]);
 		req.body_case = CPUHP__REQUEST__BODY_IDENTIFY;
 		req.identify = &ident;
+	} else if (!strcmp(k, "smt") && argc >= 3) {
+		smt.control = identity_word(argv[1]);
+		smt.timeout_ms = (uint32_t)strtoul(argv[2], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
+		req.set_smt = &smt;
+	} else if (!strcmp(k, "metrics")) {
+		req.body_case = CPUHP__REQUEST__BODY_METRICS;
+		req.metrics = &mr;
 	} else if (!strcmp(k, "leases")) {
 		req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
 		req.list_leases = &ll;

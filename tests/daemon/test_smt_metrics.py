@@ -347,3 +347,49 @@ def test_status_lines_go_to_notify_socket(tmp, sim4):
                 p.kill()
         notify.close()
         d.stop_clean()
+
+
+def test_set_smt_bad_input_and_refusals_on_the_wire(smt_daemon):
+    """What the daemon itself answers, whatever a client sends."""
+    d, sim = smt_daemon, smt_daemon.sim
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('a')
+        for word in ('-', 'sideways', 'ON', 'offf', 'long'):
+            r = p.call('a', 'smt', word, 0)
+            assert fixture.error_code(r) == 'ERR_EINVAL' and 'none of on, off, forceoff' in \
+                r['message'], (word, r)
+        r = p.call('a', 'smt', 'off', 1000)
+        assert r['kind'] == 'smt' and r['control'] == 'off' and r['online'] == '0-1', r
+        assert [(x['cpu'], x['ok'], x['changed']) for x in r['results']] == \
+            [(2, True, True), (3, True, True)], r
+        # A "try" behind our own lease: EAGAIN, nothing changed.
+        lease = p.lease('a')
+        r = p.call('a', 'smt', 'on', 0)
+        assert fixture.error_code(r) == 'ERR_EAGAIN', r
+        assert p.call('a', 'release', lease)['kind'] == 'lease_released'
+        assert online_files(sim) == {1: '1', 2: '0', 3: '0'}
+        r = p.call('a', 'metrics')
+        assert r['kind'] == 'metrics' and r['text'].startswith('# HELP '), r
+        assert 'cpuhpd_hotplugs_total{kind="smt",result="busy"} 1' in r['text']
+        assert 'cpuhpd_errors_total{code="EINVAL"} 5' in r['text']
+    finally:
+        p.kill()
+
+
+@pytest.mark.skipif(not nobody_ok(),
+                    reason='needs root and setpriv to run a client as nobody: skipped')
+def test_set_smt_from_nobody_on_the_wire_is_eperm(tmp):
+    os.chmod(tmp, 0o755)
+    sim = sim_smt(tmp, '--smt', '2')
+    d = fixture.Daemon(tmp, sim.root, ['--socket-mode', '0666']).start()
+    p = fixture.Probe(d.socket, fixture.NOBODY)
+    try:
+        p.connect('n')
+        r = p.call('n', 'smt', 'off', 1000)
+        assert fixture.error_code(r) == 'ERR_EPERM' and 'not allowed' in r['message'], r
+        assert p.call('n', 'metrics')['kind'] == 'metrics'
+        assert online_files(sim) == {1: '1', 2: '1', 3: '1'}
+    finally:
+        p.kill()
+        d.stop_clean()
