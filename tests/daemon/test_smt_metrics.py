@@ -40,11 +40,7 @@ def ctl(daemon, *args, **kw):
 
 
 def sim_smt(tmp, *extra):
-    s = fixture.SimSysfs.__new__(fixture.SimSysfs)
-    s.root = tmp / 'sys'
-    subprocess.run([str(fixture.SIMSYSFS), '--cpus', '0-3', *extra, str(s.root)], check=True)
-    s.cpu = s.root / 'devices' / 'system' / 'cpu'
-    return s
+    return fixture.SimSysfs(tmp / 'sys', cpus='0-3', extra=extra)
 
 
 def online_files(sim):
