@@ -96,6 +96,11 @@ class Status:
     #: How the daemon orders fast leases: "membarrier-global-expedited",
     #: "membarrier-global", "fence", or "off".
     fast_path: str
+    #: smt/control as the kernel words it ("on", "off", "forceoff",
+    #: "notsupported", ...); "" when the daemon's tree has no SMT control.
+    smt_control: str = ''
+    #: smt/active: some core runs more than one hardware thread now.
+    smt_active: bool = False
 
 
 @dataclass(frozen=True)
@@ -794,4 +799,6 @@ def _status(out) -> Status:
         fast_leases_held=int(out.fast_leases_held),
         fast_holders=int(out.fast_holders),
         fast_connections=int(out.fast_connections),
-        fast_path=_text(out.fast_path))
+        fast_path=_text(out.fast_path),
+        smt_control=_text(out.smt_control),
+        smt_active=bool(out.smt_active))
