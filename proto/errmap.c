@@ -41,6 +41,7 @@ static const struct errmap_entry errmap[] = {
     {CPUHP__ERROR_CODE__ERR_EDEADLK, EDEADLK,
      "would deadlock: a lease asked inside a state callback"},
     {CPUHP__ERROR_CODE__ERR_EEXIST, EEXIST, "a state of that name exists"},
+    {CPUHP__ERROR_CODE__ERR_ENODEV, ENODEV, "no such device: this machine has no SMT control"},
 };
 
 Cpuhp__ErrorCode cpuhp__errmap_to_wire(int err)

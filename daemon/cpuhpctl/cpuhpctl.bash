@@ -23,7 +23,7 @@ _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
-	local commands='status leases states state online offline watch hold freeze help'
+	local commands='status leases states state online offline smt watch hold freeze metrics help'
 
 	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -130,6 +130,24 @@ _cpuhpctl()
 		esac
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W '-p --priority -d --deadline -n --nocalls
 			-t --teardown -u --startup -h --help' -- "$cur"))
+		;;
+	smt)
+		case $prev in
+		-t | --timeout) return ;;
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '-t --timeout -f --force -j --json -h --help' -- "$cur"))
+		else
+			# forceoff only once --force is on the line: it cannot be undone.
+			local words='on off' w
+			for w in "${COMP_WORDS[@]:cmd_at+1}"; do
+				[[ $w == -f || $w == --force ]] && words+=' forceoff'
+			done
+			COMPREPLY=($(compgen -W "$words" -- "$cur"))
+		fi
+		;;
+	metrics)
+		COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
 		;;
 	esac
 }

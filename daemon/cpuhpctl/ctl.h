@@ -79,6 +79,17 @@ const char *cpuhpctl_writer_name(enum cpuhp_client_writer_state w); /* idle/wait
  */
 int cpuhpctl_json_fail(struct cpuhp_client *c, int err, const char *what);
 
+/* hotplug.c, shared with smt.c: one result per CPU as chcpu words it, and in JSON. */
+void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
+                         const struct cpuhp_client_status *st);
+void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n);
+/* chcpu's exit code for @r: 0 every CPU got there, 64 some did, 1 none did. */
+int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n);
+/* The status, malloc()ed, if some result needs the present mask to be worded; else NULL. */
+struct cpuhp_client_status *cpuhpctl_status_if_needed(struct cpuhp_client *c,
+                                                      const struct cpuhp_client_cpu_result *r,
+                                                      size_t n);
+
 /* The commands: argv[0] is the command's name.  Return: the exit code. */
 int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_leases(const struct cpuhpctl *ctl, int argc, char **argv);
@@ -88,5 +99,7 @@ int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_freeze(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_states(const struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_smt(const struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_metrics(const struct cpuhpctl *ctl, int argc, char **argv);
 
 #endif /* CPUHPCTL_CTL_H */

@@ -42,8 +42,8 @@ static void usage(FILE *f, const char *cmd)
  * be hotplugged (the kernel says ENOENT or EINVAL for both).  NULL if
  * nothing needs it or the daemon cannot say.
  */
-static struct cpuhp_client_status *
-status_if_needed(struct cpuhp_client *c, const struct cpuhp_client_cpu_result *r, size_t n)
+struct cpuhp_client_status *
+cpuhpctl_status_if_needed(struct cpuhp_client *c, const struct cpuhp_client_cpu_result *r, size_t n)
 {
 	struct cpuhp_client_status *st;
 	size_t i;
@@ -61,8 +61,8 @@ status_if_needed(struct cpuhp_client *c, const struct cpuhp_client_cpu_result *r
 	return st;
 }
 
-static void report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
-                       const struct cpuhp_client_status *st)
+void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
+                         const struct cpuhp_client_status *st)
 {
 	const char *verb = online ? "enable" : "disable";
 
@@ -114,13 +114,10 @@ static void print_json_states(const struct cpuhp_client_cpu_result *r, size_t i)
 	putchar(']');
 }
 
-/*
- * {"online":B,"results":[{"cpu":N,"ok":B,"changed":B,"error":NAME|null,"message":S,
- *   "states":[...]}]}
- */
-static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
+/* "results":[{"cpu":N,"ok":B,"changed":B,"error":NAME|null,"message":S,"states":[...]}] */
+void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n)
 {
-	printf("{\"online\":%s,\"results\":[", online ? "true" : "false");
+	printf("\"results\":[");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s{\"cpu\":%u,\"ok\":%s,\"changed\":%s,\"error\":", i ? "," : "", r[i].cpu,
 		       r[i].error ? "false" : "true", r[i].changed ? "true" : "false");
@@ -132,7 +129,15 @@ static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool o
 		print_json_states(r, i);
 		putchar('}');
 	}
-	printf("]}\n");
+	putchar(']');
+}
+
+/* {"online":B,"results":[...]} */
+static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
+{
+	printf("{\"online\":%s,", online ? "true" : "false");
+	cpuhpctl_json_results(r, n);
+	printf("}\n");
 }
 
 /*
@@ -288,7 +293,7 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	struct cpuhp_client_cpu_result *r;
 	struct cpuhp_client_status *st;
 	struct cpuhp_client *c;
-	size_t n, i, done = 0;
+	size_t n, i;
 	const char *list;
 	char what[128];
 	bool json = ctl->json;
@@ -311,21 +316,29 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 			ret = report_lost(ctl, &set, online, &known, &on, json);
 		return ret;
 	}
-	st = status_if_needed(c, r, n);
-	for (i = 0; i < n; i++)
-		done += !r[i].error;
+	st = cpuhpctl_status_if_needed(c, r, n);
 	if (json)
 		print_json(r, n, online);
 	else
 		for (i = 0; i < n; i++) {
-			report_cpu(&r[i], online, st);
+			cpuhpctl_report_cpu(&r[i], online, st);
 			fflush(stderr);
 			report_states(r, i);
 			fflush(stdout);
 		}
 	free(st);
+	ret = cpuhpctl_results_exit(r, n);
 	cpuhp_client_results_free(r);
 	cpuhp_client_close(c);
+	return ret;
+}
+
+int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < n; i++)
+		done += !r[i].error;
 	if (done == n)
 		return CPUHPCTL_EXIT_OK;
 	return done ? CPUHPCTL_EXIT_PARTIAL : CPUHPCTL_EXIT_FAILED;

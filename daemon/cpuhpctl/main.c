@@ -38,6 +38,9 @@ static void usage(FILE *f)
 	        "  state NAME [--priority N] [--deadline MS] [--nocalls]\n"
 	        "        [--teardown CMD] [--startup CMD]\n"
 	        "                                a hotplug state whose callbacks run CMD\n"
+	        "  smt [--timeout MS] [--force] on|off|forceoff\n"
+	        "                                SMT control, as one hotplug\n"
+	        "  metrics                       cpuhpd's metrics, Prometheus text format\n"
 	        "Run 'cpuhpctl COMMAND --help' for more on each.\n"
 	        "\n"
 	        "Options:\n"
@@ -45,7 +48,7 @@ static void usage(FILE *f)
 	        "  --sysfs-root PATH  the sysfs tree cpuhpd serves, read by cpuhpctl to say\n"
 	        "                     what changed if cpuhpd dies in a hotplug (default:\n"
 	        "                     $%s, else /sys)\n"
-	        "  -j, --json         print JSON (status, leases, states, online, offline, watch;\n"
+	        "  -j, --json         print JSON (status, leases, states, online, offline, smt, watch;\n"
 	        "                     the schemas are in cpuhpctl(8))\n"
 	        "  -h, --help         this text\n"
 	        "  -V, --version      print the version\n"
@@ -250,7 +253,7 @@ int main(int argc, char **argv)
 		ctl.sysfs_root = "/sys";
 	if (optind >= argc) {
 		fprintf(stderr, "cpuhpctl: which command? (status, leases, states, state, online, "
-		                "offline, watch, hold, freeze)\n"
+		                "offline, smt, watch, hold, freeze, metrics)\n"
 		                "Try 'cpuhpctl --help'.\n");
 		return CPUHPCTL_EXIT_USAGE;
 	}
@@ -277,6 +280,10 @@ int main(int argc, char **argv)
 		return cpuhpctl_states(&ctl, argc, argv);
 	if (!strcmp(cmd, "state"))
 		return cpuhpctl_state(&ctl, argc, argv);
+	if (!strcmp(cmd, "smt"))
+		return cpuhpctl_smt(&ctl, argc, argv);
+	if (!strcmp(cmd, "metrics"))
+		return cpuhpctl_metrics(&ctl, argc, argv);
 	if (!strcmp(cmd, "help")) {
 		usage(stdout);
 		return CPUHPCTL_EXIT_OK;

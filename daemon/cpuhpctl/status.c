@@ -17,7 +17,8 @@ static void status_usage(FILE *f)
 	           "leases held (the fast ones, taken in shared memory, as well), whether a\n"
 	           "hotplug is waiting or running, what is queued, how many hotplug\n"
 	           "freezes are held (cpuhpctl freeze), the hotplug states registered\n"
-	           "('cpuhpctl states' lists them).\n"
+	           "('cpuhpctl states' lists them), and SMT: smt/control and whether\n"
+	           "smt/active says a core runs more than one thread.\n"
 	           "\n"
 	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
 }
@@ -106,9 +107,15 @@ static void print_json(const struct cpuhp_client_status *st, long nstates)
 	       cpuhpctl_writer_name(st->writer), st->pending_leases, st->pending_hotplugs,
 	       st->connections, st->freezes, st->bypasses, st->revocations);
 	if (nstates < 0)
-		printf("null}\n");
+		printf("null");
 	else
-		printf("%ld}\n", nstates);
+		printf("%ld", nstates);
+	printf(",\"smt_control\":");
+	if (st->smt_control[0])
+		cpuhpctl_json_string(stdout, st->smt_control);
+	else
+		printf("null");
+	printf(",\"smt_active\":%s}\n", st->smt_active ? "true" : "false");
 }
 
 /*
@@ -193,6 +200,12 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 		if (nstates >= 0)
 			printf("%-13s %ld%s%s%s\n", "states:", nstates, nstates ? " (" : "",
 			       names ? names : "", nstates ? ")" : "");
+		if (st->smt_control[0])
+			printf("%-13s control %s, %s\n", "smt:", st->smt_control,
+			       st->smt_active ? "active (a core runs two or more threads)"
+			                      : "not active");
+		else
+			printf("%-13s (no smt/control in cpuhpd's sysfs tree)\n", "smt:");
 	}
 	cpuhp_client_close(c);
 	free(names);

@@ -22,6 +22,7 @@
 #include "policy.h"
 #include "hotplug.h"
 #include "lease.h"
+#include "metrics.h"
 #include "list.h"
 #include "server.h"
 #include "states.h"
@@ -49,6 +50,8 @@ struct cpuhpd_options {
 	enum cpuhpd_fast_mode fast_path;
 	unsigned max_lease_ms;       /* 0: leases may be held for ever (policy.h) */
 	unsigned max_leases_per_uid; /* 0: no limit per non-admin uid */
+	const char *metrics_file;     /* NULL: none */
+	unsigned metrics_interval_ms; /* rewrite it this often; 0: only after each hotplug */
 };
 
 struct cpuhpd {
@@ -69,6 +72,11 @@ struct cpuhpd {
 	struct cpuhpd_worker worker;
 	struct cpuhpd_watchers watch;
 	struct cpuhpd_uevent uevent;
+	struct cpuhpd_metrics metrics;
+	/* The last STATUS= sent to systemd (notify.c), and the timer that coalesces them. */
+	char notify_status[160];
+	uv_timer_t notify_timer;
+	bool notify_timer_on;
 	/* Last view read by the worker; status answers from it, never from sysfs. */
 	struct cpuhpd_cpus view;
 	uv_signal_t sigterm, sigint;

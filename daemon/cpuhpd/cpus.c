@@ -2,6 +2,7 @@
 /* The daemon's view of possible, present and online CPUs; see cpus.h. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpus.h"
 
@@ -41,6 +42,11 @@ int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **whi
 		else
 			cpuhp_cpuset_del(&v.online, (unsigned)cpu);
 	}
+	/* No smt/ (an older kernel, most simulated trees) is not an error: SMT is then unknown. */
+	if (cpuhp_sysfs_read_smt(root, v.smt_control, &v.smt_active)) {
+		v.smt_control[0] = '\0';
+		v.smt_active = false;
+	}
 	*out = v;
 	return 0;
 }
@@ -66,4 +72,34 @@ void cpuhpd_cpus_offline(const struct cpuhpd_cpus *v, struct cpuhp_cpuset *out)
 	while ((cpu = cpuhp_cpuset_next(&v->possible, cpu)) >= 0)
 		if (!cpuhp_cpuset_has(&v->online, (unsigned)cpu))
 			cpuhp_cpuset_add(out, (unsigned)cpu);
+}
+
+void cpuhpd_cpus_smt_secondaries(const char *root, const struct cpuhpd_cpus *v,
+                                 struct cpuhp_cpuset *out)
+{
+	int cpu = -1;
+
+	cpuhp_cpuset_zero(out);
+	while ((cpu = cpuhp_cpuset_next(&v->present, cpu)) >= 0) {
+		struct cpuhp_cpuset sib;
+		int first, s;
+
+		if (cpuhp_sysfs_read_siblings(root, (unsigned)cpu, &sib))
+			continue;
+		first = cpuhp_cpuset_next(&sib, -1);
+		for (s = cpuhp_cpuset_next(&sib, first); s >= 0; s = cpuhp_cpuset_next(&sib, s))
+			if (cpuhp_cpuset_has(&v->present, (unsigned)s))
+				cpuhp_cpuset_add(out, (unsigned)s);
+	}
+}
+
+int cpuhpd_cpus_smt_changeable(const char *now)
+{
+	if (!now[0])
+		return -ENOENT;
+	if (!strcmp(now, "notsupported") || !strcmp(now, "notimplemented"))
+		return -ENODEV;
+	if (!strcmp(now, "forceoff"))
+		return -EPERM;
+	return 0;
 }

@@ -24,6 +24,9 @@ struct cpuhpd_cpus {
 	struct cpuhp_cpuset possible;
 	struct cpuhp_cpuset present;
 	struct cpuhp_cpuset online;
+	/* smt/control's word, "" if the tree has none (or it cannot be read); smt/active. */
+	char smt_control[CPUHP_SMT_CONTROL_MAX];
+	bool smt_active;
 };
 
 /**
@@ -32,6 +35,25 @@ struct cpuhpd_cpus {
  * Return: 0, or the -errno of the mask that could not be read (*@which names it).
  */
 int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **which);
+
+/*
+ * cpuhpd_cpus_smt_secondaries() - the hardware threads that SMT off takes
+ * away: every CPU of @v's present set whose topology/thread_siblings_list
+ * names a lower-numbered CPU (the first of a core is the one that stays).
+ * The kernel has no topology/ for an offline CPU, so only those whose
+ * file can be read, or that another CPU's list names, are found.
+ * Context: reads sysfs; worker thread.
+ */
+void cpuhpd_cpus_smt_secondaries(const char *root, const struct cpuhpd_cpus *v,
+                                 struct cpuhp_cpuset *out);
+
+/*
+ * Whether smt/control's word @now lets anyone change it.  Return: 0, or the
+ * kernel's own answer to a write: -ENOENT (no SMT control in this kernel or
+ * tree: @now is ""), -ENODEV (no SMT on this machine: "notsupported",
+ * "notimplemented"), -EPERM (forced off until reboot: "forceoff").
+ */
+int cpuhpd_cpus_smt_changeable(const char *now);
 
 /* @set as a range list in a malloc()ed string, or NULL when out of memory. */
 char *cpuhpd_cpus_to_str(const struct cpuhp_cpuset *set);

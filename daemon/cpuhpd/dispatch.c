@@ -70,6 +70,8 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.bypasses = d->policy.bypasses;
 	st.revocations = d->policy.revocations;
 	st.daemon_version = (char *)CPUHP_VERSION_STRING;
+	st.smt_control = d->view.smt_control;
+	st.smt_active = d->view.smt_active;
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATUS;
 	r.status = &st;
@@ -99,6 +101,7 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	    req->body_case != CPUHP__REQUEST__BODY_LIST_LEASES &&
 	    req->body_case != CPUHP__REQUEST__BODY_THAW &&
 	    req->body_case != CPUHP__REQUEST__BODY_STATE_ANSWER &&
+	    req->body_case != CPUHP__REQUEST__BODY_METRICS &&
 	    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE) {
 		cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
 		goto out;
@@ -151,6 +154,12 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		break;
 	case CPUHP__REQUEST__BODY_LIST_STATES:
 		cpuhpd_states_list(c, id);
+		break;
+	case CPUHP__REQUEST__BODY_SET_SMT:
+		cpuhpd_hotplug_submit_smt(c, id, req->set_smt);
+		break;
+	case CPUHP__REQUEST__BODY_METRICS:
+		cpuhpd_metrics_request(c, id);
 		break;
 	default:
 		cpuhpd_conn_send_error(c, id, EOPNOTSUPP,

@@ -21,6 +21,7 @@
 #include "holders.h"
 #include "log.h"
 #include "states.h"
+#include "notify.h"
 #include "watch.h"
 
 enum hp_state {
@@ -39,7 +40,10 @@ struct hotplug_req {
 	bool started;      /* HotplugStarted was broadcast: HotplugFinished must follow */
 	uint64_t deadline; /* uv_now() milliseconds */
 	uint32_t timeout_ms;
-	char *cpus_str; /* the CPU list, canonical */
+	char *cpus_str; /* the CPU list, canonical; SMT: "" until the worker found the siblings */
+	enum cpuhpd_hp_kind kind;
+	char desc[64];       /* "CPUs 2-3 offline", "SMT off": for log lines */
+	uint64_t arrived_ns; /* uv_hrtime(), for the duration histogram */
 	struct cpuhpd_job job;
 	/* Who asked, kept for listings after the client is gone. */
 	struct cpuhpd_peer peer;
@@ -111,6 +115,17 @@ static struct cpuhpd_conn *unlink_req(struct cpuhpd *d, struct hotplug_req *h)
 	return c;
 }
 
+/*
+ * Count how @h ended, and rewrite --metrics-file: called before the answer
+ * goes out, so that a client that heard back finds its hotplug counted there.
+ */
+static void count(struct cpuhpd *d, const struct hotplug_req *h, enum cpuhpd_hp_result result)
+{
+	cpuhpd_metrics_hotplug(d, h->kind, result, uv_hrtime() - h->arrived_ns);
+	cpuhpd_metrics_write(d);
+	cpuhpd_notify_status_changed(d);
+}
+
 static void destroy_req(struct hotplug_req *h)
 {
 	cpuhpd_job_fini(&h->job);
@@ -129,8 +144,7 @@ static void reply_error(struct hotplug_req *h, struct cpuhpd_conn *c, int err, c
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s): %s", h->seq, h->cpus_str,
-	            verb(h->job.online), msg);
+	cpuhpd_info("hotplug #%" PRIu64 " (%s): %s", h->seq, h->desc, msg);
 	if (c)
 		cpuhpd_conn_send_error(c, h->req_id, err, "%s", msg);
 }
@@ -172,8 +186,8 @@ static void activate(struct cpuhpd *d)
 		char who[400];
 
 		cpuhpd_holders_describe(d, who, sizeof(who));
-		cpuhpd_info("hotplug #%" PRIu64 " (CPUs %s %s) waits for %u lease(s): %s", h->seq,
-		            h->cpus_str, verb(h->job.online), held, who);
+		cpuhpd_info("hotplug #%" PRIu64 " (%s) waits for %u lease(s): %s", h->seq, h->desc,
+		            held, who);
 	} else
 		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
 	arm(d);
@@ -201,6 +215,7 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 
 	if (was_active)
 		cpuhpd_fastpath_unblock(d);
+	count(d, h, h->timeout_ms == 0 ? CPUHPD_HP_BUSY : CPUHPD_HP_TIMEOUT);
 
 	/* A timeout of 0 means "try": the answer is EAGAIN, as for a lease. */
 	if (h->timeout_ms == 0 && was_active)
@@ -218,9 +233,11 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 
 		cpuhpd_holders_describe(d, who, sizeof(who));
 		reply_error(h, c, ETIMEDOUT,
-		            "CPU %s: timed out after %" PRIu32 " ms behind %u lease%s: %s; nothing "
+		            "%s%s: timed out after %" PRIu32 " ms behind %u lease%s: %s; nothing "
 		            "was changed",
-		            h->cpus_str, h->timeout_ms, held, held == 1 ? "" : "s", who);
+		            h->kind == CPUHPD_HP_SMT ? "" : "CPU ",
+		            h->kind == CPUHPD_HP_SMT ? h->desc : h->cpus_str, h->timeout_ms, held,
+		            held == 1 ? "" : "s", who);
 	} else
 		reply_error(h, c, ETIMEDOUT,
 		            "timed out after %" PRIu32 " ms behind earlier hotplug requests; "
@@ -264,13 +281,11 @@ void cpuhpd_hotplug_close(struct cpuhpd *d)
 	uv_close((uv_handle_t *)&d->hotplug.timer, NULL);
 }
 
-void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetOnline *so)
+/* Whether @c may hotplug; if not, it has been told why.  For SetOnline and SetSmt alike. */
+static bool allowed(struct cpuhpd_conn *c, uint64_t req_id)
 {
 	struct cpuhpd *d = c->d;
-	struct cpuhp_cpuset set;
 	char why[CPUHPD_IDENTITY_MAX * 2 + 96];
-	struct hotplug_req *h;
-	int err;
 
 	if (!c->peer.admin) {
 		if (d->opt.admin_group)
@@ -284,7 +299,7 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 			                       "--admin-group GROUP allows a group); uid %u is not "
 			                       "root",
 			                       (unsigned)c->peer.uid);
-		return;
+		return false;
 	}
 	if (cpuhpd_freeze_active(d, why, sizeof(why))) {
 		cpuhpd_conn_send_error(c, req_id, EBUSY,
@@ -292,8 +307,50 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 		                       "changed: try again when it is thawed ('cpuhpctl leases' "
 		                       "lists freezes)",
 		                       why);
-		return;
+		return false;
 	}
+	return cpuhpd_conn_may_wait(c, req_id);
+}
+
+/* Queue a checked request: @h's kind, desc, cpus_str and job "in" fields are filled. */
+static void enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *h,
+                    uint32_t timeout_ms)
+{
+	struct cpuhpd *d = c->d;
+
+	h->conn = c;
+	h->peer = c->peer;
+	h->arrived = uv_now(d->loop);
+	h->arrived_ns = uv_hrtime();
+	h->req_id = req_id;
+	h->seq = d->hotplug.next_seq++;
+	h->state = HP_QUEUED;
+	h->timeout_ms = timeout_ms;
+	h->deadline = uv_now(d->loop) + timeout_ms;
+	h->job.started = job_started;
+	h->job.done = job_done;
+	atomic_init(&h->job.cancel, false);
+	cpuhpd_list_add_tail(&d->hotplug.queue, &h->node);
+	d->hotplug.nqueued++;
+	c->npending++;
+	cpuhpd_info("hotplug #%" PRIu64 ": client %u (pid %d, uid %u) asks %s, timeout %" PRIu32
+	            " ms",
+	            h->seq, c->id, (int)c->peer.pid, (unsigned)c->peer.uid, h->desc, timeout_ms);
+	cpuhpd_notify_status_changed(d);
+	if (d->hotplug.nqueued == 1)
+		activate(d);
+	else
+		arm(d);
+}
+
+void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetOnline *so)
+{
+	struct cpuhp_cpuset set;
+	struct hotplug_req *h;
+	int err;
+
+	if (!allowed(c, req_id))
+		return;
 	err = cpuhp_cpuset_parse(so->cpus, &set);
 	if (err == -ERANGE) {
 		cpuhpd_conn_send_error(c, req_id, EINVAL,
@@ -319,8 +376,6 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 		                       cpuhp_cpuset_count(&set), CPUHPD_HOTPLUG_MAX_CPUS);
 		return;
 	}
-	if (!cpuhpd_conn_may_wait(c, req_id))
-		return;
 	h = calloc(1, sizeof(*h));
 	if (h)
 		h->cpus_str = cpuhpd_cpus_to_str(&set);
@@ -329,31 +384,75 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
 		return;
 	}
-	h->conn = c;
-	h->peer = c->peer;
-	h->arrived = uv_now(d->loop);
-	h->req_id = req_id;
-	h->seq = d->hotplug.next_seq++;
-	h->state = HP_QUEUED;
-	h->timeout_ms = so->timeout_ms;
-	h->deadline = uv_now(d->loop) + so->timeout_ms;
+	h->kind = CPUHPD_HP_CPUS;
+	snprintf(h->desc, sizeof(h->desc), "CPUs %.40s%s %s", h->cpus_str,
+	         strlen(h->cpus_str) > 40 ? "..." : "", verb(so->online));
 	h->job.kind = CPUHPD_JOB_HOTPLUG;
 	h->job.cpus = set;
 	h->job.online = so->online;
-	h->job.started = job_started;
-	h->job.done = job_done;
-	atomic_init(&h->job.cancel, false);
-	cpuhpd_list_add_tail(&d->hotplug.queue, &h->node);
-	d->hotplug.nqueued++;
-	c->npending++;
-	cpuhpd_info("hotplug #%" PRIu64
-	            ": client %u (pid %d, uid %u) asks CPUs %s %s, timeout %" PRIu32 " ms",
-	            h->seq, c->id, (int)c->peer.pid, (unsigned)c->peer.uid, h->cpus_str,
-	            verb(so->online), so->timeout_ms);
-	if (d->hotplug.nqueued == 1)
-		activate(d);
-	else
-		arm(d);
+	enqueue(c, req_id, h, so->timeout_ms);
+}
+
+/* Why smt/control's word @now refuses any change (errno), in words for the client. */
+static const char *smt_refusal(int err, const char *now)
+{
+	switch (err) {
+	case ENOENT:
+		return "this sysfs tree has no devices/system/cpu/smt/control (a kernel without "
+		       "SMT control); nothing was changed";
+	case ENODEV:
+		return !strcmp(now, "notimplemented")
+		           ? "SMT control is not implemented for this machine (smt/control says "
+		             "notimplemented); nothing was changed"
+		           : "this machine has no SMT to control (smt/control says notsupported: "
+		             "one hardware thread per core); nothing was changed";
+	default:
+		return "SMT was forced off (smt/control says forceoff): the kernel allows no "
+		       "change until reboot; nothing was changed";
+	}
+}
+
+void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetSmt *ss)
+{
+	struct cpuhpd *d = c->d;
+	const char *w = ss->control ? ss->control : "";
+	struct hotplug_req *h;
+	int err;
+
+	if (!allowed(c, req_id))
+		return;
+	if (strcmp(w, "on") && strcmp(w, "off") && strcmp(w, "forceoff")) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "SMT control '%.32s' is none of on, off, forceoff", w);
+		return;
+	}
+	err = cpuhpd_cpus_smt_changeable(d->view.smt_control);
+	if (err) {
+		cpuhpd_conn_send_error(c, req_id, -err, "%s",
+		                       smt_refusal(-err, d->view.smt_control));
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h)
+		h->cpus_str = strdup("");
+	if (!h || !h->cpus_str) {
+		free(h);
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	h->kind = CPUHPD_HP_SMT;
+	snprintf(h->desc, sizeof(h->desc), "SMT %s", w);
+	h->job.kind = CPUHPD_JOB_SMT;
+	h->job.online = !strcmp(w, "on");
+	snprintf(h->job.smt_control, sizeof(h->job.smt_control), "%s", w);
+	enqueue(c, req_id, h, ss->timeout_ms);
+}
+
+uint64_t cpuhpd_hotplug_head_seq(const struct cpuhpd *d)
+{
+	const struct hotplug_req *h = head(d);
+
+	return h ? h->seq : 0;
 }
 
 void cpuhpd_hotplug_leases_drained(struct cpuhpd *d)
@@ -375,6 +474,16 @@ static void job_started(struct cpuhpd *d, struct cpuhpd_job *job)
 
 	h->state = HP_RUNNING;
 	h->started = true;
+	if (h->kind == CPUHPD_HP_SMT) {
+		/* The worker has found the siblings; watchers see them like an offline's CPUs. */
+		char *s = cpuhpd_cpus_to_str(&job->cpus);
+
+		if (s) {
+			free(h->cpus_str);
+			h->cpus_str = s;
+		}
+	}
+	cpuhpd_notify_status_changed(d);
 	cpuhpd_debug("hotplug #%" PRIu64 ": writing sysfs", h->seq);
 	cpuhpd_watch_hotplug_started(d, h->cpus_str, job->online);
 }
@@ -407,15 +516,19 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 	Cpuhp__CpuResult **resp = calloc(job->nresults ? job->nresults : 1, sizeof(*resp));
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__SetOnlineReply rep = CPUHP__SET_ONLINE_REPLY__INIT;
+	Cpuhp__SmtReply smt = CPUHP__SMT_REPLY__INIT;
+	struct cpuhpd_metrics *m = &d->metrics;
 	char *online = NULL;
 	bool all_ok = true, changed = false;
 	Cpuhp__StateRun *wruns = NULL, **wrunp = NULL;
 	size_t budget, runs_bytes = 0;
 	unsigned nruns = 0, used = 0;
+	unsigned nok = 0;
 
 	if (!res || !resp) {
 		free(res);
 		free(resp);
+		count(d, h, CPUHPD_HP_ERROR);
 		reply_error(h, c, ENOMEM, "cpuhpd ran out of memory after the hotplug");
 		return;
 	}
@@ -480,15 +593,40 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 		}
 		resp[i] = &res[i];
 		all_ok &= cr->err == 0;
+		nok += cr->err == 0;
+		if (cr->err)
+			m->cpu_failed++;
+		else if (cr->changed)
+			m->cpu_changed++;
+		else
+			m->cpu_unchanged++;
 	}
-	cpuhpd_info("hotplug #%" PRIu64 " done in %.1f ms: online CPUs now %s", h->seq,
-	            (double)(job->t_done_ns - job->t_locked_ns) / 1e6, online ? online : "?");
+	if (h->kind == CPUHPD_HP_SMT)
+		cpuhpd_info("hotplug #%" PRIu64 " done in %.1f ms: smt/control now %s, online CPUs "
+		            "now %s",
+		            h->seq, (double)(job->t_done_ns - job->t_locked_ns) / 1e6,
+		            d->view.smt_control[0] ? d->view.smt_control : "?",
+		            online ? online : "?");
+	else
+		cpuhpd_info("hotplug #%" PRIu64 " done in %.1f ms: online CPUs now %s", h->seq,
+		            (double)(job->t_done_ns - job->t_locked_ns) / 1e6,
+		            online ? online : "?");
+	cpuhpd_metrics_observe(&m->writer_hold, (double)(job->t_done_ns - job->t_locked_ns) / 1e9);
+	count(d, h, all_ok ? CPUHPD_HP_OK : nok ? CPUHPD_HP_PARTIAL : CPUHPD_HP_FAILED);
 	rep.n_results = job->nresults;
 	rep.results = resp;
 	rep.online = online ? online : (char *)"";
 	r.id = h->req_id;
-	r.body_case = CPUHP__RESPONSE__BODY_SET_ONLINE;
-	r.set_online = &rep;
+	if (h->kind == CPUHPD_HP_SMT) {
+		smt.cpus = &rep;
+		smt.control = d->view.smt_control;
+		smt.active = d->view.smt_active;
+		r.body_case = CPUHP__RESPONSE__BODY_SMT;
+		r.smt = &smt;
+	} else {
+		r.body_case = CPUHP__RESPONSE__BODY_SET_ONLINE;
+		r.set_online = &rep;
+	}
 	if (c)
 		cpuhpd_conn_send(c, &r);
 	cpuhpd_watch_hotplug_finished(d, h->cpus_str, job->online, all_ok, resp, job->nresults);
@@ -516,7 +654,35 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 	if (!job->err) {
 		finish_ran(d, h, c);
 	} else {
-		if (job->err == -ETIMEDOUT && h->timeout_ms == 0)
+		bool changed = false;
+
+		/* An SMT write the kernel refused may still have moved some siblings. */
+		if (job->view_ok) {
+			changed = !cpuhp_cpuset_equal(&d->view.online, &job->view.online);
+			d->view = job->view;
+		}
+		count(d, h,
+		      job->err == -ETIMEDOUT ? (h->timeout_ms ? CPUHPD_HP_TIMEOUT : CPUHPD_HP_BUSY)
+		      : job->err == -ECANCELED ? CPUHPD_HP_CANCELED
+		      : h->started             ? CPUHPD_HP_FAILED
+		      : h->kind == CPUHPD_HP_SMT && job->err_what &&
+		              !strcmp(job->err_what, "smt/control")
+		          ? CPUHPD_HP_FAILED
+		          : CPUHPD_HP_ERROR);
+		if (h->kind == CPUHPD_HP_SMT && job->err_what &&
+		    !strcmp(job->err_what, "smt/control") && !h->started)
+			reply_error(h, c, -job->err, "%s", smt_refusal(-job->err, job->smt_before));
+		else if (h->kind == CPUHPD_HP_SMT && job->err_what &&
+		         !strcmp(job->err_what, "smt/control"))
+			reply_error(
+			    h, c, -job->err,
+			    "the kernel refused '%s' in %s/devices/system/cpu/smt/control: %s "
+			    "(smt/control said %s)%s",
+			    job->smt_control, d->opt.sysfs_root, strerror(-job->err),
+			    job->smt_before,
+			    changed ? "; some CPUs changed: see 'cpuhpctl status'"
+			            : "; nothing was changed");
+		else if (job->err == -ETIMEDOUT && h->timeout_ms == 0)
 			reply_error(h, c, EAGAIN,
 			            "in-process readers hold the hotplug lock and no timeout "
 			            "given; nothing was changed");
@@ -536,6 +702,12 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 			reply_error(h, c, -job->err, "hotplug failed: %s", strerror(-job->err));
 		if (h->started)
 			cpuhpd_watch_hotplug_finished(d, h->cpus_str, job->online, false, NULL, 0);
+		if (changed) {
+			char *online = cpuhpd_cpus_to_str(&d->view.online);
+
+			cpuhpd_watch_online_changed(d, online ? online : "", false);
+			free(online);
+		}
 	}
 	cpuhpd_states_hotplug_end(d);
 	destroy_req(h);
@@ -566,6 +738,7 @@ again:
 		}
 		cpuhpd_info("hotplug #%" PRIu64 " dropped: its client %u disconnected", h->seq,
 		            c->id);
+		count(d, h, CPUHPD_HP_DROPPED);
 		unlink_req(d, h);
 		destroy_req(h);
 		if (was_active)
@@ -593,6 +766,7 @@ again:
 			continue;
 		}
 		c = unlink_req(d, h);
+		count(d, h, CPUHPD_HP_CANCELED);
 		reply_error(h, c, ECANCELED, "cpuhpd is shutting down; nothing was changed");
 		destroy_req(h);
 		goto again;

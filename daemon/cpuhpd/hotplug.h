@@ -52,6 +52,17 @@ void cpuhpd_hotplug_close(struct cpuhpd *d);
 /* Handle SetOnline: checks the peer and the CPU list, then queues it. */
 void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetOnline *so);
 
+/*
+ * Handle SetSmt: checks the peer, the word and what smt/control said when
+ * last read (so that "notsupported" fails at once, not after the leases),
+ * then queues it like a SetOnline: the same queue, gate and deadlines.
+ * It lists with no CPUs until it runs (which siblings go is read then).
+ */
+void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetSmt *ss);
+
+/* The number of the active request ("hotplug #N"), 0 if none. */
+uint64_t cpuhpd_hotplug_head_seq(const struct cpuhpd *d);
+
 /* The lease gate saw the last lease go while blocked (lease.c). */
 void cpuhpd_hotplug_leases_drained(struct cpuhpd *d);
 

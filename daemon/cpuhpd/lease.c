@@ -12,6 +12,7 @@
 #include "cpuhpd.h"
 #include "conn.h"
 #include "log.h"
+#include "notify.h"
 
 struct lease_waiter {
 	struct cpuhpd_list node; /* in leases.waiters */
@@ -19,7 +20,8 @@ struct lease_waiter {
 	uint64_t req_id;
 	uint64_t deadline; /* uv_now() milliseconds */
 	uint32_t timeout_ms;
-	char *who, *why; /* the request's, for the lease; NULL: the connection's */
+	char *who, *why;     /* the request's, for the lease; NULL: the connection's */
+	uint64_t arrived_ns; /* uv_hrtime(), for the lease-wait histogram */
 };
 
 static void waiter_free(struct lease_waiter *w)
@@ -57,8 +59,12 @@ void cpuhpd_lease_close(struct cpuhpd *d)
 	uv_close((uv_handle_t *)&d->leases.timer, NULL);
 }
 
-/* Grant a lease to @c, taking @who and @why (freed if @c is gone). */
-static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char *who, char *why)
+/*
+ * Grant a lease to @c, taking @who and @why (freed if @c is gone); it was
+ * asked for at @arrived_ns (uv_hrtime()).
+ */
+static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char *who, char *why,
+                  uint64_t arrived_ns)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__LeaseGranted g = CPUHP__LEASE_GRANTED__INIT;
@@ -74,6 +80,9 @@ static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char
 	    .id = g.lease_id, .since = uv_now(d->loop), .who = who, .why = why};
 	d->leases.held++;
 	cpuhpd_policy_lease_granted(d);
+	d->metrics.leases_granted++;
+	cpuhpd_metrics_observe(&d->metrics.lease_wait, (double)(uv_hrtime() - arrived_ns) / 1e9);
+	cpuhpd_notify_status_changed(d);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
 	r.lease_granted = &g;
@@ -128,6 +137,7 @@ again:
 		if (w->deadline > now)
 			continue;
 		unlink_waiter(d, w);
+		d->metrics.lease_timeouts++;
 		cpuhpd_conn_send_error(w->conn, w->req_id, ETIMEDOUT,
 		                       "no lease within %" PRIu32
 		                       " ms: a CPU hotplug was waiting or running all that time",
@@ -155,7 +165,8 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 	if (!cpuhpd_policy_may_lease(c, req_id))
 		return;
 	if (!l->blocked) {
-		grant(d, c, req_id, cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why));
+		grant(d, c, req_id, cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why),
+		      uv_hrtime());
 		return;
 	}
 	/* Its hotplug waits for this very callback: the lease would never come. */
@@ -167,6 +178,7 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 		return;
 	}
 	if (timeout_ms == 0) {
+		d->metrics.lease_busy++;
 		cpuhpd_conn_send_error(c, req_id, EAGAIN,
 		                       "a CPU hotplug is waiting or running; ask again, or ask "
 		                       "with a timeout to wait for it");
@@ -185,6 +197,7 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 	w->deadline = uv_now(d->loop) + timeout_ms;
 	w->who = cpuhpd_identity_dup(acq->who);
 	w->why = cpuhpd_identity_dup(acq->why);
+	w->arrived_ns = uv_hrtime();
 	cpuhpd_list_add_tail(&l->waiters, &w->node);
 	l->nwaiters++;
 	c->nwaiting_leases++;
@@ -203,6 +216,7 @@ static int drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 			lease_fini(&c->leases[i]);
 			c->leases[i] = c->leases[--c->nleases];
 			c->d->leases.held--;
+			cpuhpd_notify_status_changed(c->d);
 			return ret;
 		}
 	}
@@ -264,6 +278,8 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
 	free(c->why);
 	c->who = c->why = NULL;
 	d->leases.held -= had;
+	if (had)
+		cpuhpd_notify_status_changed(d);
 	c->nleases = 0;
 	if (had)
 		cpuhpd_debug("client %u: %u lease(s) ended with the connection", c->id, had);
@@ -306,10 +322,11 @@ void cpuhpd_lease_unblock(struct cpuhpd *d)
 		struct cpuhpd_conn *c = w->conn;
 		uint64_t req_id = w->req_id;
 		char *who = w->who, *why = w->why;
+		uint64_t arrived_ns = w->arrived_ns;
 
 		unlink_waiter(d, w);
 		free(w);
-		grant(d, c, req_id, who, why);
+		grant(d, c, req_id, who, why, arrived_ns);
 	}
 	uv_timer_stop(&l->timer);
 	/* Registrations and removals are readers too: they go with the leases. */

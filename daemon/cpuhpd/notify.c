@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sd_notify; see notify.h. */
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cpuhpd.h"
 #include "log.h"
 #include "notify.h"
 
@@ -34,4 +37,74 @@ void cpuhpd_notify(const char *state)
 	           (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
 		cpuhpd_debug("cannot notify %s: %m", path); /* the listener may be gone */
 	close(fd);
+}
+
+/* What the daemon is doing, in one line for `systemctl status`. */
+static void status_text(struct cpuhpd *d, char *buf, size_t size)
+{
+	Cpuhp__Status st = CPUHP__STATUS__INIT;
+	unsigned held;
+	uint64_t seq = cpuhpd_hotplug_head_seq(d);
+	int n;
+
+	cpuhpd_fastpath_status(d, &st);
+	held = d->leases.held + st.fast_leases_held;
+	n = snprintf(buf, size, "%u lease%s held", held, held == 1 ? "" : "s");
+	if (n < 0 || (size_t)n >= size)
+		return;
+	switch (cpuhpd_hotplug_writer_state(d)) {
+	case CPUHP__WRITER_STATE__WRITER_WAITING:
+		snprintf(buf + n, size - (size_t)n, "; hotplug #%" PRIu64 " waiting for %s", seq,
+		         held ? "them" : "in-process readers");
+		break;
+	case CPUHP__WRITER_STATE__WRITER_RUNNING:
+		snprintf(buf + n, size - (size_t)n, "; hotplug #%" PRIu64 " writing sysfs", seq);
+		break;
+	default:
+		snprintf(buf + n, size - (size_t)n, "; no hotplug pending; %u connection%s",
+		         d->nconns, d->nconns == 1 ? "" : "s");
+		break;
+	}
+	if (d->hotplug.nqueued > 1) {
+		size_t len = strlen(buf);
+
+		snprintf(buf + len, size - len, "; %u more queued", d->hotplug.nqueued - 1);
+	}
+}
+
+static void status_timer_cb(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, notify_timer);
+	char line[sizeof(d->notify_status) + 8];
+
+	memcpy(line, "STATUS=", 7);
+	status_text(d, line + 7, sizeof(line) - 7);
+	if (!strcmp(line + 7, d->notify_status))
+		return;
+	snprintf(d->notify_status, sizeof(d->notify_status), "%s", line + 7);
+	cpuhpd_notify(line);
+}
+
+void cpuhpd_notify_status_init(struct cpuhpd *d)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+
+	if (!path || !*path || uv_timer_init(d->loop, &d->notify_timer))
+		return;
+	d->notify_timer_on = true;
+	cpuhpd_notify_status_changed(d);
+}
+
+void cpuhpd_notify_status_changed(struct cpuhpd *d)
+{
+	if (d->notify_timer_on && !uv_is_active((uv_handle_t *)&d->notify_timer))
+		uv_timer_start(&d->notify_timer, status_timer_cb, CPUHPD_NOTIFY_STATUS_MS, 0);
+}
+
+void cpuhpd_notify_status_close(struct cpuhpd *d)
+{
+	if (!d->notify_timer_on)
+		return;
+	uv_close((uv_handle_t *)&d->notify_timer, NULL);
+	d->notify_timer_on = false;
 }

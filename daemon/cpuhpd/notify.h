@@ -3,11 +3,26 @@
  * The sd_notify protocol, without libsystemd: one datagram to
  * $NOTIFY_SOCKET.  "READY=1" once the socket listens (cpuhpd.service is
  * Type=notify; the tests wait for it the same way instead of polling the
- * socket), "STOPPING=1" when a stop begins.  A no-op without $NOTIFY_SOCKET.
+ * socket), "STOPPING=1" when a stop begins, and "STATUS=..." lines saying
+ * what the daemon is doing ("2 leases held; hotplug #4 waiting for them"),
+ * which `systemctl status cpuhpd` shows.  A no-op without $NOTIFY_SOCKET.
  */
 #ifndef CPUHPD_NOTIFY_H
 #define CPUHPD_NOTIFY_H
 
+struct cpuhpd;
+
 void cpuhpd_notify(const char *state);
+
+/*
+ * STATUS= lines.  cpuhpd_notify_status_changed() is called when leases or
+ * hotplugs may have changed; the line is made and sent at most every
+ * CPUHPD_NOTIFY_STATUS_MS, and only when its text differs from the last
+ * one (fast leases are counted when it is made).  Loop thread only.
+ */
+#define CPUHPD_NOTIFY_STATUS_MS 100
+void cpuhpd_notify_status_init(struct cpuhpd *d);
+void cpuhpd_notify_status_changed(struct cpuhpd *d);
+void cpuhpd_notify_status_close(struct cpuhpd *d);
 
 #endif /* CPUHPD_NOTIFY_H */

@@ -72,6 +72,12 @@ static void usage(FILE *f)
 	    "  --max-leases-per-uid N a uid neither root nor in --admin-group may hold or\n"
 	    "                         wait for N leases at most, EDQUOT beyond; 0: no\n"
 	    "                         limit (default 0); no fast path for such uids then\n"
+	    "  --metrics-file PATH    keep PATH up to date with cpuhpd's metrics in the\n"
+	    "                         Prometheus text format (written whole, then renamed\n"
+	    "                         into place: for node_exporter's textfile collector,\n"
+	    "                         name it *.prom); what 'cpuhpctl metrics' prints\n"
+	    "  --metrics-interval MS  rewrite --metrics-file every MS ms (default 10000; 0:\n"
+	    "                         only at start, stop and after each hotplug)\n"
 	    "  -v, --verbose          debug log lines\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          print the version\n"
@@ -167,6 +173,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_TIMEOUT,
 		O_MAXLEASEMS,
 		O_MAXPERUID,
+		O_METRICS,
+		O_METRICS_INTERVAL,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
@@ -186,6 +194,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"config", required_argument, NULL, O_CONFIG},
 	    {"max-lease-ms", required_argument, NULL, O_MAXLEASEMS},
 	    {"max-leases-per-uid", required_argument, NULL, O_MAXPERUID},
+	    {"metrics-file", required_argument, NULL, O_METRICS},
+	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -219,6 +229,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->max_buffered_per_uid = CPUHPD_ADMIT_MAX_BUFFERED_PER_UID;
 	o->client_timeout_ms = CPUHPD_ADMIT_CLIENT_TIMEOUT_MS;
 	o->fast_path = CPUHPD_FAST_AUTO;
+	o->metrics_interval_ms = 10000;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET:
@@ -297,6 +308,18 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			break;
 		case O_CONFIG:
 			break; /* read above */
+		case O_METRICS:
+			if (!*optarg) {
+				fprintf(stderr, "cpuhpd: --metrics-file: give a path\n");
+				return -1;
+			}
+			o->metrics_file = optarg;
+			break;
+		case O_METRICS_INTERVAL:
+			if (parse_uint("--metrics-interval", optarg, 10, 86400000, &v))
+				return -1;
+			o->metrics_interval_ms = (unsigned)v;
+			break;
 		case 'v':
 			o->verbose = true;
 			break;

@@ -15,6 +15,8 @@
 #include "hotplug.h"
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
+#include "notify.h"
 #include "server.h"
 #include "states.h"
 #include "uevent.h"
@@ -43,6 +45,12 @@ int cpuhpd_start(struct cpuhpd *d)
 		cpuhpd_err("cannot start the worker thread: %s", uv_strerror(err));
 		return err;
 	}
+	err = cpuhpd_metrics_start(d);
+	if (err) {
+		cpuhpd_err("cannot start the --metrics-file timer: %s", uv_strerror(err));
+		return err;
+	}
+	cpuhpd_notify_status_init(d);
 	if ((err = cpuhpd_server_start(d)) || (err = cpuhpd_uevent_start(d)))
 		return err;
 	return 0;

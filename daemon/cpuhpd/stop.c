@@ -60,6 +60,8 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 	cpuhpd_policy_close(d);
 	cpuhpd_hotplug_close(d);
 	cpuhpd_states_close(d);
+	cpuhpd_metrics_stop(d);
+	cpuhpd_notify_status_close(d);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 }

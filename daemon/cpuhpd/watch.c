@@ -103,6 +103,8 @@ void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool exte
 	Cpuhp__OnlineChanged oc = CPUHP__ONLINE_CHANGED__INIT;
 
 	cpuhpd_info("online CPUs now %s%s", online, external ? " (changed outside cpuhpd)" : "");
+	if (external)
+		d->metrics.external_changes++;
 	oc.online = (char *)online;
 	oc.external = external;
 	ev.kind_case = CPUHP__EVENT__KIND_ONLINE_CHANGED;

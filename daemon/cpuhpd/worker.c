@@ -153,6 +153,24 @@ static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 	snprintf(r->msg, sizeof(r->msg), "CPU %u %s", r->cpu, online ? "enabled" : "disabled");
 }
 
+/* Leases are gone (the loop saw to that); in-process readers may remain.  Return: 0 locked. */
+static int lock_for(struct cpuhpd_job *job)
+{
+	int err = cpuhp_hotplug_begin_timeout(job->timeout_ms);
+
+	if (err) {
+		job->err = err;
+		return err;
+	}
+	if (atomic_load(&job->cancel)) {
+		cpuhp_hotplug_done();
+		job->err = -ECANCELED;
+		return -ECANCELED;
+	}
+	job->t_locked_ns = now_ns();
+	return 0;
+}
+
 static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 {
 	struct cpuhpd_cpus before;
@@ -160,18 +178,8 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 	unsigned i = 0;
 	int err;
 
-	/* Leases are gone (the loop saw to that); in-process readers may remain. */
-	err = cpuhp_hotplug_begin_timeout(job->timeout_ms);
-	if (err) {
-		job->err = err;
+	if (lock_for(job))
 		return;
-	}
-	if (atomic_load(&job->cancel)) {
-		cpuhp_hotplug_done();
-		job->err = -ECANCELED;
-		return;
-	}
-	job->t_locked_ns = now_ns();
 	post(w, &job->msg_started);
 
 	err = cpuhpd_cpus_read(w->root, &before, &job->err_what);
@@ -196,6 +204,100 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 	job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
 	cpuhp_hotplug_done();
 	job->t_done_ns = now_ns();
+}
+
+/*
+ * One writer section: write smt/control, then see each sibling thread into
+ * the asked state.  On a real kernel the control write has moved them all
+ * already (and "on" brings back every present CPU); on a simulated tree,
+ * where nothing acts on that write, the per-CPU writes do it.  Each CPU is
+ * reported against the state it had when the lock was taken.
+ */
+static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
+{
+	struct cpuhpd_cpus before, mid;
+	struct cpuhpd_cpu_result *tmp = NULL;
+	struct cpuhp_cpuset report;
+	unsigned n = 0, i = 0, k = 0;
+	int cpu = -1, err;
+
+	if (lock_for(job))
+		return;
+	err = cpuhpd_cpus_read(w->root, &before, &job->err_what);
+	if (err)
+		goto out_unlock;
+	memcpy(job->smt_before, before.smt_control, sizeof(job->smt_before));
+	err = cpuhpd_cpus_smt_changeable(before.smt_control);
+	if (err) {
+		job->err_what = "smt/control";
+		goto out_unlock;
+	}
+	cpuhpd_cpus_smt_secondaries(w->root, &before, &job->cpus);
+	n = cpuhp_cpuset_count(&job->cpus);
+	tmp = calloc(n ? n : 1, sizeof(*tmp));
+	if (!tmp) {
+		err = -ENOMEM;
+		goto out_unlock;
+	}
+	post(w, &job->msg_started);
+
+	err = cpuhp_sysfs_set_smt(w->root, job->smt_control);
+	if (!err)
+		err = cpuhpd_cpus_read(w->root, &mid, &job->err_what);
+	else
+		job->err_what = "smt/control";
+	if (err) {
+		job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
+		goto out_unlock;
+	}
+	while ((cpu = cpuhp_cpuset_next(&job->cpus, cpu)) >= 0) {
+		tmp[i].cpu = (unsigned)cpu;
+		run_cpu(w, job, &mid, &tmp[i]);
+		i++;
+	}
+	job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
+	cpuhp_hotplug_done();
+	job->t_done_ns = now_ns();
+
+	/* The siblings, and any other CPU the kernel moved ("on" brings back every present one). */
+	report = job->cpus;
+	cpu = -1;
+	while (job->view_ok && (cpu = cpuhp_cpuset_next(&before.present, cpu)) >= 0)
+		if (cpuhp_cpuset_has(&before.online, (unsigned)cpu) !=
+		    cpuhp_cpuset_has(&job->view.online, (unsigned)cpu))
+			cpuhp_cpuset_add(&report, (unsigned)cpu);
+	job->results = calloc(cpuhp_cpuset_count(&report) + 1, sizeof(*job->results));
+	if (!job->results) {
+		free(tmp);
+		job->err = -ENOMEM;
+		return;
+	}
+	cpu = -1;
+	i = 0;
+	while ((cpu = cpuhp_cpuset_next(&report, cpu)) >= 0) {
+		struct cpuhpd_cpu_result *r = &job->results[k++];
+		bool was = cpuhp_cpuset_has(&before.online, (unsigned)cpu);
+		bool now = job->view_ok ? cpuhp_cpuset_has(&job->view.online, (unsigned)cpu) : was;
+
+		if (i < n && tmp[i].cpu == (unsigned)cpu)
+			*r = tmp[i++];
+		else
+			r->cpu = (unsigned)cpu;
+		if (r->err)
+			continue;
+		r->changed = was != now;
+		if (r->changed)
+			snprintf(r->msg, sizeof(r->msg), "CPU %d %s", cpu,
+			         now ? "enabled" : "disabled");
+	}
+	job->nresults = k;
+	free(tmp);
+	return;
+
+out_unlock:
+	cpuhp_hotplug_done();
+	free(tmp);
+	job->err = err;
 }
 
 static void run_refresh(struct cpuhpd_worker *w, struct cpuhpd_job *job)
@@ -224,6 +326,8 @@ static void worker_main(void *arg)
 		job = cpuhpd_container_of(n, struct cpuhpd_job, node);
 		if (job->kind == CPUHPD_JOB_HOTPLUG)
 			run_hotplug(w, job);
+		else if (job->kind == CPUHPD_JOB_SMT)
+			run_smt(w, job);
 		else
 			run_refresh(w, job);
 		post(w, &job->msg_done);

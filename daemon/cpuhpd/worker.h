@@ -36,6 +36,7 @@ struct cpuhpd_job;
 enum cpuhpd_job_kind {
 	CPUHPD_JOB_HOTPLUG, /* take the hotplug lock, write cpuN/online, read back */
 	CPUHPD_JOB_REFRESH, /* re-read the view (after a uevent) */
+	CPUHPD_JOB_SMT,     /* take the hotplug lock, write smt/control, see each sibling there */
 };
 
 struct cpuhpd_state_run;
@@ -86,17 +87,19 @@ struct cpuhpd_job {
 	void (*done)(struct cpuhpd *d, struct cpuhpd_job *job);    /* loop thread */
 
 	/* in */
-	struct cpuhp_cpuset cpus;
-	bool online;
-	unsigned timeout_ms; /* for in-process readers of the hotplug lock */
-	atomic_bool cancel;  /* set by the loop; checked once the lock is held */
-	bool with_states;    /* states are registered: ask for their calls per CPU */
+	struct cpuhp_cpuset cpus; /* SMT: out, the sibling threads, set before "started" */
+	bool online;              /* SMT: whether the siblings are to be online */
+	char smt_control[CPUHP_SMT_CONTROL_MAX]; /* SMT: the word to write */
+	unsigned timeout_ms;                     /* for in-process readers of the hotplug lock */
+	atomic_bool cancel; /* set by the loop; checked once the lock is held */
+	bool with_states;   /* states are registered: ask for their calls per CPU */
 	struct cpuhpd_states_ask sc;
 
 	/* out */
-	int err;                 /* 0, -ETIMEDOUT, -ECANCELED, or -errno reading the view */
-	const char *err_what;    /* which mask could not be read */
-	struct cpuhpd_cpus view; /* read back at the end; valid if view_ok */
+	int err;              /* 0, -ETIMEDOUT, -ECANCELED, or -errno reading the view */
+	const char *err_what; /* which file could not be read or written */
+	char smt_before[CPUHP_SMT_CONTROL_MAX]; /* SMT: smt/control when the lock was taken */
+	struct cpuhpd_cpus view;                /* read back at the end; valid if view_ok */
 	bool view_ok;
 	struct cpuhpd_cpu_result *results; /* malloc()ed, one per CPU of ->cpus */
 	unsigned nresults;

@@ -10,9 +10,14 @@
  *   DIR/devices/system/cpu/cpuN/                               each possible CPU
  *   DIR/devices/system/cpu/cpuN/online                         "0" or "1", only for
  *                                                              hotpluggable CPUs
+ *   DIR/devices/system/cpu/cpuN/topology/thread_siblings_list  with --smt, or where
+ *                                                              the mirrored tree has it
+ *   DIR/devices/system/cpu/smt/{control,active}                likewise
  *
  * Nothing updates the masks when cpuN/online is written later: cpuhpd reads
- * per-CPU files first (see daemon/cpuhpd/cpus.h).
+ * per-CPU files first (see daemon/cpuhpd/cpus.h).  Nothing acts on a write
+ * to smt/control either: cpuhpd sees each sibling into the asked state
+ * itself, and smt/active stays as written here (a test writes it).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -68,28 +73,63 @@ static int write_mask(const char *dir, const char *name, const struct cpuhp_cpus
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: cpuhpd-simsysfs [--from ROOT | --cpus LIST] DIR\n"
-	           "Create a simulated CPU-hotplug sysfs tree under DIR for cpuhpd --sysfs-root.\n"
-	           "\n"
-	           "  --from ROOT   mirror the CPUs of the sysfs at ROOT (default /sys): the same\n"
-	           "                possible, present and online CPUs, and an online file for the\n"
-	           "                CPUs that have one there\n"
-	           "  --cpus LIST   invent CPUs instead: LIST possible, present and online, each\n"
-	           "                with an online file except the first\n"
-	           "  -h, --help    this help\n");
+	fprintf(f,
+	        "Usage: cpuhpd-simsysfs [--from ROOT | --cpus LIST [--smt N]] [--smt-control WORD] "
+	        "DIR\n"
+	        "Create a simulated CPU-hotplug sysfs tree under DIR for cpuhpd --sysfs-root.\n"
+	        "\n"
+	        "  --from ROOT         mirror the CPUs of the sysfs at ROOT (default /sys): the\n"
+	        "                      same possible, present and online CPUs, an online file\n"
+	        "                      for the CPUs that have one there, and smt/ and each\n"
+	        "                      CPU's topology/thread_siblings_list where ROOT has them\n"
+	        "  --cpus LIST         invent CPUs instead: LIST possible, present and online,\n"
+	        "                      each with an online file except the first\n"
+	        "  --smt N             with --cpus: N hardware threads per core (1 to 8; the\n"
+	        "                      number of CPUs must divide by N), numbered as x86 does:\n"
+	        "                      with C cores, CPU i's siblings are i mod C, + C, + 2C...;\n"
+	        "                      writes smt/control 'on' and smt/active\n"
+	        "  --smt-control WORD  write WORD into smt/control instead (on, off, forceoff,\n"
+	        "                      notsupported, notimplemented), creating smt/ if needed\n"
+	        "  -h, --help          this help\n");
+}
+
+/* smt/control and smt/active under @dir. */
+static int write_smt(const char *dir, const char *control, bool active)
+{
+	char sub[4200];
+	int err;
+
+	snprintf(sub, sizeof(sub), "%s/smt", dir);
+	if (mkdir(sub, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if ((err = write_file(sub, "control", control)))
+		return err;
+	return write_file(sub, "active", active ? "1" : "0");
+}
+
+/* cpuN/topology/thread_siblings_list under @cpudir. */
+static int write_siblings(const char *cpudir, const struct cpuhp_cpuset *siblings)
+{
+	char sub[4300];
+
+	snprintf(sub, sizeof(sub), "%s/topology", cpudir);
+	if (mkdir(sub, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return write_mask(sub, "thread_siblings_list", siblings);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"from", required_argument, NULL, 'f'},
-	    {"cpus", required_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"from", required_argument, NULL, 'f'}, {"cpus", required_argument, NULL, 'c'},
+	    {"smt", required_argument, NULL, 's'},  {"smt-control", required_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
 	};
 	struct cpuhp_cpuset possible, present, online, offline;
-	const char *from = NULL, *cpus = NULL;
-	char dir[4096], sub[4200];
+	const char *from = NULL, *cpus = NULL, *smt_control = NULL;
+	char dir[4096], sub[4200], control[CPUHP_SMT_CONTROL_MAX];
+	unsigned threads = 0, ncpus = 0;
+	bool mirror_smt = false, active = false;
 	int opt, cpu, err, first;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -100,6 +140,27 @@ int main(int argc, char **argv)
 		case 'c':
 			cpus = optarg;
 			break;
+		case 's':
+			threads = (unsigned)strtoul(optarg, NULL, 10);
+			if (threads < 1 || threads > 8 ||
+			    strspn(optarg, "0123456789") != strlen(optarg)) {
+				fprintf(stderr,
+				        "cpuhpd-simsysfs: --smt wants 1 to 8 threads per core, "
+				        "not '%s'\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'C':
+			smt_control = optarg;
+			if (!*optarg || strlen(optarg) >= CPUHP_SMT_CONTROL_MAX ||
+			    strchr(optarg, '\n')) {
+				fprintf(stderr,
+				        "cpuhpd-simsysfs: --smt-control: '%s' is not a word\n",
+				        optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -108,7 +169,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || (from && cpus)) {
+	if (optind != argc - 1 || (from && cpus) || (threads && !cpus)) {
 		usage(stderr);
 		return 2;
 	}
@@ -121,6 +182,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		present = online = possible;
+		ncpus = cpuhp_cpuset_count(&possible);
+		if (threads && ncpus % threads) {
+			fprintf(stderr,
+			        "cpuhpd-simsysfs: --smt %u: %u CPUs do not split into cores "
+			        "of %u threads\n",
+			        threads, ncpus, threads);
+			return 2;
+		}
 	} else {
 		if (!from)
 			from = "/sys";
@@ -134,6 +203,7 @@ int main(int argc, char **argv)
 			        from, strerror(-err));
 			return 1;
 		}
+		mirror_smt = cpuhp_sysfs_read_smt(from, control, &active) == 0;
 	}
 	snprintf(dir, sizeof(dir), "%s/devices/system/cpu", argv[optind]);
 	err = mkdirs(dir);
@@ -162,7 +232,36 @@ int main(int argc, char **argv)
 		}
 		if (pluggable && (err = write_file(sub, "online", on ? "1" : "0")))
 			goto fail;
+		if (threads) {
+			/* The CPU's index among the possible ones gives its core and its siblings.
+			 */
+			unsigned cores = ncpus / threads, idx = 0, core;
+			struct cpuhp_cpuset sib;
+			int c;
+
+			for (c = first; c >= 0 && c != cpu; c = cpuhp_cpuset_next(&possible, c))
+				idx++;
+			core = idx % cores;
+			cpuhp_cpuset_zero(&sib);
+			idx = 0;
+			for (c = first; c >= 0; c = cpuhp_cpuset_next(&possible, c), idx++)
+				if (idx % cores == core)
+					cpuhp_cpuset_add(&sib, (unsigned)c);
+			if ((err = write_siblings(sub, &sib)))
+				goto fail;
+		} else if (from) {
+			struct cpuhp_cpuset sib;
+
+			if (!cpuhp_sysfs_read_siblings(from, (unsigned)cpu, &sib) &&
+			    (err = write_siblings(sub, &sib)))
+				goto fail;
+		}
 	}
+	if (threads && (err = write_smt(dir, smt_control ? smt_control : "on", threads > 1)))
+		goto fail;
+	if (!threads && (mirror_smt || smt_control) &&
+	    (err = write_smt(dir, smt_control ? smt_control : control, active)))
+		goto fail;
 	if ((err = write_mask(dir, "possible", &possible)) ||
 	    (err = write_mask(dir, "present", &present)) ||
 	    (err = write_mask(dir, "online", &online)) ||

@@ -402,6 +402,68 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 	return leave(c, ret);
 }
 
+int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control, unsigned timeout_ms,
+                                 struct cpuhp_client_cpu_result **results, size_t *n_results,
+                                 char *smt_control)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__SetSmt ss = CPUHP__SET_SMT__INIT;
+	Cpuhp__SetOnlineReply none = CPUHP__SET_ONLINE_REPLY__INIT;
+	Cpuhp__Response *resp;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	enter(c);
+	if (!control ||
+	    (strcmp(control, "on") && strcmp(control, "off") && strcmp(control, "forceoff")))
+		return leave(c, cpuhp__client_error(
+		                    c, -EINVAL, "SMT control '%.32s' is none of on, off, forceoff",
+		                    control ? control : "(null)"));
+	ss.control = (char *)control;
+	ss.timeout_ms = timeout_ms;
+	req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
+	req.set_smt = &ss;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_SMT, &resp);
+	if (ret == -EOPNOTSUPP)
+		cpuhp__client_error(c, ret, "this cpuhpd is too old for SMT control");
+	if (ret < 0)
+		return leave(c, ret);
+	ret = cpuhp__client_convert_results(c, resp->smt->cpus ? resp->smt->cpus : &none, results,
+	                                    n_results);
+	if (ret == 0 && smt_control)
+		snprintf(smt_control, CPUHP_CLIENT_MESSAGE_MAX, "%s",
+		         resp->smt->control ? resp->smt->control : "");
+	cpuhp__response__free_unpacked(resp, NULL);
+	return leave(c, ret);
+}
+
+int cpuhp_client_metrics(struct cpuhp_client *c, char **text)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__MetricsRequest mr = CPUHP__METRICS_REQUEST__INIT;
+	Cpuhp__Response *resp;
+	char *s;
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	enter(c);
+	req.body_case = CPUHP__REQUEST__BODY_METRICS;
+	req.metrics = &mr;
+	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_METRICS, &resp);
+	if (ret == -EOPNOTSUPP)
+		cpuhp__client_error(c, ret, "this cpuhpd is too old to give metrics");
+	if (ret < 0)
+		return leave(c, ret);
+	s = strdup(resp->metrics->text ? resp->metrics->text : "");
+	cpuhp__response__free_unpacked(resp, NULL);
+	if (!s)
+		return leave(c, cpuhp__client_error(c, -ENOMEM, "out of memory for the metrics"));
+	*text = s;
+	return leave(c, 0);
+}
+
 int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
                                  struct cpuhp_client_status *out)
 {
@@ -438,6 +500,9 @@ int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
 	/* An older daemon sends no fast_path: it has none. */
 	snprintf(out->fast_path, sizeof(out->fast_path), "%s",
 	         s->fast_path && s->fast_path[0] ? s->fast_path : "off");
+	snprintf(out->smt_control, sizeof(out->smt_control), "%s",
+	         s->smt_control ? s->smt_control : "");
+	out->smt_active = s->smt_active;
 	return 0;
 }
 

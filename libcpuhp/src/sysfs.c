@@ -155,22 +155,21 @@ int cpuhp_sysfs_read_online(const char *root, unsigned cpu, bool *online)
 	return 0;
 }
 
-int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
+/*
+ * Write @val (@len bytes) to the control file @path.  No O_CREAT: a missing
+ * file means a missing or non-hotpluggable CPU, or no SMT control.  One
+ * write() carries the whole value: the kernel acts on each write call, so a
+ * value split over two calls would be two requests.  The kernel's refusal
+ * (EBUSY, EPERM, ENODEV, ...) comes back as this write's errno.
+ * Return: 0, -errno, or -EIO for a short write.
+ */
+static int write_control(const char *path, const char *val, size_t len)
 {
-	char path[PATH_MAX], rel[32];
-	const char *val = online ? "1\n" : "0\n";
 	ssize_t n;
-	bool now;
 	int fd, ret, cancel;
-
-	snprintf(rel, sizeof(rel), "cpu%u/online", cpu);
-	ret = cpu_path(path, sizeof(path), root, rel);
-	if (ret)
-		return ret;
 
 	/* As in read_small_file(): not a cancellation point. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	/* No O_CREAT: a missing file means a missing or non-hotpluggable CPU. */
 	do
 		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	while (fd < 0 && errno == EINTR);
@@ -179,17 +178,26 @@ int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
 		pthread_setcancelstate(cancel, &cancel);
 		return ret;
 	}
-	/*
-	 * One write() carries the whole value: the kernel acts on each write
-	 * call, so a value split over two calls would be two requests.  The
-	 * kernel's refusal (EBUSY, EPERM, ...) comes back as this write's errno.
-	 */
 	do
-		n = write(fd, val, 2);
+		n = write(fd, val, len);
 	while (n < 0 && errno == EINTR);
-	ret = n < 0 ? -errno : n != 2 ? -EIO : 0;
+	ret = n < 0 ? -errno : (size_t)n != len ? -EIO : 0;
 	close(fd);
 	pthread_setcancelstate(cancel, &cancel);
+	return ret;
+}
+
+int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
+{
+	char path[PATH_MAX], rel[32];
+	bool now;
+	int ret;
+
+	snprintf(rel, sizeof(rel), "cpu%u/online", cpu);
+	ret = cpu_path(path, sizeof(path), root, rel);
+	if (ret)
+		return ret;
+	ret = write_control(path, online ? "1\n" : "0\n", 2);
 	if (ret)
 		return ret;
 
@@ -204,4 +212,79 @@ int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online)
 	if (ret)
 		return ret;
 	return now == online ? 0 : -EIO;
+}
+
+/* @s without leading and trailing whitespace, in place. */
+static char *trim(char *s)
+{
+	char *end;
+
+	while (is_space(*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && is_space(end[-1]))
+		end--;
+	*end = '\0';
+	return s;
+}
+
+int cpuhp_sysfs_read_smt(const char *root, char control[CPUHP_SMT_CONTROL_MAX], bool *active)
+{
+	char path[PATH_MAX], buf[CPUHP_SMT_CONTROL_MAX], abuf[ONLINE_FILE_MAX];
+	char *word, *a;
+	int ret;
+
+	if ((ret = cpu_path(path, sizeof(path), root, "smt/control")) ||
+	    (ret = read_small_file(path, buf, sizeof(buf))))
+		return ret;
+	word = trim(buf);
+	if (!*word)
+		return -EINVAL;
+	if ((ret = cpu_path(path, sizeof(path), root, "smt/active")) ||
+	    (ret = read_small_file(path, abuf, sizeof(abuf))))
+		return ret;
+	a = trim(abuf);
+	if (strcmp(a, "0") && strcmp(a, "1"))
+		return -EINVAL;
+	memmove(control, word, strlen(word) + 1);
+	*active = *a == '1';
+	return 0;
+}
+
+int cpuhp_sysfs_set_smt(const char *root, const char *control)
+{
+	char path[PATH_MAX], val[CPUHP_SMT_CONTROL_MAX + 1], now[CPUHP_SMT_CONTROL_MAX];
+	size_t len = control ? strlen(control) : 0;
+	bool active;
+	int ret;
+
+	if (!len || len >= CPUHP_SMT_CONTROL_MAX || strchr(control, '\n'))
+		return -EINVAL;
+	ret = cpu_path(path, sizeof(path), root, "smt/control");
+	if (ret)
+		return ret;
+	memcpy(val, control, len);
+	val[len] = '\n';
+	ret = write_control(path, val, len + 1);
+	if (ret)
+		return ret;
+	ret = cpuhp_sysfs_read_smt(root, now, &active);
+	if (ret == -EINVAL)
+		return -EIO;
+	if (ret)
+		return ret;
+	return strcmp(now, control) ? -EIO : 0;
+}
+
+int cpuhp_sysfs_read_siblings(const char *root, unsigned cpu, struct cpuhp_cpuset *out)
+{
+	char path[PATH_MAX], rel[64], buf[4096];
+	int ret;
+
+	snprintf(rel, sizeof(rel), "cpu%u/topology/thread_siblings_list", cpu);
+	if ((ret = cpu_path(path, sizeof(path), root, rel)) ||
+	    (ret = read_small_file(path, buf, sizeof(buf))))
+		return ret;
+	ret = cpuhp_cpuset_parse(buf, out);
+	return ret == -ERANGE ? -EINVAL : ret;
 }

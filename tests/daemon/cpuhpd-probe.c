@@ -18,6 +18,7 @@
  *                           | online CPUS MS | offline CPUS MS | empty
  *                           | identify WHO WHY | acquireas MS WHO WHY | leases
  *                           | freeze WHO WHY | thaw ID
+ *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *                           | register STATE PRIO DEADLINE_MS [nocalls] | remove ID [nocalls]
  *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...] | states
@@ -219,6 +220,21 @@ static void print_response(const Cpuhp__Response *r)
 	}
 	case CPUHP__RESPONSE__BODY_WATCH_STARTED:
 		printf("\"kind\":\"watch_started\"");
+		break;
+	case CPUHP__RESPONSE__BODY_SMT:
+		printf("\"kind\":\"smt\",\"control\":");
+		jstr(r->smt->control);
+		printf(",\"active\":%s,\"online\":", r->smt->active ? "true" : "false");
+		jstr(r->smt->cpus ? r->smt->cpus->online : "");
+		printf(",\"results\":");
+		if (r->smt->cpus)
+			print_results(r->smt->cpus->results, r->smt->cpus->n_results);
+		else
+			printf("[]");
+		break;
+	case CPUHP__RESPONSE__BODY_METRICS:
+		printf("\"kind\":\"metrics\",\"text\":");
+		jstr(r->metrics->text);
 		break;
 	case CPUHP__RESPONSE__BODY_IDENTIFIED:
 		printf("\"kind\":\"identified\"");
@@ -579,6 +595,8 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
 	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
 	char msg[1024] = "";
+	Cpuhp__SetSmt smt = CPUHP__SET_SMT__INIT;
+	Cpuhp__MetricsRequest mr = CPUHP__METRICS_REQUEST__INIT;
 	const char *k = argc > 0 ? argv[0] : "";
 	uint8_t *frame;
 	size_t len;
@@ -614,6 +632,14 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		th.freeze_id = strtoull(argv[1], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_THAW;
 		req.thaw = &th;
+	} else if (!strcmp(k, "smt") && argc >= 3) {
+		smt.control = identity_word(argv[1]);
+		smt.timeout_ms = (uint32_t)strtoul(argv[2], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
+		req.set_smt = &smt;
+	} else if (!strcmp(k, "metrics")) {
+		req.body_case = CPUHP__REQUEST__BODY_METRICS;
+		req.metrics = &mr;
 	} else if (!strcmp(k, "leases")) {
 		req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
 		req.list_leases = &ll;

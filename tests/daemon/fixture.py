@@ -37,9 +37,9 @@ def short_tmpdir():
 class SimSysfs:
     """A simulated DIR/devices/system/cpu tree, built by cpuhpd-simsysfs."""
 
-    def __init__(self, root, cpus=None):
+    def __init__(self, root, cpus=None, extra=()):
         self.root = pathlib.Path(root)
-        argv = [str(SIMSYSFS)]
+        argv = [str(SIMSYSFS), *extra]
         if cpus:
             argv += ['--cpus', cpus]
         subprocess.run(argv + [str(self.root)], check=True)

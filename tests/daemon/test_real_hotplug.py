@@ -9,6 +9,7 @@ otherwise every test here skips, saying why (exit 77).  The
 CPU's original state is restored whatever happens: in a finally, at exit,
 and on SIGTERM (meson's timeout)."""
 import atexit
+import json
 import os
 import pathlib
 import signal
@@ -232,5 +233,31 @@ def test_real_percpu_pool_workers_never_run_on_an_offline_cpu_nor_lose_their_aff
     finally:
         pool.kill()
         pool.wait()
+        restore()
+        assert d.stop() == 0, d.log()
+
+
+def test_real_smt_status_and_metrics_say_what_sysfs_says(tmp):
+    """SMT and metrics on the real tree (issue 13).  SMT is never changed here:
+    `smt off` is tried only where the kernel cannot do it (notsupported,
+    notimplemented, forceoff), and must then say so and change nothing."""
+    control_file = CPU_DIR / 'smt' / 'control'
+    control = control_file.read_text().strip() if control_file.exists() else None
+    d = fixture.Daemon(tmp, SYS, uevents=False).start()
+    ctl = [str(fixture.CPUHPCTL), '--socket', d.socket]
+    try:
+        st = json.loads(subprocess.run(ctl + ['--json', 'status'], capture_output=True,
+                                       text=True, check=True).stdout)
+        assert st['smt_control'] == control, st
+        before = sys_online()
+        r = subprocess.run(ctl + ['metrics'], capture_output=True, text=True)
+        assert r.returncode == 0 and 'cpuhpd_cpus{state="online"}' in r.stdout, r
+        if control in ('notsupported', 'notimplemented', 'forceoff'):
+            r = subprocess.run(ctl + ['smt', 'off'], capture_output=True, text=True)
+            assert r.returncode == 1 and control in r.stderr, r
+            assert sys_online() == before
+        else:
+            print(f'smt/control says {control!r}: SMT is not changed by the tests')
+    finally:
         restore()
         assert d.stop() == 0, d.log()

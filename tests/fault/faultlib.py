@@ -27,7 +27,8 @@ REPORT_PATH = BUILD / 'tests' / 'fault' / 'fault-report.md'
 GUARD_MS = 20000
 # Small enough to flood, large enough for the many-clients faults.
 MAX_CONNECTIONS = 48
-# cpuhpd-simsysfs --cpus 0-3: cpu0 has no online file, 1-3 are hotpluggable.
+# cpuhpd-simsysfs --cpus 0-3: cpu0 has no online file, 1-3 are hotpluggable;
+# --smt 2: cores {0,2} and {1,3}, so SMT off takes 2 and 3.
 CPUS = '0-3'
 HOTPLUGGABLE = (1, 2, 3)
 # Admission (issue 17 §3, §4), small enough for a nobody flood to reach:
@@ -35,6 +36,7 @@ HOTPLUGGABLE = (1, 2, 3)
 PER_UID = 8
 PER_UID_BYTES = '1M'
 CLIENT_TIMEOUT_MS = 1000
+SMT_SIBLINGS = (2, 3)
 
 
 def _seed():
@@ -214,7 +216,7 @@ class Rig:
     def __init__(self, tmp):
         self.tmp = pathlib.Path(tmp)
         os.chmod(self.tmp, 0o755)   # nobody's flood must reach the socket (mode 0666)
-        self.sim = fixture.SimSysfs(self.tmp / 'sys', cpus=CPUS)
+        self.sim = fixture.SimSysfs(self.tmp / 'sys', cpus=CPUS, extra=['--smt', '2'])
         self.ctl = self.tmp / 'fault.ctl'
         self.flog = self.tmp / 'fault.log'
         self.ctl.write_text('')

@@ -582,6 +582,90 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
     assert 'protocol violation' in d.log() or not kinds['raw']
 
 
+# ---- 6b. SMT control (issue 13) ----
+
+def _smt_control(sim):
+    return (sim.cpu / 'smt' / 'control').read_text().strip()
+
+
+def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row):
+    """SetSmt: smt/control refused, a sibling's write failing, its client killed while it waits."""
+    rnd = faultlib.rng('smt')
+    led, sim = rig.ledger, rig.sim
+    h, wt = rig.name('h'), rig.name('wt')
+    led.connect(h)
+    led.connect(wt)
+    assert led.call(wt, 'watch')['kind'] == 'watch_started'
+    before = sim_online(sim)
+    # 1. The kernel refuses the control write itself: nothing changes.
+    mode = rnd.choice(('EBUSY', 'EIO', 'EINVAL'))
+    rig.ctl.write_text(f'smt/control write {mode}\n')
+    r = led.call(h, 'smt', 'off', 1000)
+    rig.ctl.write_text('')
+    assert error_code(r) == f'ERR_{mode}' and "the kernel refused 'off'" in r['message'], r
+    assert 'nothing was changed' in r['message'], r
+    assert sim_online(sim) == before and _smt_control(sim) == 'on'
+    assert [led.recv(wt)['event'] for _ in range(2)] == ['hotplug_started', 'hotplug_finished']
+    # 2. One sibling's online file fails: the other goes, the reply says which.
+    bad = rnd.choice(faultlib.SMT_SIBLINGS)
+    rig.ctl.write_text(f'cpu{bad}/online write EIO\n')
+    r = led.call(h, 'smt', 'off', 1000)
+    rig.ctl.write_text('')
+    assert r['kind'] == 'smt' and r['control'] == 'off', r
+    by_cpu = {x['cpu']: x for x in r['results']}
+    assert sorted(by_cpu) == list(faultlib.SMT_SIBLINGS), r
+    assert not by_cpu[bad]['ok'] and by_cpu[bad]['code'] == 'ERR_EIO', r
+    good = 5 - bad
+    assert by_cpu[good]['ok'] and by_cpu[good]['changed'], r
+    assert sim_online(sim) == before - {good} and parse_cpus(r['online']) == sim_online(sim)
+    ev = [led.recv(wt) for _ in range(3)]
+    assert [e['event'] for e in ev] == ['hotplug_started', 'hotplug_finished', 'online_changed']
+    assert not ev[1]['ok'], ev
+    r = led.call(h, 'smt', 'on', 1000)
+    assert r['kind'] == 'smt' and all(x['ok'] for x in r['results']), r
+    assert sim_online(sim) == before and _smt_control(sim) == 'on'
+    assert [led.recv(wt)['event'] for _ in range(3)] == \
+        ['hotplug_started', 'hotplug_finished', 'online_changed']
+    # 3. Its client killed while it waits behind the client's own lease: it never runs.
+    victim = fixture.Probe(rig.daemon.socket)
+    victim.connect('v')
+    victim.lease('v')
+    victim.send('v', 'smt', 'off', GUARD_MS)
+    assert victim.status('v')['writer'] == 'WRITER_WAITING'
+    victim.kill()
+    mine = led.call(h, 'offline', '1', GUARD_MS)
+    assert mine['kind'] == 'set_online', mine
+    first = led.recv(wt)
+    assert first['event'] == 'hotplug_started' and first['cpus'] == '1', \
+        f'the SMT request of a killed client ran: {first}'
+    assert led.recv(wt)['event'] == 'hotplug_finished'
+    assert _smt_control(sim) == 'on' and all(sim.read_online(c) == '1'
+                                             for c in faultlib.SMT_SIBLINGS)
+    assert led.recv(wt)['event'] == 'online_changed'
+    led.call(h, 'online', '1', GUARD_MS)
+    assert [led.recv(wt)['event'] for _ in range(3)] == \
+        ['hotplug_started', 'hotplug_finished', 'online_changed']
+    assert sim_online(sim) == before
+    # The counters saw all of it.
+    text = led.call(h, 'metrics')['text']
+    assert 'cpuhpd_hotplugs_total{kind="smt",result="failed"} 1' in text, text
+    assert 'cpuhpd_hotplugs_total{kind="smt",result="partial"} 1' in text, text
+    assert 'cpuhpd_hotplugs_total{kind="smt",result="dropped"} 1' in text, text
+    led.finish(h)
+    led.finish(wt)
+    row['injected'].append(f'SetSmt off with smt/control\'s write failing ({mode}), with '
+                           f'cpu{bad}/online\'s failing (EIO), and from a client SIGKILLed '
+                           'while it waited behind its own lease')
+    row['checked'] += ['the refused control write: its errno, "nothing was changed", files '
+                       'unchanged, started/finished to watchers',
+                       'the failing sibling: ok=false ERR_EIO, the other one done, reply online '
+                       '= files',
+                       'the killed client\'s SMT request never ran', 'metrics count failed, '
+                       'partial and dropped SMT requests', 'invariants']
+    check_invariants(rig, rnd, row)
+
+
+
 # ---- 7. SIGTERM with requests waiting (last: it ends the daemon) ----
 
 # ---- hotplug states (issue 12): each on a daemon of its own ----

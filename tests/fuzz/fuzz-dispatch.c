@@ -143,6 +143,17 @@ static void make_tree(void)
 	put("present", SIM_PRESENT);
 	put("online", SIM_PRESENT);
 	put("offline", "3");
+	/* SMT: cores {0,2} and {1,3}, so that SetSmt has a sibling (2) to move. */
+	for (int cpu = 0; cpu < 4; cpu++) {
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology", tmpdir, cpu);
+		FUZZ_CHECK(mkdir(path, 0755) == 0);
+		snprintf(path, sizeof(path), "cpu%d/topology/thread_siblings_list", cpu);
+		put(path, cpu % 2 ? "1,3" : "0,2");
+	}
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/smt", tmpdir);
+	FUZZ_CHECK(mkdir(path, 0755) == 0);
+	put("smt/control", "on");
+	put("smt/active", "1");
 }
 
 /* Put @text in @rel unless it is there already (most inputs change nothing). */
@@ -168,6 +179,7 @@ static void reset_tree(void)
 	reset_file("cpu1/online", "1");
 	reset_file("cpu2/online", "1");
 	reset_file("cpu3/online", "0");
+	reset_file("smt/control", "on");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -477,7 +489,8 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		switch (req->body_case) {
 		case CPUHP__REQUEST__BODY_LEASE_ACQUIRE:
 		case CPUHP__REQUEST__BODY_SET_ONLINE:
-		case CPUHP__REQUEST__BODY_FREEZE:    /* waits for the hotplugs queued before it */
+		case CPUHP__REQUEST__BODY_FREEZE: /* waits for the hotplugs queued before it */
+		case CPUHP__REQUEST__BODY_SET_SMT:
 		case CPUHP__REQUEST__BODY_FAST_WAKE: /* never answered */
 			break;
 		default:
@@ -526,6 +539,15 @@ static void check_response(const Cpuhp__Response *r, struct reference *ref, bool
 	    (r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED ||
 	     r->event->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED))
 		return;
+	if (r->body_case == CPUHP__RESPONSE__BODY_SMT) {
+		FUZZ_CHECK(r->smt->cpus && r->smt->control && r->smt->control[0]);
+		for (size_t i = 0; i < r->smt->cpus->n_results; i++)
+			FUZZ_CHECK(r->smt->cpus->results[i]->ok ||
+			           (r->smt->cpus->results[i]->message &&
+			            r->smt->cpus->results[i]->message[0]));
+	}
+	if (r->body_case == CPUHP__RESPONSE__BODY_METRICS)
+		FUZZ_CHECK(r->metrics->text && !strncmp(r->metrics->text, "# HELP ", 7));
 	ic = idc(ref, r->id);
 	if (r->body_case == CPUHP__RESPONSE__BODY_EVENT) {
 		FUZZ_CHECK(ic->watch_started);

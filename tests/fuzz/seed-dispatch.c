@@ -211,6 +211,28 @@ static void thaw(struct seed *s, uint64_t freeze_id)
 }
 
 /* A request with an id and no body: what a newer client's unknown request looks like. */
+static void set_smt(struct seed *s, const char *control, uint32_t timeout_ms)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__SetSmt ss = CPUHP__SET_SMT__INIT;
+
+	ss.control = (char *)control;
+	ss.timeout_ms = timeout_ms;
+	r.body_case = CPUHP__REQUEST__BODY_SET_SMT;
+	r.set_smt = &ss;
+	request(s, &r);
+}
+
+static void metrics(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__MetricsRequest m = CPUHP__METRICS_REQUEST__INIT;
+
+	r.body_case = CPUHP__REQUEST__BODY_METRICS;
+	r.metrics = &m;
+	request(s, &r);
+}
+
 static void empty(struct seed *s)
 {
 	Cpuhp__Request r = CPUHP__REQUEST__INIT;
@@ -368,6 +390,18 @@ int main(int argc, char **argv)
 	thaw(&s, 99);
 	set_online(&s, "1", true, 1000); /* still frozen by freeze 2 */
 	save(dir, "freeze-and-thaw", &s);
+
+	/* SMT control and metrics (issue 13): behind a lease, a bad word, then the counts. */
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	acquire(&s, 0);
+	set_smt(&s, "off", 0); /* a "try" behind our own lease: EAGAIN */
+	set_smt(&s, "sideways", 1000);
+	release(&s, 1);
+	set_smt(&s, "off", 1000);
+	set_smt(&s, "on", 1000);
+	metrics(&s);
+	save(dir, "smt-and-metrics", &s);
 
 	begin(&s, NULL, 0);
 	status(&s);

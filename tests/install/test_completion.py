@@ -41,7 +41,8 @@ def test_it_registers_a_function_for_cpuhpctl():
 
 def test_commands():
     assert complete('cpuhpctl ') == sorted(['status', 'leases', 'states', 'state', 'online',
-                                            'offline', 'watch', 'hold', 'freeze', 'help'])
+                                            'offline', 'smt', 'watch', 'hold', 'freeze',
+                                            'metrics', 'help'])
     assert complete('cpuhpctl of') == ['offline']
     assert complete('cpuhpctl --socket /run/x.sock st') == ['state', 'states', 'status']
 
@@ -56,13 +57,20 @@ def test_options_are_the_ones_cpuhpctl_has():
                        ('cpuhpctl watch -', ('watch',)), ('cpuhpctl hold -', ('hold',)),
                        ('cpuhpctl freeze -', ('freeze',)),
                        ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',)),
-                       ('cpuhpctl states -', ('states',)), ('cpuhpctl state x -', ('state',))):
+                       ('cpuhpctl states -', ('states',)), ('cpuhpctl state x -', ('state',)),
+                       ('cpuhpctl smt -', ('smt',)), ('cpuhpctl metrics -', ('metrics',))):
         got = set(complete(line)) - {'--'}
         assert got and got <= has(*args), (line, got - has(*args))
     assert {'--socket', '--version', '--help'} <= set(complete('cpuhpctl --'))
     assert '--timeout' in complete('cpuhpctl offline --')
     assert '--timeout' not in complete('cpuhpctl freeze --')
     assert '--why' in complete('cpuhpctl freeze --')
+
+
+def test_smt_words():
+    assert complete('cpuhpctl smt ') == ['off', 'on']
+    assert complete('cpuhpctl smt --force ') == ['forceoff', 'off', 'on']
+    assert complete('cpuhpctl smt --timeout ') == []
 
 
 def test_cpu_numbers_come_from_the_tree(tmp):

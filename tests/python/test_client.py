@@ -143,8 +143,21 @@ def test_status_reports_sets_of_ints_leases_writer_and_version(cpuhp, daemon, cl
     assert s.writer is cpuhp.WriterState.IDLE
     assert s.connections == 2
     assert s.daemon_version == cpuhp.__version__
+    assert s.smt_control == '' and s.smt_active is False   # the tree has no smt/
     with observer.lease():
         assert client.status().leases_held == 1
+
+
+def test_status_reports_smt_control_and_active(cpuhp, tmp):
+    sim = fixture.SimSysfs(tmp / 'smt', cpus='0-3', extra=['--smt', '2',
+                                                           '--smt-control', 'forceoff'])
+    d = fixture.Daemon(tmp, sim.root, socket_path=tmp / 'smt.sock').start()
+    try:
+        with cpuhp.Client(d.socket) as c:
+            s = c.status()
+            assert s.smt_control == 'forceoff' and s.smt_active is True
+    finally:
+        d.stop_clean()
 
 
 def test_status_shows_a_waiting_hotplug_and_the_leases_behind_it(cpuhp, daemon, client,

@@ -411,6 +411,68 @@ static void sysfs_set_online_writes_the_value_and_verifies_it(void)
 	tree_free();
 }
 
+static void sysfs_read_smt_reads_control_and_active(void)
+{
+	char control[CPUHP_SMT_CONTROL_MAX] = "unchanged";
+	bool active = true;
+
+	tree_new();
+	/* No smt/: a kernel without SMT control; nothing is written. */
+	CHECK_EQ_INT(cpuhp_sysfs_read_smt(tree, control, &active), -ENOENT);
+	CHECK_EQ_STR(control, "unchanged");
+	put_dir("smt");
+	put("smt/control", "notsupported\n");
+	put("smt/active", "0\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_smt(tree, control, &active), 0);
+	CHECK_EQ_STR(control, "notsupported");
+	CHECK(!active);
+	put("smt/active", "2\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_smt(tree, control, &active), -EINVAL);
+	put("smt/active", "1\n");
+	put("smt/control", "\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_smt(tree, control, &active), -EINVAL);
+	CHECK_EQ_STR(control, "notsupported");
+	put("smt/control", "this-word-is-far-too-long-for-any-smt-control\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_smt(tree, control, &active), -EINVAL);
+	tree_free();
+}
+
+static void sysfs_set_smt_writes_one_word_and_verifies_it(void)
+{
+	tree_new();
+	CHECK_EQ_INT(cpuhp_sysfs_set_smt(tree, "off"), -ENOENT); /* never created */
+	put_dir("smt");
+	put("smt/control", "on\n");
+	put("smt/active", "1\n");
+	CHECK_EQ_INT(cpuhp_sysfs_set_smt(tree, "off"), 0);
+	CHECK_EQ_STR(slurp("smt/control"), "off\n");
+	CHECK_EQ_INT(cpuhp_sysfs_set_smt(tree, ""), -EINVAL);
+	CHECK_EQ_INT(cpuhp_sysfs_set_smt(tree, "on\noff"), -EINVAL);
+	CHECK_EQ_INT(cpuhp_sysfs_set_smt(tree, NULL), -EINVAL);
+	CHECK_EQ_STR(slurp("smt/control"), "off\n");
+	tree_free();
+}
+
+static void sysfs_read_siblings_parses_the_thread_list(void)
+{
+	struct cpuhp_cpuset set, want;
+
+	tree_new();
+	CHECK_EQ_INT(cpuhp_sysfs_read_siblings(tree, 1, &set), -ENOENT);
+	put_dir("cpu1/topology");
+	put("cpu1/topology/thread_siblings_list", "1,65\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_siblings(tree, 1, &set), 0);
+	cpuhp_cpuset_zero(&want);
+	cpuhp_cpuset_add(&want, 1);
+	cpuhp_cpuset_add(&want, 65);
+	CHECK(cpuhp_cpuset_equal(&set, &want));
+	put("cpu1/topology/thread_siblings_list", "one\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_siblings(tree, 1, &set), -EINVAL);
+	put("cpu1/topology/thread_siblings_list", "99999\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_siblings(tree, 1, &set), -EINVAL);
+	tree_free();
+}
+
 static void sysfs_set_online_never_creates_a_missing_file(void)
 {
 	tree_new();
@@ -632,6 +694,9 @@ int main(void)
 	RUN_TEST(sysfs_read_online_is_enoent_for_missing_and_unpluggable_cpus);
 	RUN_TEST(sysfs_set_online_writes_the_value_and_verifies_it);
 	RUN_TEST(sysfs_set_online_never_creates_a_missing_file);
+	RUN_TEST(sysfs_read_smt_reads_control_and_active);
+	RUN_TEST(sysfs_set_smt_writes_one_word_and_verifies_it);
+	RUN_TEST(sysfs_read_siblings_parses_the_thread_list);
 	RUN_TEST(sysfs_set_online_returns_the_errno_of_open_and_write);
 	RUN_TEST(sysfs_set_online_is_eio_when_an_accepted_write_does_not_read_back);
 	RUN_TEST(sysfs_set_online_is_eio_when_the_file_reads_back_the_other_value);

@@ -102,6 +102,11 @@ class Status:
     bypasses: int = 0
     #: Leases revoked at cpuhpd's --max-lease-ms (LeaseRevoked).
     revocations: int = 0
+    #: smt/control as the kernel words it ("on", "off", "forceoff",
+    #: "notsupported", ...); "" when the daemon's tree has no SMT control.
+    smt_control: str = ''
+    #: smt/active: some core runs more than one hardware thread now.
+    smt_active: bool = False
 
 
 @dataclass(frozen=True)
@@ -945,4 +950,6 @@ def _status(out) -> Status:
         fast_path=_text(out.fast_path),
         freezes=int(out.freezes),
         bypasses=int(out.bypasses),
-        revocations=int(out.revocations))
+        revocations=int(out.revocations),
+        smt_control=_text(out.smt_control),
+        smt_active=bool(out.smt_active))

@@ -104,6 +104,10 @@ struct cpuhp_client_status {
 	/* The online set changed behind cpuhpd while leases were held (LEASE_BYPASSED events). */
 	uint64_t bypasses;
 	uint64_t revocations; /* leases revoked at cpuhpd --max-lease-ms */
+	/* smt/control as the kernel words it ("on", "off", "forceoff", "notsupported", ...);
+	 * "" when the daemon's tree has no SMT control (or the daemon is older). */
+	char smt_control[32];
+	bool smt_active; /* smt/active: some core runs more than one hardware thread */
 };
 
 /* What happened to one CPU of a hotplug request. */
@@ -456,6 +460,39 @@ CPUHP_EXPORT int cpuhp_client_states_list(struct cpuhp_client *c,
  */
 CPUHP_EXPORT int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool online,
                                          unsigned timeout_ms);
+
+/**
+ * cpuhp_client_set_smt_results() - SMT control that honours leases: write
+ * @control to smt/control in one writer section, as a hotplug (leases drain
+ * first, new ones wait), and say what happened to each CPU.
+ * @control:    "on", "off", or "forceoff" (then the kernel refuses every later
+ *              change until reboot).
+ * @timeout_ms: as for cpuhp_client_set_online_results().
+ * @results:    one per sibling thread (each core's threads but its first) and
+ *              per other CPU that changed, ascending; cpuhp_client_results_free().
+ * @n_results:  how many.
+ * @smt_control: NULL, or CPUHP_CLIENT_MESSAGE_MAX bytes for smt/control read back.
+ *
+ * Context: as cpuhp_client_set_online_results().
+ * Return: 0 when it ran (see @results); otherwise nothing changed: -ENODEV
+ * (no SMT on this machine: smt/control says notsupported or
+ * notimplemented), -EPERM (forced off until reboot, or not allowed),
+ * -ENOENT (no smt/control), -EINVAL (bad @control), -EAGAIN, -ETIMEDOUT,
+ * -EOPNOTSUPP (an older cpuhpd), or a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control,
+                                              unsigned timeout_ms,
+                                              struct cpuhp_client_cpu_result **results,
+                                              size_t *n_results, char *smt_control);
+
+/**
+ * cpuhp_client_metrics() - the daemon's counters, histograms and gauges in
+ * the Prometheus text exposition format (what cpuhpd --metrics-file writes).
+ * @text: a malloc()ed NUL-terminated string for free().
+ * Context: blocks for a round trip.
+ * Return: 0; -EOPNOTSUPP from an older cpuhpd; -ENOMEM; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_metrics(struct cpuhp_client *c, char **text);
 
 /**
  * cpuhp_client_status() - the daemon's view: CPU masks, leases, writer.

@@ -119,6 +119,45 @@ CPUHP_EXPORT int cpuhp_sysfs_read_online(const char *root, unsigned cpu, bool *o
  */
 CPUHP_EXPORT int cpuhp_sysfs_set_online(const char *root, unsigned cpu, bool online);
 
+/* Longest smt/control value the kernel writes ("notimplemented"), NUL included, with room. */
+#define CPUHP_SMT_CONTROL_MAX 32
+
+/**
+ * cpuhp_sysfs_read_smt() - read smt/control and smt/active.
+ * @control: the control's word without the newline ("on", "off", "forceoff",
+ *           "notsupported", "notimplemented", or a thread count), in a buffer of
+ *           CPUHP_SMT_CONTROL_MAX bytes.
+ * @active:  whether some core runs more than one thread now.
+ *
+ * Return: 0; -ENOENT if the tree has no smt/control (a kernel without SMT
+ * control); another -errno; -EINVAL if a file holds something else.  On an
+ * error neither output is written.
+ */
+CPUHP_EXPORT int cpuhp_sysfs_read_smt(const char *root, char control[CPUHP_SMT_CONTROL_MAX],
+                                      bool *active);
+
+/**
+ * cpuhp_sysfs_set_smt() - write @control ("on", "off", "forceoff") to
+ * smt/control in one write, and read it back.
+ *
+ * Context: blocks while the kernel takes the sibling threads offline or
+ * online (tens of milliseconds each).
+ * Return: 0 once smt/control reads back @control; the kernel's error:
+ * -EPERM (SMT forced off until reboot), -ENODEV (no SMT on this machine),
+ * -EINVAL, -EACCES (not root), -EBUSY, ...; -EIO for a short write or a
+ * read-back that differs; -ENOENT without smt/control.
+ */
+CPUHP_EXPORT int cpuhp_sysfs_set_smt(const char *root, const char *control);
+
+/**
+ * cpuhp_sysfs_read_siblings() - cpuN/topology/thread_siblings_list: the
+ * hardware threads that share @cpu's core, @cpu included.  The kernel
+ * lists only online threads, and has no topology/ for an offline CPU.
+ * Return: 0; -ENOENT if there is no such file; as cpuhp_sysfs_read_mask().
+ */
+CPUHP_EXPORT int cpuhp_sysfs_read_siblings(const char *root, unsigned cpu,
+                                           struct cpuhp_cpuset *out);
+
 #ifdef __cplusplus
 }
 #endif
