@@ -491,7 +491,11 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		case CPUHP__REQUEST__BODY_SET_ONLINE:
 		case CPUHP__REQUEST__BODY_FREEZE: /* waits for the hotplugs queued before it */
 		case CPUHP__REQUEST__BODY_SET_SMT:
-		case CPUHP__REQUEST__BODY_FAST_WAKE: /* never answered */
+		/* Answered once their startup/teardown calls ran (states.c). */
+		case CPUHP__REQUEST__BODY_REGISTER_STATE:
+		case CPUHP__REQUEST__BODY_REMOVE_STATE:
+		case CPUHP__REQUEST__BODY_STATE_ANSWER: /* never answered */
+		case CPUHP__REQUEST__BODY_FAST_WAKE:    /* never answered */
 			break;
 		default:
 			ic->must_answer++;
