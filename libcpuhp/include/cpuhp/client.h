@@ -145,6 +145,18 @@ enum cpuhp_client_event_type {
 	 * so this event is all its holder gets.
 	 */
 	CPUHP_CLIENT_EVENT_LEASE_BYPASSED = 6,
+	/*
+	 * A notice, watching or not: the connection to cpuhpd ended (the
+	 * daemon was stopped, died, or closed it) while @leases leases of @c
+	 * were held, socket and fast ones (and those held on connections of
+	 * their own that had ended by then): they are no longer held, and
+	 * CPUs may change.  cpuhp_client_fd() is readable when the daemon's
+	 * end goes; this event comes after the events that arrived before it,
+	 * then every call fails (-ECONNRESET, or the daemon's last word), and
+	 * the release of each of those leases fails with -ECONNRESET.
+	 * Not sent when the connection ends with no lease held.
+	 */
+	CPUHP_CLIENT_EVENT_LEASES_LOST = 7,
 };
 
 struct cpuhp_client_event {
@@ -159,7 +171,7 @@ struct cpuhp_client_event {
 	uint64_t lease_id;               /* LEASE_REVOKED */
 	uint64_t held_ms;                /* LEASE_REVOKED */
 	unsigned max_lease_ms;           /* LEASE_REVOKED */
-	unsigned leases;                 /* LEASE_BYPASSED: leases of this handle held then */
+	unsigned leases; /* LEASE_BYPASSED, LEASES_LOST: leases of this handle held then */
 };
 
 /**
