@@ -122,7 +122,8 @@ static void run_op(struct worker *w, const struct op *op, struct result *r)
 		         ",\"fast\":%s,\"message\":\"%s\"}",
 		         ret, ret ? 0 : id,
 		         ret == 0 && (id & CPUHP_CLIENT_FAST_LEASE) ? "true" : "false",
-		         ret ? cpuhp_client_last_message(c) : "");
+		         /* -ECANCELED: the handle was closed under the call, and is freed. */
+		         ret && ret != -ECANCELED ? cpuhp_client_last_message(c) : "");
 		return;
 	}
 	if (!id && w->nleases)
