@@ -109,21 +109,27 @@ int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
 	return leave(c, ret);
 }
 
+/* A call whose reply says nothing but that it was done. */
+static int call_ack(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Response__BodyCase expect)
+{
+	Cpuhp__Response *resp;
+	int ret = cpuhp__client_call(c, req, expect, &resp);
+
+	if (ret == 0)
+		cpuhp__response__free_unpacked(resp, NULL);
+	return ret;
+}
+
 /* End socket lease @id held on @c's own connection, under ->lock. */
 static int socket_release_locked(struct cpuhp_client *c, uint64_t id)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
-	Cpuhp__Response *resp;
-	int ret;
 
 	rel.lease_id = id;
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
 	req.lease_release = &rel;
-	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_RELEASED, &resp);
-	if (ret == 0)
-		cpuhp__response__free_unpacked(resp, NULL);
-	return ret;
+	return call_ack(c, &req, CPUHP__RESPONSE__BODY_LEASE_RELEASED);
 }
 
 /* A socket lease on @c itself: the handle has no fast path. */
@@ -986,7 +992,6 @@ int cpuhp_client_thaw(struct cpuhp_client *c, uint64_t freeze_id)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__Thaw th = CPUHP__THAW__INIT;
-	Cpuhp__Response *resp;
 	int ret;
 
 	if (cpuhp__client_forked(c))
@@ -996,8 +1001,5 @@ int cpuhp_client_thaw(struct cpuhp_client *c, uint64_t freeze_id)
 	th.freeze_id = freeze_id;
 	req.body_case = CPUHP__REQUEST__BODY_THAW;
 	req.thaw = &th;
-	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_THAWED, &resp);
-	if (ret == 0)
-		cpuhp__response__free_unpacked(resp, NULL);
-	return leave(c, ret);
+	return leave(c, call_ack(c, &req, CPUHP__RESPONSE__BODY_THAWED));
 }
