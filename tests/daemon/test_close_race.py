@@ -17,6 +17,14 @@ from fastlib import FastClient
 LONG = fixture.GUARD_S * 1000
 
 
+def until(probe, pred):
+    deadline = time.monotonic() + fixture.GUARD_S
+    s = probe.status('p')
+    while not pred(s) and time.monotonic() < deadline:
+        s = probe.status('p')
+    assert pred(s), s
+
+
 def test_close_wakes_a_fast_acquire_waiting_behind_a_hotplug(daemon, sim, probe):
     c = FastClient(daemon.socket)
     try:
@@ -27,13 +35,12 @@ def test_close_wakes_a_fast_acquire_waiting_behind_a_hotplug(daemon, sim, probe)
         probe.connect('h')
         probe.connect('p')
         hp = probe.send('h', 'offline', 1, LONG)
+        # Ask the daemon until each step is seen (a deadline only against a
+        # hang): the hotplug waits (fast leases closed), then the waiter's
+        # request on its connection of its own.
+        until(probe, lambda s: s['writer'] == 'WRITER_WAITING')
         c.acquire('u', LONG)
-        # Until the daemon has the waiter's request (a deadline only against a hang).
-        deadline = time.monotonic() + fixture.GUARD_S
-        s = probe.status('p')
-        while s['pending_leases'] < 1 and time.monotonic() < deadline:
-            s = probe.status('p')
-        assert s['pending_leases'] == 1, s
+        until(probe, lambda s: s['pending_leases'] == 1)
         assert c('close a')['ok']
         r = c.wait('u')
         assert r['ret'] == -errno.ECANCELED, r
