@@ -49,12 +49,17 @@ static int wait_ready(int fd)
 	}
 }
 
-int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
-                       const char *log_path, pid_t *pid)
+int bench_cpuhpd_spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, bool netlink, pid_t *pid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char *argv[] = {(char *)cpuhpd,   "--socket",     (char *)sock, "--sysfs-root",
-	                (char *)sys_root, "--no-netlink", NULL};
+	char *argv[] = {(char *)cpuhpd,
+	                "--socket",
+	                (char *)sock,
+	                "--sysfs-root",
+	                (char *)sys_root,
+	                netlink ? NULL : "--no-netlink",
+	                NULL};
 	char notify[sizeof(sa.sun_path) + 16], **env;
 	posix_spawn_file_actions_t fa;
 	size_t n = 0;
@@ -90,6 +95,12 @@ int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, co
 out:
 	close(fd);
 	return err;
+}
+
+int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, pid_t *pid)
+{
+	return bench_cpuhpd_spawn(cpuhpd, dir, sock, sys_root, log_path, false, pid);
 }
 
 void bench_cpuhpd_stop(pid_t pid)

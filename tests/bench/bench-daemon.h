@@ -3,6 +3,7 @@
 #ifndef CPUHP_BENCH_DAEMON_H
 #define CPUHP_BENCH_DAEMON_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Run @argv to completion.  0, or -errno (-EIO if it did not exit 0). */
@@ -15,6 +16,13 @@ int bench_run_wait(char *const argv[]);
  */
 int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
                        const char *log_path, pid_t *pid);
+
+/*
+ * The same, listening to the kernel's uevents if @netlink (on the real
+ * /sys, where a raw write is an external change cpuhpd must notice).
+ */
+int bench_cpuhpd_spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, bool netlink, pid_t *pid);
 
 /* Stop the cpuhpd of bench_cpuhpd_start() (SIGTERM) and reap it. */
 void bench_cpuhpd_stop(pid_t pid);
