@@ -197,7 +197,8 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 		return;
 	post(w, &job->msg_started);
 
-	err = cpuhpd_cpus_read(w->root, &before, &job->err_what);
+	/* What the writes need; the view is read whole once they are done. */
+	err = cpuhpd_cpus_read_some(w->root, &job->cpus, &before, &job->err_what);
 	if (err) {
 		cpuhp_hotplug_done();
 		job->err = err;
