@@ -31,6 +31,7 @@
  * plain file write: the ratios then measure cpuhpd alone.
  *
  * Usage: bench-hotplug [--quick] [--real] [--cpu N] [--rounds N] [--keep]
+ *                      [--sim-cpus LIST]
  *                      CPUHPD CPUHPD-SIMSYSFS CPUHPCTL
  */
 #include <errno.h>
@@ -57,6 +58,7 @@ enum kind { RAW, CLIENT, FRESH, CTL, START, VERSION, NKINDS };
 static char dir[32], sock_path[64], sys_root[64], log_path[64], online_path[96];
 static pid_t daemon_pid;
 static unsigned rounds = 30, cpu = 1;
+static const char *sim_cpus = "0-1";
 static bool real, keep;
 static volatile sig_atomic_t restoring;
 
@@ -277,12 +279,14 @@ static bool real_ok(bool asked, const char **why)
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: bench-hotplug [--quick] [--real] [--cpu N] [--rounds N] [--keep]\n"
+	           "                     [--sim-cpus LIST]\n"
 	           "                     CPUHPD CPUHPD-SIMSYSFS CPUHPCTL\n"
 	           "Time one CPU's offline and online through cpuhpd (libcpuhp-client, and\n"
 	           "cpuhpctl with its process start) against a raw write into cpuN/online,\n"
 	           "interleaved in one run, beside cpuhpctl's own start-up.  --real (or\n"
 	           "CPUHP_TEST_REAL_HOTPLUG=1): on this machine's /sys, as root; else on a\n"
-	           "simulated tree.  --keep: keep the temporary directory (cpuhpd's log).\n");
+	           "simulated tree (of CPUs --sim-cpus, default 0-1; CPU 1 is the one\n"
+	           "hotplugged).  --keep: keep the temporary directory (cpuhpd's log).\n");
 }
 
 int main(int argc, char **argv)
@@ -303,6 +307,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(argv[argi], "--quick")) {
 			rounds = 3;
+		} else if (!strcmp(argv[argi], "--sim-cpus") && argi + 1 < argc) {
+			sim_cpus = argv[++argi];
 		} else if (!strcmp(argv[argi], "--keep")) {
 			keep = true;
 		} else if (!strcmp(argv[argi], "--real")) {
@@ -343,6 +349,7 @@ int main(int argc, char **argv)
 		snprintf(online_path, sizeof(online_path), "%s/devices/system/cpu/cpu1/online",
 		         sys_root);
 		sim_argv[0] = argv[argi + 1];
+		sim_argv[2] = (char *)sim_cpus;
 		err = bench_run_wait(sim_argv);
 		if (err)
 			die(sim_argv[0], err);
