@@ -223,37 +223,39 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 }
 
 /*
- * SMT off, before the control write: the states' teardown of each sibling
- * that is online, in ascending order.  The kernel takes them all offline
- * within that one write, so this is the last moment to prepare.  A failure
- * (rolled back for its own CPU by the states) rolls back the siblings torn
- * down before it too, last first, and the write is not made: every online
- * sibling's result says so, the failed one naming the state.
+ * SMT off, before the control write: the states' teardown of each online
+ * sibling (@tmp: one result a sibling, ascending).  The kernel takes them
+ * all offline within that one write, so this is the last moment to
+ * prepare.  A failure (rolled back for its own CPU by the states) rolls
+ * back the siblings torn down before it too, last first, and the write is
+ * not made: every online sibling's result says so, the failed one naming
+ * the state.
  * Return: 0 with *@torn the siblings torn down, or the failed call's errno.
  */
 static int smt_teardown(struct cpuhpd_worker *w, struct cpuhpd_job *job,
                         const struct cpuhpd_cpus *before, struct cpuhpd_cpu_result *tmp, unsigned n,
                         struct cpuhp_cpuset *torn)
 {
-	unsigned i, k;
+	unsigned failed = n;
 	int err = 0;
 
 	cpuhp_cpuset_zero(torn);
-	for (i = 0; i < n && !err; i++)
-		if (cpuhp_cpuset_has(&before->online, tmp[i].cpu) &&
-		    cpuhp_cpuset_has(&job->cpus, tmp[i].cpu)) {
-			err = ask_states(w, job, &tmp[i], true, false);
-			if (!err)
-				cpuhp_cpuset_add(torn, tmp[i].cpu);
-		}
-	if (!err)
+	for (unsigned i = 0; i < n && failed == n; i++) {
+		if (!cpuhp_cpuset_has(&before->online, tmp[i].cpu))
+			continue;
+		err = ask_states(w, job, &tmp[i], true, false);
+		if (err)
+			failed = i;
+		else
+			cpuhp_cpuset_add(torn, tmp[i].cpu);
+	}
+	if (failed == n)
 		return 0;
-	tmp[--i].err = err;
-	for (k = n; k-- > 0;) {
+	tmp[failed].err = err;
+	for (unsigned k = n; k-- > 0;) {
 		struct cpuhpd_cpu_result *r = &tmp[k];
 
-		if (k == i || !cpuhp_cpuset_has(&before->online, r->cpu) ||
-		    !cpuhp_cpuset_has(&job->cpus, r->cpu))
+		if (k == failed || !cpuhp_cpuset_has(&before->online, r->cpu))
 			continue;
 		if (cpuhp_cpuset_has(torn, r->cpu))
 			ask_states(w, job, r, false, true);
@@ -261,7 +263,7 @@ static int smt_teardown(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 		snprintf(
 		    r->msg, sizeof(r->msg),
 		    "CPU %u: SMT %s was not made: the teardown of CPU %u failed (state '%s')%s",
-		    r->cpu, job->smt_control, tmp[i].cpu, tmp[i].failed_state,
+		    r->cpu, job->smt_control, tmp[failed].cpu, tmp[failed].failed_state,
 		    cpuhp_cpuset_has(torn, r->cpu) ? "; rolled back: its states started again"
 		                                   : "");
 	}
