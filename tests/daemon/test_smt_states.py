@@ -65,6 +65,16 @@ def state_cpus(probe):
     return {s['name']: s['cpus'] for s in r['states']}
 
 
+def answer_ok(probe, order, phase, check=None, **want):
+    """Expect on s the calls of `order`, (cpu, state id) pairs, in `phase`
+    and with the fields `want`; check(cpu) before each answer; answer ok."""
+    for cpu, sid in order:
+        call = expect_call(probe, 's', state_id=sid, cpu=cpu, phase=phase, **want)
+        if check:
+            check(cpu)
+        probe.send('s', 'answer', call['call_id'], 'ok')
+
+
 def two_states(probe):
     """States a (priority 10) and b (20) on connection s, started on CPUs 0-3."""
     probe.connect('s')
@@ -84,14 +94,14 @@ def test_the_shim_moves_the_siblings_within_the_control_write(kdaemon, ksim, kpr
 
 def test_smt_off_tears_the_siblings_down_before_the_control_write(kdaemon, ksim, kprobe):
     a, b = two_states(kprobe)
+    def online_under_on(cpu):
+        # Teardown comes before the write of "off": nothing has moved yet.  Startup
+        # comes after the write of "on": the kernel brought the CPU back first.
+        assert control(ksim) == 'on' and ksim.read_online(cpu) == '1'
+
     hid = kprobe.send('h', 'smt', 'off', 5000)
-    for cpu in (2, 3):
-        for sid in (b, a):
-            # Called before the write: nothing has moved yet.
-            call = expect_call(kprobe, 's', state_id=sid, cpu=cpu, phase='teardown',
-                               external=False, rollback=False)
-            assert control(ksim) == 'on' and ksim.read_online(cpu) == '1'
-            kprobe.send('s', 'answer', call['call_id'], 'ok')
+    answer_ok(kprobe, [(cpu, sid) for cpu in (2, 3) for sid in (b, a)], 'teardown',
+              online_under_on, external=False, rollback=False)
     r = kprobe.recv('h')
     assert r['id'] == hid and r['kind'] == 'smt' and r['control'] == 'off', r
     assert [(x['cpu'], x['ok'], x['changed']) for x in r['results']] == \
@@ -104,13 +114,8 @@ def test_smt_off_tears_the_siblings_down_before_the_control_write(kdaemon, ksim,
     assert kprobe('queued s')['queued'] == 0
 
     hid = kprobe.send('h', 'smt', 'on', 5000)
-    for cpu in (2, 3):
-        for sid in (a, b):
-            # After the write: the kernel brought the CPU back first.
-            call = expect_call(kprobe, 's', state_id=sid, cpu=cpu, phase='startup',
-                               external=False, rollback=False)
-            assert control(ksim) == 'on' and ksim.read_online(cpu) == '1'
-            kprobe.send('s', 'answer', call['call_id'], 'ok')
+    answer_ok(kprobe, [(cpu, sid) for cpu in (2, 3) for sid in (a, b)], 'startup',
+              online_under_on, external=False, rollback=False)
     r = kprobe.recv('h')
     assert r['id'] == hid and r['control'] == 'on', r
     assert [(x['cpu'], x['ok'], x['changed']) for x in r['results']] == \
@@ -122,15 +127,11 @@ def test_smt_off_tears_the_siblings_down_before_the_control_write(kdaemon, ksim,
 def test_a_failed_sibling_teardown_rolls_back_and_makes_no_control_write(kdaemon, ksim, kprobe):
     a, b = two_states(kprobe)
     kprobe.send('h', 'smt', 'off', 5000)
-    for sid in (b, a):
-        call = expect_call(kprobe, 's', state_id=sid, cpu=2, phase='teardown')
-        kprobe.send('s', 'answer', call['call_id'], 'ok')
+    answer_ok(kprobe, [(2, b), (2, a)], 'teardown')
     call = expect_call(kprobe, 's', state_id=b, cpu=3, phase='teardown')
     kprobe.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'queue', 'not', 'empty')
     # CPU 3: nothing was torn down (b failed first).  CPU 2: both start again, lowest first.
-    for sid in (a, b):
-        call = expect_call(kprobe, 's', state_id=sid, cpu=2, phase='startup', rollback=True)
-        kprobe.send('s', 'answer', call['call_id'], 'ok')
+    answer_ok(kprobe, [(2, a), (2, b)], 'startup', rollback=True)
     r = kprobe.recv('h')
     assert r['kind'] == 'smt' and r['control'] == 'on' and r['online'] == '0-3', r
     res = {x['cpu']: x for x in r['results']}
@@ -153,15 +154,10 @@ def test_a_failed_sibling_teardown_rolls_back_and_makes_no_control_write(kdaemon
 def test_a_failed_startup_after_smt_on_takes_that_cpu_offline_again(kdaemon, ksim, kprobe):
     a, b = two_states(kprobe)
     kprobe.send('h', 'smt', 'off', 5000)
-    for cpu in (2, 3):
-        for sid in (b, a):
-            call = expect_call(kprobe, 's', state_id=sid, cpu=cpu, phase='teardown')
-            kprobe.send('s', 'answer', call['call_id'], 'ok')
+    answer_ok(kprobe, [(cpu, sid) for cpu in (2, 3) for sid in (b, a)], 'teardown')
     assert kprobe.recv('h')['control'] == 'off'
     kprobe.send('h', 'smt', 'on', 5000)
-    for sid in (a, b):
-        call = expect_call(kprobe, 's', state_id=sid, cpu=2, phase='startup')
-        kprobe.send('s', 'answer', call['call_id'], 'ok')
+    answer_ok(kprobe, [(2, a), (2, b)], 'startup')
     call = expect_call(kprobe, 's', state_id=a, cpu=3, phase='startup')
     kprobe.send('s', 'answer', call['call_id'], 'ERR_ENOMEM', 'no', 'room')
     r = kprobe.recv('h')
