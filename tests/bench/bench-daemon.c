@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Starting helper programs and a private cpuhpd for the daemon benchmarks. */
+/*
+ * Starting helper programs and a private cpuhpd for the daemon benchmarks,
+ * and their medians.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +19,24 @@
 #include "bench-daemon.h"
 
 extern char **environ;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void bench_sort_ns(uint64_t *ns, size_t n)
+{
+	qsort(ns, n, sizeof(*ns), cmp_u64);
+}
+
+uint64_t bench_median_ns(uint64_t *ns, size_t n)
+{
+	bench_sort_ns(ns, n);
+	return ns[n / 2];
+}
 
 int bench_run_wait(char *const argv[])
 {
