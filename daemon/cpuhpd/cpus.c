@@ -51,8 +51,8 @@ int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **whi
 	return 0;
 }
 
-int cpuhpd_cpus_read_some(const char *root, const struct cpuhp_cpuset *cpus, struct cpuhpd_cpus *out,
-                          const char **which)
+int cpuhpd_cpus_read_some(const char *root, const struct cpuhp_cpuset *cpus,
+                          struct cpuhpd_cpus *out, const char **which)
 {
 	struct cpuhp_cpuset mask;
 	bool have_mask = false;

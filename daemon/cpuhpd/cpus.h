@@ -47,8 +47,8 @@ int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **whi
  * Context: blocks on sysfs; worker thread.
  * Return: as cpuhpd_cpus_read().
  */
-int cpuhpd_cpus_read_some(const char *root, const struct cpuhp_cpuset *cpus, struct cpuhpd_cpus *out,
-                          const char **which);
+int cpuhpd_cpus_read_some(const char *root, const struct cpuhp_cpuset *cpus,
+                          struct cpuhpd_cpus *out, const char **which);
 
 /*
  * cpuhpd_cpus_smt_secondaries() - the hardware threads that SMT off takes
