@@ -9,6 +9,7 @@
 #include "admit.h"
 #include "conn.h"
 #include "log.h"
+#include "states.h"
 
 /*
  * Hand memory back once what is buffered fell by at least this much, and
@@ -136,10 +137,23 @@ int cpuhpd_admit_conn(struct cpuhpd_conn *c, char *why, size_t whylen)
 		return -ENOMEM;
 	}
 	if (c->peer.uid != 0 && u->nconns >= o->max_connections_per_uid) {
-		snprintf(why, whylen,
-		         "too many connections from uid %u (the limit is %u per uid, "
-		         "--max-connections-per-uid); close some",
-		         (unsigned)c->peer.uid, o->max_connections_per_uid);
+		/* A process with many states meets the cap first: say why (README, "Hotplug
+		 * states"). */
+		unsigned nstates = cpuhpd_states_of_uid(d, c->peer.uid);
+
+		if (nstates)
+			snprintf(why, whylen,
+			         "too many connections from uid %u (the limit is %u per uid, "
+			         "--max-connections-per-uid; its %u hotplug state%s take%s one "
+			         "each: libcpuhp-client gives every state a connection of its "
+			         "own); close some, or raise the limit",
+			         (unsigned)c->peer.uid, o->max_connections_per_uid, nstates,
+			         nstates == 1 ? "" : "s", nstates == 1 ? "s" : "");
+		else
+			snprintf(why, whylen,
+			         "too many connections from uid %u (the limit is %u per uid, "
+			         "--max-connections-per-uid); close some",
+			         (unsigned)c->peer.uid, o->max_connections_per_uid);
 		uid_put(u);
 		return -EUSERS;
 	}

@@ -51,6 +51,48 @@ int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **whi
 	return 0;
 }
 
+int cpuhpd_cpus_read_some(const char *root, const struct cpuhp_cpuset *cpus,
+                          struct cpuhpd_cpus *out, const char **which)
+{
+	struct cpuhp_cpuset mask;
+	bool have_mask = false;
+	int cpu = -1;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = cpuhp_sysfs_read_mask(root, CPUHP_MASK_POSSIBLE, &out->possible);
+	if (err) {
+		*which = "possible";
+		return err;
+	}
+	err = cpuhp_sysfs_read_mask(root, CPUHP_MASK_PRESENT, &out->present);
+	if (err) {
+		*which = "present";
+		return err;
+	}
+	/* As cpuhpd_cpus_read(): the file where it can be read, else the mask (read once). */
+	while ((cpu = cpuhp_cpuset_next(cpus, cpu)) >= 0) {
+		bool on;
+
+		if (!cpuhp_cpuset_has(&out->present, (unsigned)cpu))
+			continue;
+		if (cpuhp_sysfs_read_online(root, (unsigned)cpu, &on)) {
+			if (!have_mask) {
+				err = cpuhp_sysfs_read_mask(root, CPUHP_MASK_ONLINE, &mask);
+				if (err) {
+					*which = "online";
+					return err;
+				}
+				have_mask = true;
+			}
+			on = cpuhp_cpuset_has(&mask, (unsigned)cpu);
+		}
+		if (on)
+			cpuhp_cpuset_add(&out->online, (unsigned)cpu);
+	}
+	return 0;
+}
+
 char *cpuhpd_cpus_to_str(const struct cpuhp_cpuset *set)
 {
 	/* Each CPU costs at most "8191," : the worst case (no ranges) fits. */

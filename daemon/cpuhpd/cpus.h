@@ -36,6 +36,20 @@ struct cpuhpd_cpus {
  */
 int cpuhpd_cpus_read(const char *root, struct cpuhpd_cpus *out, const char **which);
 
+/**
+ * cpuhpd_cpus_read_some() - what a hotplug of @cpus must know before it
+ * writes: possible, present, and the online state of the CPUs of @cpus
+ * (read as cpuhpd_cpus_read() does; the others are left out of ->online,
+ * and SMT is not read).  Two mask files and one file a CPU, where
+ * cpuhpd_cpus_read() reads one a present CPU: a one-CPU hotplug's reads
+ * before its write go from 7 files to 3 on a 2-CPU machine, and stay 3 on a
+ * big one.
+ * Context: blocks on sysfs; worker thread.
+ * Return: as cpuhpd_cpus_read().
+ */
+int cpuhpd_cpus_read_some(const char *root, const struct cpuhp_cpuset *cpus,
+                          struct cpuhpd_cpus *out, const char **which);
+
 /*
  * cpuhpd_cpus_smt_secondaries() - the hardware threads that SMT off takes
  * away: every CPU of @v's present set whose topology/thread_siblings_list

@@ -977,6 +977,20 @@ void cpuhpd_states_cancel(struct cpuhpd *d)
 	}
 }
 
+unsigned cpuhpd_states_of_uid(const struct cpuhpd *d, uid_t uid)
+{
+	const struct cpuhpd_list *pos;
+	unsigned n = 0;
+
+	cpuhpd_list_for_each(pos, &d->states.list)
+	{
+		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		n += s->conn && s->uid == uid;
+	}
+	return n;
+}
+
 bool cpuhpd_states_any(const struct cpuhpd *d)
 {
 	return d->states.nstates != 0;

@@ -93,6 +93,11 @@ void cpuhpd_states_conn_gone(struct cpuhpd_conn *c);
 /* Daemon stop: answer ECANCELED to registrations and removals still waiting for the gate. */
 void cpuhpd_states_cancel(struct cpuhpd *d);
 
+/*
+ * The states registered on live connections of @uid (admit.c names them
+ * when that uid meets --max-connections-per-uid).  Linear in the states.
+ */
+unsigned cpuhpd_states_of_uid(const struct cpuhpd *d, uid_t uid);
 /* Whether any state is registered (a hotplug job then asks for calls). */
 bool cpuhpd_states_any(const struct cpuhpd *d);
 

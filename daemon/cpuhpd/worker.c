@@ -90,8 +90,37 @@ static int ask_states(struct cpuhpd_worker *w, struct cpuhpd_job *job, struct cp
 	return err;
 }
 
+/*
+ * The states' startup after @r's CPU came online.  A failure, rolled back
+ * by the states (teardown of those started), takes the CPU offline again.
+ * Return: 0, or the failed call's errno (in r->err, with r's message).
+ */
+static int startup_after(struct cpuhpd_worker *w, struct cpuhpd_job *job,
+                         struct cpuhpd_cpu_result *r)
+{
+	int err = ask_states(w, job, r, false, false), e2;
+	size_t l;
+
+	if (!err)
+		return 0;
+	e2 = cpuhp_sysfs_set_online(w->root, r->cpu, false);
+	l = strlen(r->msg);
+	r->err = err;
+	r->changed = !!e2;
+	if (e2)
+		snprintf(r->msg + l, sizeof(r->msg) - l,
+		         "; and taking it offline again failed (%s): it stays online",
+		         strerror(-e2));
+	return err;
+}
+
+/*
+ * See @r's CPU into the asked state, with its states' calls around the
+ * write.  @prepared: their teardown ran already (SMT off runs it before its
+ * control write); only a refused write's rollback is left to do here.
+ */
 static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
-                    const struct cpuhpd_cpus *before, struct cpuhpd_cpu_result *r)
+                    const struct cpuhpd_cpus *before, struct cpuhpd_cpu_result *r, bool prepared)
 {
 	const char *root = w->root;
 	bool online = job->online;
@@ -114,7 +143,7 @@ static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 		return;
 	}
 	/* Teardown before the CPU goes; a failure rolled back keeps it online. */
-	if (job->with_states && !online) {
+	if (job->with_states && !online && !prepared) {
 		err = ask_states(w, job, r, true, false);
 		if (err) {
 			r->err = err;
@@ -134,22 +163,8 @@ static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 	}
 	r->changed = true;
 	/* Startup after the CPU came; a failure rolled back takes it offline again. */
-	if (job->with_states && online) {
-		err = ask_states(w, job, r, false, false);
-		if (err) {
-			int e2 = cpuhp_sysfs_set_online(root, r->cpu, false);
-			size_t l = strlen(r->msg);
-
-			r->err = err;
-			r->changed = !!e2;
-			if (e2)
-				snprintf(
-				    r->msg + l, sizeof(r->msg) - l,
-				    "; and taking it offline again failed (%s): it stays online",
-				    strerror(-e2));
-			return;
-		}
-	}
+	if (job->with_states && online && startup_after(w, job, r))
+		return;
 	snprintf(r->msg, sizeof(r->msg), "CPU %u %s", r->cpu, online ? "enabled" : "disabled");
 }
 
@@ -182,7 +197,8 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 		return;
 	post(w, &job->msg_started);
 
-	err = cpuhpd_cpus_read(w->root, &before, &job->err_what);
+	/* What the writes need; the view is read whole once they are done. */
+	err = cpuhpd_cpus_read_some(w->root, &job->cpus, &before, &job->err_what);
 	if (err) {
 		cpuhp_hotplug_done();
 		job->err = err;
@@ -197,7 +213,7 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 	/* Ascending order, like chcpu; a failure does not stop the others. */
 	while ((cpu = cpuhp_cpuset_next(&job->cpus, cpu)) >= 0) {
 		job->results[i].cpu = (unsigned)cpu;
-		run_cpu(w, job, &before, &job->results[i]);
+		run_cpu(w, job, &before, &job->results[i], false);
 		i++;
 	}
 	job->nresults = i;
@@ -207,20 +223,90 @@ static void run_hotplug(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 }
 
 /*
+ * SMT off, before the control write: the states' teardown of each online
+ * sibling (@tmp: one result a sibling, ascending).  The kernel takes them
+ * all offline within that one write, so this is the last moment to
+ * prepare.  A failure (rolled back for its own CPU by the states) rolls
+ * back the siblings torn down before it too, last first, and the write is
+ * not made: every online sibling's result says so, the failed one naming
+ * the state.
+ * Return: 0 with *@torn the siblings torn down, or the failed call's errno.
+ */
+static int smt_teardown(struct cpuhpd_worker *w, struct cpuhpd_job *job,
+                        const struct cpuhpd_cpus *before, struct cpuhpd_cpu_result *tmp, unsigned n,
+                        struct cpuhp_cpuset *torn)
+{
+	unsigned failed = n;
+	int err = 0;
+
+	cpuhp_cpuset_zero(torn);
+	for (unsigned i = 0; i < n && failed == n; i++) {
+		if (!cpuhp_cpuset_has(&before->online, tmp[i].cpu))
+			continue;
+		err = ask_states(w, job, &tmp[i], true, false);
+		if (err)
+			failed = i;
+		else
+			cpuhp_cpuset_add(torn, tmp[i].cpu);
+	}
+	if (failed == n)
+		return 0;
+	tmp[failed].err = err;
+	for (unsigned k = n; k-- > 0;) {
+		struct cpuhpd_cpu_result *r = &tmp[k];
+
+		if (k == failed || !cpuhp_cpuset_has(&before->online, r->cpu))
+			continue;
+		if (cpuhp_cpuset_has(torn, r->cpu))
+			ask_states(w, job, r, false, true);
+		r->err = ECANCELED;
+		snprintf(
+		    r->msg, sizeof(r->msg),
+		    "CPU %u: SMT %s was not made: the teardown of CPU %u failed (state '%s')%s",
+		    r->cpu, job->smt_control, tmp[failed].cpu, tmp[failed].failed_state,
+		    cpuhp_cpuset_has(torn, r->cpu) ? "; rolled back: its states started again"
+		                                   : "");
+	}
+	cpuhp_cpuset_zero(torn);
+	return err;
+}
+
+/* The control write failed: start the states again on the siblings torn down that stayed. */
+static void smt_untorn(struct cpuhpd_worker *w, struct cpuhpd_job *job,
+                       struct cpuhpd_cpu_result *tmp, unsigned n, const struct cpuhp_cpuset *torn)
+{
+	for (unsigned k = n; k-- > 0;)
+		if (cpuhp_cpuset_has(torn, tmp[k].cpu) &&
+		    (!job->view_ok || cpuhp_cpuset_has(&job->view.online, tmp[k].cpu)))
+			ask_states(w, job, &tmp[k], false, true);
+}
+
+static void free_results(struct cpuhpd_cpu_result *r, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		free(r[i].runs);
+	free(r);
+}
+
+/*
  * One writer section: write smt/control, then see each sibling thread into
  * the asked state.  On a real kernel the control write has moved them all
- * already (and "on" brings back every present CPU); on a simulated tree,
- * where nothing acts on that write, the per-CPU writes do it.  Each CPU is
- * reported against the state it had when the lock was taken.
+ * already (and "on" brings back every present CPU it allows); on a
+ * simulated tree, where nothing acts on that write, the per-CPU writes do
+ * it.  So the states' calls go around the control write: teardown of the
+ * siblings before "off", startup of every CPU the write brought after "on";
+ * run_cpu() makes those the per-CPU writes need.  Each CPU is reported
+ * against the state it had when the lock was taken.
  */
 static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 {
 	struct cpuhpd_cpus before, mid;
 	struct cpuhpd_cpu_result *tmp = NULL;
-	struct cpuhp_cpuset report;
+	struct cpuhp_cpuset report, cand, torn;
 	unsigned n = 0, i = 0, k = 0;
 	int cpu = -1, err;
 
+	cpuhp_cpuset_zero(&torn);
 	if (lock_for(job))
 		return;
 	err = cpuhpd_cpus_read(w->root, &before, &job->err_what);
@@ -233,14 +319,26 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 		goto out_unlock;
 	}
 	cpuhpd_cpus_smt_secondaries(w->root, &before, &job->cpus);
-	n = cpuhp_cpuset_count(&job->cpus);
+	/* A result for each sibling, and for "on" each CPU the write may bring. */
+	cand = job->cpus;
+	while (job->online && (cpu = cpuhp_cpuset_next(&before.present, cpu)) >= 0)
+		if (!cpuhp_cpuset_has(&before.online, (unsigned)cpu))
+			cpuhp_cpuset_add(&cand, (unsigned)cpu);
+	n = cpuhp_cpuset_count(&cand);
 	tmp = calloc(n ? n : 1, sizeof(*tmp));
 	if (!tmp) {
 		err = -ENOMEM;
 		goto out_unlock;
 	}
+	for (cpu = -1, i = 0; (cpu = cpuhp_cpuset_next(&cand, cpu)) >= 0; i++)
+		tmp[i].cpu = (unsigned)cpu;
 	post(w, &job->msg_started);
 
+	if (job->with_states && !job->online && smt_teardown(w, job, &before, tmp, n, &torn)) {
+		/* Refused by a state: no write; the results say why. */
+		job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
+		goto unlock_report;
+	}
 	err = cpuhp_sysfs_set_smt(w->root, job->smt_control);
 	if (!err)
 		err = cpuhpd_cpus_read(w->root, &mid, &job->err_what);
@@ -248,27 +346,39 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 		job->err_what = "smt/control";
 	if (err) {
 		job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
+		smt_untorn(w, job, tmp, n, &torn);
 		goto out_unlock;
 	}
-	while ((cpu = cpuhp_cpuset_next(&job->cpus, cpu)) >= 0) {
-		tmp[i].cpu = (unsigned)cpu;
-		run_cpu(w, job, &mid, &tmp[i]);
-		i++;
-	}
+	/* The CPUs the write brought ("on"): run_cpu() finds them online already. */
+	for (i = 0; job->with_states && job->online && i < n; i++)
+		if (!cpuhp_cpuset_has(&before.online, tmp[i].cpu) &&
+		    cpuhp_cpuset_has(&mid.online, tmp[i].cpu))
+			startup_after(w, job, &tmp[i]);
+	for (i = 0; i < n; i++)
+		if (cpuhp_cpuset_has(&job->cpus, tmp[i].cpu) && !tmp[i].err)
+			run_cpu(w, job, &mid, &tmp[i], cpuhp_cpuset_has(&torn, tmp[i].cpu));
 	job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
+
+unlock_report:
 	cpuhp_hotplug_done();
 	job->t_done_ns = now_ns();
 
-	/* The siblings, and any other CPU the kernel moved ("on" brings back every present one). */
+	/*
+	 * The siblings, any other CPU the kernel moved ("on" brings back every
+	 * present one it allows), and any CPU whose states were called.
+	 */
 	report = job->cpus;
 	cpu = -1;
 	while (job->view_ok && (cpu = cpuhp_cpuset_next(&before.present, cpu)) >= 0)
 		if (cpuhp_cpuset_has(&before.online, (unsigned)cpu) !=
 		    cpuhp_cpuset_has(&job->view.online, (unsigned)cpu))
 			cpuhp_cpuset_add(&report, (unsigned)cpu);
+	for (i = 0; i < n; i++)
+		if (tmp[i].nruns || tmp[i].err)
+			cpuhp_cpuset_add(&report, tmp[i].cpu);
 	job->results = calloc(cpuhp_cpuset_count(&report) + 1, sizeof(*job->results));
 	if (!job->results) {
-		free(tmp);
+		free_results(tmp, n);
 		job->err = -ENOMEM;
 		return;
 	}
@@ -279,10 +389,15 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 		bool was = cpuhp_cpuset_has(&before.online, (unsigned)cpu);
 		bool now = job->view_ok ? cpuhp_cpuset_has(&job->view.online, (unsigned)cpu) : was;
 
-		if (i < n && tmp[i].cpu == (unsigned)cpu)
-			*r = tmp[i++];
-		else
+		/* Both ascending: the results of tmp outside the report are none. */
+		while (i < n && tmp[i].cpu < (unsigned)cpu)
+			i++;
+		if (i < n && tmp[i].cpu == (unsigned)cpu) {
+			*r = tmp[i];
+			tmp[i].runs = NULL; /* moved */
+		} else {
 			r->cpu = (unsigned)cpu;
+		}
 		if (r->err)
 			continue;
 		r->changed = was != now;
@@ -291,12 +406,12 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 			         now ? "enabled" : "disabled");
 	}
 	job->nresults = k;
-	free(tmp);
+	free_results(tmp, n);
 	return;
 
 out_unlock:
 	cpuhp_hotplug_done();
-	free(tmp);
+	free_results(tmp, n);
 	job->err = err;
 }
 

@@ -190,7 +190,13 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	ret = cpuhp__client_open(&c->sa, true, &s->conn);
 	if (ret < 0) {
 		free(s);
-		return cpuhp__client_note(c, ret, "cannot connect to cpuhpd for the state");
+		/* The per-uid cap is what a process with many states meets: name it. */
+		return cpuhp__client_note(
+		    c, ret,
+		    ret == -EUSERS ? "cannot connect to cpuhpd for the state: too many connections "
+		                     "(each state takes one of its own; cpuhpd "
+		                     "--max-connections-per-uid caps a uid but root)"
+		                   : "cannot connect to cpuhpd for the state");
 	}
 	/* Registration waits on it (and runs the startups): close of @c wakes it. */
 	cpuhp__client_wait_on(c, s->conn);

@@ -63,13 +63,6 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 struct stats {
 	double median_us, p99_us;
 };
@@ -78,7 +71,7 @@ static struct stats summarize(uint64_t *ns, size_t n)
 {
 	struct stats s;
 
-	qsort(ns, n, sizeof(*ns), cmp_u64);
+	bench_sort_ns(ns, n);
 	s.median_us = (double)ns[n / 2] / 1e3;
 	s.p99_us = (double)ns[(n * 99) / 100] / 1e3;
 	return s;

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Starting helper programs and a private cpuhpd for the daemon benchmarks. */
+/*
+ * Starting helper programs and a private cpuhpd for the daemon benchmarks,
+ * and their medians.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +19,24 @@
 #include "bench-daemon.h"
 
 extern char **environ;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void bench_sort_ns(uint64_t *ns, size_t n)
+{
+	qsort(ns, n, sizeof(*ns), cmp_u64);
+}
+
+uint64_t bench_median_ns(uint64_t *ns, size_t n)
+{
+	bench_sort_ns(ns, n);
+	return ns[n / 2];
+}
 
 int bench_run_wait(char *const argv[])
 {
@@ -49,12 +70,17 @@ static int wait_ready(int fd)
 	}
 }
 
-int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
-                       const char *log_path, pid_t *pid)
+int bench_cpuhpd_spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, bool netlink, pid_t *pid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char *argv[] = {(char *)cpuhpd,   "--socket",     (char *)sock, "--sysfs-root",
-	                (char *)sys_root, "--no-netlink", NULL};
+	char *argv[] = {(char *)cpuhpd,
+	                "--socket",
+	                (char *)sock,
+	                "--sysfs-root",
+	                (char *)sys_root,
+	                netlink ? NULL : "--no-netlink",
+	                NULL};
 	char notify[sizeof(sa.sun_path) + 16], **env;
 	posix_spawn_file_actions_t fa;
 	size_t n = 0;
@@ -90,6 +116,12 @@ int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, co
 out:
 	close(fd);
 	return err;
+}
+
+int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, pid_t *pid)
+{
+	return bench_cpuhpd_spawn(cpuhpd, dir, sock, sys_root, log_path, false, pid);
 }
 
 void bench_cpuhpd_stop(pid_t pid)

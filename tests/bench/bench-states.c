@@ -55,17 +55,9 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double median_us(uint64_t *ns, unsigned n)
 {
-	qsort(ns, n, sizeof(*ns), cmp_u64);
-	return (double)ns[n / 2] / 1000;
+	return (double)bench_median_ns(ns, n) / 1000;
 }
 
 struct result {

@@ -262,6 +262,7 @@ int main(void)
 	CHECK_EQ_INT(uv_loop_init(&loop), 0);
 	d.loop = &loop;
 	cpuhpd_list_init(&d.conns);
+	cpuhpd_list_init(&d.states.list); /* no states: the per-uid refusal counts none */
 	CHECK_EQ_INT(cpuhpd_admit_init(&d), 0);
 	test_connections();
 	test_bytes();

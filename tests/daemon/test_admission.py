@@ -73,6 +73,39 @@ def test_nobody_floods_its_per_uid_cap_and_root_still_gets_status_and_offline(tm
 
 
 @needs_nobody
+def test_a_process_with_many_states_meets_the_per_uid_cap_and_is_told_why(tmp, sim):
+    # libcpuhp-client gives each state a connection of its own, besides the client's.
+    d = start(tmp, sim, '--max-connections-per-uid', '3')
+    sc = fixture.BUILD / 'tests' / 'daemon' / 'state-client'
+    a = fixture.Lines(NOBODY + [sc, d.socket, 'a', 5])
+    flood = fixture.Probe(d.socket, NOBODY)
+    try:
+        line = a.proc.stdout.readline()
+        while line.startswith('startup '):
+            line = a.proc.stdout.readline()
+        assert line.startswith('registered '), line
+        # a: its client's connection and its state's, 2 of nobody's 3.  b's client
+        # takes the third, so its state cannot have one: the library says why.
+        b = subprocess.run(NOBODY + [str(sc), d.socket, 'b', '5'], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=fixture.GUARD_S)
+        assert b.returncode == 1, b
+        assert b.stdout.startswith('error -87 cannot connect to cpuhpd for the state'), b
+        assert 'each state takes one of its own' in b.stdout, b
+        assert '--max-connections-per-uid' in b.stdout, b
+        # And cpuhpd's refusal counts the states that hold nobody's connections.
+        flood.connect('n0')
+        r = flood('connect n1')
+        assert error_code(r) == 'ERR_EUSERS' and r['id'] == 0, r
+        assert '--max-connections-per-uid' in r['message'], r
+        assert 'its 1 hotplug state takes one each' in r['message'], r
+        assert 'libcpuhp-client gives every state a connection of its own' in r['message'], r
+    finally:
+        a.kill()
+        flood.kill()
+        assert d.stop() == 0, d.log()
+
+
+@needs_nobody
 def test_the_last_connections_are_reserved_for_root(tmp, sim):
     d = start(tmp, sim, '--max-connections', '12', '--reserved-connections', '4',
               '--max-connections-per-uid', '100')

@@ -13,6 +13,14 @@
  *                        (after the log line below), until it is killed
  *   SUFFIX write ERRNO   open() succeeds, the first write() fails with ERRNO
  *   SUFFIX write short   the first write() returns 1 and writes nothing
+ *   SUFFIX write kernel  for smt/control: the first write() goes through,
+ *                        then does what the kernel does with it: "off" and
+ *                        "forceoff" write 0 into the cpuN/online of every
+ *                        sibling thread (a CPU whose topology/
+ *                        thread_siblings_list starts with a lower CPU), "on"
+ *                        writes 1 there; smt/active follows.  A simulated
+ *                        tree's siblings then change before cpuhpd's own
+ *                        per-CPU writes, as they do on a real kernel
  *
  * ERRNO is a name: EBUSY, EIO, EPERM, EACCES, EINVAL, EOPNOTSUPP, ENOSPC.
  * Each injection appends "SUFFIX OP ERRNO PATH" to CPUHP_FAULT_LOG (when
@@ -24,6 +32,7 @@
  */
 /* Both symbols are defined below: the headers must not rename open to open64. */
 #undef _FILE_OFFSET_BITS
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +46,8 @@
 #include <unistd.h>
 
 #define MAX_ARMED 64
+/* The "errno" of a "write kernel" rule: no errno can be this large. */
+#define KERNEL 1000000
 
 struct armed {
 	int fd;
@@ -128,6 +139,8 @@ static bool find_rule(const char *path, char *op, int *err, char *rule, size_t r
 			*err = 0;
 		if (!strcmp(o, "open") && !strcmp(e, "stall"))
 			*err = 0;
+		if (!strcmp(o, "write") && !strcmp(e, "kernel"))
+			*err = KERNEL;
 		for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 			if (!strcmp(e, errnos[i].name))
 				*err = errnos[i].err;
@@ -219,6 +232,69 @@ static bool disarm(int fd, struct armed *out)
 	return found;
 }
 
+/* Write @text into <@cpu_dir>/@rel, as far as that goes. */
+static void put(const char *cpu_dir, const char *rel, const char *text)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", cpu_dir, rel);
+	fd = real_open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* A failed write leaves the file as it was: the test sees that. */
+	(void)!real_write(fd, text, strlen(text));
+	real_close(fd);
+}
+
+/* The kernel's side of a write of @buf into @path, .../devices/system/cpu/smt/control. */
+static void act_like_kernel(const char *path, const char *buf, size_t len)
+{
+	char cpu_dir[256], word[16] = "";
+	const char *on;
+	size_t l = strlen(path);
+	DIR *dir;
+	struct dirent *e;
+
+	if (l < 12 || l - 11 >= sizeof(cpu_dir))
+		return;
+	memcpy(cpu_dir, path, l - 11); /* without "smt/control" */
+	cpu_dir[l - 12] = '\0';
+	memcpy(word, buf, len < sizeof(word) - 1 ? len : sizeof(word) - 1);
+	word[strcspn(word, "\n")] = '\0';
+	if (!strcmp(word, "on"))
+		on = "1\n";
+	else if (!strcmp(word, "off") || !strcmp(word, "forceoff"))
+		on = "0\n";
+	else
+		return;
+	dir = opendir(cpu_dir);
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		char rel[600], list[64] = "";
+		unsigned cpu;
+		ssize_t n;
+		int fd;
+
+		if (sscanf(e->d_name, "cpu%u", &cpu) != 1)
+			continue;
+		snprintf(rel, sizeof(rel), "%s/%s/topology/thread_siblings_list", cpu_dir,
+		         e->d_name);
+		fd = real_open(rel, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, list, sizeof(list) - 1);
+		real_close(fd);
+		if (n <= 0 || strtoul(list, NULL, 10) >= cpu)
+			continue;
+		snprintf(rel, sizeof(rel), "%s/online", e->d_name);
+		put(cpu_dir, rel, on);
+	}
+	closedir(dir);
+	put(cpu_dir, "smt/active", on);
+}
+
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	struct armed a;
@@ -227,6 +303,13 @@ ssize_t write(int fd, const void *buf, size_t len)
 	if (!narmed || !disarm(fd, &a))
 		return real_write(fd, buf, len);
 	log_injection(a.rule, a.path);
+	if (a.err == KERNEL) {
+		ssize_t n = real_write(fd, buf, len);
+
+		if (n == (ssize_t)len)
+			act_like_kernel(a.path, buf, len);
+		return n;
+	}
 	if (a.err) {
 		errno = a.err;
 		return -1;
