@@ -123,6 +123,15 @@ void cpuhpd_fastpath_police(struct cpuhpd *d);
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
 /* The same snapshot for one connection's region (0 without the fast path). */
 unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c);
+/*
+ * A restart: @fd is adopted @c's region memfd from the previous cpuhpd
+ * (the fd store), of @nslots slots.  Its counts go on being summed: the
+ * leases counted there hold hotplugs until they are released.
+ * Return: 0 or a negative errno (@fd is closed either way).
+ */
+int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots);
+/* The number of slots of @c's region, 0 without one (the state text). */
+unsigned cpuhpd_fastpath_conn_slots(const struct cpuhpd_conn *c);
 void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st);
 
 #endif /* CPUHPD_FASTPATH_H */
