@@ -8,6 +8,7 @@
 #include "cpuhpd.h"
 #include "adopt.h"
 #include "conn.h"
+#include "dispatch.h"
 #include "fdstore.h"
 #include "log.h"
 #include "watch.h"
@@ -46,6 +47,9 @@ static void raise_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
 		d->states.next_state_id = s->next_state_id;
 	if (s->next_freeze_id > d->freezes.next_id)
 		d->freezes.next_id = s->next_freeze_id;
+	/* An answer to a call the last one made must not pass for one of ours. */
+	if (s->next_call_id > d->states.next_call_id)
+		d->states.next_call_id = s->next_call_id;
 }
 
 int cpuhpd_adopt(struct cpuhpd *d)
@@ -66,9 +70,10 @@ int cpuhpd_adopt(struct cpuhpd *d)
 		int fd = claim(d, "conn", sc->id), err;
 
 		if (fd < 0) {
-			cpuhpd_info("restart: client %u (pid %d) is gone (not in the fd store); its "
-			            "%u lease(s) ended with it",
-			            sc->id, (int)sc->pid, sc->nleases);
+			cpuhpd_info(
+			    "restart: client %u (pid %d) is gone (not in the fd store); its "
+			    "%u lease(s) ended with it",
+			    sc->id, (int)sc->pid, sc->nleases);
 			continue;
 		}
 		conns[i] = cpuhpd_conn_adopt(d, fd, sc);
@@ -86,10 +91,18 @@ int cpuhpd_adopt(struct cpuhpd *d)
 		n++;
 	}
 	d->restart.adopted = true;
-	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d",
-	            n, cpuhpd_lease_held_total(d), (int)s->pid);
+	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d", n,
+	            cpuhpd_lease_held_total(d), (int)s->pid);
 	cpuhpd_lease_adopted(d);
-	/* Then what each had asked and not been answered, in order, before anything new. */
+	cpuhpd_states_adopted(d);
+	/* Then what was asked and not answered, in its order, before anything new. */
+	for (unsigned i = 0; i < s->nreqs; i++) {
+		struct cpuhpd_saved_conn *sc = cpuhpd_statetext_conn(s, s->reqs[i].conn);
+		struct cpuhpd_conn *c = conns[sc - s->conns];
+
+		if (c && !c->closing)
+			cpuhpd_dispatch(c, s->reqs[i].req.data, s->reqs[i].req.len);
+	}
 	for (unsigned i = 0; i < s->nconns; i++)
 		if (conns[i] && !conns[i]->closing)
 			cpuhpd_conn_resume(conns[i], &s->conns[i]);

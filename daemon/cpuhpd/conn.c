@@ -539,8 +539,6 @@ void cpuhpd_conn_resume(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
 	char why[128];
 	int err;
 
-	for (unsigned i = 0; i < sc->nreqs && !c->closing; i++)
-		cpuhpd_dispatch(c, sc->reqs[i].data, sc->reqs[i].len);
 	if (sc->partial.len && !c->closing)
 		feed(c, sc->partial.data, sc->partial.len);
 	if (c->closing)

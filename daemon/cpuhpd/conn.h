@@ -124,12 +124,12 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server);
  * Return: the connection (not reading yet: cpuhpd_conn_resume()), or NULL
  * (refused and closed, logged).
  */
-struct cpuhpd_conn *cpuhpd_conn_adopt(struct cpuhpd *d, int fd,
-                                      const struct cpuhpd_saved_conn *sc);
+struct cpuhpd_conn *cpuhpd_conn_adopt(struct cpuhpd *d, int fd, const struct cpuhpd_saved_conn *sc);
 
 /*
- * After every adopted connection is rebuilt: handle @sc's requests that the
- * previous cpuhpd read but left, feed its partial frame, start reading.
+ * After every adopted connection is rebuilt and the requests left
+ * unanswered are handled again (adopt.c): feed @sc's partial frame, start
+ * reading.
  */
 void cpuhpd_conn_resume(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 

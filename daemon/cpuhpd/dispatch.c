@@ -73,6 +73,7 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.daemon_version = (char *)CPUHP_VERSION_STRING;
 	st.smt_control = d->view.smt_control;
 	st.smt_active = d->view.smt_active;
+	st.restart_grace_ms = (uint32_t)cpuhpd_restart_remaining_ms(d);
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATUS;
 	r.status = &st;
@@ -109,8 +110,9 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	if (c->d->restart.keep && (c->ndeferred || !stop_handles(req->body_case)) &&
 	    req->body_case != CPUHP__REQUEST__BODY_STATE_ANSWER) {
 		if (cpuhpd_conn_defer(c, payload, len))
-			cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is restarting and out of "
-			                                         "memory; nothing was done");
+			cpuhpd_conn_send_error(c, id, ECANCELED,
+			                       "cpuhpd is restarting and out of "
+			                       "memory; nothing was done");
 		goto out;
 	}
 	if (!c->hello && req->body_case != CPUHP__REQUEST__BODY_HELLO) {

@@ -50,7 +50,7 @@ struct cpuhpd_fastpath {
 	enum cpuhpd_fast_mode mode;
 	int hdr_fd;
 	struct cpuhp__fast_header *hdr; /* the only writable mapping of it */
-	uint32_t open;                 /* hdr->state while open: the thread's TID */
+	uint32_t open;                  /* hdr->state while open: the thread's TID */
 
 	struct cpuhpd_list regions; /* struct cpuhpd_fast_region.node */
 	unsigned nregions;
@@ -79,7 +79,9 @@ struct cpuhpd_fastpath {
 	struct robust_list rentry;
 	/* Closes connections whose slots broke the rules (fastlease.c, police_cb). */
 	uv_timer_t police;
-	bool police_on;
+	bool police_on; /* and oldpoll's */
+	/* Sums regions adopted at a restart while a hotplug waits for them (fastlease.c). */
+	uv_timer_t oldpoll;
 };
 
 /* Start (after the lease table): choose the mode, build the header, start the thread. */

@@ -181,8 +181,8 @@ static bool store(struct cpuhpd *d, int fd, const char *name)
 	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
 	err = cpuhpd_notify_fds(msg, &fd, 1);
 	if (err) {
-		cpuhpd_warn("cannot put %s in the fd store: %s; restarts will drop leases",
-		            name, strerror(-err));
+		cpuhpd_warn("cannot put %s in the fd store: %s; restarts will drop leases", name,
+		            strerror(-err));
 		s->on = false;
 		return false;
 	}
@@ -341,8 +341,9 @@ static char *build(struct cpuhpd *d, size_t *len)
 
 	if (!f)
 		return NULL;
-	fprintf(f, "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", (int)getpid(),
-	        d->next_conn_id, d->leases.next_id, d->states.next_state_id, d->freezes.next_id);
+	fprintf(f, "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", (int)getpid(),
+	        d->next_conn_id, d->leases.next_id, d->states.next_state_id, d->freezes.next_id,
+	        d->states.next_call_id);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
@@ -352,8 +353,9 @@ static char *build(struct cpuhpd *d, size_t *len)
 	}
 	cpuhpd_lease_save(d, f);
 	cpuhpd_states_save(d, f);
-	cpuhpd_freeze_save(d, f);
+	/* Hotplugs first: a pending freeze waits for those queued before it. */
 	cpuhpd_hotplug_save(d, f);
+	cpuhpd_freeze_save(d, f);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);

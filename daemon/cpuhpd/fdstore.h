@@ -42,9 +42,9 @@ struct cpuhpd_fdstore_taken {
 
 struct cpuhpd_fdstore {
 	bool on;
-	unsigned max;    /* descriptors the store takes */
-	unsigned stored; /* ours in it now */
-	int state_fd;    /* the state memfd, -1 without the store */
+	unsigned max;     /* descriptors the store takes */
+	unsigned stored;  /* ours in it now */
+	int state_fd;     /* the state memfd, -1 without the store */
 	bool writing_off; /* no state text writes (adoption, or a restart's last one done) */
 	/* From LISTEN_FDS at start, until adopt.c is done with them. */
 	struct cpuhpd_fdstore_taken *taken;

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "frame.h"
+
 #include "cpuhpd.h"
+#include "fdstore.h"
 #include "conn.h"
 #include "freeze.h"
 #include "log.h"
@@ -43,6 +46,8 @@ static const char *why_of(const struct freeze *f)
 
 static void drop(struct cpuhpd *d, struct freeze *f)
 {
+	bool stored = f->conn->stored;
+
 	if (!f->granted)
 		f->conn->npending--;
 	cpuhpd_list_del(&f->node);
@@ -50,6 +55,8 @@ static void drop(struct cpuhpd *d, struct freeze *f)
 	free(f->who);
 	free(f->why);
 	free(f);
+	if (stored)
+		cpuhpd_fdstore_changed(d);
 }
 
 static void grant(struct cpuhpd *d, struct freeze *f)
@@ -58,6 +65,7 @@ static void grant(struct cpuhpd *d, struct freeze *f)
 	Cpuhp__Frozen fr = CPUHP__FROZEN__INIT;
 
 	f->granted = true;
+	cpuhpd_fdstore_changed(d); /* before the client hears of it */
 	cpuhpd_info("hotplug frozen by client %u (pid %d, %s) '%s' (freeze %" PRIu64 ")",
 	            f->conn->id, (int)f->conn->peer.pid, who_of(f), why_of(f), f->id);
 	fr.freeze_id = f->id;
@@ -101,6 +109,7 @@ void cpuhpd_freeze_request(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 	}
 	/* A pending freeze is a request waiting, counted against the connection's limit. */
 	c->npending++;
+	cpuhpd_fdstore_changed(d);
 	cpuhpd_info("freeze %" PRIu64 " by pid %d waits for %u queued hotplug(s)", f->id,
 	            (int)c->peer.pid, d->hotplug.nqueued);
 }
@@ -242,15 +251,75 @@ int cpuhpd_freeze_list(struct cpuhpd *d, Cpuhp__LeaseList *out)
 	return 0;
 }
 
-void cpuhpd_freeze_save(struct cpuhpd *d, FILE *f)
+/* A pending freeze as the request its client sent: the next cpuhpd asks it again. */
+static void save_pending(FILE *out, const struct freeze *f)
 {
-	(void)d;
-	(void)f;
+	Cpuhp__Request rq = CPUHP__REQUEST__INIT;
+	Cpuhp__Freeze fq = CPUHP__FREEZE__INIT;
+	uint8_t *frame;
+	size_t len;
+
+	fq.who = f->who ? f->who : (char *)"";
+	fq.why = f->why ? f->why : (char *)"";
+	rq.id = f->req_id;
+	rq.body_case = CPUHP__REQUEST__BODY_FREEZE;
+	rq.freeze = &fq;
+	if (cpuhp__frame_pack_request(&rq, &frame, &len))
+		return;
+	fprintf(out, "req %u", f->conn->id);
+	cpuhpd_statetext_bytes(out, frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR);
+	fputc('\n', out);
+	free(frame);
+}
+
+void cpuhpd_freeze_save(struct cpuhpd *d, FILE *out)
+{
+	struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->freezes.list)
+	{
+		const struct freeze *f = cpuhpd_container_of(pos, struct freeze, node);
+
+		if (!f->conn->stored || f->conn->closing)
+			continue;
+		if (!f->granted) {
+			save_pending(out, f);
+			continue;
+		}
+		fprintf(out, "freeze %u %" PRIu64 " %" PRIu64 " %" PRIu64 " 1", f->conn->id, f->id,
+		        f->req_id, f->since);
+		cpuhpd_statetext_str(out, f->who);
+		cpuhpd_statetext_str(out, f->why);
+		fputc('\n', out);
+	}
 }
 
 int cpuhpd_freeze_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
 {
-	(void)c;
-	(void)sc;
+	struct cpuhpd *d = c->d;
+
+	for (unsigned i = 0; i < sc->nfreezes; i++) {
+		const struct cpuhpd_saved_freeze *sf = &sc->freezes[i];
+		struct freeze *f;
+
+		if (!sf->granted)
+			return -EINVAL; /* written as requests, never as lines */
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		f->conn = c;
+		f->id = sf->id;
+		f->req_id = sf->req_id;
+		f->since = sf->since;
+		f->granted = true;
+		f->who = cpuhpd_identity_dup(sf->who);
+		f->why = cpuhpd_identity_dup(sf->why);
+		cpuhpd_list_add_tail(&d->freezes.list, &f->node);
+		d->freezes.n++;
+		if (f->id >= d->freezes.next_id)
+			d->freezes.next_id = f->id + 1;
+		cpuhpd_info("restart: hotplug freeze %" PRIu64 " of client %u (pid %d) kept", f->id,
+		            c->id, (int)c->peer.pid);
+	}
 	return 0;
 }

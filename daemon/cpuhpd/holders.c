@@ -152,6 +152,7 @@ void cpuhpd_holders_list(struct cpuhpd_conn *c, uint64_t req_id)
 	}
 	if (cpuhpd_hotplug_list(d, &ll) || cpuhpd_freeze_list(d, &ll))
 		goto oom;
+	ll.restart_grace_ms = (uint32_t)cpuhpd_restart_remaining_ms(d);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;
 	r.lease_list = &ll;

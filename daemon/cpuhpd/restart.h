@@ -29,13 +29,13 @@
 struct cpuhpd;
 
 struct cpuhpd_restart {
-	long prev_pid;   /* the pid the lock file named at start; 0: none (or a clean stop) */
-	bool adopted;    /* this start took clients back from the fd store */
-	bool holding;    /* the grace runs */
-	uint64_t until;  /* uv_now() when it ends */
+	long prev_pid;  /* the pid the lock file named at start; 0: none (or a clean stop) */
+	bool adopted;   /* this start took clients back from the fd store */
+	bool holding;   /* the grace runs */
+	uint64_t until; /* uv_now() when it ends */
 	uv_timer_t timer;
 	bool timer_init;
-	bool keep;       /* SIGTERM with the store on: exit leaving the clients to the next cpuhpd */
+	bool keep; /* SIGTERM with the store on: exit leaving the clients to the next cpuhpd */
 };
 
 /* Start, after the fd store's adoption: begin the grace if a previous instance left no store. */

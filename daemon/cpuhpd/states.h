@@ -143,4 +143,10 @@ void cpuhpd_states_save(struct cpuhpd *d, FILE *f);
  */
 int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
+/*
+ * Every connection adopted: states whose CPUs differ from the files (a
+ * hotplug the last cpuhpd was killed in) get their external calls.
+ */
+void cpuhpd_states_adopted(struct cpuhpd *d);
+
 #endif /* CPUHPD_STATES_H */

@@ -242,12 +242,13 @@ static struct cpuhpd_saved_conn *owner(struct parser *p)
 static int daemon_line(struct parser *p)
 {
 	struct cpuhpd_saved *s = p->out;
-	uint64_t v[4];
+	uint64_t v[5];
 
-	if (want(p, 6) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
+	if (want(p, 7) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
 	    num(p, 3, UINT64_MAX, &v[1]) || num(p, 4, UINT64_MAX, &v[2]) ||
-	    num(p, 5, UINT64_MAX, &v[3]))
+	    num(p, 5, UINT64_MAX, &v[3]) || num(p, 6, UINT64_MAX, &v[4]))
 		return p->err;
+	s->next_call_id = v[4];
 	s->next_conn_id = (unsigned)v[0];
 	s->next_lease_id = v[1];
 	s->next_state_id = v[2];
@@ -374,14 +375,17 @@ static int freeze_line(struct parser *p)
 static int req_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
-	struct cpuhpd_saved_blob *b;
+	struct cpuhpd_saved_req *r;
 
 	if (!c || want(p, 3))
 		return p->err;
-	b = push(p, (void **)&c->reqs, &c->nreqs, sizeof(*b));
-	if (!b || blob(p, 2, CPUHPD_STATETEXT_MAX_BLOB, &b->data, &b->len))
+	r = push(p, (void **)&p->out->reqs, &p->out->nreqs, sizeof(*r));
+	if (!r)
 		return p->err;
-	if (!b->len)
+	r->conn = c->id;
+	if (blob(p, 2, CPUHPD_STATETEXT_MAX_BLOB, &r->req.data, &r->req.len))
+		return p->err;
+	if (!r->req.len)
 		return bad(p, "an empty request");
 	return 0;
 }
@@ -550,15 +554,15 @@ void cpuhpd_statetext_free(struct cpuhpd_saved *s)
 			free(c->freezes[k].who);
 			free(c->freezes[k].why);
 		}
-		for (unsigned k = 0; k < c->nreqs; k++)
-			free(c->reqs[k].data);
 		free(c->partial.data);
 		free(c->leases);
 		free(c->waits);
 		free(c->states);
 		free(c->freezes);
-		free(c->reqs);
 	}
+	for (unsigned i = 0; i < s->nreqs; i++)
+		free(s->reqs[i].req.data);
+	free(s->reqs);
 	free(s->conns);
 	memset(s, 0, sizeof(*s));
 }

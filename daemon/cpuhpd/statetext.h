@@ -5,13 +5,14 @@
  * lines of text in a memfd that is in the store too.
  *
  *   cpuhpd-state 1 BYTES HASH          BYTES of body follow; HASH is their FNV-1a 64
- *   daemon PID NEXT_CONN NEXT_LEASE NEXT_STATE NEXT_FREEZE
+ *   daemon PID NEXT_CONN NEXT_LEASE NEXT_STATE NEXT_FREEZE NEXT_CALL
  *   conn ID PID UID GID ADMIN HELLO COMM WHO WHY FAST_SLOTS WATCH_ID
  *   lease CONN ID SINCE BYPASSED WHO WHY
  *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY
  *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
- *   req CONN PAYLOAD                   a request read, not yet handled: dispatched first
+ *   req CONN PAYLOAD                   a request not answered yet: handled again, in
+ *                                      the order of these lines, before anything new
  *   partial CONN BYTES                 the start of a frame read, not yet complete
  *   end
  *
@@ -88,17 +89,22 @@ struct cpuhpd_saved_conn {
 	unsigned nstates;
 	struct cpuhpd_saved_freeze *freezes;
 	unsigned nfreezes;
-	struct cpuhpd_saved_blob *reqs;
-	unsigned nreqs;
 	struct cpuhpd_saved_blob partial; /* len 0: between frames */
+};
+
+struct cpuhpd_saved_req {
+	unsigned conn;
+	struct cpuhpd_saved_blob req;
 };
 
 struct cpuhpd_saved {
 	int32_t pid; /* of the daemon that wrote it */
 	unsigned next_conn_id;
-	uint64_t next_lease_id, next_state_id, next_freeze_id;
+	uint64_t next_lease_id, next_state_id, next_freeze_id, next_call_id;
 	struct cpuhpd_saved_conn *conns;
 	unsigned nconns;
+	struct cpuhpd_saved_req *reqs; /* in their order, every connection's */
+	unsigned nreqs;
 };
 
 /**

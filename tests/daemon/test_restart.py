@@ -14,6 +14,7 @@ import signal
 
 import pytest
 
+import fastlib
 import fdstore
 import fixture
 
@@ -75,5 +76,131 @@ def test_socket_leases_survive_a_restart(tmp, sim, manager, sig):
         assert lc > max(la, lb)
         offline_waits_for(probe, d, sim, [('a', la), ('b', lb), ('a', lc)])
     finally:
+        probe.kill()
+        d.stop()
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
+def test_fast_leases_survive_a_restart(tmp, sim, manager, sig):
+    """A fast lease counted in a region before the restart holds the next
+    cpuhpd's hotplug; its release (no FastWake: the client's header is the
+    dead daemon's) lets it go on.  A new handle gets fast leases from the
+    new daemon."""
+    d = start(manager, tmp, sim)
+    client = fastlib.FastClient(d.socket)
+    probe = fixture.Probe(d.socket)
+    try:
+        client.connect('h')
+        client.thread('t', 'h')
+        client.lease('t')
+        assert 'region-1' in manager.names()
+        d = restart(manager, d, sig)
+        probe.connect('admin')
+        s = probe.status('admin')
+        assert s['leases_held'] == 1 and s['fast_leases_held'] == 1, s
+        hp = probe.send('admin', 'offline', 1, 60000)
+        s = probe.status('admin')
+        assert s['pending_hotplugs'] == 1 and s['writer'] == 'WRITER_WAITING', s
+        assert sim.read_online(1) == '1'
+        client.unlease('t')
+        r = probe.recv('admin')
+        assert r['id'] == hp and r['results'][0]['ok'] and r['results'][0]['changed'], r
+        assert sim.read_online(1) == '0'
+        # A new handle gets the new daemon's fast path, whose leases hold as well.
+        client.connect('h2')
+        client.thread('t2', 'h2')
+        client.lease('t2')
+        hp = probe.send('admin', 'online', 1, 60000)
+        s = probe.status('admin')
+        assert s['leases_held'] == 1 and s['writer'] == 'WRITER_WAITING', s
+        client.unlease('t2')
+        r = probe.recv('admin')
+        assert r['id'] == hp and r['results'][0]['ok'] and sim.read_online(1) == '1', r
+    finally:
+        client.kill()
+        probe.kill()
+        d.stop()
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
+def test_a_hotplug_state_still_gets_its_teardown_after_a_restart(tmp, sim, manager, sig):
+    d = start(manager, tmp, sim)
+    st = fixture.Lines([fixture.BUILD / 'tests' / 'daemon' / 'state-client', d.socket,
+                        'pool', 5])
+    out = st.proc.stdout
+    probe = fixture.Probe(d.socket)
+    try:
+        cpus = [int(x) for x in sim.cpu.joinpath('online').read_text().strip()
+                .replace('-', ' ').split()]
+        online = list(range(cpus[0], cpus[-1] + 1))
+        assert [out.readline().strip() for _ in online] == [f'startup {c}' for c in online]
+        assert out.readline().startswith('registered ')
+        d = restart(manager, d, sig)
+        assert "state 'pool'" in d.log() and 'kept' in d.log(), d.log()
+        probe.connect('h')
+        r = probe.call('h', 'states')
+        assert [s['name'] for s in r['states']] == ['pool'], r
+        r = probe.call('h', 'offline', 1, 60000)
+        assert r['results'][0]['ok'] and sim.read_online(1) == '0', r
+        assert [run['name'] for run in r['results'][0]['states']] == ['pool'], r
+        assert out.readline().strip() == 'teardown 1 thread=lib lease=-35'
+        r = probe.call('h', 'online', 1, 60000)
+        assert r['results'][0]['ok'], r
+        assert out.readline().strip() == 'startup 1'
+    finally:
+        st.kill()
+        probe.kill()
+        d.stop()
+
+
+PYCLIENT = r'''
+import json, sys
+import cpuhp
+c = cpuhp.Client(sys.argv[1])
+calls = []
+held = {}
+for line in sys.stdin:
+    cmd = line.split()
+    if cmd[0] == 'lease':
+        held[cmd[1]] = c.lease()
+        print(json.dumps({'id': held[cmd[1]].id}), flush=True)
+    elif cmd[0] == 'release':
+        held.pop(cmd[1]).release()
+        print(json.dumps({'released': True}), flush=True)
+    elif cmd[0] == 'state':
+        st = c.register_state(cmd[1], startup=lambda cpu: calls.append(['startup', cpu]),
+                              teardown=lambda cpu: calls.append(['teardown', cpu]))
+        print(json.dumps({'state': st.id}), flush=True)
+    elif cmd[0] == 'calls':
+        print(json.dumps({'calls': calls}), flush=True)
+        calls.clear()
+'''
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
+def test_python_lease_and_state_survive_a_restart(tmp, sim, manager, sig):
+    pypath = fixture.BUILD / 'bindings' / 'python'
+    if not (pypath / 'cpuhp').exists():
+        pytest.skip('the Python binding is not built (-Dpython=disabled)')
+    d = start(manager, tmp, sim)
+    py = fixture.Lines(['/usr/bin/python3', '-c', PYCLIENT, d.socket],
+                       env={'PYTHONPATH': str(pypath)}, name='python client')
+    probe = fixture.Probe(d.socket)
+    try:
+        py('lease a')
+        py('state pypool')
+        assert py('calls')['calls'][0][0] == 'startup'
+        d = restart(manager, d, sig)
+        probe.connect('admin')
+        hp = probe.send('admin', 'offline', 1, 60000)
+        s = probe.status('admin')
+        assert s['leases_held'] == 1 and s['writer'] == 'WRITER_WAITING', s
+        assert sim.read_online(1) == '1'
+        assert py('release a') == {'released': True}
+        r = probe.recv('admin')
+        assert r['id'] == hp and r['results'][0]['ok'] and sim.read_online(1) == '0', r
+        assert py('calls')['calls'] == [['teardown', 1]]
+    finally:
+        py.kill()
         probe.kill()
         d.stop()
