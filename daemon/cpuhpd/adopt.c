@@ -93,7 +93,6 @@ int cpuhpd_adopt(struct cpuhpd *d)
 	d->restart.adopted = true;
 	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d", n,
 	            cpuhpd_lease_held_total(d), (int)s->pid);
-	cpuhpd_lease_adopted(d);
 	cpuhpd_states_adopted(d);
 	/* Then what was asked and not answered, in its order, before anything new. */
 	for (unsigned i = 0; i < s->nreqs; i++) {
@@ -103,6 +102,8 @@ int cpuhpd_adopt(struct cpuhpd *d)
 		if (c && !c->closing)
 			cpuhpd_dispatch(c, s->reqs[i].req.data, s->reqs[i].req.len);
 	}
+	/* After the hotplugs they waited behind are queued again: they still wait for those. */
+	cpuhpd_lease_adopted(d);
 	for (unsigned i = 0; i < s->nconns; i++)
 		if (conns[i] && !conns[i]->closing)
 			cpuhpd_conn_resume(conns[i], &s->conns[i]);

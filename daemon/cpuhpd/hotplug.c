@@ -191,6 +191,10 @@ static void activate(struct cpuhpd *d)
 		cpuhpd_holders_describe(d, who, sizeof(who));
 		cpuhpd_info("hotplug #%" PRIu64 " (%s) waits for %u lease(s): %s", h->seq, h->desc,
 		            held, who);
+	} else if (cpuhpd_restart_holding(d)) {
+		cpuhpd_info("hotplug #%" PRIu64 " (%s) waits for the restart grace: %" PRIu64
+		            " ms left",
+		            h->seq, h->desc, cpuhpd_restart_remaining_ms(d));
 	} else
 		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
 	arm(d);
@@ -221,7 +225,14 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 	count(d, h, h->timeout_ms == 0 ? CPUHPD_HP_BUSY : CPUHPD_HP_TIMEOUT);
 
 	/* A timeout of 0 means "try": the answer is EAGAIN, as for a lease. */
-	if (h->timeout_ms == 0 && was_active)
+	if (was_active && cpuhpd_restart_holding(d))
+		reply_error(h, c, h->timeout_ms ? ETIMEDOUT : EAGAIN,
+		            "cpuhpd holds every hotplug for %" PRIu64 " ms more: the cpuhpd "
+		            "before it ended without handing its clients over, whose lease "
+		            "holders must notice first (--restart-grace-ms; see its log); "
+		            "nothing was changed",
+		            cpuhpd_restart_remaining_ms(d));
+	else if (h->timeout_ms == 0 && was_active)
 		reply_error(h, c, EAGAIN,
 		            "%u lease(s) held and no timeout given; nothing was changed (ask with "
 		            "a timeout to wait for them)",

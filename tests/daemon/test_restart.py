@@ -10,7 +10,9 @@ on the very connection that took it before the restart.
 
 Ordering, not sleeps: a request on a connection is answered after every
 earlier one on it, so a status after a pipelined offline shows it queued."""
+import json
 import signal
+import subprocess
 
 import pytest
 
@@ -204,3 +206,87 @@ def test_python_lease_and_state_survive_a_restart(tmp, sim, manager, sig):
         py.kill()
         probe.kill()
         d.stop()
+
+
+# --- without the fd store: the restart grace (restart.h) ---------------------------------
+
+def ctl_json(d, *args):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', d.socket, '--json', *args],
+                       capture_output=True, text=True, timeout=fixture.GUARD_S)
+    return r.returncode, json.loads(r.stdout)
+
+
+def killed_with_a_lease(tmp, sim):
+    """A cpuhpd without a store, SIGKILLed while a lease is held."""
+    d = fixture.Daemon(tmp, sim.root).start()
+    probe = fixture.Probe(d.socket)
+    probe.connect('a')
+    probe.lease('a')
+    d.kill()
+    probe.kill()
+    return d
+
+
+def test_after_a_crash_without_a_store_hotplugs_wait_the_grace(tmp, sim):
+    killed_with_a_lease(tmp, sim)
+    d = fixture.Daemon(tmp, sim.root, args=['--restart-grace-ms', '2000']).start()
+    probe = fixture.Probe(d.socket)
+    try:
+        assert 'holding every hotplug for 2000 ms' in d.log(), d.log()
+        probe.connect('h')
+        # Leases are granted meanwhile.
+        probe.call('h', 'release', probe.lease('h'))
+        hp = probe.send('h', 'offline', 1, 60000)
+        s = probe.status('h')     # answered after the offline was queued
+        r = probe.recv('h')
+        assert r['id'] == hp and r['results'][0]['ok'] and sim.read_online(1) == '0', r
+        # Answered only after the grace ended: its line is in the log before the answer.
+        log = d.log()
+        assert 'restart grace over' in log, log
+        if s['restart_grace_ms']:
+            # Queued within the grace (the usual case): it waited for it, and said so.
+            assert s['pending_hotplugs'] == 1 and s['writer'] == 'WRITER_WAITING', s
+            assert log.index('waits for the restart grace') < log.index('restart grace over')
+    finally:
+        probe.kill()
+        d.stop_clean()
+
+
+def test_status_and_leases_show_the_grace_and_a_hotplug_times_out_naming_it(tmp, sim):
+    killed_with_a_lease(tmp, sim)
+    d = fixture.Daemon(tmp, sim.root, args=['--restart-grace-ms', '3600000']).start()
+    probe = fixture.Probe(d.socket)
+    try:
+        probe.connect('h')
+        s = probe.status('h')
+        assert 0 < s['restart_grace_ms'] <= 3600000, s
+        rc, st = ctl_json(d, 'status')
+        assert rc == 0 and 0 < st['restart_grace_ms'] <= 3600000, st
+        rc, ls = ctl_json(d, 'leases')
+        assert rc == 0 and 0 < ls['restart_grace_ms'] <= 3600000, ls
+        text = subprocess.run([str(fixture.CPUHPCTL), '--socket', d.socket, 'status'],
+                              capture_output=True, text=True, timeout=fixture.GUARD_S).stdout
+        assert 'restart:' in text and 'hotplugs held' in text, text
+        r = probe.call('h', 'offline', 1, 50)
+        assert fixture.error_code(r) == 'ERR_ETIMEDOUT', r
+        assert 'restart-grace-ms' in r['message'] and sim.read_online(1) == '1', r
+    finally:
+        probe.kill()
+        d.stop_clean()
+
+
+def test_a_clean_stop_leaves_no_grace_and_a_stop_with_leases_does(tmp, sim):
+    d = fixture.Daemon(tmp, sim.root, args=['--restart-grace-ms', '3600000']).start()
+    d.stop_clean()
+    d.start()
+    probe = fixture.Probe(d.socket)
+    try:
+        assert probe.connect('a') and probe.status('a')['restart_grace_ms'] == 0
+        probe.lease('a')
+        d.stop_clean()        # SIGTERM with a lease held, and no store to keep it
+        d.start()
+        probe.connect('b')
+        assert probe.status('b')['restart_grace_ms'] > 0
+    finally:
+        probe.kill()
+        d.stop_clean()
