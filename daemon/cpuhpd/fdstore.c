@@ -355,6 +355,7 @@ static char *build(struct cpuhpd *d, size_t *len)
 	cpuhpd_states_save(d, f);
 	/* Hotplugs first: a pending freeze waits for those queued before it. */
 	cpuhpd_hotplug_save(d, f);
+	cpuhpd_states_save_waiting(d, f);
 	cpuhpd_freeze_save(d, f);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{

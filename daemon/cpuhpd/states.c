@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "errmap.h"
+#include "frame.h"
 
 #include "cpuhpd.h"
 #include "conn.h"
@@ -754,6 +755,7 @@ static void submit_reader(struct cpuhpd *d, struct state_work *w)
 {
 	if (d->leases.blocked) {
 		cpuhpd_list_add_tail(&d->states.waiting, &w->node);
+		cpuhpd_fdstore_changed(d); /* a restart asks it again */
 		return;
 	}
 	d->states.holds++;
@@ -1113,6 +1115,50 @@ void cpuhpd_states_save(struct cpuhpd *d, FILE *f)
 		cpuhpd_statetext_str(f, cpus);
 		fputc('\n', f);
 		free(cpus);
+	}
+}
+
+/* A registration or removal waiting for the gate, as the request its client sent. */
+static void save_waiting(FILE *f, const struct state_work *w)
+{
+	Cpuhp__Request rq = CPUHP__REQUEST__INIT;
+	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
+	Cpuhp__RemoveState rm = CPUHP__REMOVE_STATE__INIT;
+	uint8_t *frame;
+	size_t len;
+
+	rq.id = w->req_id;
+	if (w->kind == W_REGISTER) {
+		rs.name = (char *)w->target->name;
+		rs.priority = w->target->priority;
+		rs.deadline_ms = w->target->deadline_ms;
+		rs.nocalls = w->nocalls;
+		rq.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
+		rq.register_state = &rs;
+	} else {
+		rm.state_id = w->target->id;
+		rm.nocalls = w->nocalls;
+		rq.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
+		rq.remove_state = &rm;
+	}
+	if (cpuhp__frame_pack_request(&rq, &frame, &len))
+		return;
+	fprintf(f, "req %u", w->conn->id);
+	cpuhpd_statetext_bytes(f, frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR);
+	fputc('\n', f);
+	free(frame);
+}
+
+void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f)
+{
+	struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->states.waiting)
+	{
+		const struct state_work *w = cpuhpd_container_of(pos, struct state_work, node);
+
+		if (w->conn && !w->conn->closing && w->conn->stored)
+			save_waiting(f, w);
 	}
 }
 

@@ -135,6 +135,11 @@ bool cpuhpd_states_running(const struct cpuhpd *d);
 
 /* The state text: every live state of a stored connection, as "state" lines. */
 void cpuhpd_states_save(struct cpuhpd *d, FILE *f);
+/*
+ * ... and the registrations and removals waiting for the lease gate, as
+ * "req" lines (after the hotplugs', which they wait behind).
+ */
+void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f);
 
 /*
  * A restart: register @sc's states again on adopted @c, live, started on

@@ -215,8 +215,8 @@ static void print_response(const Cpuhp__Response *r)
 		       "\"bypasses\":%" PRIu64 ",\"revocations\":%" PRIu64
 		       ",\"fast_leases_held\":%u,\"restart_grace_ms\":%u",
 		       s->leases_held, writer_name(s->writer), s->pending_leases,
-		       s->pending_hotplugs, s->connections, s->freezes, s->bypasses,
-		       s->revocations, s->fast_leases_held, s->restart_grace_ms);
+		       s->pending_hotplugs, s->connections, s->freezes, s->bypasses, s->revocations,
+		       s->fast_leases_held, s->restart_grace_ms);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_WATCH_STARTED:

@@ -155,6 +155,44 @@ def test_a_hotplug_state_still_gets_its_teardown_after_a_restart(tmp, sim, manag
         d.stop()
 
 
+def test_sigterm_lets_a_running_hotplug_finish_and_keeps_what_arrives_meanwhile(tmp, sim,
+                                                                               manager):
+    d = start(manager, tmp, sim)
+    p = fixture.Probe(d.socket)
+    stall = fixture.StalledOnlineFile(sim, 1)
+    try:
+        for n in ('h', 'w', 's'):
+            p.connect(n)
+        hp = p.send('h', 'offline', 1, 60000)
+        stall.wait_for_reader()              # the hotplug is writing sysfs
+        lw = p.send('w', 'acquire', 60000)   # waits behind it
+        assert p.status('s')['pending_leases'] == 1
+        d.send_signal(signal.SIGTERM)
+        manager.wait_for('STOPPING=1')
+        # Kept for the next cpuhpd, unanswered meanwhile; the others are still served.
+        ls = p.send('s', 'acquire', 0)
+        s = p.status('w')
+        assert s['writer'] == 'WRITER_RUNNING' and s['connections'] == 3, s
+        stall.release()
+        r = p.recv('h')                      # it finishes and is answered
+        assert r['id'] == hp and r['results'][0]['changed'], r
+        r = p.recv('w')                      # the gate opened behind it
+        assert r['id'] == lw and r['kind'] == 'lease_granted', r
+        assert d.wait() == 0, d.log()
+        assert 'stopping for a restart' in d.log() and sim.read_online(1) == '0'
+        d = manager.start(d)
+        r = p.recv('s')                      # answered by the next cpuhpd
+        assert r['id'] == ls and r['kind'] == 'lease_granted', r
+        s = p.status('h')
+        assert s['leases_held'] == 2 and s['connections'] == 3, s
+        r = p.call('h', 'online', 1, 50)     # both leases still hold it off
+        assert fixture.error_code(r) == 'ERR_ETIMEDOUT' and sim.read_online(1) == '0', r
+    finally:
+        stall.release()
+        p.kill()
+        d.stop()
+
+
 PYCLIENT = r'''
 import json, sys
 import cpuhp
