@@ -52,6 +52,7 @@ static void close_cb(uv_handle_t *h)
 	for (unsigned i = 0; i < c->ndeferred; i++)
 		free(c->deferred[i].data);
 	free(c->deferred);
+	free(c->st_chunk);
 	/* After the write callbacks (libuv runs them first): every byte is uncharged. */
 	cpuhpd_admit_conn_freed(c);
 	free(c);

@@ -27,7 +27,7 @@ static void hello(struct cpuhpd_conn *c, uint64_t id, const Cpuhp__Hello *h)
 		return;
 	}
 	c->hello = true;
-	cpuhpd_fdstore_changed(c->d);
+	cpuhpd_fdstore_conn_changed(c);
 	cpuhpd_debug("client %u: hello from '%s'", c->id, h->client_name);
 	hr.version = CPUHP__PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;

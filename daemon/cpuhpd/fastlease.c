@@ -581,14 +581,14 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
 	fds[0] = fp->hdr_fd;
 	/* In the fd store (and the state text) before the client can count anything in it. */
 	cpuhpd_fdstore_region_new(c, fds[1]);
-	cpuhpd_fdstore_changed(d);
+	cpuhpd_fdstore_conn_changed(c);
 	err = cpuhpd_conn_send_fds(c, &resp, fds, 2);
 	/* The client has its own descriptor now (or none): our mapping keeps the memory. */
 	close(fds[1]);
 	if (err == -EAGAIN) {
 		cpuhpd_fastpath_conn_gone(c);
 		cpuhpd_fdstore_region_gone(c);
-		cpuhpd_fdstore_changed(d);
+		cpuhpd_fdstore_conn_changed(c);
 		cpuhpd_conn_send_error(c, req_id, EBUSY,
 		                       "replies are queued ahead on this connection; ask for the "
 		                       "fast path again when they are read");

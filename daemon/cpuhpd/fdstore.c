@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -207,8 +208,11 @@ void cpuhpd_fdstore_ready(struct cpuhpd *d, int listen_fd)
 	for (unsigned i = 0; i < s->ntaken; i++) {
 		struct cpuhpd_fdstore_taken *t = &s->taken[i];
 
-		if (t->fd < 0)
+		/* Claimed: it stays in the store, ours now. */
+		if (t->fd < 0) {
+			s->stored += ours(t->name) && strcmp(t->name, "state");
 			continue;
+		}
 		if (ours(t->name)) {
 			cpuhpd_info("restart: %s has no client any more; closed", t->name);
 			unstore(d, t->name);
@@ -222,8 +226,7 @@ void cpuhpd_fdstore_ready(struct cpuhpd *d, int listen_fd)
 	if (s->have_saved)
 		cpuhpd_statetext_free(&s->saved);
 	s->have_saved = false;
-	/* Counted anew: whatever the last daemon stored and we kept is ours now. */
-	s->stored += d->nconns + (state >= 0);
+	s->stored += state >= 0;
 	if (!s->on) {
 		if (state >= 0)
 			close(state);
@@ -299,8 +302,19 @@ bool cpuhpd_fdstore_keeps(const struct cpuhpd *d)
 
 /* --------------------------------------------------------- the state text */
 
-static void conn_line(FILE *f, const struct cpuhpd_conn *c)
+/*
+ * The text is rebuilt on every change, but a connection's lines only when
+ * they changed (->st_dirty): each connection keeps its part, its "conn"
+ * line and its records, ready to copy.  What belongs to no one connection
+ * (the requests still to answer, in their order) is small and made anew.
+ */
+static char *conn_chunk(const struct cpuhpd_conn *c, size_t *len)
 {
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
 	fprintf(f, "conn %u %d %u %u %d %d", c->id, (int)c->peer.pid, (unsigned)c->peer.uid,
 	        (unsigned)c->peer.gid, c->peer.admin, c->hello);
 	cpuhpd_statetext_str(f, c->peer.comm);
@@ -308,6 +322,14 @@ static void conn_line(FILE *f, const struct cpuhpd_conn *c)
 	cpuhpd_statetext_str(f, c->why);
 	fprintf(f, " %u %" PRIu64 "\n", c->region_stored ? cpuhpd_fastpath_conn_slots(c) : 0,
 	        c->watching ? c->watch_id : 0);
+	cpuhpd_lease_save(c, f);
+	cpuhpd_states_save(c, f);
+	cpuhpd_freeze_save(c, f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 /* Requests read during a restart's stop, and a frame's start: the next daemon's first. */
@@ -332,79 +354,145 @@ static void conn_pending(FILE *f, const struct cpuhpd_conn *c)
 	fputc('\n', f);
 }
 
-static char *build(struct cpuhpd *d, size_t *len)
+/* The daemon line and the requests in their order: every connection's, at the end. */
+static char *tail_text(struct cpuhpd *d, size_t *len)
 {
 	struct cpuhpd_list *pos;
-	char *body = NULL, *text;
-	size_t blen = 0;
-	FILE *f = open_memstream(&body, &blen);
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
 
 	if (!f)
 		return NULL;
-	fprintf(f, "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", (int)getpid(),
-	        d->next_conn_id, d->leases.next_id, d->states.next_state_id, d->freezes.next_id,
-	        d->states.next_call_id);
-	cpuhpd_list_for_each(pos, &d->conns)
-	{
-		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
-
-		if (c->stored && !c->closing)
-			conn_line(f, c);
-	}
-	cpuhpd_lease_save(d, f);
-	cpuhpd_states_save(d, f);
-	/* Hotplugs first: a pending freeze waits for those queued before it. */
+	/* Hotplugs first: a pending freeze or a registration waits for those queued before it. */
 	cpuhpd_hotplug_save(d, f);
 	cpuhpd_states_save_waiting(d, f);
-	cpuhpd_freeze_save(d, f);
+	cpuhpd_freeze_save_pending(d, f);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
 
-		if (c->stored && !c->closing)
+		if (c->stored && !c->closing &&
+		    (c->ndeferred || !cpuhp__frame_decoder_idle(&c->dec)))
 			conn_pending(f, c);
 	}
 	fputs("end\n", f);
 	if (fclose(f)) {
-		free(body);
+		free(buf);
 		return NULL;
 	}
-	text = cpuhpd_statetext_seal(body, blen, len);
-	free(body);
-	return text;
+	return buf;
+}
+
+/* Append @len bytes to the body being built; Return: 0 or -ENOMEM. */
+static int put(struct cpuhpd_fdstore *s, const char *p, size_t len)
+{
+	if (s->body_len + len > s->body_cap) {
+		size_t cap = s->body_cap ? s->body_cap : 4096;
+		char *b;
+
+		while (cap < s->body_len + len)
+			cap *= 2;
+		b = realloc(s->body, cap);
+		if (!b)
+			return -ENOMEM;
+		s->body = b;
+		s->body_cap = cap;
+	}
+	memcpy(s->body + s->body_len, p, len);
+	s->body_len += len;
+	return 0;
+}
+
+static int build(struct cpuhpd *d)
+{
+	struct cpuhpd_fdstore *s = &d->fdstore;
+	struct cpuhpd_list *pos;
+	char line[160], *tail;
+	size_t tail_len;
+	int n, err;
+
+	s->body_len = 0;
+	n = snprintf(line, sizeof(line),
+	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	             (int)getpid(), d->next_conn_id, d->leases.next_id, d->states.next_state_id,
+	             d->freezes.next_id, d->states.next_call_id);
+	err = put(s, line, (size_t)n);
+	cpuhpd_list_for_each(pos, &d->conns)
+	{
+		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
+
+		if (err)
+			return err;
+		if (!c->stored || c->closing)
+			continue;
+		if (c->st_dirty || !c->st_chunk) {
+			size_t len;
+			char *chunk = conn_chunk(c, &len);
+
+			if (!chunk)
+				return -ENOMEM;
+			free(c->st_chunk);
+			c->st_chunk = chunk;
+			c->st_len = len;
+			c->st_dirty = false;
+		}
+		err = put(s, c->st_chunk, c->st_len);
+	}
+	tail = tail_text(d, &tail_len);
+	if (!tail)
+		return -ENOMEM;
+	if (!err)
+		err = put(s, tail, tail_len);
+	free(tail);
+	return err;
 }
 
 void cpuhpd_fdstore_changed(struct cpuhpd *d)
 {
 	struct cpuhpd_fdstore *s = &d->fdstore;
+	char first[CPUHPD_STATETEXT_HEADER_MAX];
+	struct iovec iov[2];
 	size_t len, off = 0;
-	char *text;
+	int n;
 
 	if (s->state_fd < 0 || s->writing_off)
 		return;
-	text = build(d, &len);
-	if (!text) {
+	if (build(d)) {
 		cpuhpd_err("out of memory writing the restart state: a restart now would drop "
 		           "leases");
 		return;
 	}
+	n = cpuhpd_statetext_header(first, sizeof(first), s->body, s->body_len);
+	len = (size_t)n + s->body_len;
 	/*
 	 * Written over the old text, then cut to length: a kill in between
 	 * leaves a length or hash that does not match, and the next daemon
 	 * refuses the text instead of misreading it (statetext.h).
 	 */
 	while (off < len) {
-		ssize_t n = pwrite(s->state_fd, text + off, len - off, (off_t)off);
+		ssize_t w;
+		int k = 0;
 
-		if (n < 0 && errno == EINTR)
+		if (off < (size_t)n)
+			iov[k++] = (struct iovec){first + off, (size_t)n - off};
+		iov[k++] = (struct iovec){s->body + (off > (size_t)n ? off - (size_t)n : 0),
+		                          s->body_len - (off > (size_t)n ? off - (size_t)n : 0)};
+		w = pwritev(s->state_fd, iov, k, (off_t)off);
+		if (w < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
+		if (w <= 0) {
 			cpuhpd_err("cannot write the restart state: %m");
 			break;
 		}
-		off += (size_t)n;
+		off += (size_t)w;
 	}
 	if (off == len && ftruncate(s->state_fd, (off_t)len) < 0)
 		cpuhpd_err("cannot cut the restart state: %m");
-	free(text);
+}
+
+void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c)
+{
+	c->st_dirty = true;
+	if (c->stored && !c->closing)
+		cpuhpd_fdstore_changed(c->d);
 }

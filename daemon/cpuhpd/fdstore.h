@@ -46,6 +46,8 @@ struct cpuhpd_fdstore {
 	unsigned stored;  /* ours in it now */
 	int state_fd;     /* the state memfd, -1 without the store */
 	bool writing_off; /* no state text writes (adoption, or a restart's last one done) */
+	char *body;       /* the text after its first line, rebuilt in place */
+	size_t body_len, body_cap;
 	/* From LISTEN_FDS at start, until adopt.c is done with them. */
 	struct cpuhpd_fdstore_taken *taken;
 	unsigned ntaken;
@@ -86,9 +88,14 @@ void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c);
 
 /*
  * Something in the state text changed: rewrite it now (a no-op without
- * the store).  Call it before the reply that tells the client.
+ * the store).  Call it before the reply that tells the client.  Use
+ * cpuhpd_fdstore_conn_changed() when it is @c's lines (its leases, waiting
+ * acquires, states, held freezes, identity, Hello, watch, region): only
+ * those are formatted again.  The rest (the requests still to answer)
+ * is made anew each time.
  */
 void cpuhpd_fdstore_changed(struct cpuhpd *d);
+void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c);
 
 /* Whether SIGTERM keeps the clients (the store holds them for the next cpuhpd). */
 bool cpuhpd_fdstore_keeps(const struct cpuhpd *d);

@@ -46,7 +46,8 @@ static const char *why_of(const struct freeze *f)
 
 static void drop(struct cpuhpd *d, struct freeze *f)
 {
-	bool stored = f->conn->stored;
+	struct cpuhpd_conn *c = f->conn;
+	bool granted = f->granted;
 
 	if (!f->granted)
 		f->conn->npending--;
@@ -55,7 +56,9 @@ static void drop(struct cpuhpd *d, struct freeze *f)
 	free(f->who);
 	free(f->why);
 	free(f);
-	if (stored)
+	if (granted)
+		cpuhpd_fdstore_conn_changed(c);
+	else
 		cpuhpd_fdstore_changed(d);
 }
 
@@ -65,7 +68,7 @@ static void grant(struct cpuhpd *d, struct freeze *f)
 	Cpuhp__Frozen fr = CPUHP__FROZEN__INIT;
 
 	f->granted = true;
-	cpuhpd_fdstore_changed(d); /* before the client hears of it */
+	cpuhpd_fdstore_conn_changed(f->conn); /* before the client hears of it */
 	cpuhpd_info("hotplug frozen by client %u (pid %d, %s) '%s' (freeze %" PRIu64 ")",
 	            f->conn->id, (int)f->conn->peer.pid, who_of(f), why_of(f), f->id);
 	fr.freeze_id = f->id;
@@ -272,25 +275,34 @@ static void save_pending(FILE *out, const struct freeze *f)
 	free(frame);
 }
 
-void cpuhpd_freeze_save(struct cpuhpd *d, FILE *out)
+void cpuhpd_freeze_save(const struct cpuhpd_conn *c, FILE *out)
 {
-	struct cpuhpd_list *pos;
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &c->d->freezes.list)
+	{
+		const struct freeze *f = cpuhpd_container_of(pos, struct freeze, node);
+
+		if (f->conn != c || !f->granted)
+			continue;
+		fprintf(out, "freeze %u %" PRIu64 " %" PRIu64 " %" PRIu64 " 1", c->id, f->id,
+		        f->req_id, f->since);
+		cpuhpd_statetext_str(out, f->who);
+		cpuhpd_statetext_str(out, f->why);
+		fputc('\n', out);
+	}
+}
+
+void cpuhpd_freeze_save_pending(struct cpuhpd *d, FILE *out)
+{
+	const struct cpuhpd_list *pos;
 
 	cpuhpd_list_for_each(pos, &d->freezes.list)
 	{
 		const struct freeze *f = cpuhpd_container_of(pos, struct freeze, node);
 
-		if (!f->conn->stored || f->conn->closing)
-			continue;
-		if (!f->granted) {
+		if (!f->granted && f->conn->stored && !f->conn->closing)
 			save_pending(out, f);
-			continue;
-		}
-		fprintf(out, "freeze %u %" PRIu64 " %" PRIu64 " %" PRIu64 " 1", f->conn->id, f->id,
-		        f->req_id, f->since);
-		cpuhpd_statetext_str(out, f->who);
-		cpuhpd_statetext_str(out, f->why);
-		fputc('\n', out);
 	}
 }
 

@@ -86,7 +86,7 @@ static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char
 	cpuhpd_metrics_observe(&d->metrics.lease_wait, (double)(uv_hrtime() - arrived_ns) / 1e9);
 	cpuhpd_notify_status_changed(d);
 	/* In the stored state before the client hears of it (fdstore.h). */
-	cpuhpd_fdstore_changed(d);
+	cpuhpd_fdstore_conn_changed(c);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
 	r.lease_granted = &g;
@@ -99,7 +99,7 @@ static void unlink_waiter(struct cpuhpd *d, struct lease_waiter *w)
 	d->leases.nwaiters--;
 	w->conn->nwaiting_leases--;
 	w->conn->npending--;
-	cpuhpd_fdstore_changed(d);
+	cpuhpd_fdstore_conn_changed(w->conn);
 }
 
 static void timer_cb(uv_timer_t *t);
@@ -178,7 +178,7 @@ static struct lease_waiter *add_waiter(struct cpuhpd_conn *c, uint64_t req_id, u
 	c->npending++;
 	/* Timeouts differ, so the newcomer's deadline may be the earliest. */
 	arm(d);
-	cpuhpd_fdstore_changed(d);
+	cpuhpd_fdstore_conn_changed(c);
 	return w;
 }
 
@@ -237,7 +237,7 @@ static int drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 			c->leases[i] = c->leases[--c->nleases];
 			c->d->leases.held--;
 			cpuhpd_notify_status_changed(c->d);
-			cpuhpd_fdstore_changed(c->d);
+			cpuhpd_fdstore_conn_changed(c);
 			return ret;
 		}
 	}
@@ -376,33 +376,28 @@ void cpuhpd_lease_cancel_waiters(struct cpuhpd *d)
 	uv_timer_stop(&d->leases.timer);
 }
 
-void cpuhpd_lease_save(struct cpuhpd *d, FILE *f)
+void cpuhpd_lease_save(const struct cpuhpd_conn *c, FILE *f)
 {
-	struct cpuhpd_list *pos;
+	const struct cpuhpd_list *pos;
 
-	cpuhpd_list_for_each(pos, &d->conns)
-	{
-		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
+	for (unsigned i = 0; i < c->nleases; i++) {
+		const struct cpuhpd_lease *l = &c->leases[i];
 
-		if (!c->stored || c->closing)
-			continue;
-		for (unsigned i = 0; i < c->nleases; i++) {
-			const struct cpuhpd_lease *l = &c->leases[i];
-
-			fprintf(f, "lease %u %" PRIu64 " %" PRIu64 " %d", c->id, l->id, l->since,
-			        l->bypassed);
-			cpuhpd_statetext_str(f, l->who);
-			cpuhpd_statetext_str(f, l->why);
-			fputc('\n', f);
-		}
+		fprintf(f, "lease %u %" PRIu64 " %" PRIu64 " %d", c->id, l->id, l->since,
+		        l->bypassed);
+		cpuhpd_statetext_str(f, l->who);
+		cpuhpd_statetext_str(f, l->why);
+		fputc('\n', f);
 	}
-	cpuhpd_list_for_each(pos, &d->leases.waiters)
+	if (!c->nwaiting_leases)
+		return;
+	cpuhpd_list_for_each(pos, &c->d->leases.waiters)
 	{
-		struct lease_waiter *w = cpuhpd_container_of(pos, struct lease_waiter, node);
+		const struct lease_waiter *w = cpuhpd_container_of(pos, struct lease_waiter, node);
 
-		if (!w->conn->stored || w->conn->closing)
+		if (w->conn != c)
 			continue;
-		fprintf(f, "wait %u %" PRIu64 " %" PRIu64 " %" PRIu32, w->conn->id, w->req_id,
+		fprintf(f, "wait %u %" PRIu64 " %" PRIu64 " %" PRIu32, c->id, w->req_id,
 		        w->deadline, w->timeout_ms);
 		cpuhpd_statetext_str(f, w->who);
 		cpuhpd_statetext_str(f, w->why);

@@ -84,8 +84,8 @@ void cpuhpd_lease_unblock(struct cpuhpd *d);
 /* Daemon stop: answer every waiter with ECANCELED. */
 void cpuhpd_lease_cancel_waiters(struct cpuhpd *d);
 
-/* The state text (statetext.h): every stored connection's "lease" and "wait" lines. */
-void cpuhpd_lease_save(struct cpuhpd *d, FILE *f);
+/* The state text (statetext.h): @c's "lease" and "wait" lines. */
+void cpuhpd_lease_save(const struct cpuhpd_conn *c, FILE *f);
 
 /*
  * A restart: give adopted @c the leases the state text lists (same ids,

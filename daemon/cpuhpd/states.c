@@ -124,8 +124,9 @@ static void unlist(struct cpuhpd *d, struct cpuhpd_state *s)
 	s->listed = false;
 	s->live = false;
 	d->states.nstates--;
+	if (alive(s))
+		cpuhpd_fdstore_conn_changed(s->conn);
 	state_put(s);
-	cpuhpd_fdstore_changed(d);
 }
 
 /* Startup order: priority ascending, then registration order. */
@@ -473,8 +474,8 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 		else
 			cpuhp_cpuset_add(&st->s->cpus, st->cpu);
 		/* What a restart would call teardown for next. */
-		if (st->s->live)
-			cpuhpd_fdstore_changed(d);
+		if (st->s->live && alive(st->s))
+			cpuhpd_fdstore_conn_changed(st->s->conn);
 	} else if (!st->rollback && !w->rolled_back) {
 		if (!w->err) {
 			w->err = err;
@@ -590,7 +591,7 @@ static void finish_register(struct cpuhpd *d, struct state_work *w)
 			cpuhpd_conn_send_error(c, w->req_id, ENOMEM, "cpuhpd is out of memory");
 	} else {
 		s->live = true;
-		cpuhpd_fdstore_changed(d); /* before the client hears of it */
+		cpuhpd_fdstore_conn_changed(s->conn); /* before the client hears of it */
 		cpuhpd_info("state '%s' registered by client %u (pid %d, %s): priority %" PRId32
 		            ", deadline %" PRIu32 " ms",
 		            s->name, s->conn_id, (int)s->pid, s->comm, s->priority, s->deadline_ms);
@@ -1097,20 +1098,20 @@ bool cpuhpd_states_running(const struct cpuhpd *d)
 	return head_work(d) != NULL;
 }
 
-void cpuhpd_states_save(struct cpuhpd *d, FILE *f)
+void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f)
 {
-	struct cpuhpd_list *pos;
+	const struct cpuhpd_list *pos;
 
-	cpuhpd_list_for_each(pos, &d->states.list)
+	cpuhpd_list_for_each(pos, &c->d->states.list)
 	{
-		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
 		char *cpus;
 
-		if (!s->live || !alive(s) || !s->conn->stored)
+		if (!s->live || s->conn != c)
 			continue;
 		cpus = cpuhpd_cpus_to_str(&s->cpus);
-		fprintf(f, "state %u %" PRIu64 " %" PRIu64 " %" PRId32 " %" PRIu32, s->conn_id,
-		        s->id, s->reg_req_id, s->priority, s->deadline_ms);
+		fprintf(f, "state %u %" PRIu64 " %" PRIu64 " %" PRId32 " %" PRIu32, c->id, s->id,
+		        s->reg_req_id, s->priority, s->deadline_ms);
 		cpuhpd_statetext_str(f, s->name);
 		cpuhpd_statetext_str(f, cpus);
 		fputc('\n', f);

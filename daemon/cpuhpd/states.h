@@ -133,8 +133,8 @@ void cpuhpd_states_runs_to_wire(struct cpuhpd_state_run *runs, unsigned n, Cpuhp
 /* A sequence of calls runs (a restart's stop waits for it to end). */
 bool cpuhpd_states_running(const struct cpuhpd *d);
 
-/* The state text: every live state of a stored connection, as "state" lines. */
-void cpuhpd_states_save(struct cpuhpd *d, FILE *f);
+/* The state text: @c's live states, as "state" lines. */
+void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f);
 /*
  * ... and the registrations and removals waiting for the lease gate, as
  * "req" lines (after the hotplugs', which they wait behind).

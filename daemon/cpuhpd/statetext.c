@@ -10,11 +10,21 @@
 
 #define MAX_FIELDS 16
 
-static uint64_t fnv1a(const char *p, size_t len)
+uint64_t cpuhpd_statetext_hash(const char *p, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i = 0;
 
-	for (size_t i = 0; i < len; i++) {
+	/* FNV-1a over 8-byte words (then the tail bytewise): a rewrite must stay cheap. */
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, p + i, 8);
+		h ^= w;
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	for (; i < len; i++) {
 		h ^= (uint8_t)p[i];
 		h *= 0x100000001b3ull;
 	}
@@ -39,11 +49,16 @@ void cpuhpd_statetext_str(FILE *f, const char *s)
 	cpuhpd_statetext_bytes(f, s, s ? strlen(s) : 0);
 }
 
+int cpuhpd_statetext_header(char *buf, size_t size, const char *body, size_t body_len)
+{
+	return snprintf(buf, size, "cpuhpd-state %d %zu %016" PRIx64 "\n", CPUHPD_STATETEXT_VERSION,
+	                body_len, cpuhpd_statetext_hash(body, body_len));
+}
+
 char *cpuhpd_statetext_seal(const char *body, size_t body_len, size_t *len)
 {
-	char first[80];
-	int n = snprintf(first, sizeof(first), "cpuhpd-state %d %zu %016" PRIx64 "\n",
-	                 CPUHPD_STATETEXT_VERSION, body_len, fnv1a(body, body_len));
+	char first[CPUHPD_STATETEXT_HEADER_MAX];
+	int n = cpuhpd_statetext_header(first, sizeof(first), body, body_len);
 	char *t = malloc((size_t)n + body_len + 1);
 
 	if (!t)
@@ -497,7 +512,7 @@ int cpuhpd_statetext_parse(const char *text, size_t len, struct cpuhpd_saved *ou
 	if (body_len != len - (size_t)(nl + 1 - text))
 		return bad(&p, "the body has %zu bytes, not the %zu announced (written in part)",
 		           len - (size_t)(nl + 1 - text), body_len);
-	if (fnv1a(nl + 1, body_len) != hash)
+	if (cpuhpd_statetext_hash(nl + 1, body_len) != hash)
 		return bad(&p, "the hash does not match (written in part)");
 	if (memchr(nl + 1, '\0', body_len))
 		return bad(&p, "a NUL byte in the text");

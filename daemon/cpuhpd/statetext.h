@@ -4,7 +4,8 @@
  * connection that the service manager's fd store kept (fdstore.c), as
  * lines of text in a memfd that is in the store too.
  *
- *   cpuhpd-state 1 BYTES HASH          BYTES of body follow; HASH is their FNV-1a 64
+ *   cpuhpd-state 1 BYTES HASH          BYTES of body follow; HASH is their
+ *                                      cpuhpd_statetext_hash(), 16 hex digits
  *   daemon PID NEXT_CONN NEXT_LEASE NEXT_STATE NEXT_FREEZE NEXT_CALL
  *   conn ID PID UID GID ADMIN HELLO COMM WHO WHY FAST_SLOTS WATCH_ID
  *   lease CONN ID SINCE BYPASSED WHO WHY
@@ -123,6 +124,13 @@ struct cpuhpd_saved_conn *cpuhpd_statetext_conn(struct cpuhpd_saved *s, unsigned
 /* Writing: one value as a field (" " and the hex of @s, or " -"). */
 void cpuhpd_statetext_str(FILE *f, const char *s);
 void cpuhpd_statetext_bytes(FILE *f, const void *p, size_t len);
+
+/* A 64-bit hash of @len bytes (FNV-1a over 8-byte words): the text's first line. */
+uint64_t cpuhpd_statetext_hash(const char *p, size_t len);
+
+/* The first line for @body into @buf (CPUHPD_STATETEXT_HEADER_MAX): its length. */
+#define CPUHPD_STATETEXT_HEADER_MAX 80
+int cpuhpd_statetext_header(char *buf, size_t size, const char *body, size_t body_len);
 
 /**
  * cpuhpd_statetext_seal() - turn @body (the lines after the first) into the

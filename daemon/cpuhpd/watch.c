@@ -30,7 +30,7 @@ void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id)
 		return;
 	}
 	cpuhpd_watch_adopt(c, req_id);
-	cpuhpd_fdstore_changed(c->d);
+	cpuhpd_fdstore_conn_changed(c);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_WATCH_STARTED;
 	r.watch_started = &ws;
