@@ -34,7 +34,7 @@
 static bool keep_done(struct cpuhpd *d)
 {
 	struct cpuhpd_list *pos, *tmp;
-	bool late = uv_now(d->loop) >= d->restart.until;
+	bool late = uv_now(d->loop) >= d->restart.keep_until;
 
 	if (cpuhpd_hotplug_in_worker(d) || cpuhpd_states_running(d))
 		return false;
@@ -54,7 +54,7 @@ static bool keep_done(struct cpuhpd *d)
 
 static void keep_poll(uv_timer_t *t)
 {
-	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, restart.timer);
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, restart.keep_timer);
 
 	if (!keep_done(d))
 		return;
@@ -72,16 +72,14 @@ static void stop_keep(struct cpuhpd *d)
 	cpuhpd_notify("STOPPING=1");
 	cpuhpd_fastpath_stop(d);
 	cpuhpd_hotplug_hold(d);
-	/* The grace timer, if any, is done with: it becomes this poll. */
-	cpuhpd_restart_close(d);
-	d->restart.until = uv_now(d->loop) + FLUSH_MS;
+	d->restart.keep_until = uv_now(d->loop) + FLUSH_MS;
 	if (keep_done(d)) {
 		cpuhpd_stop_finish(d);
 		return;
 	}
-	uv_timer_init(d->loop, &d->restart.timer);
-	d->restart.timer_init = true;
-	uv_timer_start(&d->restart.timer, keep_poll, POLL_MS, POLL_MS);
+	/* Never closed: the process ends with the loop as it is (finish_keep). */
+	uv_timer_init(d->loop, &d->restart.keep_timer);
+	uv_timer_start(&d->restart.keep_timer, keep_poll, POLL_MS, POLL_MS);
 }
 
 /* The last of a restart's stop: the last state text, then leave the loop as it is. */
