@@ -22,6 +22,7 @@
 #include "dispatch.h"
 #include "fdstore.h"
 #include "log.h"
+#include "scm.h"
 #include "watch.h"
 
 struct write_req {
@@ -219,7 +220,6 @@ int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, con
 {
 	char ctl[CMSG_SPACE(sizeof(int) * CPUHPD_CONN_MAX_FDS)];
 	struct msghdr mh = {0};
-	struct cmsghdr *cm;
 	struct iovec iov;
 	uint8_t *frame;
 	uv_os_fd_t fd;
@@ -239,14 +239,7 @@ int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, con
 	iov.iov_len = len;
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
-	memset(ctl, 0, sizeof(ctl));
-	mh.msg_control = ctl;
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	cpuhpd_scm_rights(&mh, ctl, fds, nfds);
 	do
 		n = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);

@@ -29,6 +29,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "cpuhp.pb-c.h"
 
 #include "statetext.h"
 
@@ -96,6 +99,9 @@ void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c);
  */
 void cpuhpd_fdstore_changed(struct cpuhpd *d);
 void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c);
+
+/* A request still to answer, as a "req" line of connection @conn_id (the modules' writers). */
+void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq);
 
 /* Whether SIGTERM keeps the clients (the store holds them for the next cpuhpd). */
 bool cpuhpd_fdstore_keeps(const struct cpuhpd *d);

@@ -5,11 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "frame.h"
-
 #include "cpuhpd.h"
-#include "fdstore.h"
 #include "conn.h"
+#include "fdstore.h"
 #include "freeze.h"
 #include "log.h"
 
@@ -259,20 +257,13 @@ static void save_pending(FILE *out, const struct freeze *f)
 {
 	Cpuhp__Request rq = CPUHP__REQUEST__INIT;
 	Cpuhp__Freeze fq = CPUHP__FREEZE__INIT;
-	uint8_t *frame;
-	size_t len;
 
 	fq.who = f->who ? f->who : (char *)"";
 	fq.why = f->why ? f->why : (char *)"";
 	rq.id = f->req_id;
 	rq.body_case = CPUHP__REQUEST__BODY_FREEZE;
 	rq.freeze = &fq;
-	if (cpuhp__frame_pack_request(&rq, &frame, &len))
-		return;
-	fprintf(out, "req %u", f->conn->id);
-	cpuhpd_statetext_bytes(out, frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR);
-	fputc('\n', out);
-	free(frame);
+	cpuhpd_fdstore_put_request(out, f->conn->id, &rq);
 }
 
 void cpuhpd_freeze_save(const struct cpuhpd_conn *c, FILE *out)

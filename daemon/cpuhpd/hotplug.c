@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "errmap.h"
-#include "frame.h"
 
 #include "cpuhpd.h"
 #include "conn.h"
@@ -860,8 +859,6 @@ static void save_req(struct cpuhpd *d, FILE *f, const struct hotplug_req *h)
 	Cpuhp__SetSmt ss = CPUHP__SET_SMT__INIT;
 	uint64_t now = uv_now(d->loop);
 	uint32_t left = h->deadline > now ? (uint32_t)(h->deadline - now) : 1;
-	uint8_t *frame;
-	size_t len;
 
 	rq.id = h->req_id;
 	if (h->kind == CPUHPD_HP_SMT) {
@@ -876,12 +873,7 @@ static void save_req(struct cpuhpd *d, FILE *f, const struct hotplug_req *h)
 		rq.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		rq.set_online = &so;
 	}
-	if (cpuhp__frame_pack_request(&rq, &frame, &len))
-		return;
-	fprintf(f, "req %u", h->conn->id);
-	cpuhpd_statetext_bytes(f, frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR);
-	fputc('\n', f);
-	free(frame);
+	cpuhpd_fdstore_put_request(f, h->conn->id, &rq);
 }
 
 void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f)

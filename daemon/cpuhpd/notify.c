@@ -13,6 +13,7 @@
 #include "cpuhpd.h"
 #include "log.h"
 #include "notify.h"
+#include "scm.h"
 
 int cpuhpd_notify_fds(const char *state, const int *fds, unsigned nfds)
 {
@@ -38,18 +39,8 @@ int cpuhpd_notify_fds(const char *state, const int *fds, unsigned nfds)
 		sa.sun_path[0] = '\0'; /* abstract namespace */
 	mh.msg_name = &sa;
 	mh.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
-	if (nfds) {
-		struct cmsghdr *cm;
-
-		memset(ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
+	if (nfds)
+		cpuhpd_scm_rights(&mh, ctl, fds, nfds);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;

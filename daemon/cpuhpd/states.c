@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "errmap.h"
-#include "frame.h"
 
 #include "cpuhpd.h"
 #include "conn.h"
@@ -1125,8 +1124,6 @@ static void save_waiting(FILE *f, const struct state_work *w)
 	Cpuhp__Request rq = CPUHP__REQUEST__INIT;
 	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
 	Cpuhp__RemoveState rm = CPUHP__REMOVE_STATE__INIT;
-	uint8_t *frame;
-	size_t len;
 
 	rq.id = w->req_id;
 	if (w->kind == W_REGISTER) {
@@ -1142,12 +1139,7 @@ static void save_waiting(FILE *f, const struct state_work *w)
 		rq.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
 		rq.remove_state = &rm;
 	}
-	if (cpuhp__frame_pack_request(&rq, &frame, &len))
-		return;
-	fprintf(f, "req %u", w->conn->id);
-	cpuhpd_statetext_bytes(f, frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR);
-	fputc('\n', f);
-	free(frame);
+	cpuhpd_fdstore_put_request(f, w->conn->id, &rq);
 }
 
 void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f)
