@@ -11,6 +11,7 @@ on the very connection that took it before the restart.
 Ordering, not sleeps: a request on a connection is answered after every
 earlier one on it, so a status after a pipelined offline shows it queued."""
 import json
+import os
 import signal
 import subprocess
 
@@ -302,6 +303,14 @@ def test_status_and_leases_show_the_grace_and_a_hotplug_times_out_naming_it(tmp,
         assert rc == 0 and 0 < st['restart_grace_ms'] <= 3600000, st
         rc, ls = ctl_json(d, 'leases')
         assert rc == 0 and 0 < ls['restart_grace_ms'] <= 3600000, ls
+        pypath = fixture.BUILD / 'bindings' / 'python'
+        if (pypath / 'cpuhp').exists():   # Python's Status and LeaseList say it too
+            r = subprocess.run(['/usr/bin/python3', '-c',
+                                'import sys, cpuhp; c = cpuhp.Client(sys.argv[1]); '
+                                'print(c.status().restart_grace_ms, c.leases().restart_grace_ms)',
+                                d.socket], env=dict(os.environ, PYTHONPATH=str(pypath)),
+                               capture_output=True, text=True, timeout=fixture.GUARD_S)
+            assert r.returncode == 0 and all(0 < int(x) <= 3600000 for x in r.stdout.split()), r
         text = subprocess.run([str(fixture.CPUHPCTL), '--socket', d.socket, 'status'],
                               capture_output=True, text=True, timeout=fixture.GUARD_S).stdout
         assert 'restart:' in text and 'hotplugs held' in text, text

@@ -107,10 +107,10 @@ class Status:
     smt_control: str = ''
     #: smt/active: some core runs more than one hardware thread now.
     smt_active: bool = False
-    #: Seconds left of cpuhpd's restart grace (its --restart-grace-ms): the
-    #: daemon before it ended without handing its clients over, and every
+    #: Milliseconds left of cpuhpd's restart grace (its --restart-grace-ms):
+    #: the daemon before it ended without handing its clients over, and every
     #: hotplug waits until their holders could have noticed.  0: none.
-    restart_grace: float = 0.0
+    restart_grace_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -180,8 +180,8 @@ class LeaseList:
     hotplugs: list[HotplugInfo]
     #: Oldest first.
     freezes: list[FreezeInfo] = field(default_factory=list)
-    #: As Status.restart_grace.
-    restart_grace: float = 0.0
+    #: As Status.restart_grace_ms.
+    restart_grace_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -936,7 +936,7 @@ def _lease_list(p) -> LeaseList:
                           connection=int(f.connection))
                for f in (p.freezes[i] for i in range(p.n_freezes))]
     return LeaseList(leases=leases, hotplugs=hotplugs, freezes=freezes,
-                     restart_grace=p.restart_grace_ms / 1000)
+                     restart_grace_ms=int(p.restart_grace_ms))
 
 
 def _status(out) -> Status:
@@ -960,4 +960,4 @@ def _status(out) -> Status:
         revocations=int(out.revocations),
         smt_control=_text(out.smt_control),
         smt_active=bool(out.smt_active),
-        restart_grace=out.restart_grace_ms / 1000)
+        restart_grace_ms=int(out.restart_grace_ms))
