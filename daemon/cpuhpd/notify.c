@@ -88,6 +88,12 @@ static void status_text(struct cpuhpd *d, char *buf, size_t size)
 
 		snprintf(buf + len, size - len, "; %u more queued", d->hotplug.nqueued - 1);
 	}
+	if (cpuhpd_restart_holding(d)) {
+		size_t len = strlen(buf);
+
+		/* No time left in it: the line changes only when something else does. */
+		snprintf(buf + len, size - len, "; hotplugs held for the restart grace");
+	}
 }
 
 static void status_timer_cb(uv_timer_t *t)

@@ -4,7 +4,8 @@
  * $NOTIFY_SOCKET.  "READY=1" once the socket listens (cpuhpd.service is
  * Type=notify; the tests wait for it the same way instead of polling the
  * socket), "STOPPING=1" when a stop begins, and "STATUS=..." lines saying
- * what the daemon is doing ("2 leases held; hotplug #4 waiting for them"),
+ * what the daemon is doing ("2 leases held; hotplug #4 waiting for them";
+ * "; hotplugs held for the restart grace" while restart.c holds them),
  * which `systemctl status cpuhpd` shows, and the fd store's "FDSTORE=1"
  * and "FDSTOREREMOVE=1" with their descriptors (fdstore.c).  A no-op
  * without $NOTIFY_SOCKET.

@@ -337,3 +337,13 @@ def test_a_clean_stop_leaves_no_grace_and_a_stop_with_leases_does(tmp, sim):
     finally:
         probe.kill()
         d.stop_clean()
+
+
+def test_the_grace_shows_in_the_status_line_systemctl_shows(tmp, sim, manager):
+    killed_with_a_lease(tmp, sim)
+    d = manager.start(fixture.Daemon(tmp, sim.root, args=['--restart-grace-ms', '3600000']))
+    try:
+        line = manager.wait_for('hotplugs held for the restart grace')
+        assert line.startswith('STATUS='), line
+    finally:
+        d.stop_clean()
