@@ -90,7 +90,7 @@ _cpuhpctl()
 		local at=0
 		for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
 			case ${COMP_WORDS[i]} in
-			-t | --timeout | -w | --who | -y | --why) ((i++)) ;;
+			-t | --timeout | -g | --grace | -w | --who | -y | --why) ((i++)) ;;
 			--)
 				at=$((i + 1))
 				break
@@ -111,11 +111,12 @@ _cpuhpctl()
 			return
 		fi
 		case $prev in
-		-t | --timeout | -w | --who | -y | --why) return ;;
+		-t | --timeout | -g | --grace | -w | --who | -y | --why) return ;;
 		esac
 		if ((!at)) && [[ $cur == -* ]]; then
 			local opts='-w --who -y --why -h --help --'
-			[[ $cmd == hold ]] && opts="-t --timeout $opts" # freeze has no timeout
+			# freeze has neither a timeout nor --strict
+			[[ $cmd == hold ]] && opts="-t --timeout -S --strict -g --grace $opts"
 			COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -c -- "$cur"))

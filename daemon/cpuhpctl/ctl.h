@@ -20,6 +20,10 @@
 #define CPUHPCTL_EXIT_PARTIAL     64 /* some CPUs done, some failed */
 #define CPUHPCTL_EXIT_UNREACHABLE 69 /* EX_UNAVAILABLE: cannot talk to cpuhpd */
 #define CPUHPCTL_EXIT_TIMEDOUT    75 /* EX_TEMPFAIL: timed out behind leases or a hotplug */
+/* hold --strict: the lease was lost (revoked, bypassed, cpuhpd gone), so CMD was ended. */
+#define CPUHPCTL_EXIT_LEASE_LOST 70
+/* hold --strict: SIGTERM to CMD, then SIGKILL this long after, by default. */
+#define CPUHPCTL_DEFAULT_GRACE_MS 5000
 
 /* Wait for leases (online/offline) or for a hotplug (hold) this long by default. */
 #define CPUHPCTL_DEFAULT_TIMEOUT_MS 10000
@@ -64,6 +68,8 @@ int cpuhpctl_parse_no_options(int argc, char **argv, void (*help)(FILE *), bool 
 
 /* Parse --timeout's argument.  Return: 0, or -EINVAL with a message printed. */
 int cpuhpctl_parse_timeout(const char *arg, unsigned *out);
+/* Likewise for option @opt's milliseconds. */
+int cpuhpctl_parse_ms(const char *opt, const char *arg, unsigned *out);
 
 /* @set as a range list in a new string ("" for the empty set); NULL on ENOMEM. */
 char *cpuhpctl_format(const struct cpuhp_cpuset *set);

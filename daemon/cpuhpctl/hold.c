@@ -8,6 +8,7 @@
  * (PR_SET_PDEATHSIG) as cpuhpctl dies, even by SIGKILL.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -24,25 +26,31 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl hold [--timeout MS] [--who NAME] [--why TEXT] [--] CMD [ARGS...]\n"
+	        "Usage: cpuhpctl hold [--timeout MS] [--who NAME] [--why TEXT] [--strict]\n"
+	        "                     [--grace MS] [--] CMD [ARGS...]\n"
 	        "\n"
 	        "Take a reader lease from cpuhpd, run CMD, and release the lease when it\n"
 	        "exits: while CMD runs, the set of online CPUs does not change.  Exits with\n"
 	        "CMD's status (128+N if signal N killed it; 127 if CMD was not found, 126\n"
 	        "if it could not be run), or with %d/%d/%d if the lease was not granted.\n"
 	        "If cpuhpctl itself dies (even by SIGKILL), the lease ends and CMD gets\n"
-	        "SIGTERM.\n"
+	        "SIGTERM.  If the lease stops holding while CMD runs (cpuhpd revoked it,\n"
+	        "CPUs changed behind cpuhpd's back, or cpuhpd went away), a warning says so\n"
+	        "and CMD runs on; with --strict, CMD is ended instead and hold exits %d.\n"
 	        "\n"
 	        "  -t, --timeout MS  wait at most MS ms for a hotplug in progress to end\n"
 	        "                    (default %u; 0: fail at once, exit %d, if one\n"
 	        "                    is in progress)\n"
-
 	        "  -w, --who NAME    who holds the lease, for 'cpuhpctl leases' and for\n"
 	        "                    the message of a hotplug that times out behind it\n"
 	        "                    (default: CMD's name)\n"
-	        "  -y, --why TEXT    what the lease protects, likewise\n",
+	        "  -y, --why TEXT    what the lease protects, likewise\n"
+	        "  -S, --strict      when the lease is lost, send CMD SIGTERM, then SIGKILL\n"
+	        "                    after the grace period if it still runs; exit %d\n"
+	        "  -g, --grace MS    the grace period of --strict (default %u)\n",
 	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT, CPUHPCTL_EXIT_FAILED,
-	        CPUHPCTL_DEFAULT_TIMEOUT_MS, CPUHPCTL_EXIT_TIMEDOUT);
+	        CPUHPCTL_EXIT_LEASE_LOST, CPUHPCTL_DEFAULT_TIMEOUT_MS, CPUHPCTL_EXIT_TIMEDOUT,
+	        CPUHPCTL_EXIT_LEASE_LOST, CPUHPCTL_DEFAULT_GRACE_MS);
 }
 
 static volatile sig_atomic_t child_pid;
@@ -121,14 +129,22 @@ static pid_t spawn(const char *name, char **cmd)
 	return pid;
 }
 
+/* What the connection said: nothing, or that the lease (or freeze) no longer holds. */
+enum notice {
+	NOTICE_NONE,
+	NOTICE_BROKEN, /* revoked, or CPUs changed behind cpuhpd's back */
+	NOTICE_GONE,   /* the connection ended, and what it held with it */
+};
+
 /*
  * The connection is readable: cpuhpd's notices (a lease revoked, CPUs
- * changed behind its back) are told on stderr.  Return: false once the
- * connection is lost.
+ * changed behind its back, the connection gone with the lease) are told on
+ * stderr.  Return: the worst of them.
  */
-static bool read_notices(struct cpuhp_client *c, const char *name)
+static enum notice read_notices(struct cpuhp_client *c, const char *name)
 {
 	static struct cpuhp_client_event ev; /* over 3 KiB of masks; one thread */
+	enum notice worst = NOTICE_NONE;
 	int err;
 
 	while ((err = cpuhp_client_next_event(c, 0, &ev)) == 0) {
@@ -145,17 +161,65 @@ static bool read_notices(struct cpuhp_client *c, const char *name)
 			        "back while the lease was held (online now %s): what the "
 			        "command relies on may be stale\n",
 			        name, cpus && cpus[0] ? cpus : "?");
+		if (ev.type == CPUHP_CLIENT_EVENT_LEASE_REVOKED ||
+		    ev.type == CPUHP_CLIENT_EVENT_LEASE_BYPASSED)
+			worst = worst > NOTICE_BROKEN ? worst : NOTICE_BROKEN;
 		free(cpus);
 	}
-	return err == -EAGAIN;
+	if (err == -EAGAIN)
+		return worst;
+	/* The LEASES_LOST notice came above, or nothing was held: the same news. */
+	fprintf(stderr,
+	        "cpuhpctl %s: lost the connection to cpuhpd: the %s is no longer held, and "
+	        "CPUs may change while the command runs\n",
+	        name, !strcmp(name, "hold") ? "lease" : "freeze");
+	return NOTICE_GONE;
+}
+
+/* hold --strict: what to do to CMD when its lease no longer holds. */
+struct strict {
+	bool on;
+	unsigned grace_ms;
+	bool lost;               /* the lease stopped holding: CMD was sent SIGTERM */
+	bool killed;             /* and SIGKILL after the grace */
+	struct timespec kill_at; /* when the grace ends */
+};
+
+static int ms_until(const struct timespec *t)
+{
+	struct timespec now;
+	long long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (long long)(t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static void end_cmd(struct strict *st, pid_t pid, const char *name)
+{
+	if (!st->on || st->lost)
+		return;
+	fprintf(stderr,
+	        "cpuhpctl %s: --strict: ending the command (SIGTERM, then SIGKILL after %u ms)\n",
+	        name, st->grace_ms);
+	kill(pid, SIGTERM);
+	st->lost = true;
+	clock_gettime(CLOCK_MONOTONIC, &st->kill_at);
+	st->kill_at.tv_sec += st->grace_ms / 1000;
+	st->kill_at.tv_nsec += (long)(st->grace_ms % 1000) * 1000000;
+	if (st->kill_at.tv_nsec >= 1000000000) {
+		st->kill_at.tv_sec++;
+		st->kill_at.tv_nsec -= 1000000000;
+	}
 }
 
 /*
  * Wait for CMD, and meanwhile watch the connection: if cpuhpd goes away the
  * lease is gone, which CMD's user must hear about, and so must a lease
- * revoked or bypassed.  Needs pidfd_open (Linux 5.3); without it just wait.
+ * revoked or bypassed; with --strict, CMD is ended then.  Needs pidfd_open
+ * (Linux 5.3); without it just wait.
  */
-static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name)
+static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name, struct strict *st)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	bool watching = true;
@@ -164,30 +228,41 @@ static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name)
 	while (pidfd >= 0) {
 		struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN},
 		                      {.fd = cpuhp_client_fd(c), .events = POLLIN}};
+		bool grace = st->lost && !st->killed;
+		int n = poll(p, watching ? 2 : 1, grace ? ms_until(&st->kill_at) : -1);
+		enum notice what;
 
-		if (poll(p, watching ? 2 : 1, -1) < 0) {
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (n == 0) {
+			/* The grace is over and CMD still runs. */
+			kill(pid, SIGKILL);
+			st->killed = true;
+			continue;
+		}
 		if (p[0].revents)
 			break;
-		if (watching && p[1].revents && !read_notices(c, name)) {
-			fprintf(stderr,
-			        "cpuhpctl %s: lost the connection to cpuhpd: the %s is no "
-			        "longer held, and CPUs may change while the command runs\n",
-			        name, !strcmp(name, "hold") ? "lease" : "freeze");
+		if (!watching || !p[1].revents)
+			continue;
+		what = read_notices(c, name);
+		if (what != NOTICE_NONE)
+			end_cmd(st, pid, name);
+		if (what == NOTICE_GONE)
 			watching = false;
-		}
 	}
 	if (pidfd >= 0)
 		close(pidfd);
-	/* A notice that came with CMD's exit is still news for its user. */
-	if (watching)
-		read_notices(c, name);
+	/* A notice that came with CMD's exit is still news for its user (and ends no one). */
+	if (watching && read_notices(c, name) != NOTICE_NONE && st->on)
+		st->lost = true;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return CPUHPCTL_EXIT_FAILED;
+	if (st->lost)
+		return CPUHPCTL_EXIT_LEASE_LOST;
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
@@ -198,28 +273,39 @@ struct run_args {
 	unsigned timeout_ms;
 	const char *who, *why;
 	char **cmd;
+	bool strict;       /* hold only */
+	unsigned grace_ms; /* hold only */
 };
 
 /* Return: -1 to go on, else the exit code (after --help or an error, printed). */
 static int parse_run_args(int argc, char **argv, const char *name, void (*help)(FILE *),
                           struct run_args *a)
 {
-	static const struct option opts[] = {
+	static const struct option hold_opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
+	    {"strict", no_argument, NULL, 'S'},
+	    {"grace", required_argument, NULL, 'g'},
 	    {"who", required_argument, NULL, 'w'},
 	    {"why", required_argument, NULL, 'y'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
+	/* freeze has no --timeout (it waits only for the hotplugs queued before it) nor --strict.
+	 */
+	const struct option *freeze_opts = hold_opts + 3;
 	bool hold = !strcmp(name, "hold");
 	int opt;
 
-	/* freeze has no --timeout: it waits only for the hotplugs queued before it. */
-	while ((opt = cpuhpctl_getopt(argc, argv, hold ? "+:t:w:y:h" : "+:w:y:h",
-	                              hold ? opts : opts + 1, name)) != -1) {
-		if (opt == 't') {
-			if (cpuhpctl_parse_timeout(optarg, &a->timeout_ms) < 0)
+	while ((opt = cpuhpctl_getopt(argc, argv, hold ? "+:t:Sg:w:y:h" : "+:w:y:h",
+	                              hold ? hold_opts : freeze_opts, name)) != -1) {
+		if (opt == 't' || opt == 'g') {
+			if (cpuhpctl_parse_ms(opt == 't' ? "--timeout" : "--grace", optarg,
+			                      opt == 't' ? &a->timeout_ms : &a->grace_ms) < 0)
 				return CPUHPCTL_EXIT_USAGE;
+			continue;
+		}
+		if (opt == 'S') {
+			a->strict = true;
 			continue;
 		}
 		if (opt == 'w' || opt == 'y') {
@@ -252,7 +338,7 @@ static int parse_run_args(int argc, char **argv, const char *name, void (*help)(
 }
 
 /* Run @cmd while @c holds what we took on it.  Return: the exit code. */
-static int run_cmd(struct cpuhp_client *c, const char *name, char **cmd)
+static int run_cmd(struct cpuhp_client *c, const char *name, char **cmd, struct strict *st)
 {
 	pid_t pid;
 
@@ -262,13 +348,15 @@ static int run_cmd(struct cpuhp_client *c, const char *name, char **cmd)
 		fprintf(stderr, "cpuhpctl %s: fork: %s\n", name, strerror(errno));
 		return CPUHPCTL_EXIT_FAILED;
 	}
-	return wait_child(c, pid, name);
+	return wait_child(c, pid, name, st);
 }
 
 int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
 {
-	struct run_args a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
+	struct run_args a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS,
+	                     .grace_ms = CPUHPCTL_DEFAULT_GRACE_MS};
 	struct cpuhp_client *c;
+	struct strict st = {0};
 	uint64_t lease;
 	int ret, err;
 
@@ -287,7 +375,9 @@ int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
 		cpuhp_client_close(c);
 		return ret;
 	}
-	ret = run_cmd(c, "hold", a.cmd);
+	st.on = a.strict;
+	st.grace_ms = a.grace_ms;
+	ret = run_cmd(c, "hold", a.cmd, &st);
 	/* Release explicitly when we can; closing would end it all the same. */
 	cpuhp_client_lease_release(c, lease);
 	cpuhp_client_close(c);
@@ -334,7 +424,7 @@ int cpuhpctl_freeze(const struct cpuhpctl *ctl, int argc, char **argv)
 		cpuhp_client_close(c);
 		return ret;
 	}
-	ret = run_cmd(c, "freeze", a.cmd);
+	ret = run_cmd(c, "freeze", a.cmd, &(struct strict){0});
 	cpuhp_client_thaw(c, freeze);
 	cpuhp_client_close(c);
 	return ret;

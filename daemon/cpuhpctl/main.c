@@ -48,7 +48,8 @@ static void usage(FILE *f)
 	        "  --sysfs-root PATH  the sysfs tree cpuhpd serves, read by cpuhpctl to say\n"
 	        "                     what changed if cpuhpd dies in a hotplug (default:\n"
 	        "                     $%s, else /sys)\n"
-	        "  -j, --json         print JSON (status, leases, states, online, offline, smt, watch;\n"
+	        "  -j, --json         print JSON (status, leases, states, online, offline, smt, "
+	        "watch;\n"
 	        "                     the schemas are in cpuhpctl(8))\n"
 	        "  -h, --help         this text\n"
 	        "  -V, --version      print the version\n"
@@ -184,7 +185,7 @@ int cpuhpctl_getopt(int argc, char **argv, const char *optstring, const struct o
 	return '?';
 }
 
-int cpuhpctl_parse_timeout(const char *arg, unsigned *out)
+int cpuhpctl_parse_ms(const char *opt, const char *arg, unsigned *out)
 {
 	unsigned long v;
 	char *end;
@@ -192,12 +193,17 @@ int cpuhpctl_parse_timeout(const char *arg, unsigned *out)
 	errno = 0;
 	v = strtoul(arg, &end, 10);
 	if (errno || end == arg || *end || arg[0] == '-' || v > 0xffffffffUL) {
-		fprintf(stderr, "cpuhpctl: --timeout wants milliseconds, 0 to %lu, not '%s'\n",
+		fprintf(stderr, "cpuhpctl: %s wants milliseconds, 0 to %lu, not '%s'\n", opt,
 		        0xffffffffUL, arg);
 		return -EINVAL;
 	}
 	*out = (unsigned)v;
 	return 0;
+}
+
+int cpuhpctl_parse_timeout(const char *arg, unsigned *out)
+{
+	return cpuhpctl_parse_ms("--timeout", arg, out);
 }
 
 char *cpuhpctl_format(const struct cpuhp_cpuset *set)

@@ -74,6 +74,7 @@ static void print_event_json(const struct cpuhp_client_event *ev)
 		break;
 	case CPUHP_CLIENT_EVENT_LEASE_REVOKED:
 	case CPUHP_CLIENT_EVENT_LEASE_BYPASSED:
+	case CPUHP_CLIENT_EVENT_LEASES_LOST:
 		break; /* notices to lease holders: watch holds none */
 	}
 	fflush(stdout);

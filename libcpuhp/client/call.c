@@ -62,26 +62,44 @@ int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client
 	return ret;
 }
 
-struct cpuhp_client *cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id)
+bool cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w)
 {
-	struct cpuhp_client *w = NULL;
+	bool found = false;
 
 	pthread_mutex_lock(&c->fb_lock);
 	for (unsigned i = 0; i < c->nfb; i++) {
 		if (c->fb[i].id == id) {
-			w = c->fb[i].conn;
+			*w = c->fb[i].conn;
 			c->fb[i] = c->fb[--c->nfb];
+			found = true;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&c->fb_lock);
-	return w;
+	return found;
+}
+
+unsigned cpuhp__fallback_lost(struct cpuhp_client *c, bool own_ended)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&c->fb_lock);
+	/*
+	 * A connection of its own ends with the daemon too, a moment before or
+	 * after @c's (the kernel closes a dead daemon's sockets one by one):
+	 * counted if its end shows already.
+	 */
+	for (unsigned i = 0; i < c->nfb; i++)
+		n += c->fb[i].conn ? cpuhp__client_conn_ended(c->fb[i].conn) : own_ended;
+	pthread_mutex_unlock(&c->fb_lock);
+	return n;
 }
 
 void cpuhp__client_fallback_close_all(struct cpuhp_client *c)
 {
 	for (unsigned i = 0; i < c->nfb; i++)
-		cpuhp_client_close(c->fb[i].conn);
+		cpuhp_client_close(
+		    c->fb[i].conn); /* NULL: held on @c's own, closed by the caller */
 	free(c->fb);
 	c->fb = NULL;
 	c->nfb = c->capfb = 0;
@@ -197,7 +215,8 @@ int cpuhp_client_lease_acquire_as_begin(struct cpuhp_client *c, unsigned timeout
 		return cpuhp__client_forked_error(c);
 	if ((who && strlen(who) > CPUHP_CLIENT_IDENTITY_MAX) ||
 	    (why && strlen(why) > CPUHP_CLIENT_IDENTITY_MAX))
-		return cpuhp__client_note(c, -EINVAL, "who and why may have at most 255 bytes each");
+		return cpuhp__client_note(c, -EINVAL,
+		                          "who and why may have at most 255 bytes each");
 	return cpuhp__client_lease_begin_own(c, timeout_ms, who, why, out);
 }
 
@@ -249,6 +268,8 @@ static int finish(struct cpuhp_client_call *call, int ret, Cpuhp__Response *resp
 {
 	struct cpuhp_client *w = call->conn;
 
+	/* Off the handle's list of waits before @w is closed or handed over. */
+	cpuhp__client_wait_off(call->c, w);
 	if (ret == 0 && call->expect == CPUHP__RESPONSE__BODY_LEASE_GRANTED) {
 		call->lease_id = resp->lease_granted->lease_id;
 		cpuhp__response__free_unpacked(resp, NULL);
@@ -294,6 +315,10 @@ int cpuhp__client_call_wait(struct cpuhp_client_call *call)
 {
 	int ret;
 
+	/* Where close on another thread finds the socket to wake us on (life.c); finish() ends it.
+	 */
+	if (call->result == -EINPROGRESS)
+		cpuhp__client_wait_on(call->c, call->conn);
 	while ((ret = cpuhp_client_call_done(call)) == -EINPROGRESS) {
 		struct pollfd pfd = {.fd = cpuhp_client_call_fd(call), .events = POLLIN};
 

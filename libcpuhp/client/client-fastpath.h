@@ -39,6 +39,9 @@ struct cpuhp_client;
  * compare-and-swap id -> TOMB, so an id is released at most once and an id
  * this table does not hold is refused without touching any count.
  */
+/* A value the state word never takes (a TID is below 2^22): ->live of a connection that ended. */
+#define CPUHP__FAST_CONN_ENDED UINT32_MAX
+
 #define CPUHP__FAST_TOMB     UINT64_C(1)
 #define CPUHP__FAST_RESERVED UINT64_C(2)
 struct cpuhp__fast_table {
@@ -62,11 +65,19 @@ struct cpuhp__fast {
 	size_t reg_size;
 	struct cpuhp__fast_table *table; /* nslots of them */
 	uint32_t open;                   /* hdr->state while fast leases may be taken */
-	bool fence;                      /* P and T are full fences (no membarrier to rely on) */
-	unsigned nslots;                 /* slot 0 is shared, the others are claimed by threads */
-	uint64_t serial;                 /* never 0, never reused by another handle */
-	pid_t pid;                       /* a fork child must not touch its parent's slots */
-	unsigned forks; /* cpuhp__client_forks when it was set up (client-internal.h) */
+	/*
+	 * What the inline acquire and release compare the state with: ->open,
+	 * or CPUHP__FAST_CONN_ENDED once the connection has ended
+	 * (cpuhp__fast_lost), so that every later release leaves the inline
+	 * path and says -ECONNRESET, at no cost to a release while open.
+	 * Relaxed: a flag with no data behind it.
+	 */
+	_Atomic uint32_t live;
+	bool fence;      /* P and T are full fences (no membarrier to rely on) */
+	unsigned nslots; /* slot 0 is shared, the others are claimed by threads */
+	uint64_t serial; /* never 0, never reused by another handle */
+	pid_t pid;       /* a fork child must not touch its parent's slots */
+	unsigned forks;  /* cpuhp__client_forks when it was set up (client-internal.h) */
 	pthread_mutex_t claim_lock;
 	pid_t owner[CPUHP__FAST_MAX_SLOTS]; /* under claim_lock: the thread using slot i */
 	uint8_t wake_frame[32];             /* Request{id 0, FastWake}, packed once */
@@ -97,8 +108,10 @@ void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked);
  * cpuhp__fast_try() - after a failed fast attempt: try again if the hotplug
  * is over.  Return: 0 with *@lease_id; 1: a hotplug is in the way and
  * @timeout_ms is not 0, so wait for a socket lease on a connection of its
- * own; -EAGAIN (@timeout_ms 0); -ECONNRESET if the daemon closed this
- * connection, stopped or died; -EDQUOT if this thread's slot is full.
+ * own; -EAGAIN (@timeout_ms 0); -ECONNRESET if the connection ended (the
+ * daemon closed it, stopped or died); -EDQUOT if this thread's slot is
+ * full.  A daemon that stopped or died while the connection lives on (a
+ * restart that kept it) counts as a hotplug in the way.
  */
 int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
                     uint64_t *lease_id);
@@ -110,8 +123,20 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 /* The calling thread's entry for @f, claiming a slot; NULL in a fork child. */
 struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f);
 
-/* The state was not "open" after a slot--: send FastWake if a hotplug waits. */
-void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f);
+/*
+ * The state was not "open" after a slot--: send FastWake if a hotplug waits,
+ * or if the daemon stopped or died but the connection is still there (a
+ * new daemon that took it over sums again on it).  Return: 0; -ECONNRESET
+ * (message set) if the connection has ended, and the lease with it.
+ */
+int cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id);
+
+/*
+ * The connection ended (cpuhp__client_end): no fast lease is granted or
+ * ended quietly from now on.  Return: the fast leases still held (0 for
+ * a NULL @f).
+ */
+unsigned cpuhp__fast_lost(struct cpuhp__fast *f);
 
 /* A failed attempt: undo the count like a release, the daemon may have seen it (out of line). */
 void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
@@ -208,7 +233,7 @@ static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast
 	 * the section.  ->revoked is a flag with no partner (relaxed).
 	 */
 	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_acquire) ==
-	                             f->open &&
+	                             atomic_load_explicit(&f->live, memory_order_relaxed) &&
 	                         !atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed),
 	                     1)) {
 		if (__builtin_expect(t->slot != 0, 1)) {
@@ -263,9 +288,10 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	/* Y: release, the decrement before the entry is free (cpuhp__fast_entry_claim). */
 	atomic_store_explicit(&f->table[s].id[k], 0, memory_order_release);
 	cpuhp__fast_order(f); /* T */
-	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_relaxed) != f->open,
+	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
+	                         atomic_load_explicit(&f->live, memory_order_relaxed),
 	                     0))
-		cpuhp__fast_after_release(c, f);
+		return cpuhp__fast_after_release(c, f, id);
 	return 0;
 }
 

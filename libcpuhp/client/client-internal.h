@@ -36,6 +36,16 @@ struct cpuhp_client {
 	 * call fails with this at once, since the stream cannot resynchronise.
 	 */
 	int dead;
+	/*
+	 * The daemon's end of the connection is gone (EOF, ECONNRESET, or its
+	 * last word before closing): the leases counted on it died with it.
+	 * Set once; read without the lock by fast lease releases
+	 * (cpuhp__client_conn_ended).
+	 */
+	_Atomic bool ended;
+	/* Leases of this handle held when it ended, for one LEASES_LOST event (under lock). */
+	unsigned leases_lost;
+	bool leases_lost_pending;
 	uint64_t next_id;
 	uint64_t watch_id;  /* id of the accepted Watch request, 0 before */
 	uint64_t hello_id;  /* the Hello sent, while its reply is not read yet */
@@ -85,6 +95,20 @@ struct cpuhp_client {
 
 	struct sockaddr_un sa; /* the daemon's address, for those connections */
 
+	/*
+	 * cpuhp_client_close() while other threads wait in calls on the handle
+	 * (life.c): the calls that may block count themselves in ->users, and
+	 * the connections of their own they wait on are on ->waiting; close
+	 * sets ->closing, shuts those sockets and its own down so that every
+	 * wait ends (-ECANCELED), and frees the handle once ->users is 0.
+	 */
+	pthread_mutex_t life_lock;
+	pthread_cond_t life_cond;
+	unsigned users;               /* under life_lock */
+	bool closing;                 /* under life_lock; also read under ->lock */
+	struct cpuhp_client *waiting; /* under life_lock, linked by ->wait_next */
+	struct cpuhp_client *wait_next, **wait_pprev;
+
 	unsigned forks; /* cpuhp__client_forks when opened: another value means a fork child */
 	struct cpuhp_client *fork_next, *fork_prev; /* fork.c's list of open handles */
 };
@@ -108,6 +132,32 @@ int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)
 
 /* The connection cannot be used again: remember @err for every later call. */
 int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what);
+
+/*
+ * cpuhp__client_end() - the daemon closed the connection (or said its last
+ * word, @err, before closing): cpuhp__client_kill(), and, the first time,
+ * count the leases that died with it for a LEASES_LOST event and send
+ * every later fast lease release to cpuhp__fast_after_release().  Under
+ * ->lock (or on a handle no other thread uses).  Return: @err.
+ */
+int cpuhp__client_end(struct cpuhp_client *c, int err, const char *what);
+
+/*
+ * cpuhp__client_conn_ended() - has the daemon's end of @c's connection
+ * gone?  Without the lock: ->ended, else one poll() of the socket for a
+ * hang-up (a daemon killed or stopped closes it; one that restarts with
+ * its connections kept in systemd's fd store does not).
+ */
+bool cpuhp__client_conn_ended(struct cpuhp_client *c);
+
+/*
+ * cpuhp__client_lease_lost() - -ECONNRESET with a message for lease @id,
+ * which died with @c's connection (a message only if no call holds ->lock).
+ */
+int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id);
+#define CPUHP__LEASE_LOST_FMT                                                                      \
+	"lease %#llx died with the connection to cpuhpd (the daemon stopped, died or closed "      \
+	"it): CPUs may have changed since; reconnect"
 
 /* An Error from the daemon: its code as -errno, its message (or a generic one) kept. */
 int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e);
@@ -199,11 +249,36 @@ int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
  * are @c's: cpuhp_client_lease_release(@c, id) releases one and closes its
  * connection, cpuhp_client_close(@c) closes them all.
  */
-/* Return: 0; -ENOMEM (nothing changed). */
+/*
+ * The table also has the socket leases held on @c's own connection
+ * (@w NULL), so that a release knows a lease that died with it.
+ * Return: 0; -ENOMEM (nothing changed).
+ */
 int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w);
-/* The connection the lease @id is held on, now the caller's; or NULL. */
-struct cpuhp_client *cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id);
+/*
+ * Take lease @id out of the table: true if it was there, with *@w the
+ * connection it is held on, now the caller's (NULL: @c's own).
+ */
+bool cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w);
+/* Leases in the table that died with their connection (@c's own one if @own_ended). */
+unsigned cpuhp__fallback_lost(struct cpuhp_client *c, bool own_ended);
 void cpuhp__client_fallback_close_all(struct cpuhp_client *c);
+
+/*
+ * life.c: cpuhp_client_close() against calls that wait.  A call that may
+ * block brackets itself with get (-ECANCELED once close has begun) and
+ * put; a wait on a connection of its own registers it for close to shut
+ * down.  Once close began, a call's failure is -ECANCELED.
+ */
+int cpuhp__client_get(struct cpuhp_client *c);
+void cpuhp__client_put(struct cpuhp_client *c);
+void cpuhp__client_wait_on(struct cpuhp_client *c, struct cpuhp_client *w);
+void cpuhp__client_wait_off(struct cpuhp_client *c, struct cpuhp_client *w);
+bool cpuhp__client_closing(struct cpuhp_client *c);
+#define CPUHP__CANCELED_MSG "cpuhp_client_close() was called on this handle"
+
+/* close: refuse new calls, end the waits, and return once none is left. */
+void cpuhp__client_close_waiters(struct cpuhp_client *c);
 
 /*
  * call.c: begin a LeaseAcquire on a connection of its own (no fast path

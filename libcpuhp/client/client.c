@@ -16,16 +16,35 @@
 #include "client-internal.h"
 #include "errmap.h"
 
-/* Every public call runs under the handle's mutex with a fresh message. */
-static void enter(struct cpuhp_client *c)
+/*
+ * Every public call runs under the handle's mutex with a fresh message,
+ * counted as a user of the handle so that cpuhp_client_close() on another
+ * thread waits for it (life.c).  Return: 0; -ECANCELED once close began.
+ */
+static int enter(struct cpuhp_client *c)
 {
+	if (cpuhp__client_get(c) < 0)
+		return cpuhp__client_note(c, -ECANCELED, CPUHP__CANCELED_MSG);
 	pthread_mutex_lock(&c->lock);
 	c->message[0] = '\0';
+	/* Queued behind a call that close woke: do not start. */
+	if (cpuhp__client_closing(c)) {
+		int ret = cpuhp__client_error(c, -ECANCELED, CPUHP__CANCELED_MSG);
+
+		pthread_mutex_unlock(&c->lock);
+		cpuhp__client_put(c);
+		return ret;
+	}
+	return 0;
 }
 
 static int leave(struct cpuhp_client *c, int ret)
 {
+	/* Woken by close (it shut the socket down): say so, not "connection reset". */
+	if (ret < 0 && cpuhp__client_closing(c))
+		ret = cpuhp__client_error(c, -ECANCELED, CPUHP__CANCELED_MSG);
 	pthread_mutex_unlock(&c->lock);
+	cpuhp__client_put(c);
 	return ret;
 }
 
@@ -82,11 +101,35 @@ int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
 {
 	int ret = 0;
 
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	if (!atomic_load_explicit(&c->fast, memory_order_relaxed) && !c->fast_refused && !c->dead)
 		ret = cpuhp__client_fast_setup(c);
 	*f = atomic_load_explicit(&c->fast, memory_order_relaxed);
 	return leave(c, ret);
+}
+
+/* A call whose reply says nothing but that it was done. */
+static int call_ack(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Response__BodyCase expect)
+{
+	Cpuhp__Response *resp;
+	int ret = cpuhp__client_call(c, req, expect, &resp);
+
+	if (ret == 0)
+		cpuhp__response__free_unpacked(resp, NULL);
+	return ret;
+}
+
+/* End socket lease @id held on @c's own connection, under ->lock. */
+static int socket_release_locked(struct cpuhp_client *c, uint64_t id)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
+
+	rel.lease_id = id;
+	req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
+	req.lease_release = &rel;
+	return call_ack(c, &req, CPUHP__RESPONSE__BODY_LEASE_RELEASED);
 }
 
 /* A socket lease on @c itself: the handle has no fast path. */
@@ -97,27 +140,32 @@ static int socket_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t 
 	Cpuhp__Response *resp;
 	int ret;
 
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	acq.timeout_ms = timeout_ms;
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
 	req.lease_acquire = &acq;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_GRANTED, &resp);
 	if (ret == 0) {
-		*lease_id = resp->lease_granted->lease_id;
+		uint64_t id = resp->lease_granted->lease_id;
+
 		cpuhp__response__free_unpacked(resp, NULL);
+		/* Known, so that its release after the connection ended says so. */
+		ret = cpuhp__fallback_add(c, id, NULL);
+		if (ret == 0)
+			*lease_id = id;
+		else
+			socket_release_locked(c, id);
 	}
 	return leave(c, ret);
 }
 
 /* Everything but a fast lease granted at the first try: out of line, so that has no frame. */
-__attribute__((noinline, cold)) static int
-acquire_slow(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms, uint64_t *lease_id)
+static int acquire_waiting(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
+                           uint64_t *lease_id)
 {
 	int ret;
 
-	/* A fork child: the handle's connection and leases are its parent's (fork.c). */
-	if (cpuhp__client_forked(c))
-		return cpuhp__client_forked_error(c);
 	if (!f && c->fast_offered) {
 		ret = cpuhp__client_fast_get(c, &f);
 		if (ret < 0)
@@ -128,6 +176,25 @@ acquire_slow(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
 	if (f)
 		return cpuhp__fast_slow_acquire(c, f, timeout_ms, lease_id);
 	return socket_acquire(c, timeout_ms, lease_id);
+}
+
+__attribute__((noinline, cold)) static int
+acquire_slow(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms, uint64_t *lease_id)
+{
+	int ret;
+
+	/* A fork child: the handle's connection and leases are its parent's (fork.c). */
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	/* It may wait: close on another thread must wake it, and free @c only after. */
+	if (cpuhp__client_get(c) < 0)
+		return cpuhp__client_note(c, -ECANCELED, CPUHP__CANCELED_MSG);
+	ret = acquire_waiting(c, f, timeout_ms, lease_id);
+	/* A lease got meanwhile is in @c's table (or its region): close ends it. */
+	if (cpuhp__client_closing(c))
+		ret = cpuhp__client_note(c, -ECANCELED, CPUHP__CANCELED_MSG);
+	cpuhp__client_put(c);
+	return ret;
 }
 
 int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t *lease_id)
@@ -143,35 +210,37 @@ int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint
 __attribute__((noinline, cold)) static int release_slow(struct cpuhp_client *c,
                                                         struct cpuhp__fast *f, uint64_t lease_id)
 {
-	Cpuhp__Request req = CPUHP__REQUEST__INIT;
-	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
-	Cpuhp__Response *resp;
+	struct cpuhp_client *w = NULL;
+	bool known;
 	int ret;
 
+	(void)f;
 	if (cpuhp__client_forked(c)) {
 		cpuhp__client_forked_error(c);
 		return -ESRCH;
 	}
-	{
+	known = cpuhp__fallback_take(c, lease_id, &w);
+	if (w) {
 		/* Held on a connection of its own (call.c): its only lease. */
-		struct cpuhp_client *w = cpuhp__fallback_take(c, lease_id);
-
-		if (w) {
-			ret = cpuhp_client_lease_release(w, lease_id);
-			/* The daemon's words (revoked, stale) are for the caller of @c. */
-			if (ret < 0)
-				cpuhp__client_note(c, ret, cpuhp_client_last_message(w));
-			cpuhp_client_close(w);
-			return ret;
-		}
+		ret = cpuhp_client_lease_release(w, lease_id);
+		if (ret < 0 && cpuhp__client_conn_ended(w))
+			ret = cpuhp__client_lease_lost(c, lease_id);
+		/* The daemon's words (revoked, stale) are for the caller of @c. */
+		else if (ret < 0)
+			cpuhp__client_note(c, ret, cpuhp_client_last_message(w));
+		cpuhp_client_close(w);
+		return ret;
 	}
-	enter(c);
-	rel.lease_id = lease_id;
-	req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
-	req.lease_release = &rel;
-	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_RELEASED, &resp);
-	if (ret == 0)
-		cpuhp__response__free_unpacked(resp, NULL);
+	if ((ret = enter(c)) < 0)
+		return ret;
+	/* Died with the connection: no round trip to a daemon that is gone. */
+	if (known && atomic_load_explicit(&c->ended, memory_order_relaxed))
+		return leave(c, cpuhp__client_error(c, -ECONNRESET, CPUHP__LEASE_LOST_FMT,
+		                                    (unsigned long long)lease_id));
+	ret = socket_release_locked(c, lease_id);
+	if (ret < 0 && known && atomic_load_explicit(&c->ended, memory_order_relaxed))
+		ret = cpuhp__client_error(c, -ECONNRESET, CPUHP__LEASE_LOST_FMT,
+		                          (unsigned long long)lease_id);
 	return leave(c, ret);
 }
 
@@ -179,11 +248,14 @@ __attribute__((noinline, cold)) static int release_slow(struct cpuhp_client *c,
 __attribute__((noinline, cold)) static int release_unknown(struct cpuhp_client *c,
                                                            uint64_t lease_id)
 {
+	int ret;
+
 	if (cpuhp__client_forked(c)) {
 		cpuhp__client_forked_error(c);
 		return -ESRCH;
 	}
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	return leave(c, cpuhp__client_error(c, -ESRCH,
 	                                    "no fast lease %#llx on this handle (it has no fast "
 	                                    "path; the id is from another handle)",
@@ -315,9 +387,12 @@ int cpuhp_client_set_online_results(struct cpuhp_client *c, const char *cpus, bo
                                     unsigned timeout_ms, struct cpuhp_client_cpu_result **results,
                                     size_t *n_results)
 {
+	int ret;
+
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	return leave(c, set_online_locked(c, cpus, online, timeout_ms, results, n_results));
 }
 
@@ -346,7 +421,8 @@ int cpuhp_client_states_list(struct cpuhp_client *c, struct cpuhp_client_state_i
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
 	req.list_states = &ls;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_STATE_LIST, &resp);
@@ -386,7 +462,8 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	ret = set_online_locked(c, cpus, online, timeout_ms, &r, &n);
 	if (ret < 0)
 		return leave(c, ret);
@@ -414,7 +491,8 @@ int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control, un
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	if (!control ||
 	    (strcmp(control, "on") && strcmp(control, "off") && strcmp(control, "forceoff")))
 		return leave(c, cpuhp__client_error(
@@ -448,7 +526,8 @@ int cpuhp_client_metrics(struct cpuhp_client *c, char **text)
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	req.body_case = CPUHP__REQUEST__BODY_METRICS;
 	req.metrics = &mr;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_METRICS, &resp);
@@ -521,7 +600,10 @@ int cpuhp_client_status(struct cpuhp_client *c, struct cpuhp_client_status *out)
 	st = malloc(sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	enter(c);
+	if ((ret = enter(c)) < 0) {
+		free(st);
+		return ret;
+	}
 	req.body_case = CPUHP__REQUEST__BODY_STATUS;
 	req.status = &sr;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_STATUS, &resp);
@@ -556,7 +638,8 @@ int cpuhp_client_watch(struct cpuhp_client *c)
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	if (c->watch_id)
 		return leave(c,
 		             cpuhp__client_error(c, -EALREADY, "this connection already watches"));
@@ -634,6 +717,14 @@ static int next_event_locked(struct cpuhp_client *c, int timeout_ms, struct cpuh
 			c->lost = 0;
 			return 0;
 		}
+		/* After the events that came before the end, and once. */
+		if (!resp && c->leases_lost_pending) {
+			memset(ev, 0, sizeof(*ev));
+			ev->type = CPUHP_CLIENT_EVENT_LEASES_LOST;
+			ev->leases = c->leases_lost;
+			c->leases_lost_pending = false;
+			return 0;
+		}
 		if (!resp) {
 			if (c->dead)
 				return cpuhp__client_error(c, c->dead,
@@ -641,14 +732,19 @@ static int next_event_locked(struct cpuhp_client *c, int timeout_ms, struct cpuh
 				                           "failed earlier; reconnect");
 			/* Calls read until their reply, so no reply can be pending here. */
 			ret = cpuhp__client_read(c, timeout_ms, &resp);
+			if (ret < 0 && c->leases_lost_pending)
+				continue;
 			if (ret < 0)
 				return ret;
 			if (resp->body_case == CPUHP__RESPONSE__BODY_ERROR && resp->id == 0) {
 				/* About the connection (shutdown...), which the daemon now closes.
 				 */
-				c->dead = cpuhp__client_take_error(c, resp->error);
+				ret = cpuhp__client_take_error(c, resp->error);
 				cpuhp__response__free_unpacked(resp, NULL);
-				return c->dead;
+				cpuhp__client_end(c, ret, c->message);
+				if (c->leases_lost_pending)
+					continue;
+				return ret;
 			}
 			if (resp->body_case != CPUHP__RESPONSE__BODY_EVENT ||
 			    (resp->id != c->watch_id && resp->id != 0)) {
@@ -675,9 +771,12 @@ int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms, struct cpuhp
 	tmp = malloc(sizeof(*tmp));
 	if (!tmp)
 		return -ENOMEM;
-	enter(c);
+	if ((ret = enter(c)) < 0) {
+		free(tmp);
+		return ret;
+	}
 	/* Without a watch only notices come (id 0): take those that are there. */
-	if (!c->watch_id && timeout_ms != 0 && !c->qlen)
+	if (!c->watch_id && timeout_ms != 0 && !c->qlen && !c->leases_lost_pending)
 		ret = cpuhp__client_error(c, -EINVAL,
 		                          "not watching: call cpuhp_client_watch() first (or ask "
 		                          "with a timeout of 0 for the notices only)");
@@ -710,7 +809,8 @@ int cpuhp_client_set_identity(struct cpuhp_client *c, const char *who, const cha
 		return cpuhp__client_forked_error(c);
 	if (!identity_ok(c, who, why))
 		return -EINVAL;
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	id.who = (char *)(who ? who : "");
 	id.why = (char *)(why ? why : "");
 	req.body_case = CPUHP__REQUEST__BODY_IDENTIFY;
@@ -732,16 +832,26 @@ int cpuhp_client_lease_acquire_as(struct cpuhp_client *c, unsigned timeout_ms, c
                                   const char *why, uint64_t *lease_id)
 {
 	struct cpuhp_client_call *call;
-	int ret = cpuhp_client_lease_acquire_as_begin(c, timeout_ms, who, why, &call);
+	uint64_t id;
+	int ret;
 
-	if (ret < 0)
-		return ret;
-	ret = cpuhp__client_call_wait(call);
-	if (ret == 0)
-		ret = cpuhp_client_call_lease(call, lease_id);
-	if (ret < 0)
-		cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
-	cpuhp_client_call_free(call);
+	if (cpuhp__client_get(c) < 0)
+		return cpuhp__client_note(c, -ECANCELED, CPUHP__CANCELED_MSG);
+	ret = cpuhp_client_lease_acquire_as_begin(c, timeout_ms, who, why, &call);
+	if (ret == 0) {
+		ret = cpuhp__client_call_wait(call);
+		if (ret == 0)
+			ret = cpuhp_client_call_lease(call, &id);
+		if (ret < 0)
+			cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
+		cpuhp_client_call_free(call);
+	}
+	/* As in acquire_slow(): a lease got meanwhile ends with @c. */
+	if (cpuhp__client_closing(c))
+		ret = cpuhp__client_note(c, -ECANCELED, CPUHP__CANCELED_MSG);
+	else if (ret == 0)
+		*lease_id = id;
+	cpuhp__client_put(c);
 	return ret;
 }
 
@@ -828,7 +938,8 @@ int cpuhp_client_list_leases(struct cpuhp_client *c, struct cpuhp_client_lease_l
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
 	req.list_leases = &ll;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_LIST, &resp);
@@ -863,7 +974,8 @@ int cpuhp_client_freeze(struct cpuhp_client *c, const char *who, const char *why
 		return cpuhp__client_forked_error(c);
 	if (!identity_ok(c, who, why))
 		return -EINVAL;
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	fr.who = (char *)(who ? who : "");
 	fr.why = (char *)(why ? why : "");
 	req.body_case = CPUHP__REQUEST__BODY_FREEZE;
@@ -882,17 +994,14 @@ int cpuhp_client_thaw(struct cpuhp_client *c, uint64_t freeze_id)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__Thaw th = CPUHP__THAW__INIT;
-	Cpuhp__Response *resp;
 	int ret;
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	enter(c);
+	if ((ret = enter(c)) < 0)
+		return ret;
 	th.freeze_id = freeze_id;
 	req.body_case = CPUHP__REQUEST__BODY_THAW;
 	req.thaw = &th;
-	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_THAWED, &resp);
-	if (ret == 0)
-		cpuhp__response__free_unpacked(resp, NULL);
-	return leave(c, ret);
+	return leave(c, call_ack(c, &req, CPUHP__RESPONSE__BODY_THAWED));
 }

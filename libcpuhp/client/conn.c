@@ -41,7 +41,46 @@ int cpuhp__client_note(struct cpuhp_client *c, int err, const char *msg)
 int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what)
 {
 	c->dead = err;
-	return cpuhp__client_error(c, err, "%s", what);
+	/* @what may be the message already (the daemon's last word): no overlapping copy. */
+	if (what != c->message)
+		cpuhp__client_error(c, err, "%s", what);
+	return err;
+}
+
+int cpuhp__client_end(struct cpuhp_client *c, int err, const char *what)
+{
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+	bool first = !c->dead;
+
+	cpuhp__client_kill(c, err, what);
+	atomic_store_explicit(&c->ended, true, memory_order_relaxed);
+	if (!first)
+		return err;
+	/* The fast leases first: from here on no fast lease is granted on @c. */
+	c->leases_lost = cpuhp__fast_lost(f) + cpuhp__fallback_lost(c, true);
+	c->leases_lost_pending = c->leases_lost > 0;
+	return err;
+}
+
+bool cpuhp__client_conn_ended(struct cpuhp_client *c)
+{
+	struct pollfd pfd = {.fd = c->fd, .events = POLLRDHUP};
+
+	if (atomic_load_explicit(&c->ended, memory_order_relaxed))
+		return true;
+	/* POLLHUP: the peer closed; data it sent before may still be unread. */
+	if (c->fd < 0 || poll(&pfd, 1, 0) != 1 || !(pfd.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+		return false;
+	atomic_store_explicit(&c->ended, true, memory_order_relaxed);
+	return true;
+}
+
+int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id)
+{
+	char msg[CPUHP_CLIENT_MESSAGE_MAX];
+
+	snprintf(msg, sizeof(msg), CPUHP__LEASE_LOST_FMT, (unsigned long long)id);
+	return cpuhp__client_note(c, -ECONNRESET, msg);
 }
 
 int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len)
@@ -201,10 +240,12 @@ int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response *
 		n = recv_keep_fds(c);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == ECONNRESET)
+			return cpuhp__client_end(c, -ECONNRESET, "cpuhpd reset the connection");
 		if (n < 0)
 			return cpuhp__client_kill(c, -errno, "reading from cpuhpd failed");
 		if (n == 0)
-			return cpuhp__client_kill(
+			return cpuhp__client_end(
 			    c, -ECONNRESET,
 			    cpuhp__frame_decoder_idle(&c->dec)
 			        ? "cpuhpd closed the connection"
@@ -258,13 +299,15 @@ static int send_failed(struct cpuhp_client *c, int err)
 		bool said = resp->body_case == CPUHP__RESPONSE__BODY_ERROR;
 
 		if (said)
-			c->dead = cpuhp__client_take_error(c, resp->error);
+			err = cpuhp__client_take_error(c, resp->error);
 		cpuhp__response__free_unpacked(resp, NULL);
 		if (said)
-			return c->dead;
+			return cpuhp__client_end(c, err, c->message);
 	}
-	return cpuhp__client_kill(c, err,
-	                          "sending to cpuhpd failed: the daemon closed the connection");
+	if (c->dead)
+		return c->dead; /* the read above found the end */
+	return cpuhp__client_end(c, err,
+	                         "sending to cpuhpd failed: the daemon closed the connection");
 }
 
 int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req)
@@ -321,7 +364,7 @@ int cpuhp__client_await(struct cpuhp_client *c, uint64_t id, Cpuhp__Response__Bo
 				ret = cpuhp__client_take_error(c, resp->error);
 				/* Id 0: about the connection, which the daemon now closes. */
 				if (resp->id == 0)
-					c->dead = ret;
+					cpuhp__client_end(c, ret, c->message);
 			} else if (resp->body_case != expect) {
 				ret = cpuhp__client_error(c, -EPROTO,
 				                          "cpuhpd answered with a reply of another "
@@ -421,6 +464,18 @@ int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cp
 		pthread_mutex_destroy(&c->lock);
 		goto err_free;
 	}
+	ret = -pthread_mutex_init(&c->life_lock, NULL);
+	if (ret == 0) {
+		ret = -pthread_cond_init(&c->life_cond, NULL);
+		if (ret < 0)
+			pthread_mutex_destroy(&c->life_lock);
+	}
+	if (ret < 0) {
+		pthread_mutex_destroy(&c->fb_lock);
+		pthread_mutex_destroy(&c->send_lock);
+		pthread_mutex_destroy(&c->lock);
+		goto err_free;
+	}
 	c->sa = *sa;
 	cpuhp__frame_decoder_init(&c->dec, CPUHP__FRAME_MAX);
 	c->max_frame = CPUHP__FRAME_MAX;
@@ -451,6 +506,8 @@ err_close:
 		close(c->fd);
 err_mutex:
 	cpuhp__frame_decoder_fini(&c->dec);
+	pthread_cond_destroy(&c->life_cond);
+	pthread_mutex_destroy(&c->life_lock);
 	pthread_mutex_destroy(&c->fb_lock);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);
@@ -493,6 +550,9 @@ void cpuhp_client_close(struct cpuhp_client *c)
 	 * thread: free the memory only.
 	 */
 	forked = cpuhp__client_forked(c);
+	/* Threads waiting in calls on @c end them (-ECANCELED) before it is freed. */
+	if (!forked)
+		cpuhp__client_close_waiters(c);
 	cpuhp__client_fork_untrack(c);
 	/* Fast leases still held end here, with the connection, as socket leases do. */
 	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed), forked);
@@ -504,6 +564,8 @@ void cpuhp_client_close(struct cpuhp_client *c)
 		cpuhp__response__free_unpacked(ev, NULL);
 	cpuhp__frame_decoder_fini(&c->dec);
 	if (!forked) {
+		pthread_cond_destroy(&c->life_cond);
+		pthread_mutex_destroy(&c->life_lock);
 		pthread_mutex_destroy(&c->fb_lock);
 		pthread_mutex_destroy(&c->send_lock);
 		pthread_mutex_destroy(&c->lock);

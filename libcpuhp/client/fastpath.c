@@ -97,7 +97,8 @@ void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
 	/* Y, as in a release: the decrement before the entry is free again. */
 	atomic_store_explicit(&t->table->id[entry], 0, memory_order_release);
 	cpuhp__fast_order(f); /* T */
-	cpuhp__fast_after_release(c, f);
+	/* Nothing was granted: what the connection's end means is cpuhp__fast_try's to say. */
+	(void)cpuhp__fast_after_release(c, f, 0);
 }
 
 int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
@@ -116,19 +117,51 @@ int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, u
 	return cpuhp__client_note(c, -ESRCH, msg);
 }
 
-void cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f)
+int cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
 {
-	/* Stopped, dead or revoked: nobody waits for this count. */
-	if (atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
-	    (f->open | CPUHP__FAST_BLOCKED))
-		return;
+	uint32_t s = atomic_load_explicit(&f->hdr->state, memory_order_relaxed);
+	bool live = atomic_load_explicit(&f->live, memory_order_relaxed) == f->open;
+
+	/* Open again since the caller looked: nobody waits for this count. */
+	if (live && s == f->open)
+		return 0;
+	/*
+	 * Stopped, died or revoked, when the connection has ended too: so has
+	 * the lease (the daemon forgot it), which its holder must hear.  Not
+	 * decided by the state: a daemon restarted under systemd keeps the
+	 * connection (fd store) while the old state word says it died.
+	 */
+	if (!live || (s != (f->open | CPUHP__FAST_BLOCKED) && cpuhp__client_conn_ended(c)))
+		return id ? cpuhp__client_lease_lost(c, id) : -ECONNRESET;
 	/*
 	 * W: after the slot--.  Under the send lock only, not the call lock: a
 	 * thread of this handle may be blocked in a call (a lease waiting behind
-	 * this very hotplug).  A failed send means the connection is gone, and
-	 * with it what the daemon counted for us.
+	 * this very hotplug).  Sent while the daemon is blocked, and also while
+	 * it is stopped or dead with the connection kept (its successor sums
+	 * on it).  A failed send means the connection is gone, and with it
+	 * what the daemon counted for us.
 	 */
-	(void)cpuhp__client_send_all(c, f->wake_frame, f->wake_len);
+	if (cpuhp__client_send_all(c, f->wake_frame, f->wake_len) < 0) {
+		atomic_store_explicit(&c->ended, true, memory_order_relaxed);
+		return id ? cpuhp__client_lease_lost(c, id) : -ECONNRESET;
+	}
+	return 0;
+}
+
+unsigned cpuhp__fast_lost(struct cpuhp__fast *f)
+{
+	unsigned n = 0;
+
+	if (!f)
+		return 0;
+	atomic_store_explicit(&f->live, CPUHP__FAST_CONN_ENDED, memory_order_relaxed);
+	for (unsigned s = 0; s < f->nslots; s++)
+		for (unsigned k = 0; k < CPUHP__FAST_SLOT_MAX_LEASES; k++) {
+			uint64_t v = atomic_load_explicit(&f->table[s].id[k], memory_order_relaxed);
+
+			n += v != 0 && v != CPUHP__FAST_TOMB && v != CPUHP__FAST_RESERVED;
+		}
+	return n;
 }
 
 void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked)
@@ -203,6 +236,7 @@ static bool map_granted(struct cpuhp__fast *f, const Cpuhp__FastPathGranted *g, 
 		return false;
 	memset(f->table, 0, f->nslots * sizeof(*f->table));
 	f->open = f->hdr->open;
+	atomic_init(&f->live, f->open);
 	switch (g->barrier) {
 	case CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_EXPEDITED:
 		/* Per process and idempotent; without it the daemon's barrier skips us. */
@@ -249,6 +283,10 @@ int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned time
 			return cpuhp__client_note(c, -ECONNRESET,
 			                          "cpuhpd closed this connection (see its log); "
 			                          "reconnect");
+		if (atomic_load_explicit(&f->live, memory_order_relaxed) != f->open)
+			return cpuhp__client_note(c, -ECONNRESET,
+			                          "the connection to cpuhpd ended (the daemon "
+			                          "stopped, died or closed it); reconnect");
 		if (s == f->open) {
 			/* The hotplug ended since the attempt: try again. */
 			int ret = cpuhp__fast_acquire(c, f, lease_id);
@@ -263,14 +301,17 @@ int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned time
 				return 0;
 			continue;
 		}
-		if (s != (f->open | CPUHP__FAST_BLOCKED))
+		if (s != (f->open | CPUHP__FAST_BLOCKED) && cpuhp__client_conn_ended(c))
 			return cpuhp__client_note(c, -ECONNRESET,
 			                          "cpuhpd stopped or died; reconnect");
 		if (!timeout_ms)
 			return cpuhp__client_note(
 			    c, -EAGAIN,
-			    "a CPU hotplug is waiting or running; ask again, or "
-			    "ask with a timeout to wait for it");
+			    s == (f->open | CPUHP__FAST_BLOCKED)
+			        ? "a CPU hotplug is waiting or running; ask again, or "
+			          "ask with a timeout to wait for it"
+			        : "cpuhpd is restarting; ask again, or ask with a timeout "
+			          "to wait for it");
 		return 1;
 	}
 }

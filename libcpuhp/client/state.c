@@ -161,10 +161,10 @@ static bool name_ok(const char *name)
 	return true;
 }
 
-int cpuhp_client_state_register(struct cpuhp_client *c, const char *name, int priority,
-                                unsigned deadline_ms, unsigned flags, cpuhp_client_state_fn startup,
-                                cpuhp_client_state_fn teardown, void *arg,
-                                struct cpuhp_client_state **out)
+static int state_register(struct cpuhp_client *c, const char *name, int priority,
+                          unsigned deadline_ms, unsigned flags, cpuhp_client_state_fn startup,
+                          cpuhp_client_state_fn teardown, void *arg,
+                          struct cpuhp_client_state **out)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
@@ -192,6 +192,8 @@ int cpuhp_client_state_register(struct cpuhp_client *c, const char *name, int pr
 		free(s);
 		return cpuhp__client_note(c, ret, "cannot connect to cpuhpd for the state");
 	}
+	/* Registration waits on it (and runs the startups): close of @c wakes it. */
+	cpuhp__client_wait_on(c, s->conn);
 	rs.name = (char *)name;
 	rs.priority = priority;
 	rs.deadline_ms = deadline_ms;
@@ -215,10 +217,12 @@ int cpuhp_client_state_register(struct cpuhp_client *c, const char *name, int pr
 		if (ret < 0)
 			goto fail;
 	}
+	cpuhp__client_wait_off(c, s->conn);
 	*out = s;
 	return 0;
 
 fail:
+	cpuhp__client_wait_off(c, s->conn);
 	cpuhp__client_note(c, ret, s->conn->message);
 	if (s->stop_pipe[0] >= 0) {
 		close(s->stop_pipe[0]);
@@ -226,6 +230,25 @@ fail:
 	}
 	cpuhp_client_close(s->conn);
 	free(s);
+	return ret;
+}
+
+int cpuhp_client_state_register(struct cpuhp_client *c, const char *name, int priority,
+                                unsigned deadline_ms, unsigned flags, cpuhp_client_state_fn startup,
+                                cpuhp_client_state_fn teardown, void *arg,
+                                struct cpuhp_client_state **out)
+{
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if (cpuhp__client_get(c) < 0)
+		return cpuhp__client_note(c, -ECANCELED, CPUHP__CANCELED_MSG);
+	ret = state_register(c, name, priority, deadline_ms, flags, startup, teardown, arg, out);
+	/* Close woke it: the state was removed with its connection. */
+	if (ret < 0 && cpuhp__client_closing(c))
+		ret = cpuhp__client_note(c, -ECANCELED, CPUHP__CANCELED_MSG);
+	cpuhp__client_put(c);
 	return ret;
 }
 

@@ -22,6 +22,8 @@
  *   forklease H [ID]        a child of fork() takes a lease on the inherited
  *                           handle H, releases ID (the parent's) if given, and
  *                           asks for status (the parent waits for it)
+ *   event H [MS]            wait up to MS ms (default 0) for H's socket to be
+ *                           readable, then cpuhp_client_next_event(H, 0)
  *   forkstay H              a child of fork() that keeps the inherited handle H
  *                           and blocks reading stdin; prints its pid
  *   close H                 cpuhp_client_close(H) (its threads must be idle)
@@ -31,6 +33,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -119,14 +122,16 @@ static void run_op(struct worker *w, const struct op *op, struct result *r)
 		         ",\"fast\":%s,\"message\":\"%s\"}",
 		         ret, ret ? 0 : id,
 		         ret == 0 && (id & CPUHP_CLIENT_FAST_LEASE) ? "true" : "false",
-		         ret ? cpuhp_client_last_message(c) : "");
+		         /* -ECANCELED: the handle was closed under the call, and is freed. */
+		         ret && ret != -ECANCELED ? cpuhp_client_last_message(c) : "");
 		return;
 	}
 	if (!id && w->nleases)
 		id = w->leases[--w->nleases];
 	ret = cpuhp_client_lease_release(c, id);
 	snprintf(r->json, sizeof(r->json),
-	         "{\"op\":\"release\",\"ret\":%d,\"lease_id\":%" PRIu64 "}", ret, id);
+	         "{\"op\":\"release\",\"ret\":%d,\"lease_id\":%" PRIu64 ",\"message\":\"%s\"}", ret,
+	         id, ret ? cpuhp_client_last_message(c) : "");
 }
 
 static void *worker_main(void *arg)
@@ -251,6 +256,22 @@ static void fork_lease(struct handle *h, uint64_t parent_id)
 	       r.acquire, r.fast ? "true" : "false", r.release, r.status, r.fd, r.message);
 }
 
+/*
+ * Wait up to @ms for H's socket to be readable (without reading it), then
+ * take one event with a timeout of 0, as an event loop would.
+ */
+static void next_event(struct handle *h, const char *ms)
+{
+	static struct cpuhp_client_event ev;
+	struct pollfd p = {.fd = cpuhp_client_fd(h->c), .events = POLLIN};
+	int readable = poll(&p, 1, ms ? atoi(ms) : 0);
+	int ret = cpuhp_client_next_event(h->c, 0, &ev);
+
+	printf("{\"readable\":%s,\"ret\":%d,\"type\":%d,\"leases\":%u,\"message\":\"%s\"}\n",
+	       readable > 0 ? "true" : "false", ret, ret ? 0 : (int)ev.type, ret ? 0 : ev.leases,
+	       ret ? cpuhp_client_last_message(h->c) : "");
+}
+
 /* A child that lives on with the inherited handle until stdin has a line or ends. */
 static void fork_stay(struct handle *h)
 {
@@ -317,6 +338,8 @@ static void command(char *line)
 		printf("{\"written\":%zd}\n", write(cpuhp_client_fd(h->c), zero, sizeof(zero)));
 	} else if (!strcmp(cmd, "forklease") && a && (h = find_handle(a))) {
 		fork_lease(h, b ? strtoull(b, NULL, 10) : 0);
+	} else if (!strcmp(cmd, "event") && a && (h = find_handle(a))) {
+		next_event(h, b);
 	} else if (!strcmp(cmd, "forkstay") && a && (h = find_handle(a))) {
 		fork_stay(h);
 	} else if (!strcmp(cmd, "close") && a && (h = find_handle(a))) {

@@ -582,6 +582,71 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
     assert 'protocol violation' in d.log() or not kinds['raw']
 
 
+# ---- 6a. cpuhpd killed while leases are held (issue 17 §1) ----
+
+LEASES_LOST = 7
+
+
+def test_cpuhpd_killed_while_leases_are_held_tells_every_holder(rig, row):
+    """cpuhpd SIGKILLed or SIGTERMed while clients hold socket and fast leases."""
+    from fastlib import FastClient
+    rnd = faultlib.rng('lost')
+    rounds = 4
+    sigs = collections.Counter()
+    told = released = 0
+    row['injected'].append(f'{rounds} rounds, each on a cpuhpd of its own: 2-4 libcpuhp-client '
+                           'processes hold 1-3 socket or fast leases each and `cpuhpctl hold '
+                           '--strict` runs a command, then cpuhpd is SIGKILLed or SIGTERMed; '
+                           'each holder reads its socket first or releases straight away')
+    row['checked'] += ['a holder that reads gets LEASES_LOST naming its leases',
+                       'every release of a lease held then is ECONNRESET',
+                       'hold --strict ends its command and exits 70',
+                       'invariants of the shared daemon after all rounds']
+    for i in range(rounds):
+        d, _ = _own_daemon(rig, f'lost{i}')
+        clients, hold = [], None
+        try:
+            for k in range(rnd.randint(2, 4)):
+                fast = rnd.random() < 0.5
+                c = FastClient(d.socket, env=None if fast else {'CPUHP_CLIENT_FAST_PATH': '0'})
+                clients.append(c)
+                c.connect('a', fast=fast)
+                c.thread('t', 'a')
+                c.held = [c.lease('t', fast=fast) for _ in range(rnd.randint(1, 3))]
+            hold = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', d.socket, 'hold',
+                                     '--strict', '--', 'sh', '-c', 'echo ready; exec sleep 1000'],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert hold.stdout.readline() == 'ready\n'
+            sig = rnd.choice((signal.SIGKILL, signal.SIGTERM))
+            sigs[sig.name] += 1
+            d.send_signal(sig)
+            d.wait()
+            for c in clients:
+                if rnd.random() < 0.5:
+                    r = c(f'event a {GUARD_MS}')
+                    assert (r['ret'], r['type'], r['leases']) == \
+                        (0, LEASES_LOST, len(c.held)), r
+                    told += 1
+                for lease in c.held:
+                    c.release('t', lease)
+                    r = c.wait('t')
+                    assert r['ret'] == -errno.ECONNRESET, r
+                    released += 1
+            _, err = hold.communicate(timeout=fixture.GUARD_S)
+            assert hold.returncode == 70, err
+        finally:
+            for c in clients:
+                c.kill()
+            if hold and hold.poll() is None:
+                hold.kill()
+                hold.wait()
+            d.kill()
+    check_invariants(rig, rnd, row)
+    row['numbers']['signals'] = '/'.join(f'{k} {v}' for k, v in sorted(sigs.items()))
+    row['numbers']['LEASES_LOST read'] = told
+    row['numbers']['releases ECONNRESET'] = released
+
+
 # ---- 6b. SMT control (issue 13) ----
 
 def _smt_control(sim):

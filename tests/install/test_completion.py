@@ -110,4 +110,8 @@ def test_hold_completes_the_command_to_run():
     assert 'true' in complete('cpuhpctl hold -- tru')
     assert 'true' in complete('cpuhpctl hold --timeout 5 tru')
     assert complete('cpuhpctl hold --timeout ') == []
+    assert complete('cpuhpctl hold --grace ') == []
+    assert 'true' in complete('cpuhpctl hold --strict --grace 100 tru')
+    assert {'--strict', '--grace'} <= set(complete('cpuhpctl hold --'))
+    assert '--strict' not in complete('cpuhpctl freeze --')
     assert 'true' in complete('cpuhpctl freeze --why x -- tru')

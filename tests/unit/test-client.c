@@ -10,10 +10,13 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -1078,6 +1081,201 @@ static void client_calls_give_the_answers_and_errors_of_the_blocking_calls(void)
 	free(st);
 }
 
+/* --- close while another thread waits (issue 17 §7) ------------------------ */
+
+/*
+ * Before the fix, cpuhp_client_close() freed the handle under a thread
+ * blocked in a call on it: a heap-use-after-free in recv_keep_fds() (calls
+ * on the handle's socket) or fallback_add() (a lease wait on a connection
+ * of its own) under ASan, and a lease "granted" on a freed handle in the
+ * plain build.  Now close wakes the call, which returns -ECANCELED, and
+ * frees the handle after.  Each case: the fake takes the request and never
+ * answers; the test closes the handle once the request arrived (so the call
+ * is inside the library), and the call must return -ECANCELED.
+ */
+
+/* The fake says "the request is here" through this pipe. */
+static int arrived_pipe[2];
+
+static void srv_arrived(void)
+{
+	CHECK_EQ_INT(write(arrived_pipe[1], "a", 1), 1);
+}
+
+static void test_wait_arrived(void)
+{
+	char b;
+
+	CHECK_EQ_INT(read(arrived_pipe[0], &b, 1), 1);
+}
+
+/* One request on the handle's connection, never answered. */
+static void script_hold_request(int fd)
+{
+	srv_hello(fd);
+	srv_read_any(fd);
+	srv_arrived();
+	srv_wait_close(fd); /* close shut the connection down */
+}
+
+/* One request on a connection of its own (hello awaited or not), never answered. */
+static void script_hold_own(int fd, bool answer_hello)
+{
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	if (answer_hello)
+		srv_hello(w);
+	else
+		srv_hello_reply_later(w);
+	srv_read_any(w);
+	srv_arrived();
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void script_hold_own_lease(int fd)
+{
+	script_hold_own(fd, false);
+}
+
+static void script_hold_own_state(int fd)
+{
+	script_hold_own(fd, true);
+}
+
+/* The watch answered, then nothing: next_event(-1) waits. */
+static void script_watch_then_hold(int fd)
+{
+	srv_hello(fd);
+	send_watch_started(fd, srv_expect(fd, CPUHP__REQUEST__BODY_WATCH));
+	srv_wait_close(fd);
+}
+
+enum waiter_call {
+	WAIT_LEASE,
+	WAIT_LEASE_AS,
+	WAIT_SET_ONLINE,
+	WAIT_STATUS,
+	WAIT_EVENT,
+	WAIT_STATE,
+};
+
+struct waiter {
+	struct cpuhp_client *c;
+	enum waiter_call call;
+	int ret;
+	pid_t tid;
+	uint64_t lease;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	struct cpuhp_client_status *st = malloc(sizeof(*st));
+	struct cpuhp_client_event *ev = malloc(sizeof(*ev));
+	struct cpuhp_client_state *state = NULL;
+
+	__atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
+	switch (w->call) {
+	case WAIT_LEASE:
+		w->ret = cpuhp_client_lease_acquire(w->c, 5000, &w->lease);
+		break;
+	case WAIT_LEASE_AS:
+		w->ret = cpuhp_client_lease_acquire_as(w->c, 5000, "t", "close", &w->lease);
+		break;
+	case WAIT_SET_ONLINE:
+		w->ret = cpuhp_client_set_online(w->c, "1", false, 5000);
+		break;
+	case WAIT_STATUS:
+		w->ret = cpuhp_client_status(w->c, st);
+		break;
+	case WAIT_EVENT:
+		w->ret = cpuhp_client_next_event(w->c, -1, ev);
+		break;
+	case WAIT_STATE:
+		w->ret = cpuhp_client_state_register(
+		    w->c, "close-test", 0, 0, CPUHP_CLIENT_STATE_NOCALLS, NULL, NULL, NULL, &state);
+		break;
+	}
+	free(st);
+	free(ev);
+	return NULL;
+}
+
+/* The thread blocks in recvmsg(): what /proc says it waits in (no sleep, no timing). */
+static void wait_in_recvmsg(pid_t tid)
+{
+	char path[64], buf[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		bool in = f && fgets(buf, sizeof(buf), f) && atoi(buf) == SYS_recvmsg;
+
+		if (f)
+			fclose(f);
+		if (in)
+			return;
+		sched_yield();
+	}
+}
+
+static void close_under(void (*script)(int fd), enum waiter_call call)
+{
+	struct waiter w = {.call = call, .ret = 1};
+	struct fake f;
+	pthread_t t;
+
+	CHECK_EQ_INT(pipe(arrived_pipe), 0);
+	fake_start(&f, script);
+	w.c = connect_ok(&f);
+	if (call == WAIT_EVENT)
+		CHECK_EQ_INT(cpuhp_client_watch(w.c), 0);
+	CHECK_EQ_INT(pthread_create(&t, NULL, waiter_main, &w), 0);
+	if (call == WAIT_EVENT) {
+		while (!__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE))
+			sched_yield();
+		wait_in_recvmsg(w.tid);
+	} else {
+		test_wait_arrived();
+	}
+	cpuhp_client_close(w.c); /* returns once the waiter has left the handle */
+	CHECK_EQ_INT(pthread_join(t, NULL), 0);
+	CHECK_EQ_INT(w.ret, -ECANCELED);
+	fake_finish(&f);
+	close(arrived_pipe[0]);
+	close(arrived_pipe[1]);
+}
+
+static void client_close_wakes_a_socket_lease_wait_with_ecanceled(void)
+{
+	close_under(script_hold_request, WAIT_LEASE);
+}
+
+static void client_close_wakes_a_lease_wait_on_a_connection_of_its_own(void)
+{
+	close_under(script_hold_own_lease, WAIT_LEASE_AS);
+}
+
+static void client_close_wakes_set_online_and_status(void)
+{
+	close_under(script_hold_request, WAIT_SET_ONLINE);
+	close_under(script_hold_request, WAIT_STATUS);
+}
+
+static void client_close_wakes_next_event(void)
+{
+	close_under(script_watch_then_hold, WAIT_EVENT);
+}
+
+static void client_close_wakes_a_state_registration(void)
+{
+	close_under(script_hold_own_state, WAIT_STATE);
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -1097,5 +1295,10 @@ int main(void)
 	RUN_TEST(client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is_the_handles);
 	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
 	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
+	RUN_TEST(client_close_wakes_a_socket_lease_wait_with_ecanceled);
+	RUN_TEST(client_close_wakes_a_lease_wait_on_a_connection_of_its_own);
+	RUN_TEST(client_close_wakes_set_online_and_status);
+	RUN_TEST(client_close_wakes_next_event);
+	RUN_TEST(client_close_wakes_a_state_registration);
 	return 0;
 }

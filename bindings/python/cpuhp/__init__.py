@@ -50,7 +50,7 @@ _CLIENT_NAMES = [
     'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
     'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
-    'LeaseRevoked', 'LeaseBypassed',
+    'LeaseRevoked', 'LeaseBypassed', 'LeasesLost',
     'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State',
 ]
 
@@ -68,7 +68,7 @@ else:
     from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
                           Freeze, FreezeInfo, HotplugFinished, HotplugInfo, HotplugResult,
                           HotplugStarted, Lease, LeaseBypassed, LeaseInfo, LeaseList,
-                          LeaseRevoked, OnlineChanged, Status,
+                          LeaseRevoked, LeasesLost, OnlineChanged, Status,
                           WriterState, socket_path)
     from ._states import State
 

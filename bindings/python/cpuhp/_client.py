@@ -290,6 +290,20 @@ class LeaseBypassed(Event):
     leases: int
 
 
+@dataclass(frozen=True)
+class LeasesLost(Event):
+    """A notice (watching or not): the connection to cpuhpd ended (the
+    daemon was stopped, died, or closed it) while *leases* leases of this
+    Client were held, socket and fast ones.  They are no longer held and
+    CPUs may change: the release of each raises ConnectionResetError, so a
+    ``with client.lease():`` block raises it on its way out.  The Client's
+    socket (fileno()) becomes readable when the daemon's end goes; this
+    comes after the events that arrived before, and then every call raises
+    ConnectionResetError (or the daemon's last word, OSError ECANCELED
+    while it shuts down).  Not sent when no lease was held."""
+    leases: int
+
+
 def _event(ev) -> Event:
     t = ev.type
     if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_STARTED:
@@ -305,6 +319,8 @@ def _event(ev) -> Event:
         return LeaseRevoked(int(ev.lease_id), int(ev.held_ms) / 1000, int(ev.max_lease_ms) / 1000)
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_BYPASSED:
         return LeaseBypassed(from_cset(ffi.addressof(ev, 'online_cpus')), int(ev.leases))
+    if t == lib.CPUHP_CLIENT_EVENT_LEASES_LOST:
+        return LeasesLost(int(ev.leases))
     raise error(-errno.EPROTO, f'libcpuhp-client returned an event of unknown type {t}')
 
 
@@ -389,7 +405,10 @@ class Lease:
     until it is released, or its Client is closed, or its process dies.
 
     A context manager: ``with client.lease(): ...`` releases it on the way
-    out, exceptions included.
+    out, exceptions included.  If the lease did not hold for the whole
+    block (its daemon went away: ConnectionResetError; revoked: ETIME;
+    bypassed: ESTALE), the exit raises that error, unless the block is
+    already raising an exception of its own.
     """
 
     def __init__(self, client: Client, lease_id: int) -> None:
@@ -403,7 +422,11 @@ class Lease:
 
     def release(self) -> None:
         """End the lease.  Does nothing if it already ended (released, or
-        its Client closed)."""
+        its Client closed).  ConnectionResetError if it died with the
+        connection (the daemon stopped, died or closed it; see LeasesLost):
+        CPUs may have changed while it was believed held.  OSError ETIME
+        (revoked) and ESTALE (bypassed) say the same of a lease that cpuhpd
+        ended or could not protect."""
         if self.released:
             return
         self.released = True
@@ -663,6 +686,10 @@ class Client:
         *who*, *why*: a name for this lease alone (else the Client's, see
         set_identity()); such a lease is a socket lease on a connection of
         its own, since a fast lease has nowhere to carry a name.
+
+        If the daemon goes away while the lease is held, the Client's socket
+        becomes readable and next_event() gives LeasesLost; the lease's
+        release (the end of its ``with`` block) raises ConnectionResetError.
         """
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
         named = who is not None or why is not None
@@ -875,7 +902,7 @@ class Client:
         None if none came within *timeout* seconds (0: only what already
         arrived; None: wait as long as it takes).  ConnectionResetError if
         the daemon went away, OSError with errno ECANCELED if it is shutting
-        down."""
+        down; before either, a LeasesLost event if leases were held."""
         return self._next_event(timeout_ms(timeout, forever=-1, limit=INT_MS_MAX))
 
     def _try_event(self, c) -> tuple[Event | None, list[int]]:
@@ -883,7 +910,13 @@ class Client:
         wait on for the next one: the socket and the watchers' wake-up."""
         out = ffi.new('struct cpuhp_client_event *')
         with self._lock:
-            self._subscribe(c)
+            try:
+                self._subscribe(c)
+            except OSError:
+                # The daemon went away first: its notice (LeasesLost) is still news.
+                if lib.cpuhp_client_next_event(c, 0, out) == 0:
+                    return _event(out[0]), []
+                raise
             # Emptied before looking, so that a kick from now on is news.
             _drain(self._wake_r)
             rc = lib.cpuhp_client_next_event(c, 0, out)

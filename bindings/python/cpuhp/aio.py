@@ -186,7 +186,10 @@ class Client:
         """A reader lease, as cpuhp.Client.lease(): ``async with
         client.lease(): ...`` holds it for the block, ``lease = await
         client.lease()`` returns it (release it with ``lease.release()``).
-        Bad arguments raise here, before anything is awaited."""
+        A lease that died with the daemon's connection raises
+        ConnectionResetError from the block's exit (a LeasesLost event
+        comes first, to a watcher).  Bad arguments raise here, before
+        anything is awaited."""
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
         if who is None and why is None:
             return _LeaseRequest(self, ms)

@@ -22,7 +22,13 @@
  * cpuhp_client_next_event(@c, 0, ...) with poll() on cpuhp_client_fd().
  * Calls are plain blocking socket I/O with no threads of their own; a
  * signal does not interrupt them (they resume after EINTR), the timeouts
- * bound them.  SIGPIPE is never raised.
+ * bound them, and cpuhp_client_close() on another thread ends them with
+ * -ECANCELED (whatever the call says it returns).  SIGPIPE is never raised.
+ *
+ * A daemon that goes away (stopped, killed, or closing the connection) ends
+ * the handle's leases with the connection: the socket becomes readable, a
+ * CPUHP_CLIENT_EVENT_LEASES_LOST notice says how many died, and releasing
+ * any of them is -ECONNRESET.
  *
  * Fast leases: when cpuhpd offers it, a handle takes leases (from its first
  * one on) in memory it shares with the daemon: in nanoseconds, with no
@@ -151,6 +157,18 @@ enum cpuhp_client_event_type {
 	 * so this event is all its holder gets.
 	 */
 	CPUHP_CLIENT_EVENT_LEASE_BYPASSED = 6,
+	/*
+	 * A notice, watching or not: the connection to cpuhpd ended (the
+	 * daemon was stopped, died, or closed it) while @leases leases of @c
+	 * were held, socket and fast ones (and those held on connections of
+	 * their own that had ended by then): they are no longer held, and
+	 * CPUs may change.  cpuhp_client_fd() is readable when the daemon's
+	 * end goes; this event comes after the events that arrived before it,
+	 * then every call fails (-ECONNRESET, or the daemon's last word), and
+	 * the release of each of those leases fails with -ECONNRESET.
+	 * Not sent when the connection ends with no lease held.
+	 */
+	CPUHP_CLIENT_EVENT_LEASES_LOST = 7,
 };
 
 struct cpuhp_client_event {
@@ -165,7 +183,7 @@ struct cpuhp_client_event {
 	uint64_t lease_id;               /* LEASE_REVOKED */
 	uint64_t held_ms;                /* LEASE_REVOKED */
 	unsigned max_lease_ms;           /* LEASE_REVOKED */
-	unsigned leases;                 /* LEASE_BYPASSED: leases of this handle held then */
+	unsigned leases; /* LEASE_BYPASSED, LEASES_LOST: leases of this handle held then */
 };
 
 /**
@@ -205,7 +223,13 @@ CPUHP_EXPORT int cpuhp_client_connect(const char *path, struct cpuhp_client **ou
  * cpuhp_client_close() - close the connection and free @c (NULL is a no-op).
  *
  * Every lease @c holds ends with it; the daemon sees the connection close.
- * Context: must not race with another call on @c.
+ * Context: may run while other threads wait in calls on @c (a lease
+ * acquire, on @c's connection or on one of its own, set_online, status,
+ * next_event, a state registration, any call waiting for @c's mutex): it
+ * wakes them, they return -ECANCELED, and @c is freed once the last has
+ * returned, so close blocks until then.  A call that starts after close
+ * began, a fast lease acquire or release still running, and an
+ * asynchronous call not yet freed use freed memory: end them first.
  */
 CPUHP_EXPORT void cpuhp_client_close(struct cpuhp_client *c);
 
@@ -222,10 +246,12 @@ CPUHP_EXPORT void cpuhp_client_close(struct cpuhp_client *c);
  * CPUHP_CLIENT_FAST_LEASE in @lease_id; such a lease may be released by any
  * thread, and only once.
  * Context: blocks up to @timeout_ms (plus a round trip).
- * Return: 0; -EAGAIN (@timeout_ms 0 and a hotplug in the way);
- * -ETIMEDOUT; -EDQUOT (this connection's lease limit, or 16 fast leases
- * held through this thread's counter); -ECHILD (a handle inherited through
- * fork()); -ECONNRESET and other -errno if the connection failed.
+ * Return: 0; -EAGAIN (@timeout_ms 0 and a hotplug in the way, or a cpuhpd
+ * restarting with this connection kept); -ETIMEDOUT; -EDQUOT (this
+ * connection's lease limit, or 16 fast leases held through this thread's
+ * counter); -ECHILD (a handle inherited through fork()); -ECANCELED
+ * (cpuhp_client_close() on another thread); -ECONNRESET and other -errno
+ * if the connection failed.
  */
 CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned timeout_ms,
                                             uint64_t *lease_id);
@@ -237,10 +263,18 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  * if a hotplug waits for it).  Its id is checked against @c's table of
  * live fast leases: a second release, an id never granted, or one granted
  * on another handle is -ESRCH and changes nothing, as for socket leases.
- * Context: blocks for a round trip (socket leases).
+ * A lease that died with the connection (the daemon stopped, died or
+ * closed it; see CPUHP_CLIENT_EVENT_LEASES_LOST) is -ECONNRESET, with a
+ * message: it did not hold until now.  A fast lease's release finds that
+ * out itself when the daemon is gone (one poll() of the socket, only when
+ * the shared state is not "open"); while the connection lives on (a
+ * restart that kept it) the release succeeds.
+ * Context: blocks for a round trip (socket leases); a fast lease's never
+ * blocks (it may write one frame).
  * Return: 0; -ESRCH if @c holds no such lease (also in a fork child, for
- * its parent's leases); -errno if the connection failed (and with it every
- * lease).
+ * its parent's leases); -ECONNRESET if the lease died with the connection;
+ * -ETIME (revoked), -ESTALE (bypassed) for socket leases; another -errno if
+ * the connection failed otherwise; -ECANCELED (cpuhp_client_close()).
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
 
@@ -527,18 +561,22 @@ CPUHP_EXPORT int cpuhp_client_watch(struct cpuhp_client *c);
  *
  * Context: blocks up to @timeout_ms.
  * Without cpuhp_client_watch() only the notices to a lease holder come
- * (LEASE_REVOKED, LEASE_BYPASSED): ask for them with @timeout_ms 0.
+ * (LEASE_REVOKED, LEASE_BYPASSED, LEASES_LOST): ask for them with
+ * @timeout_ms 0.
  *
  * Return: 0; -EAGAIN (@timeout_ms 0, nothing yet); -ETIMEDOUT; -EINVAL if
  * cpuhp_client_watch() was not called and @timeout_ms is not 0 (and no
- * notice is queued); -ECONNRESET if the daemon went away,
- * or its error (-ECANCELED: shutting down).
+ * notice is queued); -ECONNRESET if the daemon went away (after the
+ * LEASES_LOST notice, if leases were held), or its error (-ECANCELED:
+ * shutting down); -ECANCELED also when cpuhp_client_close() woke the wait.
  */
 CPUHP_EXPORT int cpuhp_client_next_event(struct cpuhp_client *c, int timeout_ms,
                                          struct cpuhp_client_event *ev);
 
 /**
  * cpuhp_client_fd() - the socket, to poll() for POLLIN in an event loop.
+ * It is readable also when the daemon's end goes (then the next event is
+ * LEASES_LOST if leases were held).
  *
  * The client reads ahead and keeps events that came during other calls, so
  * readiness of the fd is not the whole story: drain with
