@@ -109,6 +109,18 @@ def test_fast_leases_survive_a_restart(tmp, sim, manager, sig):
         r = probe.recv('admin')
         assert r['id'] == hp and r['results'][0]['ok'] and r['results'][0]['changed'], r
         assert sim.read_online(1) == '0'
+        # The old handle's connection is still there: its next lease is a socket one
+        # (its header is the dead daemon's: asked with a timeout, since at 0 the
+        # library cannot tell a restart that is over from one in progress).
+        lease = client.lease('t', 5000, fast=False)
+        hp = probe.send('admin', 'online', 1, 60000)
+        s = probe.status('admin')
+        assert s['leases_held'] == 1 and s['writer'] == 'WRITER_WAITING', s
+        client.unlease('t', lease)
+        r = probe.recv('admin')
+        assert r['id'] == hp and r['results'][0]['ok'] and sim.read_online(1) == '1', r
+        hp = probe.send('admin', 'offline', 1, 60000)
+        assert probe.recv('admin')['id'] == hp and sim.read_online(1) == '0'
         # A new handle gets the new daemon's fast path, whose leases hold as well.
         client.connect('h2')
         client.thread('t2', 'h2')
