@@ -61,6 +61,15 @@ int cpuhpctl_parse_no_options(int argc, char **argv, void (*help)(FILE *), bool 
 	return -1;
 }
 
+/* The restart grace, if one runs (cpuhpd --restart-grace-ms). */
+static void print_grace(unsigned ms)
+{
+	if (ms)
+		printf("%-13s hotplugs held %u.%03u s more: the cpuhpd before this one ended "
+		       "without handing its clients over (see cpuhpd's log)\n",
+		       "restart:", ms / 1000, ms % 1000);
+}
+
 static void print_set(const char *label, const struct cpuhp_cpuset *set)
 {
 	char *s = cpuhpctl_format(set);
@@ -115,7 +124,8 @@ static void print_json(const struct cpuhp_client_status *st, long nstates)
 		cpuhpctl_json_string(stdout, st->smt_control);
 	else
 		printf("null");
-	printf(",\"smt_active\":%s}\n", st->smt_active ? "true" : "false");
+	printf(",\"smt_active\":%s,\"restart_grace_ms\":%u}\n", st->smt_active ? "true" : "false",
+	       st->restart_grace_ms);
 }
 
 /*
@@ -206,6 +216,7 @@ int cpuhpctl_status(const struct cpuhpctl *ctl, int argc, char **argv)
 			                      : "not active");
 		else
 			printf("%-13s (no smt/control in cpuhpd's sysfs tree)\n", "smt:");
+		print_grace(st->restart_grace_ms);
 	}
 	cpuhp_client_close(c);
 	free(names);
@@ -261,6 +272,9 @@ static void print_leases_text(const struct cpuhp_client_lease_list *l)
 		       fz->granted ? "held" : "waiting for the queued hotplugs,", fz->held_ms,
 		       fz->why[0] ? ": '" : "", fz->why, fz->why[0] ? "'" : "");
 	}
+	if (l->restart_grace_ms)
+		putchar('\n');
+	print_grace(l->restart_grace_ms);
 }
 
 static void print_leases_json(const struct cpuhp_client_lease_list *l)
@@ -313,7 +327,7 @@ static void print_leases_json(const struct cpuhp_client_lease_list *l)
 		cpuhpctl_json_string(stdout, fz->why);
 		printf(",\"held_ms\":%" PRIu64 ",\"connection\":%u}", fz->held_ms, fz->connection);
 	}
-	printf("]}\n");
+	printf("],\"restart_grace_ms\":%u}\n", l->restart_grace_ms);
 }
 
 int cpuhpctl_leases(const struct cpuhpctl *ctl, int argc, char **argv)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "errmap.h"
 
@@ -19,7 +20,9 @@
 #include "auth.h"
 #include "conn.h"
 #include "dispatch.h"
+#include "fdstore.h"
 #include "log.h"
+#include "scm.h"
 #include "watch.h"
 
 struct write_req {
@@ -47,6 +50,10 @@ static void close_cb(uv_handle_t *h)
 	struct cpuhpd_conn *c = cpuhpd_container_of(h, struct cpuhpd_conn, pipe);
 
 	cpuhp__frame_decoder_fini(&c->dec);
+	for (unsigned i = 0; i < c->ndeferred; i++)
+		free(c->deferred[i].data);
+	free(c->deferred);
+	free(c->st_chunk);
 	/* After the write callbacks (libuv runs them first): every byte is uncharged. */
 	cpuhpd_admit_conn_freed(c);
 	free(c);
@@ -67,6 +74,8 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 	cpuhpd_list_del(&c->node);
 	d->nconns--;
 	cpuhpd_admit_conn_gone(c);
+	/* Out of the store first: its client must see EOF, as it would without a store. */
+	cpuhpd_fdstore_conn_gone(c);
 	/*
 	 * Hotplugs first: a hotplug of this client still waiting for leases is
 	 * dropped rather than started for nobody once its own leases go.
@@ -211,7 +220,6 @@ int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, con
 {
 	char ctl[CMSG_SPACE(sizeof(int) * CPUHPD_CONN_MAX_FDS)];
 	struct msghdr mh = {0};
-	struct cmsghdr *cm;
 	struct iovec iov;
 	uint8_t *frame;
 	uv_os_fd_t fd;
@@ -231,14 +239,7 @@ int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, con
 	iov.iov_len = len;
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
-	memset(ctl, 0, sizeof(ctl));
-	mh.msg_control = ctl;
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	cpuhpd_scm_rights(&mh, ctl, fds, nfds);
 	do
 		n = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
@@ -328,31 +329,11 @@ static void read_accounted(struct cpuhpd_conn *c, bool began)
 	cpuhpd_admit_read_done(c, began, idle);
 }
 
-static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* Reassemble and dispatch @len bytes read from @c. */
+static void feed(struct cpuhpd_conn *c, const uint8_t *p, size_t left)
 {
-	struct cpuhpd_conn *c = cpuhpd_container_of(s, struct cpuhpd_conn, pipe);
-	const uint8_t *p = (const uint8_t *)buf->base;
 	bool began = cpuhp__frame_decoder_idle(&c->dec);
-	size_t left;
 
-	if (nread == 0)
-		return;
-	if (nread < 0) {
-		if (nread != UV_EOF) {
-			char why[128];
-
-			snprintf(why, sizeof(why), "read failed: %s", uv_strerror((int)nread));
-			cpuhpd_conn_close(c, why);
-		} else if (!cpuhp__frame_decoder_idle(&c->dec)) {
-			cpuhpd_conn_fail(c, 0, EPROTO,
-			                 "truncated frame: the connection ended in the middle of a "
-			                 "frame");
-		} else {
-			cpuhpd_conn_close(c, NULL);
-		}
-		return;
-	}
-	left = (size_t)nread;
 	while (left && !c->closing) {
 		const uint8_t *payload;
 		size_t plen;
@@ -382,6 +363,30 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (!c->closing)
 		read_accounted(c, began);
+}
+
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct cpuhpd_conn *c = cpuhpd_container_of(s, struct cpuhpd_conn, pipe);
+
+	if (nread == 0)
+		return;
+	if (nread < 0) {
+		if (nread != UV_EOF) {
+			char why[128];
+
+			snprintf(why, sizeof(why), "read failed: %s", uv_strerror((int)nread));
+			cpuhpd_conn_close(c, why);
+		} else if (!cpuhp__frame_decoder_idle(&c->dec)) {
+			cpuhpd_conn_fail(c, 0, EPROTO,
+			                 "truncated frame: the connection ended in the middle of a "
+			                 "frame");
+		} else {
+			cpuhpd_conn_close(c, NULL);
+		}
+		return;
+	}
+	feed(c, (const uint8_t *)buf->base, (size_t)nread);
 }
 
 /* Accept and refuse at once: the client learns why before the socket closes. */
@@ -453,6 +458,8 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 	d->nconns++;
 	cpuhpd_debug("client %u connected (pid %d, uid %u%s)", c->id, (int)c->peer.pid,
 	             (unsigned)c->peer.uid, c->peer.admin ? ", admin" : "");
+	cpuhpd_fdstore_conn_new(c);
+	cpuhpd_fdstore_changed(d);
 	err = uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
 	if (err) {
 		snprintf(why, sizeof(why), "cannot read: %s", uv_strerror(err));
@@ -469,4 +476,86 @@ bool cpuhpd_conn_may_wait(struct cpuhpd_conn *c, uint64_t req_id)
 	                       "connection",
 	                       CPUHPD_CONN_MAX_PENDING);
 	return false;
+}
+
+struct cpuhpd_conn *cpuhpd_conn_adopt(struct cpuhpd *d, int fd, const struct cpuhpd_saved_conn *sc)
+{
+	struct cpuhpd_conn *c = calloc(1, sizeof(*c));
+	char why[256];
+	int err;
+
+	if (!c) {
+		close(fd);
+		return NULL;
+	}
+	uv_pipe_init(d->loop, &c->pipe, 0);
+	err = uv_pipe_open(&c->pipe, fd);
+	if (err)
+		close(fd);
+	/* The kernel's credentials of the peer, as at its connect(): the text only names it. */
+	if (!err)
+		err = cpuhpd_auth_peer(fd, &d->opt, &c->peer);
+	if (err) {
+		cpuhpd_warn("restart: client %u: its socket is unusable; closed", sc->id);
+		uv_close((uv_handle_t *)&c->pipe, free_cb);
+		return NULL;
+	}
+	if ((uint32_t)c->peer.uid != sc->uid)
+		cpuhpd_warn("restart: client %u: uid %u, the stored state said %u; trusting the "
+		            "kernel",
+		            sc->id, (unsigned)c->peer.uid, (unsigned)sc->uid);
+	if (sc->comm)
+		snprintf(c->peer.comm, sizeof(c->peer.comm), "%s", sc->comm);
+	c->d = d;
+	c->id = sc->id;
+	c->stored = true; /* the last daemon put it there, and it stays */
+	err = cpuhpd_admit_conn(c, why, sizeof(why));
+	if (err) {
+		cpuhpd_warn("restart: client %u (pid %d, uid %u) refused: %s", c->id,
+		            (int)c->peer.pid, (unsigned)c->peer.uid, why);
+		reject(&c->pipe, -err, why);
+		cpuhpd_fdstore_conn_gone(c);
+		uv_close((uv_handle_t *)&c->pipe, free_cb);
+		return NULL;
+	}
+	c->hello = sc->hello;
+	c->who = sc->who ? strdup(sc->who) : NULL;
+	c->why = sc->why ? strdup(sc->why) : NULL;
+	cpuhp__frame_decoder_init(&c->dec, 0);
+	cpuhpd_list_init(&c->watch_node);
+	cpuhpd_list_add_tail(&d->conns, &c->node);
+	d->nconns++;
+	return c;
+}
+
+void cpuhpd_conn_resume(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
+{
+	char why[128];
+	int err;
+
+	if (sc->partial.len && !c->closing)
+		feed(c, sc->partial.data, sc->partial.len);
+	if (c->closing)
+		return;
+	err = uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
+	if (err) {
+		snprintf(why, sizeof(why), "cannot read: %s", uv_strerror(err));
+		cpuhpd_conn_close(c, why);
+	}
+}
+
+int cpuhpd_conn_defer(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
+{
+	struct cpuhpd_saved_blob *a = realloc(c->deferred, (c->ndeferred + 1) * sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	c->deferred = a;
+	a[c->ndeferred].data = malloc(len);
+	if (!a[c->ndeferred].data)
+		return -ENOMEM;
+	memcpy(a[c->ndeferred].data, payload, len);
+	a[c->ndeferred++].len = len;
+	cpuhpd_fdstore_changed(c->d);
+	return 0;
 }

@@ -24,6 +24,7 @@
 
 #include "admit.h"
 #include "list.h"
+#include "statetext.h"
 
 /* Leases one connection may hold or wait for. */
 #define CPUHPD_CONN_MAX_LEASES 64
@@ -105,10 +106,41 @@ struct cpuhpd_conn {
 
 	/* admit.c: its uid's counts, its request timeout, its charged reassembly bytes */
 	struct cpuhpd_admit_conn admit;
+
+	/* fdstore.c: its socket and region are in the service manager's store */
+	bool stored, region_stored;
+	char *st_chunk; /* its lines of the state text, unless ->st_dirty */
+	size_t st_len;
+	bool st_dirty;
+	/* Requests read while a restart stops the daemon: the next one handles them. */
+	struct cpuhpd_saved_blob *deferred;
+	unsigned ndeferred;
 };
 
 /* Accept one pending connection on @server; answers EUSERS and closes it over the limit. */
 void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server);
+
+/**
+ * cpuhpd_conn_adopt() - a connection of the previous cpuhpd, from the fd
+ * store: @fd is its socket, @sc what the state text says of it.  Its
+ * leases, states and so on are the other modules' (adopt.c calls them).
+ * Return: the connection (not reading yet: cpuhpd_conn_resume()), or NULL
+ * (refused and closed, logged).
+ */
+struct cpuhpd_conn *cpuhpd_conn_adopt(struct cpuhpd *d, int fd, const struct cpuhpd_saved_conn *sc);
+
+/*
+ * After every adopted connection is rebuilt and the requests left
+ * unanswered are handled again (adopt.c): feed @sc's partial frame, start
+ * reading.
+ */
+void cpuhpd_conn_resume(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
+
+/*
+ * A restart stops the daemon (stop.c): keep @payload for the next cpuhpd,
+ * which handles it first.  Return: 0 or -ENOMEM.
+ */
+int cpuhpd_conn_defer(struct cpuhpd_conn *c, const uint8_t *payload, size_t len);
 
 /* Send @resp.  On failure, or when the client stopped reading, the connection is closed. */
 void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp);

@@ -17,9 +17,11 @@
 
 #include "admit.h"
 #include "cpus.h"
+#include "fdstore.h"
 #include "fastlease.h"
 #include "freeze.h"
 #include "policy.h"
+#include "restart.h"
 #include "hotplug.h"
 #include "lease.h"
 #include "metrics.h"
@@ -48,10 +50,12 @@ struct cpuhpd_options {
 	bool no_netlink;
 	bool verbose;
 	enum cpuhpd_fast_mode fast_path;
-	unsigned max_lease_ms;       /* 0: leases may be held for ever (policy.h) */
-	unsigned max_leases_per_uid; /* 0: no limit per non-admin uid */
+	unsigned max_lease_ms;        /* 0: leases may be held for ever (policy.h) */
+	unsigned max_leases_per_uid;  /* 0: no limit per non-admin uid */
 	const char *metrics_file;     /* NULL: none */
 	unsigned metrics_interval_ms; /* rewrite it this often; 0: only after each hotplug */
+	unsigned fd_store_max;        /* 0: systemd's $FDSTORE (fdstore.h) */
+	unsigned restart_grace_ms;    /* restart.h */
 };
 
 struct cpuhpd {
@@ -73,6 +77,8 @@ struct cpuhpd {
 	struct cpuhpd_watchers watch;
 	struct cpuhpd_uevent uevent;
 	struct cpuhpd_metrics metrics;
+	struct cpuhpd_fdstore fdstore;
+	struct cpuhpd_restart restart;
 	/* The last STATUS= sent to systemd (notify.c), and the timer that coalesces them. */
 	char notify_status[160];
 	uv_timer_t notify_timer;

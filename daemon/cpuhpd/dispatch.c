@@ -27,6 +27,7 @@ static void hello(struct cpuhpd_conn *c, uint64_t id, const Cpuhp__Hello *h)
 		return;
 	}
 	c->hello = true;
+	cpuhpd_fdstore_conn_changed(c);
 	cpuhpd_debug("client %u: hello from '%s'", c->id, h->client_name);
 	hr.version = CPUHP__PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
@@ -72,6 +73,7 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 	st.daemon_version = (char *)CPUHP_VERSION_STRING;
 	st.smt_control = d->view.smt_control;
 	st.smt_active = d->view.smt_active;
+	st.restart_grace_ms = (uint32_t)cpuhpd_restart_remaining_ms(d);
 	r.id = id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATUS;
 	r.status = &st;
@@ -79,6 +81,15 @@ static void status(struct cpuhpd_conn *c, uint64_t id)
 out:
 	for (int i = 0; i < 4; i++)
 		free(s[i]);
+}
+
+/* What a stopping daemon still handles: leases held, calls in progress, looking. */
+static bool stop_handles(Cpuhp__Request__BodyCase k)
+{
+	return k == CPUHP__REQUEST__BODY_STATUS || k == CPUHP__REQUEST__BODY_LEASE_RELEASE ||
+	       k == CPUHP__REQUEST__BODY_LIST_LEASES || k == CPUHP__REQUEST__BODY_THAW ||
+	       k == CPUHP__REQUEST__BODY_STATE_ANSWER || k == CPUHP__REQUEST__BODY_METRICS ||
+	       k == CPUHP__REQUEST__BODY_FAST_WAKE;
 }
 
 void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
@@ -91,18 +102,25 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 		return;
 	}
 	id = req->id;
+	/*
+	 * A restart stops (stop.c): what does not concern the leases held now
+	 * is the next cpuhpd's, and so is all that follows it on the connection,
+	 * in order (but the answers to calls in flight, which this one awaits).
+	 */
+	if (c->d->restart.keep && (c->ndeferred || !stop_handles(req->body_case)) &&
+	    req->body_case != CPUHP__REQUEST__BODY_STATE_ANSWER) {
+		if (cpuhpd_conn_defer(c, payload, len))
+			cpuhpd_conn_send_error(c, id, ECANCELED,
+			                       "cpuhpd is restarting and out of "
+			                       "memory; nothing was done");
+		goto out;
+	}
 	if (!c->hello && req->body_case != CPUHP__REQUEST__BODY_HELLO) {
 		cpuhpd_conn_fail(c, id, EPROTO, "protocol error: the first request must be Hello");
 		goto out;
 	}
 	/* FastWake and StateAnswer are never answered, not even with an error. */
-	if (c->d->stopping && req->body_case != CPUHP__REQUEST__BODY_STATUS &&
-	    req->body_case != CPUHP__REQUEST__BODY_LEASE_RELEASE &&
-	    req->body_case != CPUHP__REQUEST__BODY_LIST_LEASES &&
-	    req->body_case != CPUHP__REQUEST__BODY_THAW &&
-	    req->body_case != CPUHP__REQUEST__BODY_STATE_ANSWER &&
-	    req->body_case != CPUHP__REQUEST__BODY_METRICS &&
-	    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE) {
+	if (c->d->stopping && !stop_handles(req->body_case)) {
 		cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
 		goto out;
 	}

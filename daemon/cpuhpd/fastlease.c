@@ -17,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cpuhpd.h"
 #include "conn.h"
 #include "fastlease.h"
+#include "fdstore.h"
 #include "log.h"
 
 #define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -42,7 +44,17 @@ struct cpuhpd_fast_region {
 	bool bad;
 	unsigned bad_slot;
 	int64_t bad_value;
+	/*
+	 * Adopted from the previous cpuhpd (a restart): its client's header is
+	 * that daemon's, never "open" again, so the region only drains (its
+	 * client takes no new fast lease there) and its releases send no
+	 * FastWake: oldpoll sums it while a hotplug waits for it.
+	 */
+	bool old;
 };
+
+/* How often a hotplug that waits for an adopted region sums it again. */
+#define OLD_POLL_MS 10
 
 static int membarrier(int cmd)
 {
@@ -205,6 +217,7 @@ static bool slot_read(const struct cpuhp__fast_slot *sl, int64_t *hi)
 }
 
 static void police_arm(struct cpuhpd *d);
+static void old_poll_arm(struct cpuhpd *d);
 
 /*
  * The region's leases; a slot no honest client can produce marks the
@@ -276,6 +289,58 @@ void cpuhpd_fastpath_police(struct cpuhpd *d)
 	}
 }
 
+/* Sum again each adopted region still undrained: their clients send no FastWake. */
+static void old_poll_cb(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, fast.oldpoll);
+	struct cpuhpd_fastpath *fp = &d->fast;
+	struct cpuhpd_list *pos;
+	bool left = false;
+
+	if (!fp->blocked || !fp->counted) {
+		uv_timer_stop(t);
+		return;
+	}
+	cpuhpd_list_for_each(pos, &fp->regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+
+		if (!r->old || !r->undrained)
+			continue;
+		/* S: acquire loads; the decrement (R) was a release store of the client's. */
+		if (region_sum(d, r) != 0) {
+			left = true;
+			continue;
+		}
+		r->undrained = false;
+		fp->undrained--;
+	}
+	if (!left)
+		uv_timer_stop(t);
+	if (!fp->undrained)
+		cpuhpd_lease_check_drained(d);
+}
+
+static void old_poll_arm(struct cpuhpd *d)
+{
+	struct cpuhpd_fastpath *fp = &d->fast;
+	struct cpuhpd_list *pos;
+
+	if (!fp->police_on || uv_is_active((uv_handle_t *)&fp->oldpoll))
+		return;
+	cpuhpd_list_for_each(pos, &fp->regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+
+		if (r->old && r->undrained) {
+			uv_timer_start(&fp->oldpoll, old_poll_cb, OLD_POLL_MS, OLD_POLL_MS);
+			return;
+		}
+	}
+}
+
 /* After Q: judge every region. */
 static void count_all(struct cpuhpd *d)
 {
@@ -296,6 +361,7 @@ static void count_all(struct cpuhpd *d)
 		cpuhpd_debug("fast path: %u connection(s) hold fast leases; the hotplug waits "
 		             "for them",
 		             fp->undrained);
+	old_poll_arm(d);
 }
 
 static void async_cb(uv_async_t *a)
@@ -513,11 +579,16 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
 	resp.body_case = CPUHP__RESPONSE__BODY_FAST_PATH_GRANTED;
 	resp.fast_path_granted = &g;
 	fds[0] = fp->hdr_fd;
+	/* In the fd store (and the state text) before the client can count anything in it. */
+	cpuhpd_fdstore_region_new(c, fds[1]);
+	cpuhpd_fdstore_conn_changed(c);
 	err = cpuhpd_conn_send_fds(c, &resp, fds, 2);
 	/* The client has its own descriptor now (or none): our mapping keeps the memory. */
 	close(fds[1]);
 	if (err == -EAGAIN) {
 		cpuhpd_fastpath_conn_gone(c);
+		cpuhpd_fdstore_region_gone(c);
+		cpuhpd_fdstore_conn_changed(c);
 		cpuhpd_conn_send_error(c, req_id, EBUSY,
 		                       "replies are queued ahead on this connection; ask for the "
 		                       "fast path again when they are read");
@@ -699,6 +770,7 @@ int cpuhpd_fastpath_start(struct cpuhpd *d)
 	}
 	fp->hdr = map;
 	uv_timer_init(d->loop, &fp->police);
+	uv_timer_init(d->loop, &fp->oldpoll);
 	fp->police_on = true;
 	fp->hdr->magic = CPUHP__FAST_MAGIC;
 	fp->hdr->layout = CPUHP__FAST_LAYOUT;
@@ -715,6 +787,7 @@ int cpuhpd_fastpath_start(struct cpuhpd *d)
 		fp->mode = CPUHPD_FAST_OFF;
 		fp->police_on = false;
 		uv_close((uv_handle_t *)&fp->police, NULL);
+		uv_close((uv_handle_t *)&fp->oldpoll, NULL);
 		return 0;
 	}
 	fp->open = (uint32_t)fp->tid;
@@ -754,6 +827,7 @@ void cpuhpd_fastpath_close(struct cpuhpd *d)
 	if (fp->police_on) {
 		fp->police_on = false;
 		uv_close((uv_handle_t *)&fp->police, NULL);
+		uv_close((uv_handle_t *)&fp->oldpoll, NULL);
 	}
 	uv_cond_destroy(&fp->cond);
 	uv_mutex_destroy(&fp->lock);
@@ -761,4 +835,48 @@ void cpuhpd_fastpath_close(struct cpuhpd *d)
 	close(fp->hdr_fd);
 	fp->hdr = NULL;
 	fp->hdr_fd = -1;
+}
+
+unsigned cpuhpd_fastpath_conn_slots(const struct cpuhpd_conn *c)
+{
+	return c->fast ? c->fast->nslots : 0;
+}
+
+int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots)
+{
+	struct cpuhpd_fastpath *fp = &c->d->fast;
+	struct cpuhpd_fast_region *r;
+	struct stat st;
+	int seals;
+	void *map;
+
+	if (fd < 0)
+		return -ENOENT;
+	/* As region_new() made it: a client cannot have shrunk it under our reads. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fp->mode == CPUHPD_FAST_OFF || nslots < 1 || nslots > CPUHP__FAST_MAX_SLOTS ||
+	    fstat(fd, &st) < 0 || (size_t)st.st_size != CPUHP__FAST_REGION_SIZE(nslots) ||
+	    seals < 0 || (seals & REGION_SEALS) != REGION_SEALS) {
+		close(fd);
+		return fp->mode == CPUHPD_FAST_OFF ? -EOPNOTSUPP : -EINVAL;
+	}
+	r = calloc(1, sizeof(*r));
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd); /* the store keeps its own */
+	if (!r || map == MAP_FAILED) {
+		free(r);
+		if (map != MAP_FAILED)
+			munmap(map, (size_t)st.st_size);
+		return -ENOMEM;
+	}
+	r->map = map;
+	r->size = (size_t)st.st_size;
+	r->nslots = nslots;
+	r->old = true;
+	r->conn = c;
+	cpuhpd_list_add_tail(&fp->regions, &r->node);
+	fp->nregions++;
+	c->fast = r;
+	c->region_stored = true;
+	return 0;
 }

@@ -50,7 +50,7 @@ struct cpuhpd_fastpath {
 	enum cpuhpd_fast_mode mode;
 	int hdr_fd;
 	struct cpuhp__fast_header *hdr; /* the only writable mapping of it */
-	uint32_t open;                 /* hdr->state while open: the thread's TID */
+	uint32_t open;                  /* hdr->state while open: the thread's TID */
 
 	struct cpuhpd_list regions; /* struct cpuhpd_fast_region.node */
 	unsigned nregions;
@@ -79,7 +79,9 @@ struct cpuhpd_fastpath {
 	struct robust_list rentry;
 	/* Closes connections whose slots broke the rules (fastlease.c, police_cb). */
 	uv_timer_t police;
-	bool police_on;
+	bool police_on; /* and oldpoll's */
+	/* Sums regions adopted at a restart while a hotplug waits for them (fastlease.c). */
+	uv_timer_t oldpoll;
 };
 
 /* Start (after the lease table): choose the mode, build the header, start the thread. */
@@ -123,6 +125,15 @@ void cpuhpd_fastpath_police(struct cpuhpd *d);
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
 /* The same snapshot for one connection's region (0 without the fast path). */
 unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c);
+/*
+ * A restart: @fd is adopted @c's region memfd from the previous cpuhpd
+ * (the fd store), of @nslots slots.  Its counts go on being summed: the
+ * leases counted there hold hotplugs until they are released.
+ * Return: 0 or a negative errno (@fd is closed either way).
+ */
+int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots);
+/* The number of slots of @c's region, 0 without one (the state text). */
+unsigned cpuhpd_fastpath_conn_slots(const struct cpuhpd_conn *c);
 void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st);
 
 #endif /* CPUHPD_FASTPATH_H */

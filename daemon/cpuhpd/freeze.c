@@ -7,6 +7,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "fdstore.h"
 #include "freeze.h"
 #include "log.h"
 
@@ -43,6 +44,9 @@ static const char *why_of(const struct freeze *f)
 
 static void drop(struct cpuhpd *d, struct freeze *f)
 {
+	struct cpuhpd_conn *c = f->conn;
+	bool granted = f->granted;
+
 	if (!f->granted)
 		f->conn->npending--;
 	cpuhpd_list_del(&f->node);
@@ -50,6 +54,10 @@ static void drop(struct cpuhpd *d, struct freeze *f)
 	free(f->who);
 	free(f->why);
 	free(f);
+	if (granted)
+		cpuhpd_fdstore_conn_changed(c);
+	else
+		cpuhpd_fdstore_changed(d);
 }
 
 static void grant(struct cpuhpd *d, struct freeze *f)
@@ -58,6 +66,7 @@ static void grant(struct cpuhpd *d, struct freeze *f)
 	Cpuhp__Frozen fr = CPUHP__FROZEN__INIT;
 
 	f->granted = true;
+	cpuhpd_fdstore_conn_changed(f->conn); /* before the client hears of it */
 	cpuhpd_info("hotplug frozen by client %u (pid %d, %s) '%s' (freeze %" PRIu64 ")",
 	            f->conn->id, (int)f->conn->peer.pid, who_of(f), why_of(f), f->id);
 	fr.freeze_id = f->id;
@@ -101,6 +110,7 @@ void cpuhpd_freeze_request(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
 	}
 	/* A pending freeze is a request waiting, counted against the connection's limit. */
 	c->npending++;
+	cpuhpd_fdstore_changed(d);
 	cpuhpd_info("freeze %" PRIu64 " by pid %d waits for %u queued hotplug(s)", f->id,
 	            (int)c->peer.pid, d->hotplug.nqueued);
 }
@@ -238,6 +248,81 @@ int cpuhpd_freeze_list(struct cpuhpd *d, Cpuhp__LeaseList *out)
 		fi->why = (char *)why_of(f);
 		fi->held_ms = now - f->since;
 		fi->connection = f->conn->id;
+	}
+	return 0;
+}
+
+/* A pending freeze as the request its client sent: the next cpuhpd asks it again. */
+static void save_pending(FILE *out, const struct freeze *f)
+{
+	Cpuhp__Request rq = CPUHP__REQUEST__INIT;
+	Cpuhp__Freeze fq = CPUHP__FREEZE__INIT;
+
+	fq.who = f->who ? f->who : (char *)"";
+	fq.why = f->why ? f->why : (char *)"";
+	rq.id = f->req_id;
+	rq.body_case = CPUHP__REQUEST__BODY_FREEZE;
+	rq.freeze = &fq;
+	cpuhpd_fdstore_put_request(out, f->conn->id, &rq);
+}
+
+void cpuhpd_freeze_save(const struct cpuhpd_conn *c, FILE *out)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &c->d->freezes.list)
+	{
+		const struct freeze *f = cpuhpd_container_of(pos, struct freeze, node);
+
+		if (f->conn != c || !f->granted)
+			continue;
+		fprintf(out, "freeze %u %" PRIu64 " %" PRIu64 " %" PRIu64 " 1", c->id, f->id,
+		        f->req_id, f->since);
+		cpuhpd_statetext_str(out, f->who);
+		cpuhpd_statetext_str(out, f->why);
+		fputc('\n', out);
+	}
+}
+
+void cpuhpd_freeze_save_pending(struct cpuhpd *d, FILE *out)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->freezes.list)
+	{
+		const struct freeze *f = cpuhpd_container_of(pos, struct freeze, node);
+
+		if (!f->granted && f->conn->stored && !f->conn->closing)
+			save_pending(out, f);
+	}
+}
+
+int cpuhpd_freeze_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
+{
+	struct cpuhpd *d = c->d;
+
+	for (unsigned i = 0; i < sc->nfreezes; i++) {
+		const struct cpuhpd_saved_freeze *sf = &sc->freezes[i];
+		struct freeze *f;
+
+		if (!sf->granted)
+			return -EINVAL; /* written as requests, never as lines */
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		f->conn = c;
+		f->id = sf->id;
+		f->req_id = sf->req_id;
+		f->since = sf->since;
+		f->granted = true;
+		f->who = cpuhpd_identity_dup(sf->who);
+		f->why = cpuhpd_identity_dup(sf->why);
+		cpuhpd_list_add_tail(&d->freezes.list, &f->node);
+		d->freezes.n++;
+		if (f->id >= d->freezes.next_id)
+			d->freezes.next_id = f->id + 1;
+		cpuhpd_info("restart: hotplug freeze %" PRIu64 " of client %u (pid %d) kept", f->id,
+		            c->id, (int)c->peer.pid);
 	}
 	return 0;
 }

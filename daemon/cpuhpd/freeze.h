@@ -16,10 +16,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cpuhp.pb-c.h"
 
 #include "list.h"
+#include "statetext.h"
 
 struct cpuhpd;
 struct cpuhpd_conn;
@@ -53,5 +55,13 @@ void cpuhpd_freeze_cancel(struct cpuhpd *d);
 
 /* ListLeases: fill @out->freezes (the caller frees each element and the array). */
 int cpuhpd_freeze_list(struct cpuhpd *d, Cpuhp__LeaseList *out);
+
+/* The state text: @c's held freezes, as "freeze" lines... */
+void cpuhpd_freeze_save(const struct cpuhpd_conn *c, FILE *f);
+/* ... and every pending one, as the "req" line of its Freeze (asked again). */
+void cpuhpd_freeze_save_pending(struct cpuhpd *d, FILE *f);
+
+/* A restart: @sc's freezes again on adopted @c, held or pending as they were.  0 or -errno. */
+int cpuhpd_freeze_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
 #endif /* CPUHPD_FREEZE_H */

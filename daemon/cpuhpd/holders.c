@@ -8,6 +8,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "fdstore.h"
 #include "holders.h"
 #include "log.h"
 
@@ -36,6 +37,7 @@ void cpuhpd_holders_identify(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp
 	free(c->why);
 	c->who = who;
 	c->why = why;
+	cpuhpd_fdstore_conn_changed(c); /* a restart keeps the names too */
 	cpuhpd_debug("client %u is '%s': '%s'", c->id, who ? who : "", why ? why : "");
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_IDENTIFIED;
@@ -152,6 +154,7 @@ void cpuhpd_holders_list(struct cpuhpd_conn *c, uint64_t req_id)
 	}
 	if (cpuhpd_hotplug_list(d, &ll) || cpuhpd_freeze_list(d, &ll))
 		goto oom;
+	ll.restart_grace_ms = (uint32_t)cpuhpd_restart_remaining_ms(d);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;
 	r.lease_list = &ll;

@@ -112,6 +112,8 @@ static struct cpuhpd_conn *unlink_req(struct cpuhpd *d, struct hotplug_req *h)
 		c->npending--;
 		h->conn = NULL;
 	}
+	/* Out of the stored state before its answer: a restart must not run it again. */
+	cpuhpd_fdstore_changed(d);
 	return c;
 }
 
@@ -188,6 +190,10 @@ static void activate(struct cpuhpd *d)
 		cpuhpd_holders_describe(d, who, sizeof(who));
 		cpuhpd_info("hotplug #%" PRIu64 " (%s) waits for %u lease(s): %s", h->seq, h->desc,
 		            held, who);
+	} else if (cpuhpd_restart_holding(d)) {
+		cpuhpd_info("hotplug #%" PRIu64 " (%s) waits for the restart grace: %" PRIu64
+		            " ms left",
+		            h->seq, h->desc, cpuhpd_restart_remaining_ms(d));
 	} else
 		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
 	arm(d);
@@ -218,7 +224,14 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 	count(d, h, h->timeout_ms == 0 ? CPUHPD_HP_BUSY : CPUHPD_HP_TIMEOUT);
 
 	/* A timeout of 0 means "try": the answer is EAGAIN, as for a lease. */
-	if (h->timeout_ms == 0 && was_active)
+	if (was_active && cpuhpd_restart_holding(d))
+		reply_error(h, c, h->timeout_ms ? ETIMEDOUT : EAGAIN,
+		            "cpuhpd holds every hotplug for %" PRIu64 " ms more: the cpuhpd "
+		            "before it ended without handing its clients over, whose lease "
+		            "holders must notice first (--restart-grace-ms; see its log); "
+		            "nothing was changed",
+		            cpuhpd_restart_remaining_ms(d));
+	else if (h->timeout_ms == 0 && was_active)
 		reply_error(h, c, EAGAIN,
 		            "%u lease(s) held and no timeout given; nothing was changed (ask with "
 		            "a timeout to wait for them)",
@@ -337,7 +350,8 @@ static void enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *
 	            " ms",
 	            h->seq, c->id, (int)c->peer.pid, (unsigned)c->peer.uid, h->desc, timeout_ms);
 	cpuhpd_notify_status_changed(d);
-	if (d->hotplug.nqueued == 1)
+	cpuhpd_fdstore_changed(d);
+	if (d->hotplug.nqueued == 1 && !d->stopping)
 		activate(d);
 	else
 		arm(d);
@@ -818,4 +832,59 @@ int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
 		hi->timeout_ms = h->timeout_ms;
 	}
 	return 0;
+}
+
+bool cpuhpd_hotplug_in_worker(const struct cpuhpd *d)
+{
+	const struct hotplug_req *h = head(d);
+
+	return h && h->state >= HP_WORKER;
+}
+
+void cpuhpd_hotplug_hold(struct cpuhpd *d)
+{
+	struct hotplug_req *h = head(d);
+
+	/* Waiting for in-process readers: gives up (ECANCELED) once it has the lock. */
+	if (h && h->state >= HP_WORKER)
+		atomic_store(&h->job.cancel, true);
+	uv_timer_stop(&d->hotplug.timer);
+}
+
+/* @h as the request its client sent, its timeout what is left of it. */
+static void save_req(struct cpuhpd *d, FILE *f, const struct hotplug_req *h)
+{
+	Cpuhp__Request rq = CPUHP__REQUEST__INIT;
+	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	Cpuhp__SetSmt ss = CPUHP__SET_SMT__INIT;
+	uint64_t now = uv_now(d->loop);
+	uint32_t left = h->deadline > now ? (uint32_t)(h->deadline - now) : 1;
+
+	rq.id = h->req_id;
+	if (h->kind == CPUHPD_HP_SMT) {
+		ss.control = (char *)h->job.smt_control;
+		ss.timeout_ms = h->timeout_ms ? left : 0;
+		rq.body_case = CPUHP__REQUEST__BODY_SET_SMT;
+		rq.set_smt = &ss;
+	} else {
+		so.cpus = h->cpus_str;
+		so.online = h->job.online;
+		so.timeout_ms = h->timeout_ms ? left : 0;
+		rq.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
+		rq.set_online = &so;
+	}
+	cpuhpd_fdstore_put_request(f, h->conn->id, &rq);
+}
+
+void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f)
+{
+	struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		const struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		if (h->conn && h->conn->stored && !h->conn->closing)
+			save_req(d, f, h);
+	}
 }

@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uv.h>
 
@@ -84,6 +85,24 @@ void cpuhpd_hotplug_conn_gone(struct cpuhpd_conn *c);
  * follows when it is done.
  */
 bool cpuhpd_hotplug_cancel(struct cpuhpd *d);
+
+/* A request is in the worker thread (a restart's stop waits for it). */
+bool cpuhpd_hotplug_in_worker(const struct cpuhpd *d);
+
+/*
+ * A restart's stop (stop.c): start nothing more, let the request in the
+ * worker end (one still waiting for in-process readers gives up), leave
+ * the others queued for the state text.
+ */
+void cpuhpd_hotplug_hold(struct cpuhpd *d);
+
+/*
+ * The state text: every request not answered yet, as "req" lines (the
+ * request as sent, its timeout what is left), so that the next cpuhpd runs
+ * it.  One that was running when cpuhpd was killed runs again: its answer
+ * then reports CPUs it had changed as already in the asked state.
+ */
+void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f);
 
 Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d);
 

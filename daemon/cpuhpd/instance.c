@@ -164,10 +164,19 @@ int cpuhpd_instance_lock(struct cpuhpd *d)
 		close(fd);
 		return err;
 	}
+	/* A pid left in it: the last cpuhpd here did not stop clean (restart.h). */
+	d->restart.prev_pid = holder_pid(fd);
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
 		cpuhpd_warn("cannot write our pid into %s: %m", path);
 	/* Kept open (and locked) until we exit. */
 	d->instance_fd = fd;
 	return 0;
+}
+
+void cpuhpd_instance_clean(struct cpuhpd *d)
+{
+	if (d->instance_fd > 0 && ftruncate(d->instance_fd, 0) < 0)
+		cpuhpd_warn("cannot empty the lock file: %m; the next cpuhpd will wait its restart "
+		            "grace");
 }

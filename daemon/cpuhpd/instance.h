@@ -32,10 +32,17 @@ int cpuhpd_mkdir_p(const char *dir, const char *what);
  * Takes an flock() on "cpuhpd-DEV-INO.lock" in the runtime directory
  * (--runtime-dir, else $RUNTIME_DIRECTORY, else the socket's directory),
  * named for the tree's devices/system/cpu directory, and writes our pid
- * into it.  Held until the process exits.
+ * into it (what it held before, a previous instance's pid, goes into
+ * d->restart.prev_pid).  Held until the process exits.
  * Return: 0, or a negative errno, logged (-EBUSY: another cpuhpd holds
  * it; the message names its pid).
  */
 int cpuhpd_instance_lock(struct cpuhpd *d);
+
+/*
+ * An orderly stop that left nothing behind: empty the lock file, so that the
+ * next cpuhpd starts without a restart grace (restart.h).
+ */
+void cpuhpd_instance_clean(struct cpuhpd *d);
 
 #endif /* CPUHPD_INSTANCE_H */

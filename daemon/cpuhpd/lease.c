@@ -11,6 +11,8 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "fdstore.h"
+#include "restart.h"
 #include "log.h"
 #include "notify.h"
 
@@ -83,6 +85,8 @@ static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char
 	d->metrics.leases_granted++;
 	cpuhpd_metrics_observe(&d->metrics.lease_wait, (double)(uv_hrtime() - arrived_ns) / 1e9);
 	cpuhpd_notify_status_changed(d);
+	/* In the stored state before the client hears of it (fdstore.h). */
+	cpuhpd_fdstore_conn_changed(c);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
 	r.lease_granted = &g;
@@ -95,6 +99,7 @@ static void unlink_waiter(struct cpuhpd *d, struct lease_waiter *w)
 	d->leases.nwaiters--;
 	w->conn->nwaiting_leases--;
 	w->conn->npending--;
+	cpuhpd_fdstore_conn_changed(w->conn);
 }
 
 static void timer_cb(uv_timer_t *t);
@@ -148,6 +153,35 @@ again:
 	arm(d);
 }
 
+/* Queue a waiter (taking @who and @why); Return: it, or NULL (ENOMEM, both freed). */
+static struct lease_waiter *add_waiter(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeout_ms,
+                                       uint64_t deadline, char *who, char *why)
+{
+	struct cpuhpd *d = c->d;
+	struct lease_waiter *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		free(who);
+		free(why);
+		return NULL;
+	}
+	w->conn = c;
+	w->req_id = req_id;
+	w->timeout_ms = timeout_ms;
+	w->deadline = deadline;
+	w->who = who;
+	w->why = why;
+	w->arrived_ns = uv_hrtime();
+	cpuhpd_list_add_tail(&d->leases.waiters, &w->node);
+	d->leases.nwaiters++;
+	c->nwaiting_leases++;
+	c->npending++;
+	/* Timeouts differ, so the newcomer's deadline may be the earliest. */
+	arm(d);
+	cpuhpd_fdstore_conn_changed(c);
+	return w;
+}
+
 void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__LeaseAcquire *acq)
 {
 	struct cpuhpd *d = c->d;
@@ -186,24 +220,10 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__L
 	}
 	if (!cpuhpd_conn_may_wait(c, req_id))
 		return;
-	w = calloc(1, sizeof(*w));
-	if (!w) {
+	w = add_waiter(c, req_id, timeout_ms, uv_now(d->loop) + timeout_ms,
+	               cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why));
+	if (!w)
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
-		return;
-	}
-	w->conn = c;
-	w->req_id = req_id;
-	w->timeout_ms = timeout_ms;
-	w->deadline = uv_now(d->loop) + timeout_ms;
-	w->who = cpuhpd_identity_dup(acq->who);
-	w->why = cpuhpd_identity_dup(acq->why);
-	w->arrived_ns = uv_hrtime();
-	cpuhpd_list_add_tail(&l->waiters, &w->node);
-	l->nwaiters++;
-	c->nwaiting_leases++;
-	c->npending++;
-	/* Timeouts differ, so the newcomer's deadline may be the earliest. */
-	arm(d);
 }
 
 /* Return: 0 if @c does not hold it, 1 if it did, 2 if CPUs changed under it meanwhile. */
@@ -217,6 +237,7 @@ static int drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 			c->leases[i] = c->leases[--c->nleases];
 			c->d->leases.held--;
 			cpuhpd_notify_status_changed(c->d);
+			cpuhpd_fdstore_conn_changed(c);
 			return ret;
 		}
 	}
@@ -287,10 +308,16 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
 		cpuhpd_lease_check_drained(d);
 }
 
+/* Nothing a hotplug waits for: leases (socket, fast), state readers, a restart's grace. */
+static bool drained(struct cpuhpd *d)
+{
+	return d->leases.held == 0 && cpuhpd_fastpath_drained(d) && !cpuhpd_states_holding(d) &&
+	       !cpuhpd_restart_holding(d);
+}
+
 void cpuhpd_lease_check_drained(struct cpuhpd *d)
 {
-	if (d->leases.blocked && d->leases.held == 0 && cpuhpd_fastpath_drained(d) &&
-	    !cpuhpd_states_holding(d))
+	if (d->leases.blocked && drained(d))
 		cpuhpd_hotplug_leases_drained(d);
 }
 
@@ -303,7 +330,7 @@ bool cpuhpd_lease_block(struct cpuhpd *d)
 {
 	d->leases.blocked = true;
 	cpuhpd_fastpath_block(d);
-	return d->leases.held == 0 && cpuhpd_fastpath_drained(d) && !cpuhpd_states_holding(d);
+	return drained(d);
 }
 
 void cpuhpd_lease_unblock(struct cpuhpd *d)
@@ -347,4 +374,69 @@ void cpuhpd_lease_cancel_waiters(struct cpuhpd *d)
 		cpuhpd_conn_send_error(c, req_id, ECANCELED, "cpuhpd is shutting down");
 	}
 	uv_timer_stop(&d->leases.timer);
+}
+
+void cpuhpd_lease_save(const struct cpuhpd_conn *c, FILE *f)
+{
+	const struct cpuhpd_list *pos;
+
+	for (unsigned i = 0; i < c->nleases; i++) {
+		const struct cpuhpd_lease *l = &c->leases[i];
+
+		fprintf(f, "lease %u %" PRIu64 " %" PRIu64 " %d", c->id, l->id, l->since,
+		        l->bypassed);
+		cpuhpd_statetext_str(f, l->who);
+		cpuhpd_statetext_str(f, l->why);
+		fputc('\n', f);
+	}
+	if (!c->nwaiting_leases)
+		return;
+	cpuhpd_list_for_each(pos, &c->d->leases.waiters)
+	{
+		const struct lease_waiter *w = cpuhpd_container_of(pos, struct lease_waiter, node);
+
+		if (w->conn != c)
+			continue;
+		fprintf(f, "wait %u %" PRIu64 " %" PRIu64 " %" PRIu32, c->id, w->req_id,
+		        w->deadline, w->timeout_ms);
+		cpuhpd_statetext_str(f, w->who);
+		cpuhpd_statetext_str(f, w->why);
+		fputc('\n', f);
+	}
+}
+
+int cpuhpd_lease_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
+{
+	struct cpuhpd *d = c->d;
+
+	if (sc->nleases + sc->nwaits > CPUHPD_CONN_MAX_LEASES)
+		return -E2BIG;
+	for (unsigned i = 0; i < sc->nleases; i++) {
+		const struct cpuhpd_saved_lease *s = &sc->leases[i];
+		struct cpuhpd_lease *l = &c->leases[c->nleases];
+
+		*l = (struct cpuhpd_lease){.id = s->id, .since = s->since, .bypassed = s->bypassed};
+		l->who = cpuhpd_identity_dup(s->who);
+		l->why = cpuhpd_identity_dup(s->why);
+		c->nleases++;
+		d->leases.held++;
+		if (s->id >= d->leases.next_id)
+			d->leases.next_id = s->id + 1;
+	}
+	/* Still waiting, with the deadline they had: the gate decides anew. */
+	for (unsigned i = 0; i < sc->nwaits; i++) {
+		const struct cpuhpd_saved_wait *s = &sc->waits[i];
+
+		if (!add_waiter(c, s->req_id, s->timeout_ms, s->deadline,
+		                cpuhpd_identity_dup(s->who), cpuhpd_identity_dup(s->why)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void cpuhpd_lease_adopted(struct cpuhpd *d)
+{
+	/* The gate opens at start: waiters that came back are granted, in their order. */
+	if (!d->leases.blocked && d->leases.nwaiters)
+		cpuhpd_lease_unblock(d);
 }

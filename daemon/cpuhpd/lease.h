@@ -24,12 +24,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uv.h>
 
 #include "cpuhp.pb-c.h"
 
 #include "list.h"
+#include "statetext.h"
 
 struct cpuhpd;
 struct cpuhpd_conn;
@@ -81,5 +83,18 @@ void cpuhpd_lease_unblock(struct cpuhpd *d);
 
 /* Daemon stop: answer every waiter with ECANCELED. */
 void cpuhpd_lease_cancel_waiters(struct cpuhpd *d);
+
+/* The state text (statetext.h): @c's "lease" and "wait" lines. */
+void cpuhpd_lease_save(const struct cpuhpd_conn *c, FILE *f);
+
+/*
+ * A restart: give adopted @c the leases the state text lists (same ids,
+ * same ages) and queue its waiting acquires again, with their deadlines.
+ * Return: 0, -E2BIG (over the per-connection limit), -ENOMEM.
+ */
+int cpuhpd_lease_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
+
+/* Every connection adopted: grant the acquires that came back waiting, unless a hotplug blocks. */
+void cpuhpd_lease_adopted(struct cpuhpd *d);
 
 #endif /* CPUHPD_LEASE_H */

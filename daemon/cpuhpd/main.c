@@ -87,6 +87,11 @@ int main(int argc, char **argv)
 	}
 	cpuhpd_notify("READY=1");
 	uv_run(d.loop, UV_RUN_DEFAULT);
+	if (d.restart.keep) {
+		/* Nothing closed: the fd store keeps every client for the next cpuhpd (stop.c). */
+		cpuhpd_info("stopped; the fd store keeps the clients");
+		return 0;
+	}
 	uv_loop_close(d.loop);
 	cpuhpd_info("stopped");
 	return 0;

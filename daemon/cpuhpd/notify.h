@@ -4,8 +4,11 @@
  * $NOTIFY_SOCKET.  "READY=1" once the socket listens (cpuhpd.service is
  * Type=notify; the tests wait for it the same way instead of polling the
  * socket), "STOPPING=1" when a stop begins, and "STATUS=..." lines saying
- * what the daemon is doing ("2 leases held; hotplug #4 waiting for them"),
- * which `systemctl status cpuhpd` shows.  A no-op without $NOTIFY_SOCKET.
+ * what the daemon is doing ("2 leases held; hotplug #4 waiting for them";
+ * "; hotplugs held for the restart grace" while restart.c holds them),
+ * which `systemctl status cpuhpd` shows, and the fd store's "FDSTORE=1"
+ * and "FDSTOREREMOVE=1" with their descriptors (fdstore.c).  A no-op
+ * without $NOTIFY_SOCKET.
  */
 #ifndef CPUHPD_NOTIFY_H
 #define CPUHPD_NOTIFY_H
@@ -13,6 +16,17 @@
 struct cpuhpd;
 
 void cpuhpd_notify(const char *state);
+
+/* Descriptors one message may carry (SCM_RIGHTS). */
+#define CPUHPD_NOTIFY_MAX_FDS 4
+
+/**
+ * cpuhpd_notify_fds() - send @state with @nfds descriptors (the service
+ * manager gets its own copies; the caller keeps and closes its).
+ * Return: 0; -ENOENT without $NOTIFY_SOCKET; another -errno when the
+ * message could not be sent (nobody listens, or the store is full).
+ */
+int cpuhpd_notify_fds(const char *state, const int *fds, unsigned nfds);
 
 /*
  * STATUS= lines.  cpuhpd_notify_status_changed() is called when leases or

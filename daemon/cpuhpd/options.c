@@ -78,6 +78,15 @@ static void usage(FILE *f)
 	    "                         name it *.prom); what 'cpuhpctl metrics' prints\n"
 	    "  --metrics-interval MS  rewrite --metrics-file every MS ms (default 10000; 0:\n"
 	    "                         only at start, stop and after each hotplug)\n"
+	    "  --fd-store-max N       keep the socket, every client connection, its fast-\n"
+	    "                         lease memory and a state memfd in systemd's fd store\n"
+	    "                         (at most N descriptors), so that a restart keeps every\n"
+	    "                         lease (default: $FDSTORE, which systemd 254 and later\n"
+	    "                         set from FileDescriptorStoreMax=; 0 there: no store)\n"
+	    "  --restart-grace-ms MS  when the previous cpuhpd on this tree ended without\n"
+	    "                         handing its clients over (a crash, no fd store), hold\n"
+	    "                         every hotplug for MS ms so that its lease holders can\n"
+	    "                         notice first (default %u; 0: none)\n"
 	    "  -v, --verbose          debug log lines\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          print the version\n"
@@ -88,8 +97,8 @@ static void usage(FILE *f)
 	    CPUHPD_ADMIT_MAX_CONNECTIONS, CPUHPD_ADMIT_RESERVED_CONNECTIONS,
 	    CPUHPD_ADMIT_MAX_CONNECTIONS_PER_UID, CPUHPD_ADMIT_MAX_BUFFERED >> 20,
 	    CPUHPD_ADMIT_MAX_BUFFERED_PER_UID >> 20, CPUHPD_ADMIT_CLIENT_TIMEOUT_MS,
-	    CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED,
-	    CPUHPD_HOTPLUG_MAX_CPUS);
+	    CPUHPD_RESTART_GRACE_MS, CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING,
+	    CPUHPD_CONN_MAX_QUEUED, CPUHPD_HOTPLUG_MAX_CPUS);
 }
 
 static int parse_uint(const char *opt, const char *s, int base, unsigned long max,
@@ -175,6 +184,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_MAXPERUID,
 		O_METRICS,
 		O_METRICS_INTERVAL,
+		O_FDSTORE,
+		O_GRACE,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
@@ -196,6 +207,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"max-leases-per-uid", required_argument, NULL, O_MAXPERUID},
 	    {"metrics-file", required_argument, NULL, O_METRICS},
 	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
+	    {"fd-store-max", required_argument, NULL, O_FDSTORE},
+	    {"restart-grace-ms", required_argument, NULL, O_GRACE},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -230,6 +243,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->client_timeout_ms = CPUHPD_ADMIT_CLIENT_TIMEOUT_MS;
 	o->fast_path = CPUHPD_FAST_AUTO;
 	o->metrics_interval_ms = 10000;
+	o->restart_grace_ms = CPUHPD_RESTART_GRACE_MS;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET:
@@ -319,6 +333,16 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			if (parse_uint("--metrics-interval", optarg, 10, 86400000, &v))
 				return -1;
 			o->metrics_interval_ms = (unsigned)v;
+			break;
+		case O_FDSTORE:
+			if (parse_uint("--fd-store-max", optarg, 10, 1000000, &v))
+				return -1;
+			o->fd_store_max = (unsigned)v;
+			break;
+		case O_GRACE:
+			if (parse_uint("--restart-grace-ms", optarg, 10, 3600000, &v))
+				return -1;
+			o->restart_grace_ms = (unsigned)v;
 			break;
 		case 'v':
 			o->verbose = true;

@@ -7,6 +7,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "fdstore.h"
 #include "holders.h"
 #include "log.h"
 #include "policy.h"
@@ -184,6 +185,8 @@ static void notify_bypass(struct cpuhpd_conn *c, unsigned n, const char *was, co
 
 	for (unsigned i = 0; i < c->nleases; i++)
 		c->leases[i].bypassed = true;
+	if (c->nleases)
+		cpuhpd_fdstore_conn_changed(c); /* their release says so after a restart too */
 	bp.online = (char *)now;
 	bp.was = (char *)was;
 	bp.leases = n;

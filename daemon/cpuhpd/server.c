@@ -15,41 +15,29 @@
 #include "instance.h"
 #include "log.h"
 
-#define SD_LISTEN_FDS_START 3
-
 /*
- * Return: the activation socket's fd; -ENOENT when not socket-activated;
+ * Return: the activation socket's fd (a socket unit's, or the one a
+ * previous cpuhpd put in the fd store); -ENOENT when none was passed;
  * another -errno when the passed fd is unusable.
  */
-static int activation_fd(void)
+static int activation_fd(struct cpuhpd *d)
 {
-	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
-	int fd = SD_LISTEN_FDS_START, type = 0, listening = 0;
+	int fd = cpuhpd_fdstore_listen_fd(d), type = 0, listening = 0;
 	socklen_t len = sizeof(int);
 	struct sockaddr_un sa;
 	socklen_t salen = sizeof(sa);
-	long n;
 
-	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
+	if (fd < 0)
 		return -ENOENT;
-	n = strtol(fds, NULL, 10);
-	/* Children (none today) must not think the socket is theirs. */
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (n < 1)
-		return -ENOENT;
-	if (n > 1)
-		cpuhpd_warn("socket activation passed %ld sockets; using the first (fd 3)", n);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
 	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0 || sa.sun_family != AF_UNIX ||
 	    type != SOCK_STREAM || !listening) {
-		cpuhpd_err("socket activation: fd 3 is not a listening Unix stream socket; check "
-		           "ListenStream= in cpuhpd.socket");
+		cpuhpd_err("socket activation: fd %d is not a listening Unix stream socket; check "
+		           "ListenStream= in cpuhpd.socket",
+		           fd);
 		return -EINVAL;
 	}
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	return fd;
 }
 
@@ -187,11 +175,11 @@ int cpuhpd_server_start(struct cpuhpd *d)
 	if (err)
 		return err;
 	s->open = true;
-	fd = activation_fd();
+	fd = activation_fd(d);
 	if (fd >= 0) {
 		err = uv_pipe_open(&s->pipe, fd);
 		if (err) {
-			cpuhpd_err("socket activation: cannot use fd 3: %s", uv_strerror(err));
+			cpuhpd_err("socket activation: cannot use fd %d: %s", fd, uv_strerror(err));
 			return err;
 		}
 		s->activated = true;

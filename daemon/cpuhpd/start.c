@@ -9,14 +9,17 @@
 #include <string.h>
 
 #include "cpuhpd.h"
+#include "adopt.h"
 #include "admit.h"
 #include "cpus.h"
 #include "fastlease.h"
+#include "fdstore.h"
 #include "hotplug.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "restart.h"
 #include "server.h"
 #include "states.h"
 #include "uevent.h"
@@ -25,8 +28,13 @@
 int cpuhpd_start(struct cpuhpd *d)
 {
 	const char *which = NULL;
+	uv_os_fd_t bound = -1;
 	int err;
 
+	/* First: LISTEN_FDS may hold a previous instance's clients (fdstore.h). */
+	err = cpuhpd_fdstore_take(d);
+	if (err)
+		return err;
 	err = cpuhpd_cpus_read(d->opt.sysfs_root, &d->view, &which);
 	if (err) {
 		cpuhpd_err("cannot read %s/devices/system/cpu/%s: %s; is --sysfs-root right?",
@@ -51,7 +59,13 @@ int cpuhpd_start(struct cpuhpd *d)
 		return err;
 	}
 	cpuhpd_notify_status_init(d);
-	if ((err = cpuhpd_server_start(d)) || (err = cpuhpd_uevent_start(d)))
+	/* The previous instance's clients, before anyone new can come in. */
+	if ((err = cpuhpd_adopt(d)) || (err = cpuhpd_server_start(d)))
+		return err;
+	if (!d->server.activated)
+		uv_fileno((uv_handle_t *)&d->server.pipe, &bound);
+	cpuhpd_fdstore_ready(d, bound);
+	if ((err = cpuhpd_restart_start(d)) || (err = cpuhpd_uevent_start(d)))
 		return err;
 	return 0;
 }

@@ -26,6 +26,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "fdstore.h"
 #include "log.h"
 #include "states.h"
 
@@ -122,6 +123,8 @@ static void unlist(struct cpuhpd *d, struct cpuhpd_state *s)
 	s->listed = false;
 	s->live = false;
 	d->states.nstates--;
+	if (alive(s))
+		cpuhpd_fdstore_conn_changed(s->conn);
 	state_put(s);
 }
 
@@ -469,6 +472,9 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 			cpuhp_cpuset_del(&st->s->cpus, st->cpu);
 		else
 			cpuhp_cpuset_add(&st->s->cpus, st->cpu);
+		/* What a restart would call teardown for next. */
+		if (st->s->live && alive(st->s))
+			cpuhpd_fdstore_conn_changed(st->s->conn);
 	} else if (!st->rollback && !w->rolled_back) {
 		if (!w->err) {
 			w->err = err;
@@ -584,6 +590,7 @@ static void finish_register(struct cpuhpd *d, struct state_work *w)
 			cpuhpd_conn_send_error(c, w->req_id, ENOMEM, "cpuhpd is out of memory");
 	} else {
 		s->live = true;
+		cpuhpd_fdstore_conn_changed(s->conn); /* before the client hears of it */
 		cpuhpd_info("state '%s' registered by client %u (pid %d, %s): priority %" PRId32
 		            ", deadline %" PRIu32 " ms",
 		            s->name, s->conn_id, (int)s->pid, s->comm, s->priority, s->deadline_ms);
@@ -748,6 +755,7 @@ static void submit_reader(struct cpuhpd *d, struct state_work *w)
 {
 	if (d->leases.blocked) {
 		cpuhpd_list_add_tail(&d->states.waiting, &w->node);
+		cpuhpd_fdstore_changed(d); /* a restart asks it again */
 		return;
 	}
 	d->states.holds++;
@@ -1096,4 +1104,115 @@ void cpuhpd_states_runs_to_wire(struct cpuhpd_state_run *runs, unsigned n, Cpuhp
 		out[i].client_gone = run->gone;
 		outp[i] = &out[i];
 	}
+}
+
+bool cpuhpd_states_running(const struct cpuhpd *d)
+{
+	return head_work(d) != NULL;
+}
+
+void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &c->d->states.list)
+	{
+		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+		char *cpus;
+
+		if (!s->live || s->conn != c)
+			continue;
+		cpus = cpuhpd_cpus_to_str(&s->cpus);
+		fprintf(f, "state %u %" PRIu64 " %" PRIu64 " %" PRId32 " %" PRIu32, c->id, s->id,
+		        s->reg_req_id, s->priority, s->deadline_ms);
+		cpuhpd_statetext_str(f, s->name);
+		cpuhpd_statetext_str(f, cpus);
+		fputc('\n', f);
+		free(cpus);
+	}
+}
+
+/* A registration or removal waiting for the gate, as the request its client sent. */
+static void save_waiting(FILE *f, const struct state_work *w)
+{
+	Cpuhp__Request rq = CPUHP__REQUEST__INIT;
+	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
+	Cpuhp__RemoveState rm = CPUHP__REMOVE_STATE__INIT;
+
+	rq.id = w->req_id;
+	if (w->kind == W_REGISTER) {
+		rs.name = (char *)w->target->name;
+		rs.priority = w->target->priority;
+		rs.deadline_ms = w->target->deadline_ms;
+		rs.nocalls = w->nocalls;
+		rq.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
+		rq.register_state = &rs;
+	} else {
+		rm.state_id = w->target->id;
+		rm.nocalls = w->nocalls;
+		rq.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
+		rq.remove_state = &rm;
+	}
+	cpuhpd_fdstore_put_request(f, w->conn->id, &rq);
+}
+
+void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f)
+{
+	struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->states.waiting)
+	{
+		const struct state_work *w = cpuhpd_container_of(pos, struct state_work, node);
+
+		if (w->conn && !w->conn->closing && w->conn->stored)
+			save_waiting(f, w);
+	}
+}
+
+int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
+{
+	struct cpuhpd *d = c->d;
+
+	for (unsigned i = 0; i < sc->nstates; i++) {
+		const struct cpuhpd_saved_state *ss = &sc->states[i];
+		struct cpuhpd_state *s;
+
+		if (!name_ok(ss->name) || find_name(d, ss->name) ||
+		    ss->deadline_ms > CPUHPD_STATES_MAX_DEADLINE_MS ||
+		    d->states.nstates >= CPUHPD_STATES_MAX ||
+		    conn_states(d, c) >= CPUHPD_STATES_MAX_PER_CONN)
+			return -EINVAL;
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		if (ss->cpus && cpuhp_cpuset_parse(ss->cpus, &s->cpus)) {
+			free(s);
+			return -EINVAL;
+		}
+		s->refs = 1;
+		s->id = ss->id;
+		if (s->id >= d->states.next_state_id)
+			d->states.next_state_id = s->id + 1;
+		snprintf(s->name, sizeof(s->name), "%s", ss->name);
+		s->priority = ss->priority;
+		s->deadline_ms =
+		    ss->deadline_ms ? ss->deadline_ms : CPUHPD_STATES_DEFAULT_DEADLINE_MS;
+		s->conn = c;
+		s->conn_id = c->id;
+		s->reg_req_id = ss->reg_req_id;
+		s->pid = c->peer.pid;
+		s->uid = c->peer.uid;
+		snprintf(s->comm, sizeof(s->comm), "%.15s", c->peer.comm);
+		list_insert(d, s);
+		s->live = true;
+		cpuhpd_info("restart: state '%s' of client %u (pid %d) kept, started on %s",
+		            s->name, c->id, (int)s->pid, ss->cpus ? ss->cpus : "no CPU");
+	}
+	return 0;
+}
+
+void cpuhpd_states_adopted(struct cpuhpd *d)
+{
+	/* A hotplug the last cpuhpd did not finish may have changed CPUs under a state. */
+	cpuhpd_states_reconcile(d);
 }

@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <uv.h>
@@ -33,6 +34,7 @@
 #include "cpuhp.pb-c.h"
 
 #include "list.h"
+#include "statetext.h"
 
 /* States one connection may register, and the daemon in all. */
 #define CPUHPD_STATES_MAX_PER_CONN 64
@@ -132,5 +134,29 @@ void cpuhpd_states_hotplug_cpu(struct cpuhpd *d, struct cpuhpd_job *job);
  */
 void cpuhpd_states_runs_to_wire(struct cpuhpd_state_run *runs, unsigned n, Cpuhp__StateRun *out,
                                 Cpuhp__StateRun **outp, size_t msg_max);
+
+/* A sequence of calls runs (a restart's stop waits for it to end). */
+bool cpuhpd_states_running(const struct cpuhpd *d);
+
+/* The state text: @c's live states, as "state" lines. */
+void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f);
+/*
+ * ... and the registrations and removals waiting for the lease gate, as
+ * "req" lines (after the hotplugs', which they wait behind).
+ */
+void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f);
+
+/*
+ * A restart: register @sc's states again on adopted @c, live, started on
+ * the CPUs the text says (no calls now: the client ran them already).
+ * Return: 0 or a negative errno.
+ */
+int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
+
+/*
+ * Every connection adopted: states whose CPUs differ from the files (a
+ * hotplug the last cpuhpd was killed in) get their external calls.
+ */
+void cpuhpd_states_adopted(struct cpuhpd *d);
 
 #endif /* CPUHPD_STATES_H */

@@ -5,14 +5,92 @@
  * waiting, let a hotplug already writing sysfs finish (one still waiting for
  * in-process readers gives up as soon as it gets the lock), then close the
  * clients and every handle so that uv_run() returns and main exits 0.
+ *
+ * With the fd store on (fdstore.h), SIGTERM is a restart's first half
+ * instead: the clients stay, in the store, for the next cpuhpd.  Nothing is
+ * cancelled and nobody is told anything: fast acquires go to the socket,
+ * requests read from now on are kept for the next daemon (dispatch.c), a
+ * hotplug in the worker finishes (one still waiting for in-process readers
+ * gives up with ECANCELED, "nothing was changed"), a state call in flight
+ * is answered, replies are flushed (a client that does not read them for
+ * a second is closed and taken out of the store: it sees EOF); then the
+ * state text is written a last time and the process exits 0 without
+ * closing anything.
  */
 #include <errno.h>
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "instance.h"
 #include "log.h"
 #include "notify.h"
 #include "states.h"
+
+/* How long a restart waits for clients to take their replies. */
+#define FLUSH_MS 1000
+/* How often a restart looks whether the work it lets finish is done. */
+#define POLL_MS 5
+
+static bool keep_done(struct cpuhpd *d)
+{
+	struct cpuhpd_list *pos, *tmp;
+	bool late = uv_now(d->loop) >= d->restart.keep_until;
+
+	if (cpuhpd_hotplug_in_worker(d) || cpuhpd_states_running(d))
+		return false;
+	cpuhpd_list_for_each_safe(pos, tmp, &d->conns)
+	{
+		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
+
+		if (!c->queued)
+			continue;
+		if (!late)
+			return false;
+		cpuhpd_conn_close(c, "restart: it did not read its replies; closed, so that it "
+		                     "sees EOF");
+	}
+	return true;
+}
+
+static void keep_poll(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, restart.keep_timer);
+
+	if (!keep_done(d))
+		return;
+	uv_timer_stop(t);
+	cpuhpd_stop_finish(d);
+}
+
+/* SIGTERM with the store on: see the top of this file. */
+static void stop_keep(struct cpuhpd *d)
+{
+	cpuhpd_info("stopping for a restart: %u client(s) and %u lease(s) stay in the fd store "
+	            "for the next cpuhpd",
+	            d->nconns, cpuhpd_lease_held_total(d));
+	d->restart.keep = true;
+	cpuhpd_notify("STOPPING=1");
+	cpuhpd_fastpath_stop(d);
+	cpuhpd_hotplug_hold(d);
+	d->restart.keep_until = uv_now(d->loop) + FLUSH_MS;
+	if (keep_done(d)) {
+		cpuhpd_stop_finish(d);
+		return;
+	}
+	/* Never closed: the process ends with the loop as it is (finish_keep). */
+	uv_timer_init(d->loop, &d->restart.keep_timer);
+	uv_timer_start(&d->restart.keep_timer, keep_poll, POLL_MS, POLL_MS);
+}
+
+/* The last of a restart's stop: the last state text, then leave the loop as it is. */
+static void finish_keep(struct cpuhpd *d)
+{
+	cpuhpd_fdstore_changed(d);
+	d->fdstore.writing_off = true;
+	cpuhpd_info("state handed over to the fd store: %u client(s), %u lease(s)", d->nconns,
+	            cpuhpd_lease_held_total(d));
+	uv_stop(d->loop);
+}
 
 void cpuhpd_stop(struct cpuhpd *d)
 {
@@ -23,6 +101,10 @@ void cpuhpd_stop(struct cpuhpd *d)
 		return;
 	}
 	d->stopping = true;
+	if (cpuhpd_fdstore_keeps(d)) {
+		stop_keep(d);
+		return;
+	}
 	cpuhpd_info("stopping");
 	cpuhpd_notify("STOPPING=1");
 	/* First: fast acquires go to the socket from now on, and get ECANCELED there. */
@@ -44,7 +126,17 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 
 	if (d->stopped)
 		return;
+	if (d->restart.keep) {
+		if (keep_done(d)) {
+			d->stopped = true;
+			finish_keep(d);
+		}
+		return;
+	}
 	d->stopped = true;
+	/* Nothing held that a former holder might still count on: no grace for the next one. */
+	if (!d->leases.held && !cpuhpd_fastpath_held(d) && !cpuhpd_states_any(d))
+		cpuhpd_instance_clean(d);
 	/* Id 0: the error concerns the connection, which closes (proto/FRAMING.md). */
 	while ((n = cpuhpd_list_first(&d->conns))) {
 		struct cpuhpd_conn *c = cpuhpd_container_of(n, struct cpuhpd_conn, node);
@@ -62,6 +154,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 	cpuhpd_states_close(d);
 	cpuhpd_metrics_stop(d);
 	cpuhpd_notify_status_close(d);
+	cpuhpd_restart_close(d);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 }

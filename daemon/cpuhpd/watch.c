@@ -5,8 +5,17 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "fdstore.h"
 #include "log.h"
 #include "watch.h"
+
+void cpuhpd_watch_adopt(struct cpuhpd_conn *c, uint64_t req_id)
+{
+	c->watching = true;
+	c->watch_id = req_id;
+	c->watch_seq = c->d->watch.seq;
+	cpuhpd_list_add_tail(&c->d->watch.list, &c->watch_node);
+}
 
 void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id)
 {
@@ -20,9 +29,8 @@ void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id)
 		                       c->watch_id);
 		return;
 	}
-	c->watching = true;
-	c->watch_id = req_id;
-	cpuhpd_list_add_tail(&c->d->watch.list, &c->watch_node);
+	cpuhpd_watch_adopt(c, req_id);
+	cpuhpd_fdstore_conn_changed(c);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_WATCH_STARTED;
 	r.watch_started = &ws;

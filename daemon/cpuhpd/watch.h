@@ -28,6 +28,8 @@ struct cpuhpd_watchers {
 /* Handle Watch: answers WatchStarted, or EALREADY on a second Watch. */
 void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id);
 void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c);
+/* A restart: @c watched with request @req_id before; it gets the events from now on. */
+void cpuhpd_watch_adopt(struct cpuhpd_conn *c, uint64_t req_id);
 
 void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool online);
 void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,

@@ -582,6 +582,7 @@ int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
 	snprintf(out->smt_control, sizeof(out->smt_control), "%s",
 	         s->smt_control ? s->smt_control : "");
 	out->smt_active = s->smt_active;
+	out->restart_grace_ms = s->restart_grace_ms;
 	return 0;
 }
 
@@ -923,6 +924,7 @@ static int convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
 		o->connection = fi->connection;
 	}
 	l->n_freezes = in->n_freezes;
+	l->restart_grace_ms = in->restart_grace_ms;
 	*out = l;
 	return 0;
 }

@@ -212,10 +212,11 @@ static void print_response(const Cpuhp__Response *r)
 		jstr(s->present);
 		printf(",\"leases_held\":%u,\"writer\":\"%s\",\"pending_leases\":%u,"
 		       "\"pending_hotplugs\":%u,\"connections\":%u,\"freezes\":%u,"
-		       "\"bypasses\":%" PRIu64 ",\"revocations\":%" PRIu64,
+		       "\"bypasses\":%" PRIu64 ",\"revocations\":%" PRIu64
+		       ",\"fast_leases_held\":%u,\"restart_grace_ms\":%u",
 		       s->leases_held, writer_name(s->writer), s->pending_leases,
-		       s->pending_hotplugs, s->connections, s->freezes, s->bypasses,
-		       s->revocations);
+		       s->pending_hotplugs, s->connections, s->freezes, s->bypasses, s->revocations,
+		       s->fast_leases_held, s->restart_grace_ms);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_WATCH_STARTED:

@@ -172,7 +172,8 @@ def test_cpuhpctl_hold_names_its_lease_and_leases_lists_it(daemon4):
         assert "(nightly-bench) 'pinned to CPUs 1-3'" in r.stderr, r
     finally:
         hold.end()
-    assert ctl_json(daemon4, 'leases') == (0, {'leases': [], 'hotplugs': [], 'freezes': []})
+    assert ctl_json(daemon4, 'leases') == (0, {'leases': [], 'hotplugs': [], 'freezes': [],
+                                           'restart_grace_ms': 0})
 
 
 def test_hold_names_its_lease_after_the_command_by_default(daemon4):

@@ -981,3 +981,104 @@ def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, ro
                        'the files\' online set']
     row['numbers']['cancelled'] = len(waiting)
     row['numbers']['connections closed'] = len(conns)
+
+
+# ---- a restart with the fd store (issue 17 §1): on a daemon of its own ----
+
+def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig, row):
+    """cpuhpd SIGKILLed and restarted with its fd store."""
+    import fastlib
+    import fdstore
+    rnd = faultlib.rng('restart')
+    tmp = rig.tmp / 'restart'
+    tmp.mkdir()
+    sim = fixture.SimSysfs(tmp / 'sys', cpus=faultlib.CPUS)
+    manager = fdstore.Manager(tmp)
+    d = manager.start(fixture.Daemon(tmp, sim.root))
+    probe = fixture.Probe(d.socket)
+    fast = fastlib.FastClient(d.socket)
+    led = faultlib.Ledger(probe)
+    rounds, kept, waited, fast_kept, conns = 5, 0, 0, 0, []
+    try:
+        for i in range(rounds):
+            held = []     # (connection, lease id); connection None: the fast client's
+            for _ in range(rnd.randint(1, 4)):
+                n = rig.name('rh')
+                led.connect(n)
+                conns.append(n)
+                held += [(n, led.lease(n)) for _ in range(rnd.randint(1, 3))]
+            if rnd.random() < 0.5:
+                fast.connect(f'f{i}')
+                fast.thread(f't{i}', f'f{i}')
+                fast.lease(f't{i}')
+                held.append((None, f't{i}'))
+                fast_kept += 1
+            hpn = rig.name('rhp')
+            led.connect(hpn)
+            conns.append(hpn)
+            cpus = ','.join(map(str, sorted(rnd.sample(faultlib.HOTPLUGGABLE,
+                                                       rnd.randint(1, 3)))))
+            hp = led.send(hpn, rnd.choice(('online', 'offline')), cpus, 60000)
+            waiters = []
+            for _ in range(rnd.randint(0, 3)):
+                n = rig.name('rw')
+                led.connect(n)
+                conns.append(n)
+                waiters.append((n, led.send(n, 'acquire', 60000)))
+            s = led.status(hpn)
+            assert s['writer'] == 'WRITER_WAITING' and s['pending_leases'] == len(waiters), s
+            before = sim_online(sim)
+            d.kill()
+            manager.sync()
+            d = manager.start(d)
+            kept += len(held)
+            waited += len(waiters)
+            # Everything as it was: the leases, the waiting acquires, the queued hotplug.
+            s = led.status(hpn)
+            assert (s['leases_held'], s['pending_leases'], s['pending_hotplugs']) == \
+                (len(held), len(waiters), 1), (s, held, d.log()[-3000:])
+            rnd.shuffle(held)
+            for n, lease in held:
+                s = led.status(hpn)
+                assert s['pending_hotplugs'] == 1 and sim_online(sim) == before, \
+                    f'a hotplug ran under a lease taken before the restart: {s}'
+                if n is None:
+                    fast.unlease(lease)
+                else:
+                    led.release(n, lease)
+            r = led.recv(hpn)
+            assert r['id'] == hp and r['kind'] == 'set_online', r
+            assert all(x['ok'] for x in r['results']), r
+            for n, rid in waiters:
+                r = led.recv(n)
+                assert r['id'] == rid and r['kind'] == 'lease_granted', r
+                led.release(n, r['lease_id'])
+            s = led.status(hpn)
+            assert (s['leases_held'], s['pending_leases'], s['pending_hotplugs'],
+                    s['writer']) == (0, 0, 0, 'WRITER_IDLE'), s
+            assert parse_cpus(s['online']) == sim_online(sim)
+        # Every request of every connection answered exactly once, across the restarts.
+        for n in conns:
+            led.finish(n)
+        fresh = fixture.Probe(d.socket)
+        fresh.connect('x')
+        assert fresh.call('x', 'release', fresh.lease('x'))['kind'] == 'lease_released'
+        fresh.kill()
+    finally:
+        fast.kill()
+        probe.kill()
+        d.stop()
+        manager.close()
+    row['injected'].append(f'{rounds} rounds: 1-4 clients holding 1-3 socket leases each (and '
+                           'a libcpuhp-client fast lease in about half), a hotplug of 1-3 CPUs '
+                           'and 0-3 lease acquires waiting behind them; cpuhpd SIGKILLed, then '
+                           'started again with the fd store (the test plays systemd)')
+    row['checked'] += ['after each restart: the same leases held, the same acquires and hotplug '
+                       'waiting', 'the hotplug waits until the last lease taken before the '
+                       'restart is released, then runs; the acquires are granted after it',
+                       'every request answered exactly once (ledger), across the restarts',
+                       'the online set equals the files; a new client is served']
+    row['numbers']['restarts'] = rounds
+    row['numbers']['leases kept'] = kept
+    row['numbers']['of them fast'] = fast_kept
+    row['numbers']['acquires kept waiting'] = waited

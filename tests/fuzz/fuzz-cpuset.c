@@ -14,11 +14,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond)                                                                           \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzzcheck.h"
 
 static bool ref_space(char c)
 {

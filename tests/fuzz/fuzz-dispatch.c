@@ -68,14 +68,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz-dispatch: property failed: %s (line %d)\n", #cond,   \
-			        __LINE__);                                                         \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "fuzzcheck.h"
 
 /* CPUs 0-3 possible, 0-2 present; cpu0 has no online file (not hotpluggable). */
 #define SIM_POSSIBLE "0-3"

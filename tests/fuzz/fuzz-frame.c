@@ -19,11 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond)                                                                           \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzzcheck.h"
 
 /* A small limit too, so the oversize path is reachable with small inputs. */
 #define SMALL_MAX 64

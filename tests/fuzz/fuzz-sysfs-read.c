@@ -21,11 +21,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond)                                                                           \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzzcheck.h"
 
 /* Sizes below which the readers' bounds cannot be the reason for -EINVAL. */
 #define MASK_SURELY_FITS   60000

@@ -107,6 +107,10 @@ class Status:
     smt_control: str = ''
     #: smt/active: some core runs more than one hardware thread now.
     smt_active: bool = False
+    #: Milliseconds left of cpuhpd's restart grace (its --restart-grace-ms):
+    #: the daemon before it ended without handing its clients over, and every
+    #: hotplug waits until their holders could have noticed.  0: none.
+    restart_grace_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,8 @@ class LeaseList:
     hotplugs: list[HotplugInfo]
     #: Oldest first.
     freezes: list[FreezeInfo] = field(default_factory=list)
+    #: As Status.restart_grace_ms.
+    restart_grace_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -962,7 +968,8 @@ def _lease_list(p) -> LeaseList:
                           why=_text(f.why), held=int(f.held_ms) / 1000,
                           connection=int(f.connection))
                for f in (p.freezes[i] for i in range(p.n_freezes))]
-    return LeaseList(leases=leases, hotplugs=hotplugs, freezes=freezes)
+    return LeaseList(leases=leases, hotplugs=hotplugs, freezes=freezes,
+                     restart_grace_ms=int(p.restart_grace_ms))
 
 
 def _status(out) -> Status:
@@ -985,4 +992,5 @@ def _status(out) -> Status:
         bypasses=int(out.bypasses),
         revocations=int(out.revocations),
         smt_control=_text(out.smt_control),
-        smt_active=bool(out.smt_active))
+        smt_active=bool(out.smt_active),
+        restart_grace_ms=int(out.restart_grace_ms))

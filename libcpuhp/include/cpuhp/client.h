@@ -114,6 +114,12 @@ struct cpuhp_client_status {
 	 * "" when the daemon's tree has no SMT control (or the daemon is older). */
 	char smt_control[32];
 	bool smt_active; /* smt/active: some core runs more than one hardware thread */
+	/*
+	 * Milliseconds left of cpuhpd's restart grace (cpuhpd --restart-grace-ms):
+	 * the daemon before it ended without handing its clients over, and every
+	 * hotplug waits until their holders could have noticed.  0: none.
+	 */
+	unsigned restart_grace_ms;
 };
 
 /* What happened to one CPU of a hotplug request. */
@@ -353,6 +359,7 @@ struct cpuhp_client_lease_list {
 	struct cpuhp_client_hotplug_info *hotplugs; /* in queue order */
 	size_t n_freezes;
 	struct cpuhp_client_freeze_info *freezes; /* oldest first */
+	unsigned restart_grace_ms; /* as in struct cpuhp_client_status */
 };
 
 /**

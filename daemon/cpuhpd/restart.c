@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The restart grace; see restart.h. */
+#include "cpuhpd.h"
+#include "log.h"
+#include "notify.h"
+#include "restart.h"
+
+static void grace_cb(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, restart.timer);
+
+	d->restart.holding = false;
+	cpuhpd_info("restart grace over: hotplugs may run");
+	cpuhpd_notify_status_changed(d);
+	/* A hotplug that waited for nothing but the grace goes on now. */
+	cpuhpd_lease_check_drained(d);
+}
+
+int cpuhpd_restart_start(struct cpuhpd *d)
+{
+	struct cpuhpd_restart *r = &d->restart;
+	int err;
+
+	if (!r->prev_pid || r->adopted)
+		return 0;
+	if (!d->opt.restart_grace_ms) {
+		cpuhpd_warn("the previous cpuhpd (pid %ld) on this sysfs tree ended without "
+		            "handing its clients over; --restart-grace-ms 0: hotplugs may run at "
+		            "once",
+		            r->prev_pid);
+		return 0;
+	}
+	err = uv_timer_init(d->loop, &r->timer);
+	if (err)
+		return err;
+	r->timer_init = true;
+	r->holding = true;
+	r->until = uv_now(d->loop) + d->opt.restart_grace_ms;
+	uv_timer_start(&r->timer, grace_cb, d->opt.restart_grace_ms, 0);
+	cpuhpd_warn("the previous cpuhpd (pid %ld) on this sysfs tree ended without handing "
+	            "its clients over (a crash, or a stop with leases held and no fd store): "
+	            "holding every hotplug for %u ms (--restart-grace-ms) so that its lease "
+	            "holders notice first; leases are granted meanwhile",
+	            r->prev_pid, d->opt.restart_grace_ms);
+	return 0;
+}
+
+void cpuhpd_restart_close(struct cpuhpd *d)
+{
+	if (d->restart.timer_init)
+		uv_close((uv_handle_t *)&d->restart.timer, NULL);
+	d->restart.timer_init = false;
+	d->restart.holding = false;
+}
+
+bool cpuhpd_restart_holding(const struct cpuhpd *d)
+{
+	return d->restart.holding;
+}
+
+uint64_t cpuhpd_restart_remaining_ms(const struct cpuhpd *d)
+{
+	uint64_t now;
+
+	if (!d->restart.holding)
+		return 0;
+	now = uv_now(d->loop);
+	return d->restart.until > now ? d->restart.until - now : 1;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libFuzzer target: cpuhpd's state text parser (daemon/cpuhpd/statetext.h),
+ * what a restarted daemon reads from the fd store.  The first byte picks
+ * the mode: odd, the rest is a body, sealed here with its length and hash
+ * so that the fuzzer reaches the line grammar; even, the rest is a whole
+ * text, header and hash included.  Properties: a refused text leaves the
+ * result empty and says why; an accepted one, written back in the same
+ * format (a writer of the fuzzer's own, records in canonical order),
+ * parses to the same thing again.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "statetext.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#include "fuzzcheck.h"
+
+static void w_str(FILE *f, const char *s)
+{
+	cpuhpd_statetext_str(f, s);
+}
+
+static char *write_back(const struct cpuhpd_saved *s, size_t *len)
+{
+	char *body = NULL, *text;
+	size_t blen = 0;
+	FILE *f = open_memstream(&body, &blen);
+
+	FUZZ_CHECK(f);
+	fprintf(f, "daemon %d %u %llu %llu %llu %llu\n", (int)s->pid, s->next_conn_id,
+	        (unsigned long long)s->next_lease_id, (unsigned long long)s->next_state_id,
+	        (unsigned long long)s->next_freeze_id, (unsigned long long)s->next_call_id);
+	for (unsigned i = 0; i < s->nconns; i++) {
+		const struct cpuhpd_saved_conn *c = &s->conns[i];
+
+		fprintf(f, "conn %u %d %u %u %d %d", c->id, (int)c->pid, c->uid, c->gid, c->admin,
+		        c->hello);
+		w_str(f, c->comm);
+		w_str(f, c->who);
+		w_str(f, c->why);
+		fprintf(f, " %u %llu\n", c->fast_slots, (unsigned long long)c->watch_id);
+	}
+	for (unsigned i = 0; i < s->nconns; i++) {
+		const struct cpuhpd_saved_conn *c = &s->conns[i];
+
+		for (unsigned k = 0; k < c->nleases; k++) {
+			fprintf(f, "lease %u %llu %llu %d", c->id,
+			        (unsigned long long)c->leases[k].id,
+			        (unsigned long long)c->leases[k].since, c->leases[k].bypassed);
+			w_str(f, c->leases[k].who);
+			w_str(f, c->leases[k].why);
+			fputc('\n', f);
+		}
+		for (unsigned k = 0; k < c->nwaits; k++) {
+			fprintf(f, "wait %u %llu %llu %u", c->id,
+			        (unsigned long long)c->waits[k].req_id,
+			        (unsigned long long)c->waits[k].deadline, c->waits[k].timeout_ms);
+			w_str(f, c->waits[k].who);
+			w_str(f, c->waits[k].why);
+			fputc('\n', f);
+		}
+		for (unsigned k = 0; k < c->nstates; k++) {
+			fprintf(f, "state %u %llu %llu %d %u", c->id,
+			        (unsigned long long)c->states[k].id,
+			        (unsigned long long)c->states[k].reg_req_id,
+			        (int)c->states[k].priority, c->states[k].deadline_ms);
+			w_str(f, c->states[k].name);
+			w_str(f, c->states[k].cpus);
+			fputc('\n', f);
+		}
+		for (unsigned k = 0; k < c->nfreezes; k++) {
+			fprintf(f, "freeze %u %llu %llu %llu %d", c->id,
+			        (unsigned long long)c->freezes[k].id,
+			        (unsigned long long)c->freezes[k].req_id,
+			        (unsigned long long)c->freezes[k].since, c->freezes[k].granted);
+			w_str(f, c->freezes[k].who);
+			w_str(f, c->freezes[k].why);
+			fputc('\n', f);
+		}
+	}
+	for (unsigned i = 0; i < s->nreqs; i++) {
+		fprintf(f, "req %u", s->reqs[i].conn);
+		cpuhpd_statetext_bytes(f, s->reqs[i].req.data, s->reqs[i].req.len);
+		fputc('\n', f);
+	}
+	for (unsigned i = 0; i < s->nconns; i++) {
+		if (!s->conns[i].partial.len)
+			continue;
+		fprintf(f, "partial %u", s->conns[i].id);
+		cpuhpd_statetext_bytes(f, s->conns[i].partial.data, s->conns[i].partial.len);
+		fputc('\n', f);
+	}
+	fputs("end\n", f);
+	FUZZ_CHECK(fclose(f) == 0);
+	text = cpuhpd_statetext_seal(body, blen, len);
+	FUZZ_CHECK(text);
+	free(body);
+	return text;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static bool same_blob(const struct cpuhpd_saved_blob *a, const struct cpuhpd_saved_blob *b)
+{
+	return a->len == b->len && (!a->len || !memcmp(a->data, b->data, a->len));
+}
+
+static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *b)
+{
+	FUZZ_CHECK(a->pid == b->pid && a->next_conn_id == b->next_conn_id &&
+	           a->next_lease_id == b->next_lease_id && a->next_state_id == b->next_state_id &&
+	           a->next_freeze_id == b->next_freeze_id && a->next_call_id == b->next_call_id);
+	FUZZ_CHECK(a->nconns == b->nconns && a->nreqs == b->nreqs);
+	for (unsigned i = 0; i < a->nreqs; i++)
+		FUZZ_CHECK(a->reqs[i].conn == b->reqs[i].conn &&
+		           same_blob(&a->reqs[i].req, &b->reqs[i].req));
+	for (unsigned i = 0; i < a->nconns; i++) {
+		const struct cpuhpd_saved_conn *x = &a->conns[i], *y = &b->conns[i];
+
+		FUZZ_CHECK(x->id == y->id && x->pid == y->pid && x->uid == y->uid &&
+		           x->gid == y->gid && x->admin == y->admin && x->hello == y->hello &&
+		           x->fast_slots == y->fast_slots && x->watch_id == y->watch_id);
+		FUZZ_CHECK(same_str(x->comm, y->comm) && same_str(x->who, y->who) &&
+		           same_str(x->why, y->why) && same_blob(&x->partial, &y->partial));
+		FUZZ_CHECK(x->nleases == y->nleases && x->nwaits == y->nwaits &&
+		           x->nstates == y->nstates && x->nfreezes == y->nfreezes);
+		for (unsigned k = 0; k < x->nleases; k++)
+			FUZZ_CHECK(x->leases[k].id == y->leases[k].id &&
+			           x->leases[k].since == y->leases[k].since &&
+			           x->leases[k].bypassed == y->leases[k].bypassed &&
+			           same_str(x->leases[k].who, y->leases[k].who) &&
+			           same_str(x->leases[k].why, y->leases[k].why));
+		for (unsigned k = 0; k < x->nwaits; k++)
+			FUZZ_CHECK(x->waits[k].req_id == y->waits[k].req_id &&
+			           x->waits[k].deadline == y->waits[k].deadline &&
+			           x->waits[k].timeout_ms == y->waits[k].timeout_ms &&
+			           same_str(x->waits[k].who, y->waits[k].who) &&
+			           same_str(x->waits[k].why, y->waits[k].why));
+		for (unsigned k = 0; k < x->nstates; k++)
+			FUZZ_CHECK(x->states[k].id == y->states[k].id &&
+			           x->states[k].reg_req_id == y->states[k].reg_req_id &&
+			           x->states[k].priority == y->states[k].priority &&
+			           x->states[k].deadline_ms == y->states[k].deadline_ms &&
+			           same_str(x->states[k].name, y->states[k].name) &&
+			           same_str(x->states[k].cpus, y->states[k].cpus));
+		for (unsigned k = 0; k < x->nfreezes; k++)
+			FUZZ_CHECK(x->freezes[k].id == y->freezes[k].id &&
+			           x->freezes[k].req_id == y->freezes[k].req_id &&
+			           x->freezes[k].since == y->freezes[k].since &&
+			           x->freezes[k].granted == y->freezes[k].granted &&
+			           same_str(x->freezes[k].who, y->freezes[k].who) &&
+			           same_str(x->freezes[k].why, y->freezes[k].why));
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const struct cpuhpd_saved empty;
+	struct cpuhpd_saved s, again;
+	char why[200], *text, *back;
+	size_t len, blen;
+
+	if (size < 1)
+		return 0;
+	if (data[0] & 1) {
+		text = cpuhpd_statetext_seal((const char *)data + 1, size - 1, &len);
+		FUZZ_CHECK(text);
+	} else {
+		/* An exact-size copy, so that ASan sees a read past its end. */
+		len = size - 1;
+		text = malloc(len + 1);
+		FUZZ_CHECK(text);
+		memcpy(text, data + 1, len);
+	}
+	if (cpuhpd_statetext_parse(text, len, &s, why, sizeof(why))) {
+		FUZZ_CHECK(!memcmp(&s, &empty, sizeof(s)) && why[0]);
+		free(text);
+		return 0;
+	}
+	back = write_back(&s, &blen);
+	FUZZ_CHECK(cpuhpd_statetext_parse(back, blen, &again, why, sizeof(why)) == 0);
+	check_same(&s, &again);
+	cpuhpd_statetext_free(&again);
+	cpuhpd_statetext_free(&s);
+	free(back);
+	free(text);
+	return 0;
+}
