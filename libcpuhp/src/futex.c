@@ -14,23 +14,44 @@
 
 #include "internal.h"
 
+/*
+ * Making a lock sets up two mutexes and a condition variable, so these are
+ * cheap (tests/bench/bench-create).  A default mutex needs no call:
+ * POSIX makes PTHREAD_MUTEX_INITIALIZER the same as pthread_mutex_init(m,
+ * NULL) without its checks, and it cannot fail.  ThreadSanitizer learns of
+ * a mutex's new life only from the call (a fork child re-initialises
+ * mutexes that a gone thread held), so its builds keep it.
+ */
 int cpuhp__mutex_init(pthread_mutex_t *m)
 {
+#ifdef CPUHP__TSAN
 	return -pthread_mutex_init(m, NULL);
+#else
+	*m = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	return 0;
+#endif
+}
+
+/* The CLOCK_MONOTONIC attribute, made once; its error, negative, if that failed. */
+static pthread_once_t mono_once = PTHREAD_ONCE_INIT;
+static pthread_condattr_t mono_attr;
+static int mono_err;
+
+static void mono_attr_make(void)
+{
+	int err = pthread_condattr_init(&mono_attr);
+
+	if (!err)
+		err = pthread_condattr_setclock(&mono_attr, CLOCK_MONOTONIC);
+	mono_err = -err;
 }
 
 int cpuhp__cond_init(pthread_cond_t *c)
 {
-	pthread_condattr_t ca;
-	int err = pthread_condattr_init(&ca);
-
-	if (err)
-		return -err;
-	err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!err)
-		err = pthread_cond_init(c, &ca);
-	pthread_condattr_destroy(&ca);
-	return -err;
+	pthread_once(&mono_once, mono_attr_make);
+	if (mono_err)
+		return mono_err;
+	return -pthread_cond_init(c, &mono_attr);
 }
 
 void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms)
