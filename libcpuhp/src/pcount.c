@@ -16,6 +16,11 @@
  * other and overlap; threads that never touched the chunk are not in it.
  * The read path does not see these arrays.
  *
+ * The ids also place cpuhp_rwsem_new()'s locks: lock i is object i % 64
+ * of the slab of group i / 64 (internal.h), so making a lock is one id
+ * allocation, one critical section, and no allocation but a slab's per 64
+ * locks.
+ *
  * Invariants:
  *  - A thread's ->chunks/->nchunks change only in that thread, under the
  *    registry lock; other threads read them only under the registry lock.
