@@ -84,3 +84,23 @@ void cpuhp__futex_wake(_Atomic unsigned *addr, int n)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
+
+void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen)
+{
+	/*
+	 * Contended: say so (2), so that the unlock wakes one of us, and
+	 * sleep while it stays 2.  Taking it as 2 is right even if nobody
+	 * else waits: at worst one needless wake-up.
+	 */
+	if (seen != 2)
+		seen = atomic_exchange_explicit(&l->word, 2, memory_order_acquire);
+	while (seen != 0) {
+		cpuhp__futex_wait(&l->word, 2, NULL);
+		seen = atomic_exchange_explicit(&l->word, 2, memory_order_acquire);
+	}
+}
+
+void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l)
+{
+	cpuhp__futex_wake(&l->word, 1);
+}

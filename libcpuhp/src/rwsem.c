@@ -68,11 +68,7 @@ static int rwsem_init_fields(struct cpuhp_rwsem *sem)
 
 	if (err)
 		return err;
-	err = cpuhp__mutex_init(&sem->lock);
-	if (err) {
-		cpuhp__rcu_sync_destroy(&sem->rss);
-		return err;
-	}
+	atomic_init(&sem->lock.word, 0);
 	atomic_init(&sem->block, 0);
 	atomic_init(&sem->wwait, 0);
 	atomic_init(&sem->wseq, 0);
@@ -82,7 +78,7 @@ static int rwsem_init_fields(struct cpuhp_rwsem *sem)
 	sem->nr_granted = 0;
 	sem->gwait = false;
 	sem->owned_name = false;
-	sem->whead = sem->wtail = NULL;
+	sem->whead = NULL;
 #if CPUHP_DEBUG
 	atomic_init(&sem->dbg_readers, 0);
 	atomic_init(&sem->dbg_owned, 0);
@@ -97,10 +93,8 @@ int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 	if (err)
 		return err;
 	err = cpuhp__pcount_init(&sem->readers, name);
-	if (err) {
+	if (err)
 		cpuhp__rcu_sync_destroy(&sem->rss);
-		pthread_mutex_destroy(&sem->lock);
-	}
 	return err;
 }
 
@@ -115,8 +109,8 @@ int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *name)
 		return -ENOMEM;
 	/*
 	 * One critical section: the slab object and its id, set up (plain
-	 * stores and glibc's mutex and cond inits, which take no lock), then
-	 * published.
+	 * stores, and rcu_sync's mutex and cond inits, which take no lock),
+	 * then published.
 	 */
 	cpuhp__registry_lock();
 	sem = cpuhp__rwsem_slab_get_locked(&id);
@@ -154,7 +148,6 @@ void cpuhp_rwsem_free(struct cpuhp_rwsem *sem)
 	             "freed while a writer holds or waits for it");
 	/* May wait for the exit window: not under the registry lock. */
 	cpuhp__rcu_sync_destroy(&sem->rss);
-	pthread_mutex_destroy(&sem->lock);
 	owned = sem->owned_name ? (char *)sem->readers.name : NULL;
 	cpuhp__registry_lock();
 	readers = cpuhp__pcount_sum_locked(&sem->readers);
@@ -258,23 +251,23 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 	 * Not a cancellation point (internal.h): we sleep on a futex, by a
 	 * bare system call, which never acts on a cancel.
 	 */
-	pthread_mutex_lock(&sem->lock);
+	cpuhp__futex_lock(&sem->lock);
 	/* ->block changes only under ->lock: this answer holds until we sleep. */
 	if (read_trylock_slow(sem, s)) {
-		pthread_mutex_unlock(&sem->lock);
+		cpuhp__futex_unlock(&sem->lock);
 		goto locked;
 	}
 	cpuhp__debug_recursive_wait(sem, s);
 	gen = atomic_load_explicit(&sem->rgen, memory_order_relaxed);
 	sem->nr_rwait++;
 	do {
-		pthread_mutex_unlock(&sem->lock);
+		cpuhp__futex_unlock(&sem->lock);
 		/*
 		 * release_block() bumps ->rgen under ->lock before it wakes
 		 * us: a bump after our unlock makes this return at once.
 		 */
 		cpuhp__futex_wait(&sem->rgen, gen, NULL);
-		pthread_mutex_lock(&sem->lock);
+		cpuhp__futex_lock(&sem->lock);
 	} while (atomic_load_explicit(&sem->rgen, memory_order_relaxed) == gen);
 	/*
 	 * Let in by the unlock that bumped ->rgen.  The next writer waits
@@ -284,7 +277,7 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 	 */
 	count_add(sem, s, 1);
 	wake = granted_reader_counted(sem);
-	pthread_mutex_unlock(&sem->lock);
+	cpuhp__futex_unlock(&sem->lock);
 	if (wake)
 		cpuhp__futex_wake(&sem->gseq, 1);
 locked:
@@ -550,10 +543,9 @@ static bool release_block(struct cpuhp_rwsem *sem)
 	if (w) {
 		/* ->block stays set: new readers keep waiting (writer preference). */
 		sem->whead = w->next;
-		if (!sem->whead)
-			sem->wtail = NULL;
-		w->granted = true;
-		pthread_cond_signal(&w->cond);
+		/* Under ->lock, which @w's owner takes before it looks: @w is still there. */
+		atomic_store_explicit(&w->granted, 1, memory_order_relaxed);
+		cpuhp__futex_wake(&w->granted, 1);
 	} else {
 		/* Release: our section before readers that see ->block clear. */
 		atomic_store_explicit(&sem->block, 0, memory_order_release);
@@ -566,80 +558,71 @@ static void release_block_unlocked(struct cpuhp_rwsem *sem)
 {
 	bool wake;
 
-	pthread_mutex_lock(&sem->lock);
+	cpuhp__futex_lock(&sem->lock);
 	CPUHP_BUG_ON(!atomic_load_explicit(&sem->block, memory_order_relaxed), sem->readers.name,
 	             "write unlock of a lock that is not write-locked");
 	wake = release_block(sem);
-	pthread_mutex_unlock(&sem->lock);
+	cpuhp__futex_unlock(&sem->lock);
 	if (wake)
 		cpuhp__futex_wake(&sem->rgen, INT_MAX);
 }
 
 static void unqueue_writer(struct cpuhp_rwsem *sem, struct cpuhp__wwaiter *w)
 {
-	struct cpuhp__wwaiter **pp = &sem->whead, *prev = NULL;
+	struct cpuhp__wwaiter **pp = &sem->whead;
 
-	while (*pp != w) {
-		prev = *pp;
+	while (*pp != w)
 		pp = &(*pp)->next;
-	}
 	*pp = w->next;
-	if (sem->wtail == w)
-		sem->wtail = prev;
 }
 
-/* Take ->block in arrival order.  0, or -ETIMEDOUT still queued = not taken. */
+/*
+ * Take ->block in arrival order.  0, or -ETIMEDOUT still queued = not taken.
+ * Not a cancellation point (internal.h): every wait is a futex wait.
+ */
 static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
 {
-	struct cpuhp__wwaiter w = {.next = NULL, .granted = false};
-	int cancel;
+	struct cpuhp__wwaiter w = {.next = NULL}, **tail;
 
-	pthread_mutex_lock(&sem->lock);
+	atomic_init(&w.granted, 0);
+	cpuhp__futex_lock(&sem->lock);
 	if (!atomic_load_explicit(&sem->block, memory_order_relaxed)) {
 		atomic_store_explicit(&sem->block, 1, memory_order_relaxed);
 		goto granted;
 	}
-	/* Not a cancellation point (internal.h): @w is on our stack, queued. */
-	cancel = cpuhp__cancel_off();
-	/* A void path (write_lock): futex.c's rule makes failure a bug. */
-	CPUHP_BUG_ON(cpuhp__cond_init(&w.cond), sem->readers.name,
-	             "cannot initialise a writer's wait");
-	if (sem->wtail)
-		sem->wtail->next = &w;
-	else
-		sem->whead = &w;
-	sem->wtail = &w;
-	while (!w.granted) {
-		if (!deadline) {
-			pthread_cond_wait(&w.cond, &sem->lock);
-		} else if (pthread_cond_timedwait(&w.cond, &sem->lock, deadline) == ETIMEDOUT &&
-		           !w.granted) {
+	/* Writers queue rarely and few: the walk to the tail is short. */
+	for (tail = &sem->whead; *tail; tail = &(*tail)->next)
+		;
+	*tail = &w;
+	while (!atomic_load_explicit(&w.granted, memory_order_relaxed)) {
+		int err;
+
+		cpuhp__futex_unlock(&sem->lock);
+		/* release_block() sets ->granted before it wakes us: none is lost. */
+		err = cpuhp__futex_wait(&w.granted, 0, deadline);
+		cpuhp__futex_lock(&sem->lock);
+		if (err == -ETIMEDOUT && !atomic_load_explicit(&w.granted, memory_order_relaxed)) {
 			unqueue_writer(sem, &w);
-			pthread_mutex_unlock(&sem->lock);
-			pthread_cond_destroy(&w.cond);
-			cpuhp__cancel_restore(cancel);
+			cpuhp__futex_unlock(&sem->lock);
 			return -ETIMEDOUT;
 		}
 	}
-	pthread_cond_destroy(&w.cond);
-	cpuhp__cancel_restore(cancel);
 granted:
 	/*
 	 * Readers let in by the previous writer count themselves as they
 	 * wake; wait until all have, so that our sum includes them.  They
-	 * need only the CPU to get there, so no deadline applies.  A futex
-	 * wait, as the readers' in read_lock_slow(): no cancellation point.
+	 * need only the CPU to get there, so no deadline applies.
 	 */
 	while (sem->nr_granted) {
 		unsigned seq = atomic_load_explicit(&sem->gseq, memory_order_relaxed);
 
 		sem->gwait = true;
-		pthread_mutex_unlock(&sem->lock);
+		cpuhp__futex_unlock(&sem->lock);
 		/* The last reader bumps ->gseq under ->lock: no lost wake-up. */
 		cpuhp__futex_wait(&sem->gseq, seq, NULL);
-		pthread_mutex_lock(&sem->lock);
+		cpuhp__futex_lock(&sem->lock);
 	}
-	pthread_mutex_unlock(&sem->lock);
+	cpuhp__futex_unlock(&sem->lock);
 	return 0;
 }
 
@@ -695,14 +678,13 @@ void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem)
 void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem)
 {
 	/* Only the forking thread exists, and it is in none of these. */
-	CPUHP_BUG_ON(cpuhp__mutex_init(&sem->lock), sem->readers.name,
-	             "cannot re-initialise after fork");
+	atomic_store_explicit(&sem->lock.word, 0, memory_order_relaxed);
 	cpuhp__rcu_sync_reset_after_fork(&sem->rss);
 	sem->nr_rwait = 0;
 	sem->nr_granted = 0;
 	sem->gwait = false;
 	/* A writer active at the fork (unsupported) would leave ->block set. */
-	sem->whead = sem->wtail = NULL;
+	sem->whead = NULL;
 	atomic_store_explicit(&sem->wwait, 0, memory_order_relaxed);
 #if CPUHP_DEBUG
 	/* Read locks of the threads that are gone went with them. */

@@ -535,6 +535,7 @@ static void rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind(v
 struct hammer {
 	struct cpuhp_rwsem *sem;
 	_Atomic int stop;
+	_Atomic int started;
 	_Atomic long loops;
 };
 
@@ -542,6 +543,7 @@ static void *hammer_thread(void *p)
 {
 	struct hammer *h = p;
 
+	atomic_fetch_add(&h->started, 1);
 	while (!atomic_load(&h->stop)) {
 		cpuhp_rwsem_read_lock(h->sem);
 		cpuhp_rwsem_read_unlock(h->sem);
@@ -573,6 +575,12 @@ static void rwsem_survives_fork_with_readers_running(void)
 
 	for (int i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, hammer_thread, &h);
+	/*
+	 * Both threads past their start-up: clang 14's ASan allocates there
+	 * under allocator locks that a fork child would inherit held (a new
+	 * thread of the child then hung in malloc()).
+	 */
+	WAIT_FOR(atomic_load(&h.started) == 2);
 	for (int round = 0; round < 20; round++) {
 		int status;
 		pid_t pid;
