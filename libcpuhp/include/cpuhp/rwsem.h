@@ -57,14 +57,14 @@
  *
  * Cost of a writer: it sums one counter per thread that has ever used a
  * lock whose id shares a 64-lock group with @sem and is still alive, so
- * write lock is O(threads): about 0.1 us with one such thread, 1.1 us with
- * 1,000, 40-100 us with 20,000 (tests/bench/bench-writer-scale; a cache
+ * write lock is O(threads): about 0.15 us with one such thread, 1-2 us with
+ * 1,000, 40-130 us with 20,000 (tests/bench/bench-writer-scale; a cache
  * miss per thread), whether those threads read or sleep.  Readers never
  * pay for other threads.
  *
- * Cost of a lock: creating and freeing one is O(1) amortised, about 340
- * and 280 instructions.  A lock takes 384 bytes (512 with debug checks),
- * in slabs of 64 made as needed and freed with their last lock.
+ * Cost of a lock: creating and freeing one is O(1) amortised, about 330
+ * and 280 instructions.  A lock takes 384 bytes, in slabs of 64 made as
+ * needed and freed with their last lock.
  *
  * Read locks do not nest while a writer may be waiting (the inner lock would
  * wait behind the writer, which waits for the outer one): use
