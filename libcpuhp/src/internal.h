@@ -491,18 +491,17 @@ struct cpuhp__wwaiter {
 };
 
 /*
- * 384 bytes, with debug checks too, 128-byte aligned, so that no
- * two locks share a line or an adjacent-line pair.  The first line holds
- * what every reader's fast path reads (->readers.id, ->rss.state), written
- * only at writer transitions; the rest is written by writers and by
- * readers on the slow path, which a writer has sent there anyway.
- * cpuhp_rwsem_new()'s locks live in
- * slabs (pcount.c), and nothing here needs more than plain stores to set
- * up: ->lock is one futex word, and whoever waits under it (readers for a
- * writer, a writer for ->block or for the readers it let in) sleeps on a
- * futex word, not on a condition variable.  The rwsem's own part is 40
- * bytes: rcu_sync may grow by 24 before a lock takes 512 (48 without
- * debug checks).
+ * 384 bytes (debug checks add 24, which fit), 128-byte aligned, so that
+ * no two locks share a line or an adjacent-line pair.  The first line
+ * holds what every reader's fast path reads (->readers.id, ->rss.state),
+ * written only at writer transitions; the rest is written by writers and
+ * by readers on the slow path, which a writer has sent there anyway.
+ * cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing here
+ * needs more than plain stores to set up: ->lock is one futex word, and
+ * whoever waits under it (readers for a writer, a writer for ->block or
+ * for the readers it let in) sleeps on a futex word, not on a condition
+ * variable.  The rwsem's own part is 40 bytes: rcu_sync may grow by 24
+ * before a lock takes 512 (by 48 without debug checks).
  */
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */
