@@ -24,7 +24,7 @@ void cpuhp__debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 {
 	long before = atomic_fetch_sub_explicit(&sem->dbg_readers, 1, memory_order_relaxed);
 
-	CPUHP_BUG_ON(before <= 0, sem->name,
+	CPUHP_BUG_ON(before <= 0, sem->readers.name,
 	             "read unlock without a read lock (more unlocks than locks)");
 	if (s)
 		s->held--;
@@ -32,7 +32,7 @@ void cpuhp__debug_read_unlocked(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 
 void cpuhp__debug_recursive_wait(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 {
-	CPUHP_BUG_ON(s && s->held > 0, sem->name,
+	CPUHP_BUG_ON(s && s->held > 0, sem->readers.name,
 	             "recursive read lock while a writer waits: the writer waits for this "
 	             "thread's outer read lock, this thread waits for the writer (deadlock); use "
 	             "cpuhp_get_online_cpus() for recursion");
@@ -54,7 +54,8 @@ void cpuhp__debug_write_unlocked(struct cpuhp_rwsem *sem)
 
 	CPUHP_BUG_ON(!atomic_load(&sem->dbg_owned) ||
 	                 !pthread_equal(atomic_load(&sem->dbg_owner), pthread_self()),
-	             sem->name, "write unlock by a thread that does not hold the write lock");
+	             sem->readers.name,
+	             "write unlock by a thread that does not hold the write lock");
 	atomic_store(&sem->dbg_owned, 0);
 	if (t)
 		t->write_held--;
@@ -64,7 +65,7 @@ static void debug_exit_check(struct cpuhp__pcount *pc, long held)
 {
 	struct cpuhp_rwsem *sem = cpuhp__container_of(pc, struct cpuhp_rwsem, readers);
 
-	CPUHP_BUG_ON(atomic_load(&sem->dbg_readers) > 0, sem->name,
+	CPUHP_BUG_ON(atomic_load(&sem->dbg_readers) > 0, sem->readers.name,
 	             "thread exits inside a read-side critical section (%ld read lock(s) "
 	             "taken and not released)",
 	             held);
@@ -77,7 +78,7 @@ static void debug_exit_write_check(struct cpuhp__pcount *pc)
 
 	CPUHP_BUG_ON(atomic_load(&sem->dbg_owned) &&
 	                 pthread_equal(atomic_load(&sem->dbg_owner), pthread_self()),
-	             sem->name, "thread exits holding the write lock");
+	             sem->readers.name, "thread exits holding the write lock");
 }
 
 void cpuhp__debug_thread_exit(struct cpuhp__thread *t)

@@ -14,23 +14,44 @@
 
 #include "internal.h"
 
+/*
+ * Making a lock sets up two mutexes and a condition variable, so these are
+ * cheap (tests/bench/bench-create).  A default mutex needs no call:
+ * POSIX makes PTHREAD_MUTEX_INITIALIZER the same as pthread_mutex_init(m,
+ * NULL) without its checks, and it cannot fail.  ThreadSanitizer learns of
+ * a mutex's new life only from the call (a fork child re-initialises
+ * mutexes that a gone thread held), so its builds keep it.
+ */
 int cpuhp__mutex_init(pthread_mutex_t *m)
 {
+#ifdef CPUHP__TSAN
 	return -pthread_mutex_init(m, NULL);
+#else
+	*m = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	return 0;
+#endif
+}
+
+/* The CLOCK_MONOTONIC attribute, made once; its error, negative, if that failed. */
+static pthread_once_t mono_once = PTHREAD_ONCE_INIT;
+static pthread_condattr_t mono_attr;
+static int mono_err;
+
+static void mono_attr_make(void)
+{
+	int err = pthread_condattr_init(&mono_attr);
+
+	if (!err)
+		err = pthread_condattr_setclock(&mono_attr, CLOCK_MONOTONIC);
+	mono_err = -err;
 }
 
 int cpuhp__cond_init(pthread_cond_t *c)
 {
-	pthread_condattr_t ca;
-	int err = pthread_condattr_init(&ca);
-
-	if (err)
-		return -err;
-	err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!err)
-		err = pthread_cond_init(c, &ca);
-	pthread_condattr_destroy(&ca);
-	return -err;
+	pthread_once(&mono_once, mono_attr_make);
+	if (mono_err)
+		return mono_err;
+	return -pthread_cond_init(c, &mono_attr);
 }
 
 void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms)
@@ -62,4 +83,24 @@ int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespe
 void cpuhp__futex_wake(_Atomic unsigned *addr, int n)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen)
+{
+	/*
+	 * Contended: say so (2), so that the unlock wakes one of us, and
+	 * sleep while it stays 2.  Taking it as 2 is right even if nobody
+	 * else waits: at worst one needless wake-up.
+	 */
+	if (seen != 2)
+		seen = atomic_exchange_explicit(&l->word, 2, memory_order_acquire);
+	while (seen != 0) {
+		cpuhp__futex_wait(&l->word, 2, NULL);
+		seen = atomic_exchange_explicit(&l->word, 2, memory_order_acquire);
+	}
+}
+
+void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l)
+{
+	cpuhp__futex_wake(&l->word, 1);
 }

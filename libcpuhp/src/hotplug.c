@@ -47,7 +47,7 @@ void cpuhp_put_online_cpus(void)
 {
 	struct cpuhp__thread *t = &cpuhp__self_record;
 
-	CPUHP_BUG_ON(!t->hotplug_depth, hotplug_sem.name,
+	CPUHP_BUG_ON(!t->hotplug_depth, hotplug_sem.readers.name,
 	             "cpuhp_put_online_cpus() without cpuhp_get_online_cpus() on this thread");
 	if (--t->hotplug_depth == 0)
 		cpuhp_rwsem_read_unlock(&hotplug_sem);
@@ -57,7 +57,7 @@ static void check_not_reader(void)
 {
 	struct cpuhp__thread *t = &cpuhp__self_record;
 
-	CPUHP_BUG_ON(t->hotplug_depth, hotplug_sem.name,
+	CPUHP_BUG_ON(t->hotplug_depth, hotplug_sem.readers.name,
 	             "hotplug begin while this thread holds cpuhp_get_online_cpus(): it would "
 	             "wait for itself");
 }

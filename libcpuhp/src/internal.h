@@ -450,31 +450,82 @@ long cpuhp__pcount_sum_locked(struct cpuhp__pcount *pc);
 
 /* ---------------------------------------------------------------- rwsem */
 
+/*
+ * futex.c: a mutex in one futex word (0 free, 1 held, 2 held and maybe
+ * waited for), for the rwsem's ->lock: 4 bytes where a pthread_mutex_t
+ * takes 40, set up by a store of 0, and never failing.  No owner, no
+ * fairness (as a default pthread mutex), no cancellation point (a bare
+ * futex system call).  Acquire on lock, release on unlock: ThreadSanitizer
+ * sees the ordering through the atomics.
+ */
+struct cpuhp__futex_lock {
+	_Atomic unsigned word;
+};
+void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen);
+void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l);
+
+static inline void cpuhp__futex_lock(struct cpuhp__futex_lock *l)
+{
+	unsigned c = 0;
+
+	if (cpuhp__unlikely(!atomic_compare_exchange_strong_explicit(
+	        &l->word, &c, 1, memory_order_acquire, memory_order_relaxed)))
+		cpuhp__futex_lock_slow(l, c);
+}
+
+static inline void cpuhp__futex_unlock(struct cpuhp__futex_lock *l)
+{
+	if (cpuhp__unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2))
+		cpuhp__futex_unlock_wake(l);
+}
+
 /* A writer waiting for ->block; lives on its stack. */
 struct cpuhp__wwaiter {
 	struct cpuhp__wwaiter *next;
-	pthread_cond_t cond;
-	bool granted; /* ->block was handed to us; under sem->lock */
+	/*
+	 * Futex word: 1 once ->block was handed to us.  Set, and woken, under
+	 * sem->lock, which the waiter takes before it looks: so its stack is
+	 * still there when the wake-up comes.
+	 */
+	_Atomic unsigned granted;
 };
 
+/*
+ * 384 bytes (debug checks add 24, which fit), 128-byte aligned, so that
+ * no two locks share a line or an adjacent-line pair.  The first line
+ * holds what every reader's fast path reads (->readers.id, ->rss.state),
+ * written only at writer transitions; the rest is written by writers and
+ * by readers on the slow path, which a writer has sent there anyway.
+ * cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing here
+ * needs more than plain stores to set up: ->lock is one futex word, and
+ * whoever waits under it (readers for a writer, a writer for ->block or
+ * for the readers it let in) sleeps on a futex word, not on a condition
+ * variable.  The rwsem's own part is 40 bytes: rcu_sync may grow by 24
+ * before a lock takes 512 (by 48 without debug checks).
+ */
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */
-	struct cpuhp__pcount readers;
+	struct cpuhp__pcount readers; /* ->readers.name names the lock in reports */
 	struct cpuhp_rcu_sync rss;
 
 	/* Slow path. */
-	_Atomic int block __attribute__((aligned(CPUHP__FALSE_SHARING)));
+	_Atomic int block;
 	_Atomic int wwait;     /* a writer sums the counts and may sleep on ->wseq */
 	_Atomic unsigned wseq; /* futex word for that writer; readers bump it */
-	pthread_mutex_t lock;  /* orders ->block changes against waiting readers */
-	pthread_cond_t rcond;  /* readers waiting for a writer; with ->rgen */
-	pthread_cond_t gcond;  /* a writer waiting for ->nr_granted to drain */
-	unsigned long rgen;    /* bumped when waiting readers are let in */
-	unsigned nr_rwait;     /* readers waiting; under ->lock */
-	unsigned nr_granted;   /* let in, not yet counted in their slot; under ->lock */
-	struct cpuhp__wwaiter *whead, *wtail; /* writers waiting for ->block, FIFO */
-	const char *name;
-	char *owned_name; /* cpuhp_rwsem_new_named()'s copy, freed with the lock */
+	/*
+	 * Readers waiting for a writer sleep on this futex word, bumped (under
+	 * ->lock) when they are let in.  Written under ->lock, read without it
+	 * by the futex call only.
+	 */
+	_Atomic unsigned rgen;
+	/* The writer waiting for ->nr_granted to drain sleeps on this one. */
+	_Atomic unsigned gseq;
+	struct cpuhp__futex_lock lock; /* orders ->block changes against waiting readers */
+	unsigned nr_rwait;             /* readers waiting; under ->lock */
+	unsigned nr_granted;           /* let in, not yet counted in their slot; under ->lock */
+	bool gwait;                    /* a writer sleeps on ->gseq; under ->lock */
+	bool owned_name;               /* ->readers.name is cpuhp_rwsem_new_named()'s copy */
+	struct cpuhp__wwaiter *whead;  /* writers waiting for ->block, FIFO; under ->lock */
 #if CPUHP_DEBUG
 	_Atomic long dbg_readers; /* read locks minus read unlocks, all threads */
 	_Atomic(pthread_t) dbg_owner;
@@ -482,8 +533,24 @@ struct cpuhp_rwsem {
 #endif
 } __attribute__((aligned(CPUHP__FALSE_SHARING)));
 
+/* A lock in static storage (hotplug.c); cpuhp_rwsem_new() makes the others. */
 int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name);
-void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem);
+
+/*
+ * pcount.c: cpuhp_rwsem_new()'s locks live in slabs of 64, one per group of
+ * 64 counter ids: a lock with id i is object i % 64 of group i / 64's slab.
+ * The lowest-free id allocator is then also the object allocator, O(1)
+ * like it, and a slab is freed when its group has no object left (one
+ * empty slab is kept, against a lock made and freed over and over at a
+ * group's edge).  All under the registry lock:
+ *  - get: the memory for a lock, with its counter's id taken but not yet
+ *    published (NULL: out of memory);
+ *  - publish: its counter, initialised, becomes visible (fork.c, sums);
+ *  - put: its counter's slots cleared, the id and the memory given back.
+ */
+struct cpuhp_rwsem *cpuhp__rwsem_slab_get_locked(unsigned *id);
+void cpuhp__pcount_publish_locked(struct cpuhp__pcount *pc, unsigned id, const char *name);
+void cpuhp__rwsem_slab_put_locked(struct cpuhp_rwsem *sem);
 
 /* debug.c: the debug checks; empty without CPUHP_DEBUG. */
 #if CPUHP_DEBUG

@@ -35,6 +35,7 @@
  * will let it in.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,84 +57,77 @@ _Static_assert(sizeof(_Atomic long) == sizeof(long) && offsetof(struct cpuhp__sl
                "reader handle: a counter is a long");
 const int cpuhp__inline_abi_2 = 2;
 
-int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
+/*
+ * Everything but the counter, which the caller publishes last: from then on
+ * the registry (fork.c) may reach this lock.  0 or a negative errno, with
+ * nothing left to undo.
+ */
+static int rwsem_init_fields(struct cpuhp_rwsem *sem)
 {
 	int err = cpuhp__rcu_sync_init_fenced(&sem->rss);
 
 	if (err)
 		return err;
-	err = cpuhp__mutex_init(&sem->lock);
-	if (err)
-		goto no_lock;
-	err = cpuhp__cond_init(&sem->rcond);
-	if (err)
-		goto no_rcond;
-	err = cpuhp__cond_init(&sem->gcond);
-	if (err)
-		goto no_gcond;
-	/* Last: from here on the registry (fork.c) may reach this lock. */
-	err = cpuhp__pcount_init(&sem->readers, name);
-	if (err)
-		goto no_readers;
+	atomic_init(&sem->lock.word, 0);
 	atomic_init(&sem->block, 0);
 	atomic_init(&sem->wwait, 0);
 	atomic_init(&sem->wseq, 0);
-	sem->rgen = 0;
+	atomic_init(&sem->rgen, 0);
+	atomic_init(&sem->gseq, 0);
 	sem->nr_rwait = 0;
 	sem->nr_granted = 0;
-	sem->whead = sem->wtail = NULL;
-	sem->name = name;
-	sem->owned_name = NULL;
+	sem->gwait = false;
+	sem->owned_name = false;
+	sem->whead = NULL;
 #if CPUHP_DEBUG
 	atomic_init(&sem->dbg_readers, 0);
 	atomic_init(&sem->dbg_owned, 0);
 #endif
 	return 0;
-
-no_readers:
-	pthread_cond_destroy(&sem->gcond);
-no_gcond:
-	pthread_cond_destroy(&sem->rcond);
-no_rcond:
-	pthread_mutex_destroy(&sem->lock);
-no_lock:
-	cpuhp__rcu_sync_destroy(&sem->rss);
-	return err;
 }
 
-void cpuhp__rwsem_destroy(struct cpuhp_rwsem *sem)
+int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 {
-	long readers;
+	int err = rwsem_init_fields(sem);
 
-	CPUHP_BUG_ON(atomic_load(&sem->block) || sem->whead, sem->name,
-	             "freed while a writer holds or waits for it");
-	readers = cpuhp__pcount_sum(&sem->readers);
-	CPUHP_BUG_ON(readers, sem->name, "freed while %ld read lock(s) are held", readers);
-	cpuhp__rcu_sync_destroy(&sem->rss);
-	cpuhp__pcount_destroy(&sem->readers);
-	pthread_cond_destroy(&sem->rcond);
-	pthread_cond_destroy(&sem->gcond);
-	pthread_mutex_destroy(&sem->lock);
+	if (err)
+		return err;
+	err = cpuhp__pcount_init(&sem->readers, name);
+	if (err)
+		cpuhp__rcu_sync_destroy(&sem->rss);
+	return err;
 }
 
 int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *name)
 {
-	struct cpuhp_rwsem *sem = aligned_alloc(CPUHP__FALSE_SHARING, sizeof(*sem));
 	char *copy = name ? strdup(name) : NULL;
-	int err;
+	struct cpuhp_rwsem *sem;
+	unsigned id;
+	int err = -ENOMEM;
 
-	if (!sem || (name && !copy)) {
-		free(sem);
-		free(copy);
+	if (name && !copy)
 		return -ENOMEM;
+	/*
+	 * One critical section: the slab object and its id, set up (plain
+	 * stores, and rcu_sync's mutex and cond inits, which take no lock),
+	 * then published.
+	 */
+	cpuhp__registry_lock();
+	sem = cpuhp__rwsem_slab_get_locked(&id);
+	if (sem) {
+		err = rwsem_init_fields(sem);
+		if (err)
+			cpuhp__rwsem_slab_put_locked(sem);
 	}
-	err = cpuhp__rwsem_init(sem, copy ? copy : "cpuhp_rwsem");
+	if (!err) {
+		cpuhp__pcount_publish_locked(&sem->readers, id, copy ? copy : "cpuhp_rwsem");
+		sem->owned_name = copy != NULL;
+	}
+	cpuhp__registry_unlock();
 	if (err) {
-		free(sem);
 		free(copy);
 		return err;
 	}
-	sem->owned_name = copy;
 	*out = sem;
 	return 0;
 }
@@ -145,11 +139,22 @@ int cpuhp_rwsem_new(struct cpuhp_rwsem **out)
 
 void cpuhp_rwsem_free(struct cpuhp_rwsem *sem)
 {
+	char *owned;
+	long readers;
+
 	if (!sem)
 		return;
-	cpuhp__rwsem_destroy(sem);
-	free(sem->owned_name);
-	free(sem);
+	CPUHP_BUG_ON(atomic_load(&sem->block) || sem->whead, sem->readers.name,
+	             "freed while a writer holds or waits for it");
+	/* May wait for the exit window: not under the registry lock. */
+	cpuhp__rcu_sync_destroy(&sem->rss);
+	owned = sem->owned_name ? (char *)sem->readers.name : NULL;
+	cpuhp__registry_lock();
+	readers = cpuhp__pcount_sum_locked(&sem->readers);
+	CPUHP_BUG_ON(readers, sem->readers.name, "freed while %ld read lock(s) are held", readers);
+	cpuhp__rwsem_slab_put_locked(sem);
+	cpuhp__registry_unlock();
+	free(owned);
 }
 
 /* ------------------------------------------------------------------ readers */
@@ -216,32 +221,54 @@ static bool read_trylock_slow(struct cpuhp_rwsem *sem, struct cpuhp__slot *s)
 	return false;
 }
 
+/*
+ * Under ->lock: a reader let in counted itself; the last one wakes the
+ * writer that waits for them (take_block()).  True if the caller must
+ * wake it, after unlocking (the reader's own count keeps @sem alive).
+ */
+static bool granted_reader_counted(struct cpuhp_rwsem *sem)
+{
+	if (--sem->nr_granted || !sem->gwait)
+		return false;
+	sem->gwait = false;
+	atomic_fetch_add_explicit(&sem->gseq, 1, memory_order_relaxed);
+	return true;
+}
+
 /* Out of line and cold: the fast paths then need no stack frame. */
 __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *sem, bool try)
 {
 	struct cpuhp__slot *s = reader_slot(sem);
-	unsigned long gen;
-	int cancel;
+	unsigned gen;
+	bool wake;
 
 	if (read_trylock_slow(sem, s))
 		goto locked;
 	if (try)
 		return false;
 
-	/* Not a cancellation point (internal.h): we may sleep on ->rcond. */
-	cancel = cpuhp__cancel_off();
-	pthread_mutex_lock(&sem->lock);
+	/*
+	 * Not a cancellation point (internal.h): we sleep on a futex, by a
+	 * bare system call, which never acts on a cancel.
+	 */
+	cpuhp__futex_lock(&sem->lock);
 	/* ->block changes only under ->lock: this answer holds until we sleep. */
 	if (read_trylock_slow(sem, s)) {
-		pthread_mutex_unlock(&sem->lock);
-		cpuhp__cancel_restore(cancel);
+		cpuhp__futex_unlock(&sem->lock);
 		goto locked;
 	}
 	cpuhp__debug_recursive_wait(sem, s);
-	gen = sem->rgen;
+	gen = atomic_load_explicit(&sem->rgen, memory_order_relaxed);
 	sem->nr_rwait++;
-	while (sem->rgen == gen)
-		pthread_cond_wait(&sem->rcond, &sem->lock);
+	do {
+		cpuhp__futex_unlock(&sem->lock);
+		/*
+		 * release_block() bumps ->rgen under ->lock before it wakes
+		 * us: a bump after our unlock makes this return at once.
+		 */
+		cpuhp__futex_wait(&sem->rgen, gen, NULL);
+		cpuhp__futex_lock(&sem->lock);
+	} while (atomic_load_explicit(&sem->rgen, memory_order_relaxed) == gen);
 	/*
 	 * Let in by the unlock that bumped ->rgen.  The next writer waits
 	 * under ->lock for ->nr_granted to reach zero before it sums the
@@ -249,10 +276,10 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 	 * orders our increment before its sum.
 	 */
 	count_add(sem, s, 1);
-	if (--sem->nr_granted == 0)
-		pthread_cond_broadcast(&sem->gcond);
-	pthread_mutex_unlock(&sem->lock);
-	cpuhp__cancel_restore(cancel);
+	wake = granted_reader_counted(sem);
+	cpuhp__futex_unlock(&sem->lock);
+	if (wake)
+		cpuhp__futex_wake(&sem->gseq, 1);
 locked:
 	cpuhp__debug_read_locked(sem, s);
 	return true;
@@ -491,10 +518,16 @@ static int wait_for_readers(struct cpuhp_rwsem *sem, const struct timespec *dead
 	return err == -ETIMEDOUT && cpuhp__pcount_sum(&sem->readers) ? -ETIMEDOUT : 0;
 }
 
-/* Under ->lock: let queued readers in, then pass ->block on or clear it. */
-static void release_block(struct cpuhp_rwsem *sem)
+/*
+ * Under ->lock: let queued readers in, then pass ->block on or clear it.
+ * True if readers wait on ->rgen: the caller wakes them after unlocking
+ * (as a broadcast would, but they do not then pile up on ->lock), still
+ * inside its lock call, before which nobody may free @sem.
+ */
+static bool release_block(struct cpuhp_rwsem *sem)
 {
 	struct cpuhp__wwaiter *w;
+	bool wake = false;
 
 	if (sem->nr_rwait) {
 		/*
@@ -503,82 +536,93 @@ static void release_block(struct cpuhp_rwsem *sem)
 		 */
 		sem->nr_granted += sem->nr_rwait;
 		sem->nr_rwait = 0;
-		sem->rgen++;
-		pthread_cond_broadcast(&sem->rcond);
+		atomic_fetch_add_explicit(&sem->rgen, 1, memory_order_relaxed);
+		wake = true;
 	}
 	w = sem->whead;
 	if (w) {
 		/* ->block stays set: new readers keep waiting (writer preference). */
 		sem->whead = w->next;
-		if (!sem->whead)
-			sem->wtail = NULL;
-		w->granted = true;
-		pthread_cond_signal(&w->cond);
+		/* Under ->lock, which @w's owner takes before it looks: @w is still there. */
+		atomic_store_explicit(&w->granted, 1, memory_order_relaxed);
+		cpuhp__futex_wake(&w->granted, 1);
 	} else {
 		/* Release: our section before readers that see ->block clear. */
 		atomic_store_explicit(&sem->block, 0, memory_order_release);
 	}
+	return wake;
+}
+
+/* release_block() with ->lock taken and dropped, and the wake-up. */
+static void release_block_unlocked(struct cpuhp_rwsem *sem)
+{
+	bool wake;
+
+	cpuhp__futex_lock(&sem->lock);
+	CPUHP_BUG_ON(!atomic_load_explicit(&sem->block, memory_order_relaxed), sem->readers.name,
+	             "write unlock of a lock that is not write-locked");
+	wake = release_block(sem);
+	cpuhp__futex_unlock(&sem->lock);
+	if (wake)
+		cpuhp__futex_wake(&sem->rgen, INT_MAX);
 }
 
 static void unqueue_writer(struct cpuhp_rwsem *sem, struct cpuhp__wwaiter *w)
 {
-	struct cpuhp__wwaiter **pp = &sem->whead, *prev = NULL;
+	struct cpuhp__wwaiter **pp = &sem->whead;
 
-	while (*pp != w) {
-		prev = *pp;
+	while (*pp != w)
 		pp = &(*pp)->next;
-	}
 	*pp = w->next;
-	if (sem->wtail == w)
-		sem->wtail = prev;
 }
 
-/* Take ->block in arrival order.  0, or -ETIMEDOUT still queued = not taken. */
+/*
+ * Take ->block in arrival order.  0, or -ETIMEDOUT still queued = not taken.
+ * Not a cancellation point (internal.h): every wait is a futex wait.
+ */
 static int take_block(struct cpuhp_rwsem *sem, const struct timespec *deadline)
 {
-	struct cpuhp__wwaiter w = {.next = NULL, .granted = false};
-	int cancel = -1; /* the cancel state to restore; -1: not changed */
+	struct cpuhp__wwaiter w = {.next = NULL}, **tail;
 
-	pthread_mutex_lock(&sem->lock);
+	atomic_init(&w.granted, 0);
+	cpuhp__futex_lock(&sem->lock);
 	if (!atomic_load_explicit(&sem->block, memory_order_relaxed)) {
 		atomic_store_explicit(&sem->block, 1, memory_order_relaxed);
 		goto granted;
 	}
-	/* Not a cancellation point (internal.h): @w is on our stack, queued. */
-	cancel = cpuhp__cancel_off();
-	/* A void path (write_lock): futex.c's rule makes failure a bug. */
-	CPUHP_BUG_ON(cpuhp__cond_init(&w.cond), sem->name, "cannot initialise a writer's wait");
-	if (sem->wtail)
-		sem->wtail->next = &w;
-	else
-		sem->whead = &w;
-	sem->wtail = &w;
-	while (!w.granted) {
-		if (!deadline) {
-			pthread_cond_wait(&w.cond, &sem->lock);
-		} else if (pthread_cond_timedwait(&w.cond, &sem->lock, deadline) == ETIMEDOUT &&
-		           !w.granted) {
+	/* Writers queue rarely and few: the walk to the tail is short. */
+	for (tail = &sem->whead; *tail; tail = &(*tail)->next)
+		;
+	*tail = &w;
+	while (!atomic_load_explicit(&w.granted, memory_order_relaxed)) {
+		int err;
+
+		cpuhp__futex_unlock(&sem->lock);
+		/* release_block() sets ->granted before it wakes us: none is lost. */
+		err = cpuhp__futex_wait(&w.granted, 0, deadline);
+		cpuhp__futex_lock(&sem->lock);
+		if (err == -ETIMEDOUT && !atomic_load_explicit(&w.granted, memory_order_relaxed)) {
 			unqueue_writer(sem, &w);
-			pthread_mutex_unlock(&sem->lock);
-			pthread_cond_destroy(&w.cond);
-			cpuhp__cancel_restore(cancel);
+			cpuhp__futex_unlock(&sem->lock);
 			return -ETIMEDOUT;
 		}
 	}
-	pthread_cond_destroy(&w.cond);
 granted:
 	/*
 	 * Readers let in by the previous writer count themselves as they
 	 * wake; wait until all have, so that our sum includes them.  They
 	 * need only the CPU to get there, so no deadline applies.
 	 */
-	if (sem->nr_granted && cancel < 0)
-		cancel = cpuhp__cancel_off();
-	while (sem->nr_granted)
-		pthread_cond_wait(&sem->gcond, &sem->lock);
-	pthread_mutex_unlock(&sem->lock);
-	if (cancel >= 0)
-		cpuhp__cancel_restore(cancel);
+	while (sem->nr_granted) {
+		unsigned seq = atomic_load_explicit(&sem->gseq, memory_order_relaxed);
+
+		sem->gwait = true;
+		cpuhp__futex_unlock(&sem->lock);
+		/* The last reader bumps ->gseq under ->lock: no lost wake-up. */
+		cpuhp__futex_wait(&sem->gseq, seq, NULL);
+		cpuhp__futex_lock(&sem->lock);
+	}
+	cpuhp__futex_unlock(&sem->lock);
 	return 0;
 }
 
@@ -602,9 +646,7 @@ static int write_lock_common(struct cpuhp_rwsem *sem, const struct timespec *dea
 	err = wait_for_readers(sem, deadline);
 	if (err) {
 		/* Timed out: let in the readers we blocked, serve the next writer. */
-		pthread_mutex_lock(&sem->lock);
-		release_block(sem);
-		pthread_mutex_unlock(&sem->lock);
+		release_block_unlocked(sem);
 		cpuhp__rcu_sync_exit(&sem->rss);
 		return err;
 	}
@@ -628,11 +670,7 @@ int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigned timeout_ms)
 void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem)
 {
 	cpuhp__debug_write_unlocked(sem);
-	pthread_mutex_lock(&sem->lock);
-	CPUHP_BUG_ON(!atomic_load_explicit(&sem->block, memory_order_relaxed), sem->name,
-	             "write unlock of a lock that is not write-locked");
-	release_block(sem);
-	pthread_mutex_unlock(&sem->lock);
+	release_block_unlocked(sem);
 	/* Readers may take the fast path again a grace period from now. */
 	cpuhp__rcu_sync_exit(&sem->rss);
 }
@@ -640,14 +678,13 @@ void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem)
 void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem)
 {
 	/* Only the forking thread exists, and it is in none of these. */
-	CPUHP_BUG_ON(cpuhp__mutex_init(&sem->lock) || cpuhp__cond_init(&sem->rcond) ||
-	                 cpuhp__cond_init(&sem->gcond),
-	             sem->name, "cannot re-initialise after fork");
+	atomic_store_explicit(&sem->lock.word, 0, memory_order_relaxed);
 	cpuhp__rcu_sync_reset_after_fork(&sem->rss);
 	sem->nr_rwait = 0;
 	sem->nr_granted = 0;
+	sem->gwait = false;
 	/* A writer active at the fork (unsupported) would leave ->block set. */
-	sem->whead = sem->wtail = NULL;
+	sem->whead = NULL;
 	atomic_store_explicit(&sem->wwait, 0, memory_order_relaxed);
 #if CPUHP_DEBUG
 	/* Read locks of the threads that are gone went with them. */

@@ -27,9 +27,9 @@ static inline unsigned lw_readers_waiting(struct cpuhp_rwsem *sem)
 {
 	unsigned n;
 
-	pthread_mutex_lock(&sem->lock);
+	cpuhp__futex_lock(&sem->lock);
 	n = sem->nr_rwait;
-	pthread_mutex_unlock(&sem->lock);
+	cpuhp__futex_unlock(&sem->lock);
 	return n;
 }
 
@@ -37,10 +37,10 @@ static inline unsigned lw_writers_queued(struct cpuhp_rwsem *sem)
 {
 	unsigned n = 0;
 
-	pthread_mutex_lock(&sem->lock);
+	cpuhp__futex_lock(&sem->lock);
 	for (struct cpuhp__wwaiter *w = sem->whead; w; w = w->next)
 		n++;
-	pthread_mutex_unlock(&sem->lock);
+	cpuhp__futex_unlock(&sem->lock);
 	return n;
 }
 

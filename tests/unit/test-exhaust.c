@@ -400,6 +400,51 @@ static void rcu_read_lock_returns_when_no_memory_is_left(void)
 	in_child(first_rcu_read_lock_without_memory, "first cpuhp_rcu_read_lock without memory");
 }
 
+/* ------------------------------------------------------- making locks */
+
+/*
+ * Out of memory, cpuhp_rwsem_new() fails with -ENOMEM and leaves *out
+ * alone, once the slab of the lowest free ids is full (locks in it need no
+ * allocation); the locks it made work, and a freed lock's slot is made
+ * again without memory.
+ */
+static void new_locks_without_memory(void)
+{
+	struct cpuhp_rwsem *made[64], *sentinel = (struct cpuhp_rwsem *)(void *)made, *sem;
+	struct cpuhp_rwsem *first;
+	unsigned n = 0;
+	int err;
+
+	/* The first lock's slab is the group's: the next locks have room. */
+	CHECK_EQ_INT(cpuhp_rwsem_new(&first), 0);
+	no_more_memory();
+	for (;;) {
+		sem = sentinel;
+		err = cpuhp_rwsem_new(&sem);
+		if (err)
+			break;
+		CHECK(n < 64);
+		made[n++] = sem;
+	}
+	CHECK_EQ_INT(err, -ENOMEM);
+	CHECK(sem == sentinel);
+	CHECK(n > 0);
+	CHECK(made[0] == first + 1);
+	lock_still_works(made[0]);
+	cpuhp_rwsem_free(made[0]);
+	CHECK_EQ_INT(cpuhp_rwsem_new(&sem), 0);
+	CHECK(sem == made[0]);
+	lock_still_works(sem);
+	for (unsigned i = 0; i < n; i++)
+		cpuhp_rwsem_free(made[i]);
+	cpuhp_rwsem_free(first);
+}
+
+static void rwsem_new_returns_enomem_when_no_memory_is_left(void)
+{
+	in_child(new_locks_without_memory, "cpuhp_rwsem_new without memory");
+}
+
 #define CASE(fn)                                                                                   \
 	{                                                                                          \
 #fn, fn                                                                            \
@@ -416,6 +461,7 @@ int main(void)
 	    CASE(rcu_sync_exit_returns_when_no_thread_can_be_created),
 	    CASE(get_online_cpus_returns_when_no_memory_is_left),
 	    CASE(rcu_read_lock_returns_when_no_memory_is_left),
+	    CASE(rwsem_new_returns_enomem_when_no_memory_is_left),
 	};
 
 	printf("# reader fast path: %s; memory limited %s\n",
