@@ -680,6 +680,171 @@ static void rwsem_free_right_after_last_writer_waits_for_the_window(void)
 }
 
 /*
+ * The lingering exit (LINGER, H only): where writers come rarely the last
+ * exit queues no timer; the first reader on the slow path after one
+ * re-enter cost ends it.  The policy's inputs are set here (a cost, the
+ * gap, the credit), so these tests check the rule, not the clock.
+ */
+static void set_linger_policy(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_t gap,
+                              int64_t credit)
+{
+	pthread_mutex_lock(&rss->lock);
+	rss->reenter_ns = cost;
+	rss->gap_ns = gap;
+	rss->credit_ns = credit;
+	rss->credit_at_ns = cpuhp__now_ns();
+	pthread_mutex_unlock(&rss->lock);
+}
+
+static bool skip_without_membarrier(struct cpuhp_rwsem *sem)
+{
+	if (cpuhp__asym_fence)
+		return false;
+	printf("# SKIP: no lingering exit without membarrier (G readers need the grace period)\n");
+	cpuhp_rwsem_free(sem);
+	return true;
+}
+
+/* PASSED -> LINGER (nothing queued), then LINGER -> IDLE by a slow reader. */
+static void rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	if (skip_without_membarrier(sem))
+		return;
+	cpuhp_rwsem_write_lock(sem);
+	set_linger_policy(&sem->rss, 1000, 1000000000, 3000); /* 1 us; gaps of 1 s */
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	CHECK(!atomic_load(&sem->rss.defer.queued)); /* no timer: nothing queued */
+	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 0);
+	while (lw_gp_state(&sem->rss) != CPUHP__GP_IDLE) {
+		cpuhp_rwsem_read_lock(sem); /* the slow path polls */
+		CHECK_EQ_INT(lw_readers(sem), 1);
+		cpuhp_rwsem_read_unlock(sem);
+	}
+	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 1);
+	CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
+	cpuhp_rwsem_read_lock(sem); /* IDLE: the fast path */
+	CHECK_EQ_INT(lw_readers(sem), 1);
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * Before its time (here an hour: one re-enter cost) readers leave LINGER
+ * alone; a writer that comes finds it, skips the membarrier and moves it to
+ * PASSED itself (LINGER -> PASSED); free ends it without waiting.
+ */
+static void rwsem_writer_finds_lingering_exit_and_skips_membarrier(void)
+{
+	const uint64_t hour = 3600ull * 1000000000u;
+	struct cpuhp_rwsem *sem = new_sem();
+
+	if (skip_without_membarrier(sem))
+		return;
+	cpuhp_rwsem_write_lock(sem);
+	set_linger_policy(&sem->rss, hour, 100 * hour, (int64_t)hour);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	for (int i = 0; i < 1000; i++) {
+		cpuhp_rwsem_read_lock(sem);
+		CHECK_EQ_INT(lw_readers(sem), 1);
+		cpuhp_rwsem_read_unlock(sem);
+	}
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	cpuhp_rwsem_write_lock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_PASSED);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1); /* only the first writer's */
+	CHECK(!cpuhp_rwsem_read_trylock(sem));
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER); /* gaps still long */
+	cpuhp_rwsem_free(sem); /* nothing would end it: free does */
+}
+
+/*
+ * The rule: linger if the smoothed gap is at least 9 re-enter costs and
+ * the writers hold a cost's credit, earned at 1/9 of the time passing and
+ * capped at 3 costs; a re-enter spends what it cost.  Never while a test
+ * holds the window, nor before a cost was measured.
+ */
+static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rcu_sync *rss = &sem->rss;
+	const uint64_t t = cpuhp__now_ns();
+
+	pthread_mutex_lock(&rss->lock);
+	rss->reenter_ns = 1000;
+	rss->gap_ns = 9000;
+	rss->credit_ns = 1000;
+	rss->credit_at_ns = t;
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t));
+	rss->gap_ns = 8999;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t));
+	rss->gap_ns = 9000;
+	rss->credit_ns = 999;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t));
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 9)); /* 9 ns earn 1 */
+	CHECK_EQ_INT(rss->credit_ns, 1000);
+	rss->credit_ns = 0;
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009)); /* a second: capped */
+	CHECK_EQ_INT(rss->credit_ns, 3000);
+	rss->window_holds = 1;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009));
+	rss->window_holds = 0;
+	rss->reenter_ns = 0;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009));
+	/* Nothing earned from here on (the accrual's clock is in the future). */
+	rss->credit_ns = 0;
+	rss->credit_at_ns = t + 3600ull * 1000000000u;
+	pthread_mutex_unlock(&rss->lock);
+	cpuhp_rwsem_write_lock(sem); /* leaves IDLE */
+	pthread_mutex_lock(&rss->lock);
+	if (cpuhp__asym_fence)
+		CHECK(rss->credit_ns < 0 && -rss->credit_ns == (int64_t)rss->reenter_ns);
+	pthread_mutex_unlock(&rss->lock);
+	lw_no_linger(rss);
+	cpuhp_rwsem_write_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+/* A fork child inherits LINGER: nothing was queued, and its lock works. */
+static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
+{
+	const uint64_t hour = 3600ull * 1000000000u;
+	struct cpuhp_rwsem *sem = new_sem();
+	int status;
+	pid_t pid;
+
+	if (skip_without_membarrier(sem))
+		return;
+	cpuhp_rwsem_write_lock(sem);
+	set_linger_policy(&sem->rss, hour, 100 * hour, (int64_t)hour);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (lw_gp_state(&sem->rss) != CPUHP__GP_LINGER || sem->rss.requeue)
+			_exit(2);
+		cpuhp_rwsem_read_lock(sem);
+		cpuhp_rwsem_read_unlock(sem);
+		cpuhp_rwsem_write_lock(sem); /* LINGER -> PASSED */
+		cpuhp_rwsem_write_unlock(sem);
+		if (lw_readers(sem) != 0 || lw_gp_fences(&sem->rss) != 1)
+			_exit(3);
+		cpuhp_rwsem_free(sem);
+		_exit(0);
+	}
+	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_INT(WEXITSTATUS(status), 0);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
  * Where the timer thread cannot start (no descriptor left for its
  * timerfd; in a fork child, which has none yet), nothing would end the
  * exit: with membarrier (H) the window ends at once, and without (G) the
@@ -702,6 +867,7 @@ static void rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns(void)
 		if (setrlimit(RLIMIT_NOFILE, &none_left) || dup(0) != -1)
 			_exit(2);
 		for (int i = 0; i < 2; i++) {
+			lw_no_linger(&sem->rss); /* the exits this test is about */
 			cpuhp_rwsem_write_lock(sem);
 			cpuhp_rwsem_write_unlock(sem);
 			if (!cpuhp_rcu_sync_is_idle(&sem->rss))
@@ -749,6 +915,10 @@ int main(void)
 	RUN_TEST(rwsem_exit_inside_exit_window_replays_the_window);
 	RUN_TEST(rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms);
 	RUN_TEST(rwsem_free_right_after_last_writer_waits_for_the_window);
+	RUN_TEST(rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it);
+	RUN_TEST(rwsem_writer_finds_lingering_exit_and_skips_membarrier);
+	RUN_TEST(rwsem_exit_lingers_only_with_long_gaps_and_credit);
+	RUN_TEST(rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock);
 #ifdef CHECK_UNDER_TSAN
 	/* The gcc and ASan builds run it; TSan aborts a child that starts threads. */
 	printf("# SKIP rwsem_survives_fork_with_readers_running: ThreadSanitizer does not "
