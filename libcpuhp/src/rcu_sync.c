@@ -496,11 +496,17 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 			pthread_cond_broadcast(&rss->cond);
 			/*
 			 * What leaving IDLE cost us: the membarrier, ->lock and
-			 * waking the enters that waited; smoothed (1/4 new).
+			 * waking the enters that waited; smoothed (1/4 new).  A
+			 * sample counts at most twice the estimate: one enter
+			 * preempted mid-way must not stretch the window for
+			 * good (inside it nobody measures again).  The credit
+			 * pays the whole cost.
 			 */
 			cost = cpuhp__now_ns() - t0;
-			rss->reenter_ns = rss->reenter_ns ? (3 * rss->reenter_ns + cost) / 4 : cost;
 			rss->credit_ns -= (int64_t)cost; /* spent, earned back at 1/N */
+			if (rss->reenter_ns && cost > 2 * rss->reenter_ns)
+				cost = 2 * rss->reenter_ns;
+			rss->reenter_ns = rss->reenter_ns ? (3 * rss->reenter_ns + cost) / 4 : cost;
 			pthread_mutex_unlock(&rss->lock);
 			return;
 		}

@@ -810,6 +810,64 @@ static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
 	cpuhp_rwsem_free(sem);
 }
 
+/*
+ * Readers running while writers linger: their slow paths end LINGER (the
+ * trylock, the clock) racing with writers that find it and move it to
+ * PASSED; every other writer comes while it still lingers.  Readers never
+ * see a write half done (plain words: ThreadSanitizer sees any unordered
+ * access), and each waited-for linger ends in IDLE by a reader.
+ */
+struct linger_readers {
+	struct cpuhp_rwsem *sem;
+	_Atomic int stop;
+	long a, b; /* written under the write lock only */
+	_Atomic long reads;
+};
+
+static void *linger_reader_main(void *p)
+{
+	struct linger_readers *lr = p;
+
+	while (!atomic_load(&lr->stop)) {
+		cpuhp_rwsem_read_lock(lr->sem);
+		CHECK_EQ_INT(lr->a, lr->b);
+		cpuhp_rwsem_read_unlock(lr->sem);
+		atomic_fetch_add(&lr->reads, 1);
+	}
+	return NULL;
+}
+
+static void rwsem_lingering_exits_with_readers_running(void)
+{
+	struct linger_readers lr = {.sem = new_sem()};
+	pthread_t t[2];
+	unsigned long ended = 0;
+
+	if (skip_without_membarrier(lr.sem))
+		return;
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ_INT(pthread_create(&t[i], NULL, linger_reader_main, &lr), 0);
+	for (int i = 0; i < 200; i++) {
+		cpuhp_rwsem_write_lock(lr.sem);
+		lr.a++;
+		lr.b = lr.a;
+		set_linger_policy(&lr.sem->rss, 1000, 1000000000, 3000);
+		cpuhp_rwsem_write_unlock(lr.sem);
+		if (i % 2)
+			continue; /* the next writer may find LINGER */
+		WAIT_FOR(lw_gp_state(&lr.sem->rss) != CPUHP__GP_LINGER);
+		CHECK_EQ_INT(lw_gp_state(&lr.sem->rss), CPUHP__GP_IDLE);
+		CHECK(lw_gp_windows(&lr.sem->rss) > ended);
+		ended = lw_gp_windows(&lr.sem->rss);
+	}
+	atomic_store(&lr.stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ_INT(lw_gp_callbacks(&lr.sem->rss), 0);
+	CHECK(atomic_load(&lr.reads) > 0);
+	cpuhp_rwsem_free(lr.sem);
+}
+
 /* A fork child inherits LINGER: nothing was queued, and its lock works. */
 static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
 {
@@ -918,6 +976,7 @@ int main(void)
 	RUN_TEST(rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it);
 	RUN_TEST(rwsem_writer_finds_lingering_exit_and_skips_membarrier);
 	RUN_TEST(rwsem_exit_lingers_only_with_long_gaps_and_credit);
+	RUN_TEST(rwsem_lingering_exits_with_readers_running);
 	RUN_TEST(rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock);
 #ifdef CHECK_UNDER_TSAN
 	/* The gcc and ASan builds run it; TSan aborts a child that starts threads. */
