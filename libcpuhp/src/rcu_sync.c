@@ -82,6 +82,7 @@ int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	rss->window_due = false;
 	rss->gap_ns = 0;
 	rss->credit_ns = 0;
+	atomic_init(&rss->linger_until_ns, 0);
 	/* The lock's life so far is the first gap, and earns the first credit. */
 	rss->exit_at_ns = rss->credit_at_ns = cpuhp__now_ns();
 	rss->fenced_readers = false;
@@ -226,6 +227,13 @@ void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss)
 	if (linger_polls++ % CPUHP__LINGER_POLL)
 		return;
 	now = cpuhp__now_ns();
+	/*
+	 * ->lock only when the time has come: a writer that finds it taken
+	 * sleeps in the kernel (no spinning in glibc's mutex), and a reader
+	 * preempted while holding it would keep that writer asleep.
+	 */
+	if (now < atomic_load_explicit(&rss->linger_until_ns, memory_order_relaxed))
+		return;
 	/* Never wait behind a writer's enter or exit: it ends LINGER itself. */
 	if (pthread_mutex_trylock(&rss->lock))
 		return;
@@ -568,6 +576,8 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 			 */
 			set_state(rss, CPUHP__GP_LINGER);
 			rss->idle_at_ns = now + rss->reenter_ns;
+			atomic_store_explicit(&rss->linger_until_ns, rss->idle_at_ns,
+			                      memory_order_relaxed);
 			pthread_cond_broadcast(&rss->cond); /* lockwatch.h waits */
 			pthread_mutex_unlock(&rss->lock);
 			return;
