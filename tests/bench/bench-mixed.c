@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,7 +75,8 @@ struct run {
 	_Atomic int data; /* the protected word: 8 outside the writer's section */
 	uint64_t reads, bad_reads;
 	uint64_t writes;
-	double write_ns; /* time inside write lock+unlock, summed */
+	double write_ns;    /* time inside write lock+unlock, summed */
+	double writer_wait; /* fraction of its run the writer was runnable, not running */
 	double t0, t1;
 };
 
@@ -191,16 +193,39 @@ static void write_once(struct run *r)
 		cpuhp_rwsem_write_unlock(r->lk->sem);
 }
 
+/*
+ * The calling thread's time spent runnable but waiting for a CPU, ns, from
+ * /proc (schedstat's second field); NAN where the kernel has none.
+ */
+static double runqueue_wait_ns(void)
+{
+	char path[64];
+	unsigned long long run, wait;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
+	f = fopen(path, "r");
+	if (!f)
+		return NAN;
+	n = fscanf(f, "%llu %llu", &run, &wait);
+	fclose(f);
+	return n == 2 ? (double)wait : NAN;
+}
+
 static void *writer_main(void *p)
 {
 	struct run *r = p;
 	uint64_t writes = 0;
-	double inside = 0;
+	double inside = 0, wait0;
+	uint64_t start;
 
 	pin(r->cpu_writer);
 	/* A long-lived writer thread: its registration is not the cost measured. */
 	write_once(r);
 	start_line(r);
+	wait0 = runqueue_wait_ns();
+	start = now_ns();
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		uint64_t t0 = now_ns(), t1;
 
@@ -219,6 +244,7 @@ static void *writer_main(void *p)
 	}
 	r->writes = writes;
 	r->write_ns = inside;
+	r->writer_wait = (runqueue_wait_ns() - wait0) / (double)(now_ns() - start);
 	return NULL;
 }
 
@@ -292,6 +318,7 @@ static double median(double *v, unsigned n)
 static double reads_per_s[NR_SCENARIOS][V_NR][MAX_REPS];
 static double writes_per_s[NR_SCENARIOS][V_NR][MAX_REPS];
 static double us_per_write[NR_SCENARIOS][V_NR][MAX_REPS];
+static double writer_waited[NR_SCENARIOS][V_NR][MAX_REPS]; /* fraction of the sample */
 
 static double med(double (*a)[V_NR][MAX_REPS], unsigned s, unsigned v, unsigned reps)
 {
@@ -418,6 +445,7 @@ int main(int argc, char **argv)
 				writes_per_s[s][v][rep] = (double)r->writes / (r->t1 - r->t0);
 				us_per_write[s][v][rep] =
 				    r->writes ? r->write_ns / (double)r->writes / 1e3 : NAN;
+				writer_waited[s][v][rep] = r->writer_wait;
 			}
 		}
 	}
@@ -461,6 +489,29 @@ int main(int argc, char **argv)
 				printf(" (%.2f×)", ratio(writes_per_s, s, v, V_RWLOCK, reps));
 			printf(", %.1f µs |", med(us_per_write, s, v, reps));
 		}
+		printf("\n");
+	}
+
+	/*
+	 * A writer that spins between writes competes for its CPU with the
+	 * rest of the machine: where it waits for one, writes/s measure the
+	 * scheduler (a writer that sleeps more gets woken sooner), not the lock.
+	 */
+	printf("\nThe writer's wait for a CPU (runnable, not running), %% of the sample (median; "
+	       "above a few %%, the machine is busy and the write figures measure its scheduler)"
+	       "\n\n| writer delay |");
+	for (unsigned v = 0; v < V_NR; v++)
+		printf(" %s |", variant_label[v]);
+	printf("\n|---|");
+	for (unsigned v = 0; v < V_NR; v++)
+		printf("---:|");
+	printf("\n");
+	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
+		if (scenarios[s].no_writer)
+			continue;
+		printf("| %s |", scenarios[s].label);
+		for (unsigned v = 0; v < V_NR; v++)
+			printf(" %.1f |", 100 * med(writer_waited, s, v, reps));
 		printf("\n");
 	}
 
