@@ -339,6 +339,18 @@ static double ratio(double (*a)[V_NR][MAX_REPS], unsigned s, unsigned v, unsigne
 	return median(tmp, reps);
 }
 
+/* A results table's title and header: one column per variant. */
+static void table_head(const char *title)
+{
+	printf("\n%s\n\n| writer delay |", title);
+	for (unsigned v = 0; v < V_NR; v++)
+		printf(" %s |", variant_label[v]);
+	printf("\n|---|");
+	for (unsigned v = 0; v < V_NR; v++)
+		printf("---:|");
+	printf("\n");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(
@@ -452,14 +464,8 @@ int main(int argc, char **argv)
 	if (progress)
 		fprintf(stderr, "\r%70s\r", "");
 
-	printf("\nReads, Mreads/s of the one reader (median; in parentheses the median ratio to "
-	       "pthread_rwlock in the same repetition)\n\n| writer delay |");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf(" %s |", variant_label[v]);
-	printf("\n|---|");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf("---:|");
-	printf("\n");
+	table_head("Reads, Mreads/s of the one reader (median; in parentheses the median ratio "
+	           "to pthread_rwlock in the same repetition)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
 		printf("| %s |", scenarios[s].label);
 		for (unsigned v = 0; v < V_NR; v++) {
@@ -471,14 +477,8 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 
-	printf("\nWrites, k/s of the one writer and µs per write lock+unlock (median; ratio of "
-	       "writes to pthread_rwlock's)\n\n| writer delay |");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf(" %s |", variant_label[v]);
-	printf("\n|---|");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf("---:|");
-	printf("\n");
+	table_head("Writes, k/s of the one writer and µs per write lock+unlock (median; ratio "
+	           "of writes to pthread_rwlock's)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
 		if (scenarios[s].no_writer)
 			continue;
@@ -497,15 +497,9 @@ int main(int argc, char **argv)
 	 * rest of the machine: where it waits for one, writes/s measure the
 	 * scheduler (a writer that sleeps more gets woken sooner), not the lock.
 	 */
-	printf("\nThe writer's wait for a CPU (runnable, not running), %% of the sample (median; "
-	       "above a few %%, the machine is busy and the write figures measure its scheduler)"
-	       "\n\n| writer delay |");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf(" %s |", variant_label[v]);
-	printf("\n|---|");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf("---:|");
-	printf("\n");
+	table_head("The writer's wait for a CPU (runnable, not running), % of the sample "
+	           "(median; above a few %, the machine is busy and the write figures measure "
+	           "its scheduler)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
 		if (scenarios[s].no_writer)
 			continue;

@@ -696,6 +696,17 @@ static void set_linger_policy(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_
 	pthread_mutex_unlock(&rss->lock);
 }
 
+/* A writer comes and goes; its exit lingers for an hour (one re-enter cost). */
+static void linger_for_an_hour(struct cpuhp_rwsem *sem)
+{
+	const uint64_t hour = 3600ull * 1000000000u;
+
+	cpuhp_rwsem_write_lock(sem);
+	set_linger_policy(&sem->rss, hour, 100 * hour, (int64_t)hour);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+}
+
 static bool skip_without_membarrier(struct cpuhp_rwsem *sem)
 {
 	if (cpuhp__asym_fence)
@@ -739,15 +750,11 @@ static void rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it(void)
  */
 static void rwsem_writer_finds_lingering_exit_and_skips_membarrier(void)
 {
-	const uint64_t hour = 3600ull * 1000000000u;
 	struct cpuhp_rwsem *sem = new_sem();
 
 	if (skip_without_membarrier(sem))
 		return;
-	cpuhp_rwsem_write_lock(sem);
-	set_linger_policy(&sem->rss, hour, 100 * hour, (int64_t)hour);
-	cpuhp_rwsem_write_unlock(sem);
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	linger_for_an_hour(sem);
 	for (int i = 0; i < 1000; i++) {
 		cpuhp_rwsem_read_lock(sem);
 		CHECK_EQ_INT(lw_readers(sem), 1);
@@ -871,17 +878,13 @@ static void rwsem_lingering_exits_with_readers_running(void)
 /* A fork child inherits LINGER: nothing was queued, and its lock works. */
 static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
 {
-	const uint64_t hour = 3600ull * 1000000000u;
 	struct cpuhp_rwsem *sem = new_sem();
 	int status;
 	pid_t pid;
 
 	if (skip_without_membarrier(sem))
 		return;
-	cpuhp_rwsem_write_lock(sem);
-	set_linger_policy(&sem->rss, hour, 100 * hour, (int64_t)hour);
-	cpuhp_rwsem_write_unlock(sem);
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	linger_for_an_hour(sem);
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
