@@ -106,7 +106,7 @@
 #define CPUHP__HIDDEN __attribute__((visibility("hidden")))
 /*
  * Our thread-locals use initial-exec TLS: one %fs-relative load instead of
- * a __tls_get_addr() call.  Only ours (80 bytes, most of it the thread's
+ * a __tls_get_addr() call.  Only ours (84 bytes, most of it the thread's
  * record, which is TLS so that registering allocates nothing): liburcu's
  * reader record (384 bytes) stays general-dynamic, or a dlopen()ed
  * libcpuhp (a Python extension) would not fit in glibc's static TLS
