@@ -207,13 +207,19 @@ static void linger_end_locked(struct cpuhp_rcu_sync *rss)
 	pthread_cond_broadcast(&rss->cond);
 }
 
+/* Under ->lock: end a lingering exit whose time (read at @now) has come. */
+static void linger_end_if_due_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+{
+	if (get_state(rss) == CPUHP__GP_LINGER && !rss->window_holds && now >= rss->idle_at_ns)
+		linger_end_locked(rss);
+}
+
 void cpuhp__rcu_sync_linger_end(struct cpuhp_rcu_sync *rss)
 {
 	uint64_t now = cpuhp__now_ns();
 
 	pthread_mutex_lock(&rss->lock);
-	if (get_state(rss) == CPUHP__GP_LINGER && !rss->window_holds && now >= rss->idle_at_ns)
-		linger_end_locked(rss);
+	linger_end_if_due_locked(rss, now);
 	pthread_mutex_unlock(&rss->lock);
 }
 
@@ -237,8 +243,7 @@ void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss)
 	/* Never wait behind a writer's enter or exit: it ends LINGER itself. */
 	if (pthread_mutex_trylock(&rss->lock))
 		return;
-	if (get_state(rss) == CPUHP__GP_LINGER && !rss->window_holds && now >= rss->idle_at_ns)
-		linger_end_locked(rss);
+	linger_end_if_due_locked(rss, now);
 	pthread_mutex_unlock(&rss->lock);
 }
 
