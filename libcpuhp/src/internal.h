@@ -57,8 +57,11 @@
  *      For such readers H replaces G: enter needs no grace period.
  *   I  rcu_sync, H readers only: the writers' sections, then ->state = IDLE
  *      by the exit window's expiry (a release store, under ->lock, which
- *      every exit also took).
- *        rcu_sync.c: window_end_locked().
+ *      every exit also took), or by the end of a lingering exit (LINGER:
+ *      no expiry queued), which a reader on the slow path or free makes.
+ *        rcu_sync.c: window_end_locked(); linger_end_locked(), from
+ *        cpuhp__rcu_sync_linger_poll() (called by rwsem.c:
+ *        fast_inc_writer_coming()) and from cpuhp__rcu_sync_destroy().
  *      pairs with the fast path's acquire load of ->state: internal.h:
  *      cpuhp__rcu_sync_is_idle(); rwsem-inline.h: cpuhp__inline_idle().
  *      If the reader's load sees IDLE, it sees every write of every writer
@@ -68,19 +71,16 @@
  *      finds IDLE under ->lock and issues the membarrier (H) before it
  *      counts readers; one that enters before it finds EXIT or REPLAY under
  *      ->lock and counts itself, and the expiry then goes to PASSED, never
- *      IDLE, so no reader took the fast path since the membarrier of the
- *      first writer of the run.  For G readers the return to IDLE must wait
- *      a grace period (a reader section that saw "not idle" may still
- *      run); H readers have no sections, so I replaces that grace period
- *      and the window's length is policy, not correctness.
- *   J  rcu_sync, G readers only: the writers' sections and their exits
- *      (under ->lock), then a grace period that starts after the last
- *      exit, then ->state = IDLE (release, under ->lock).
- *        defer.c: wait_gp_unlocked(), then rcu_sync.c: gp_expire();
- *        rcu_sync.c: exit_without_thread() (no timer thread); and
- *        rcu_sync_func() after call_rcu() where the timer thread is gone.
- *      pairs with the G readers' sections: rwsem.c: fast_inc_rcu(),
- *      fast_dec_rcu(), and cpuhp_rcu_read_lock() users of
+ *      IDLE (or it finds LINGER and moves it to PASSED itself, so no end
+ *      finds LINGER while it is inside), so no reader took the fast path
+ *      since the membarrier of the first writer of the run.  For G readers the return to IDLE must
+ * wait a grace period (a reader section that saw "not idle" may still run); H readers have no
+ * sections, so I replaces that grace period and the window's length is policy, not correctness. J
+ * rcu_sync, G readers only: the writers' sections and their exits (under ->lock), then a grace
+ * period that starts after the last exit, then ->state = IDLE (release, under ->lock). defer.c:
+ * wait_gp_unlocked(), then rcu_sync.c: gp_expire(); rcu_sync.c: exit_without_thread() (no timer
+ * thread); and rcu_sync_func() after call_rcu() where the timer thread is gone. pairs with the G
+ * readers' sections: rwsem.c: fast_inc_rcu(), fast_dec_rcu(), and cpuhp_rcu_read_lock() users of
  *      cpuhp_rcu_sync_is_idle().  A section that saw "not idle" (and took
  *      the slow path) has ended before IDLE is stored; one that sees IDLE
  *      began after the grace period did, so after the last exit, and sees
@@ -106,7 +106,7 @@
 #define CPUHP__HIDDEN __attribute__((visibility("hidden")))
 /*
  * Our thread-locals use initial-exec TLS: one %fs-relative load instead of
- * a __tls_get_addr() call.  Only ours (80 bytes, most of it the thread's
+ * a __tls_get_addr() call.  Only ours (84 bytes, most of it the thread's
  * record, which is TLS so that registering allocates nothing): liburcu's
  * reader record (384 bytes) stays general-dynamic, or a dlopen()ed
  * libcpuhp (a Python extension) would not fit in glibc's static TLS
@@ -184,6 +184,7 @@ enum cpuhp__gp_state {
 	CPUHP__GP_PASSED,   /* readers all on the slow path; updaters inside */
 	CPUHP__GP_EXIT,     /* last exit done; callback queued to go IDLE */
 	CPUHP__GP_REPLAY,   /* enter+exit again while EXIT: one more period */
+	CPUHP__GP_LINGER,   /* H: last exit done, nothing queued; a slow reader goes IDLE */
 };
 
 /*
@@ -277,6 +278,22 @@ struct cpuhp_rcu_sync {
 	unsigned window_holds;
 	bool window_due;
 	/*
+	 * Whether the last exit may linger (rcu_sync.c), all under ->lock:
+	 * when the last exit was, the smoothed gap from a last exit to the
+	 * next first enter, and the writers' credit (ns of re-enter cost they
+	 * may pay early), accrued up to ->credit_at_ns.
+	 */
+	uint64_t exit_at_ns;
+	uint64_t gap_ns;
+	int64_t credit_ns;
+	uint64_t credit_at_ns;
+	/*
+	 * ->idle_at_ns of a lingering exit, for the readers' polls to look
+	 * at without ->lock (a hint, relaxed: ->lock decides): a reader takes
+	 * ->lock only once the time has come, not while a writer may need it.
+	 */
+	_Atomic uint64_t linger_until_ns;
+	/*
 	 * Statistics for tests: grace periods waited by enter, membarriers
 	 * issued by enter instead (H), callbacks run, windows that expired,
 	 * frees that had to wait for the return to IDLE.
@@ -317,6 +334,15 @@ void cpuhp__rcu_sync_window_hold(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss);
 /* The window the next last exit of @rss would get, ns (under ->lock). */
 uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss);
+/*
+ * A reader on the slow path found LINGER: end it if its time has come
+ * (a clock read every CPUHP__LINGER_POLL calls, then a trylock; never
+ * blocks).  cpuhp__rcu_sync_linger_end() does it at once (tests).
+ */
+void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss);
+void cpuhp__rcu_sync_linger_end(struct cpuhp_rcu_sync *rss);
+/* Under ->lock: whether the next last exit would linger (and accrue the credit). */
+bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now);
 
 static inline bool cpuhp__rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss)
 {

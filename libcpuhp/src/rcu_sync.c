@@ -42,7 +42,9 @@
  * rarer, readers are back on the fast path soon after each.  Bounded above
  * by the ~11 ms that the G exit took when it went through liburcu's
  * call_rcu() (1 ms timer + liburcu's 10 ms batching), which the README's
- * figures were measured with.
+ * figures were measured with.  Where writes are rarer than that window
+ * anyway, the exit lingers instead (LINGER, below): no timer, a window of
+ * one re-enter cost, ended by the first reader on the slow path after it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,6 +80,11 @@ int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	rss->idle_at_ns = 0;
 	rss->window_holds = 0;
 	rss->window_due = false;
+	rss->gap_ns = 0;
+	rss->credit_ns = 0;
+	atomic_init(&rss->linger_until_ns, 0);
+	/* The lock's life so far is the first gap, and earns the first credit. */
+	rss->exit_at_ns = rss->credit_at_ns = cpuhp__now_ns();
 	rss->fenced_readers = false;
 	rss->prev = rss->next = NULL;
 	rss->requeue = false;
@@ -124,6 +131,120 @@ uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss)
 	if (w < cost)
 		w = cost;
 	return w < CPUHP__WINDOW_MAX_NS ? w : CPUHP__WINDOW_MAX_NS;
+}
+
+/*
+ * The lingering exit (LINGER): when writers come rarely, the last exit
+ * arms no timer at all.  The window is then short (one re-enter cost),
+ * and whoever needs IDLE ends it after that: the first reader on the slow
+ * path (cpuhp__rcu_sync_linger_poll(), from rwsem.c), or free.  A writer
+ * that comes first finds LINGER, skips the membarrier and goes to PASSED
+ * itself (nothing is queued that would).  So the writer's exit makes no
+ * system call, and no timer thread wakes on a busy CPU; readers that are
+ * not reading leave it lingering, and a writer then skips the membarrier.
+ *
+ * When: if the gap from a last exit to the next first enter (measured,
+ * smoothed) is at least CPUHP__WINDOW_FACTOR re-enter costs, a writer
+ * that finds IDLE pays at most 1/N of its period, so the long window
+ * would buy writers little and cost readers most of each period.  Where
+ * the gap is shorter, the long window keeps writers from paying at all.
+ * The prediction can be wrong (gaps long, short, long...), so lingering
+ * also needs credit: writers earn 1/N of the time that passes, capped at
+ * CPUHP__LINGER_CREDIT re-enter costs, and every re-enter spends its
+ * cost; an exit lingers only with a cost in hand.  Whatever the gaps, the
+ * writers' re-enters then cost at most 1/N of any time T plus the cap
+ * (payments after a long window are earned by that window itself).
+ */
+#define CPUHP__LINGER_CREDIT 3
+/* Readers on the slow path read the clock once in this many polls. */
+#define CPUHP__LINGER_POLL 16
+
+static void credit_accrue_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+{
+	int64_t cap = (int64_t)(rss->reenter_ns * CPUHP__LINGER_CREDIT);
+
+	if (now > rss->credit_at_ns && rss->credit_ns < cap) {
+		rss->credit_ns += (int64_t)((now - rss->credit_at_ns) / CPUHP__WINDOW_FACTOR);
+		if (rss->credit_ns > cap)
+			rss->credit_ns = cap;
+	}
+	rss->credit_at_ns = now;
+}
+
+bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+{
+	uint64_t cost = rss->reenter_ns;
+
+	credit_accrue_locked(rss, now);
+	/* A test's hold pins the timer's window; no cost measured yet: no guess. */
+	if (rss->window_holds || !cost)
+		return false;
+	return rss->gap_ns >= cost * CPUHP__WINDOW_FACTOR && rss->credit_ns >= (int64_t)cost;
+}
+
+/* Under ->lock, H: the first enter since the last exit; @now is its time. */
+static void first_enter_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+{
+	uint64_t gap = now > rss->exit_at_ns ? now - rss->exit_at_ns : 0;
+
+	rss->gap_ns = rss->gap_ns ? (3 * rss->gap_ns + gap) / 4 : gap;
+	credit_accrue_locked(rss, now);
+}
+
+/* Under ->lock: LINGER -> IDLE, I (as in window_end_locked()). */
+static void linger_end_locked(struct cpuhp_rcu_sync *rss)
+{
+	/* An enter moves LINGER to PASSED with its count++, under ->lock. */
+	CPUHP_BUG_ON(rss->count, "rcu_sync", "lingering with %d enter(s)", rss->count);
+	rss->nr_windows++;
+	/*
+	 * LINGER -> IDLE, I: the release (under ->lock, which every exit
+	 * took) orders every writer's section before the readers' acquire
+	 * load that sees IDLE; the next enter finds IDLE under ->lock and
+	 * issues the membarrier (H).
+	 */
+	set_state(rss, CPUHP__GP_IDLE);
+	pthread_cond_broadcast(&rss->cond);
+}
+
+/* Under ->lock: end a lingering exit whose time (read at @now) has come. */
+static void linger_end_if_due_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+{
+	if (get_state(rss) == CPUHP__GP_LINGER && !rss->window_holds && now >= rss->idle_at_ns)
+		linger_end_locked(rss);
+}
+
+void cpuhp__rcu_sync_linger_end(struct cpuhp_rcu_sync *rss)
+{
+	uint64_t now = cpuhp__now_ns();
+
+	pthread_mutex_lock(&rss->lock);
+	linger_end_if_due_locked(rss, now);
+	pthread_mutex_unlock(&rss->lock);
+}
+
+static __thread unsigned linger_polls CPUHP__TLS_IE;
+
+void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss)
+{
+	uint64_t now;
+
+	/* The first poll of a thread looks; then one in CPUHP__LINGER_POLL. */
+	if (linger_polls++ % CPUHP__LINGER_POLL)
+		return;
+	now = cpuhp__now_ns();
+	/*
+	 * ->lock only when the time has come: a writer that finds it taken
+	 * sleeps in the kernel (no spinning in glibc's mutex), and a reader
+	 * preempted while holding it would keep that writer asleep.
+	 */
+	if (now < atomic_load_explicit(&rss->linger_until_ns, memory_order_relaxed))
+		return;
+	/* Never wait behind a writer's enter or exit: it ends LINGER itself. */
+	if (pthread_mutex_trylock(&rss->lock))
+		return;
+	linger_end_if_due_locked(rss, now);
+	pthread_mutex_unlock(&rss->lock);
 }
 
 /*
@@ -346,6 +467,18 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	CPUHP_BUG_ON(rss->count < 0 || rss->count == INT32_MAX, "rcu_sync", "enter with count %d",
 	             rss->count);
 	rss->count++;
+	if (rss->count == 1 && exit_by_window(rss))
+		first_enter_locked(rss, cpuhp__now_ns());
+	if (was == CPUHP__GP_LINGER) {
+		/*
+		 * LINGER -> PASSED: readers have been on the slow path since
+		 * the membarrier of the first writer of the run, as in EXIT;
+		 * no expiry is queued to do this for us.
+		 */
+		set_state(rss, CPUHP__GP_PASSED);
+		pthread_mutex_unlock(&rss->lock);
+		return;
+	}
 	if (was == CPUHP__GP_IDLE) {
 		/* IDLE -> ENTER: new readers go slow; old ones may still be fast. */
 		set_state(rss, CPUHP__GP_ENTER);
@@ -376,9 +509,16 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 			pthread_cond_broadcast(&rss->cond);
 			/*
 			 * What leaving IDLE cost us: the membarrier, ->lock and
-			 * waking the enters that waited; smoothed (1/4 new).
+			 * waking the enters that waited; smoothed (1/4 new).  A
+			 * sample counts at most twice the estimate: one enter
+			 * preempted mid-way must not stretch the window for
+			 * good (inside it nobody measures again).  The credit
+			 * pays the whole cost.
 			 */
 			cost = cpuhp__now_ns() - t0;
+			rss->credit_ns -= (int64_t)cost; /* spent, earned back at 1/N */
+			if (rss->reenter_ns && cost > 2 * rss->reenter_ns)
+				cost = 2 * rss->reenter_ns;
 			rss->reenter_ns = rss->reenter_ns ? (3 * rss->reenter_ns + cost) / 4 : cost;
 			pthread_mutex_unlock(&rss->lock);
 			return;
@@ -429,7 +569,24 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 	CPUHP_BUG_ON(rss->count <= 0, "rcu_sync", "exit without enter (count %d)", rss->count);
 	if (--rss->count == 0) {
 		enum cpuhp__gp_state s = get_state(rss);
+		uint64_t now = window ? cpuhp__now_ns() : 0;
 
+		if (window)
+			rss->exit_at_ns = now;
+		if (window && s == CPUHP__GP_PASSED && cpuhp__rcu_sync_lingers_locked(rss, now)) {
+			/*
+			 * PASSED -> LINGER: writers come rarely; readers go
+			 * fast one re-enter cost from now, by the first slow
+			 * reader after that (I), and nothing is queued.
+			 */
+			set_state(rss, CPUHP__GP_LINGER);
+			rss->idle_at_ns = now + rss->reenter_ns;
+			atomic_store_explicit(&rss->linger_until_ns, rss->idle_at_ns,
+			                      memory_order_relaxed);
+			pthread_cond_broadcast(&rss->cond); /* lockwatch.h waits */
+			pthread_mutex_unlock(&rss->lock);
+			return;
+		}
 		if (s == CPUHP__GP_PASSED || rss->parked) {
 			/*
 			 * PASSED -> EXIT: go idle one grace period from now.
@@ -448,7 +605,7 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 		if (window) {
 			/* I: readers go fast once this exit's window is over. */
 			window_ns = cpuhp__rcu_sync_window_ns_locked(rss);
-			rss->idle_at_ns = cpuhp__now_ns() + window_ns;
+			rss->idle_at_ns = now + window_ns;
 		}
 	}
 	pthread_mutex_unlock(&rss->lock);
@@ -485,6 +642,9 @@ void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 		if (get_state(rss) == CPUHP__GP_PASSED)
 			set_state(rss, CPUHP__GP_IDLE);
 	}
+	/* Nothing is queued to end LINGER, and no reader will need it (I). */
+	if (get_state(rss) == CPUHP__GP_LINGER)
+		linger_end_locked(rss);
 	/* No reader is left to need the extra period REPLAY asked for. */
 	if (get_state(rss) == CPUHP__GP_REPLAY)
 		set_state(rss, CPUHP__GP_EXIT);

@@ -297,8 +297,12 @@ __attribute__((noinline)) static bool fast_inc_writer_coming(struct cpuhp_rwsem 
 {
 	/* A: pairs with D, as in read_trylock_slow(). */
 	cpuhp__smp_mb();
-	if (cpuhp__likely(!atomic_load_explicit(&sem->block, memory_order_acquire)))
+	if (cpuhp__likely(!atomic_load_explicit(&sem->block, memory_order_acquire))) {
+		/* The last writer left without a timer: we may end its window (rcu_sync.c). */
+		if (atomic_load_explicit(&sem->rss.state, memory_order_relaxed) == CPUHP__GP_LINGER)
+			cpuhp__rcu_sync_linger_poll(&sem->rss);
 		return true;
+	}
 	read_unlock_slow(sem, s);
 	return false;
 }

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,7 +75,9 @@ struct run {
 	_Atomic int data; /* the protected word: 8 outside the writer's section */
 	uint64_t reads, bad_reads;
 	uint64_t writes;
-	double write_ns; /* time inside write lock+unlock, summed */
+	double write_ns;        /* time inside write lock+unlock, summed */
+	double writer_wait;     /* fraction of its run the writer was runnable, not running */
+	double writes_off_wait; /* writes per second of its run outside that wait */
 	double t0, t1;
 };
 
@@ -191,16 +194,39 @@ static void write_once(struct run *r)
 		cpuhp_rwsem_write_unlock(r->lk->sem);
 }
 
+/*
+ * The calling thread's time spent runnable but waiting for a CPU, ns, from
+ * /proc (schedstat's second field); NAN where the kernel has none.
+ */
+static double runqueue_wait_ns(void)
+{
+	char path[64];
+	unsigned long long run, wait;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
+	f = fopen(path, "r");
+	if (!f)
+		return NAN;
+	n = fscanf(f, "%llu %llu", &run, &wait);
+	fclose(f);
+	return n == 2 ? (double)wait : NAN;
+}
+
 static void *writer_main(void *p)
 {
 	struct run *r = p;
 	uint64_t writes = 0;
-	double inside = 0;
+	double inside = 0, wait0;
+	uint64_t start;
 
 	pin(r->cpu_writer);
 	/* A long-lived writer thread: its registration is not the cost measured. */
 	write_once(r);
 	start_line(r);
+	wait0 = runqueue_wait_ns();
+	start = now_ns();
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		uint64_t t0 = now_ns(), t1;
 
@@ -219,6 +245,12 @@ static void *writer_main(void *p)
 	}
 	r->writes = writes;
 	r->write_ns = inside;
+	{
+		double run = (double)(now_ns() - start), wait = runqueue_wait_ns() - wait0;
+
+		r->writer_wait = wait / run;
+		r->writes_off_wait = run > wait ? (double)writes / ((run - wait) * 1e-9) : NAN;
+	}
 	return NULL;
 }
 
@@ -292,6 +324,8 @@ static double median(double *v, unsigned n)
 static double reads_per_s[NR_SCENARIOS][V_NR][MAX_REPS];
 static double writes_per_s[NR_SCENARIOS][V_NR][MAX_REPS];
 static double us_per_write[NR_SCENARIOS][V_NR][MAX_REPS];
+static double writer_waited[NR_SCENARIOS][V_NR][MAX_REPS]; /* fraction of the sample */
+static double writes_off_wait[NR_SCENARIOS][V_NR][MAX_REPS];
 
 static double med(double (*a)[V_NR][MAX_REPS], unsigned s, unsigned v, unsigned reps)
 {
@@ -310,6 +344,18 @@ static double ratio(double (*a)[V_NR][MAX_REPS], unsigned s, unsigned v, unsigne
 	for (unsigned i = 0; i < reps; i++)
 		tmp[i] = a[s][v][i] / a[s][ref][i];
 	return median(tmp, reps);
+}
+
+/* A results table's title and header: one column per variant. */
+static void table_head(const char *title)
+{
+	printf("\n%s\n\n| writer delay |", title);
+	for (unsigned v = 0; v < V_NR; v++)
+		printf(" %s |", variant_label[v]);
+	printf("\n|---|");
+	for (unsigned v = 0; v < V_NR; v++)
+		printf("---:|");
+	printf("\n");
 }
 
 static void usage(FILE *f)
@@ -418,20 +464,16 @@ int main(int argc, char **argv)
 				writes_per_s[s][v][rep] = (double)r->writes / (r->t1 - r->t0);
 				us_per_write[s][v][rep] =
 				    r->writes ? r->write_ns / (double)r->writes / 1e3 : NAN;
+				writer_waited[s][v][rep] = r->writer_wait;
+				writes_off_wait[s][v][rep] = r->writes_off_wait;
 			}
 		}
 	}
 	if (progress)
 		fprintf(stderr, "\r%70s\r", "");
 
-	printf("\nReads, Mreads/s of the one reader (median; in parentheses the median ratio to "
-	       "pthread_rwlock in the same repetition)\n\n| writer delay |");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf(" %s |", variant_label[v]);
-	printf("\n|---|");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf("---:|");
-	printf("\n");
+	table_head("Reads, Mreads/s of the one reader (median; in parentheses the median ratio "
+	           "to pthread_rwlock in the same repetition)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
 		printf("| %s |", scenarios[s].label);
 		for (unsigned v = 0; v < V_NR; v++) {
@@ -443,14 +485,8 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 
-	printf("\nWrites, k/s of the one writer and µs per write lock+unlock (median; ratio of "
-	       "writes to pthread_rwlock's)\n\n| writer delay |");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf(" %s |", variant_label[v]);
-	printf("\n|---|");
-	for (unsigned v = 0; v < V_NR; v++)
-		printf("---:|");
-	printf("\n");
+	table_head("Writes, k/s of the one writer and µs per write lock+unlock (median; ratio "
+	           "of writes to pthread_rwlock's)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
 		if (scenarios[s].no_writer)
 			continue;
@@ -460,6 +496,43 @@ int main(int argc, char **argv)
 			if (v != V_RWLOCK)
 				printf(" (%.2f×)", ratio(writes_per_s, s, v, V_RWLOCK, reps));
 			printf(", %.1f µs |", med(us_per_write, s, v, reps));
+		}
+		printf("\n");
+	}
+
+	/*
+	 * A writer that spins between writes competes for its CPU with the
+	 * rest of the machine: where it waits for one, writes/s measure the
+	 * scheduler (a writer that sleeps more gets woken sooner), not the lock.
+	 */
+	table_head("The writer's wait for a CPU (runnable, not running), % of the sample "
+	           "(median; above a few %, the machine is busy and the write figures measure "
+	           "its scheduler)");
+	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
+		if (scenarios[s].no_writer)
+			continue;
+		printf("| %s |", scenarios[s].label);
+		for (unsigned v = 0; v < V_NR; v++)
+			printf(" %.1f |", 100 * med(writer_waited, s, v, reps));
+		printf("\n");
+	}
+
+	/*
+	 * The writes/s the writer would have made never waiting for a CPU:
+	 * writes over its time minus that wait.  An estimate (a writer kept
+	 * waiting also finds the reader elsewhere), for busy machines only.
+	 */
+	table_head("Writes per second of the writer's time not spent waiting for a CPU, k/s "
+	           "(median; ratio to pthread_rwlock's in the same repetition)");
+	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
+		if (scenarios[s].no_writer)
+			continue;
+		printf("| %s |", scenarios[s].label);
+		for (unsigned v = 0; v < V_NR; v++) {
+			printf(" %.2f", med(writes_off_wait, s, v, reps) / 1e3);
+			if (v != V_RWLOCK)
+				printf(" (%.2f×)", ratio(writes_off_wait, s, v, V_RWLOCK, reps));
+			printf(" |");
 		}
 		printf("\n");
 	}

@@ -128,6 +128,12 @@ CHECKS = [
           "fast-path reader and that writer both get in",
           ["-DMUTANT_WINDOW_IGNORES_ENTER"], expect=ASSERT,
           ignore_deadlocks=True),
+    Check("mutant-linger-ignores-enter",
+          "a writer that finds the H exit lingering leaves it LINGER (and "
+          "skips the membarrier), and a slow reader ends it in IDLE with that "
+          "writer inside: a fast-path reader and the writer both get in",
+          ["-DMUTANT_LINGER_IGNORES_ENTER", "-DREADER_LOOPS=2"], expect=ASSERT,
+          ignore_deadlocks=True),
     Check("mutant-no-replay",
           "rcu_sync EXIT not turned into REPLAY: IDLE before a grace period "
           "after the last exit",

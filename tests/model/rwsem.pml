@@ -121,6 +121,7 @@
 #define GP_PASSED 2
 #define GP_EXIT   3
 #define GP_REPLAY 4
+#define GP_LINGER 5
 
 /* ---------------------------------------------------------------- RCU */
 
@@ -277,6 +278,14 @@ inline rcu_sync_enter(w)
 			skip /* H: no grace period; G mutant: none either. */
 #endif
 		:: gp_state == GP_ENTER -> rss_cond[w] = 1
+#ifndef MUTANT_LINGER_IGNORES_ENTER
+		:: gp_state == GP_LINGER ->
+			/*
+			 * LINGER -> PASSED: nothing is queued that would move
+			 * it, and readers must not end it while we are inside.
+			 */
+			gp_state = GP_PASSED
+#endif
 		:: else
 		fi;
 		UNLOCKS(rss_lock)
@@ -339,12 +348,20 @@ inline rcu_sync_exit(w)
 #ifdef NO_MEMBARRIER
 			call_rcu()
 #else
-			/*
-			 * H: cpuhp__defer_window(), made after the unlock in
-			 * the C code; nothing can run it before, so one step.
-			 */
-			assert(!timer_armed);
-			timer_armed = 1
+			if
+			:: /*
+			    * H: cpuhp__defer_window(), made after the unlock in
+			    * the C code; nothing can run it before, so one step.
+			    */
+			   assert(!timer_armed);
+			   timer_armed = 1
+			:: /*
+			    * H, the policy's other answer (rare writers): PASSED
+			    * -> LINGER, nothing queued; a slow reader or free
+			    * ends it (linger_end).
+			    */
+			   gp_state = GP_LINGER
+			fi
 #endif
 		:: gp_count == 0 && gp_state == GP_EXIT ->
 #ifndef MUTANT_NO_REPLAY
@@ -353,7 +370,11 @@ inline rcu_sync_exit(w)
 			skip /* mutant: the pending callback will go IDLE too early */
 #endif
 		:: gp_count == 0 && gp_state == GP_REPLAY -> skip
-#ifndef MUTANT_WINDOW_IGNORES_ENTER
+#ifdef MUTANT_LINGER_IGNORES_ENTER
+		/* The mutant's enter left LINGER: the C code's exit does nothing. */
+		:: gp_count == 0 && gp_state == GP_LINGER -> skip
+#endif
+#if !defined(MUTANT_WINDOW_IGNORES_ENTER) && !defined(MUTANT_LINGER_IGNORES_ENTER)
 		:: else -> assert(gp_count > 0 && gp_state != GP_IDLE && gp_state != GP_ENTER)
 #else
 		/*
@@ -366,6 +387,29 @@ inline rcu_sync_exit(w)
 		fi
 	}
 }
+
+/*
+ * linger_end_locked(): LINGER -> IDLE (I), inside a step holding ->lock.
+ * The rcu_sync property for H: no updater between enter and exit.  An
+ * enter moves LINGER to PASSED, so the C code finds ->count zero here
+ * (CPUHP_BUG_ON); MUTANT_LINGER_IGNORES_ENTER drops both: the end goes
+ * IDLE under a writer that found LINGER and skipped the membarrier.
+ */
+#ifndef MUTANT_LINGER_IGNORES_ENTER
+#define LINGER_END                                                             \
+	assert(gp_count == 0);                                                 \
+	i = 0;                                                                 \
+	do                                                                     \
+	:: i < NR_WRITERS -> assert(!rs_entered[i]); i++                      \
+	:: else -> i = 0; break                                                \
+	od;                                                                    \
+	gp_state = GP_IDLE;                                                    \
+	CLEAR_ALL(rss_cond, NR_WRITERS)
+#else
+#define LINGER_END                                                             \
+	gp_state = GP_IDLE;                                                    \
+	CLEAR_ALL(rss_cond, NR_WRITERS)
+#endif
 
 /*
  * liburcu's call_rcu worker thread: runs rcu_sync_func() once a grace
@@ -617,7 +661,19 @@ proctype reader(byte me)
 				fi
 			};
 			if
-			:: ok -> goto locked
+			:: ok ->
+				/*
+				 * In: cpuhp__rcu_sync_linger_poll() on LINGER.
+				 * Whether its time has come (and its clock read is
+				 * due) is left open; it only trylocks ->lock.
+				 */
+				atomic {
+					if
+					:: gp_state == GP_LINGER && rss_lock == NONE -> LINGER_END
+					:: true
+					fi
+				};
+				goto locked
 			:: else -> read_unlock_slow(me, 0) /* a writer holds ->block: back out */
 			fi
 #else
@@ -1057,7 +1113,12 @@ init {
 	 * IDLE (or init never ends: an invalid end state).
 	 */
 	atomic {
-		_nr_pr == 2 && gp_state == GP_IDLE ->
+		_nr_pr == 2 && (gp_state == GP_IDLE || gp_state == GP_LINGER) ->
+		/* cpuhp_rwsem_free(): destroy ends LINGER itself. */
+		if
+		:: gp_state == GP_LINGER -> LINGER_END
+		:: else
+		fi;
 		DRAIN(0);
 		DRAIN(1);
 #if NR_READERS >= 3

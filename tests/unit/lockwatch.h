@@ -120,6 +120,26 @@ static inline unsigned long lw_gp_windows(struct cpuhp_rcu_sync *rss)
 	return n;
 }
 
+/* Back to IDLE needs nothing queued: idle, or lingering (a slow reader ends it). */
+static inline bool lw_idle_or_lingering(struct cpuhp_rcu_sync *rss)
+{
+	int s = lw_gp_state(rss);
+
+	return s == CPUHP__GP_IDLE || s == CPUHP__GP_LINGER;
+}
+
+/*
+ * Whether an exit lingers depends on measured times (rcu_sync.c): take
+ * the writers' credit away, and exits of @rss never linger, whatever the
+ * clock says.  Credit comes back at 1/9 of the time passing: not from here.
+ */
+static inline void lw_no_linger(struct cpuhp_rcu_sync *rss)
+{
+	pthread_mutex_lock(&rss->lock);
+	rss->credit_ns = -((int64_t)1 << 62);
+	pthread_mutex_unlock(&rss->lock);
+}
+
 /*
  * A thread parked inside a liburcu read-side section until released: no
  * grace period can end meanwhile, so a queued rcu_sync callback cannot run
@@ -156,12 +176,24 @@ static inline void lw_rcu_release(struct lw_rcu_holder *h)
 	pthread_join(h->tid, NULL);
 }
 
-/* Block until rcu_sync is idle again (the callback broadcasts ->cond). */
+/*
+ * Block until rcu_sync is idle again (the callback broadcasts ->cond).  A
+ * lingering exit (H) is ended by a reader on the slow path: we are that
+ * reader, until its time has come.  Every move into LINGER broadcasts too.
+ */
 static inline void lw_wait_idle(struct cpuhp_rcu_sync *rss)
 {
 	pthread_mutex_lock(&rss->lock);
-	while (atomic_load(&rss->state) != CPUHP__GP_IDLE)
-		pthread_cond_wait(&rss->cond, &rss->lock);
+	while (atomic_load(&rss->state) != CPUHP__GP_IDLE) {
+		if (atomic_load(&rss->state) != CPUHP__GP_LINGER) {
+			pthread_cond_wait(&rss->cond, &rss->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&rss->lock);
+		cpuhp__rcu_sync_linger_end(rss);
+		sched_yield();
+		pthread_mutex_lock(&rss->lock);
+	}
 	pthread_mutex_unlock(&rss->lock);
 }
 

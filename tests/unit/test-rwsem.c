@@ -750,6 +750,232 @@ static void rwsem_free_right_after_last_writer_waits_for_the_window(void)
 }
 
 /*
+ * The lingering exit (LINGER, H only): where writers come rarely the last
+ * exit queues no timer; the first reader on the slow path after one
+ * re-enter cost ends it.  The policy's inputs are set here (a cost, the
+ * gap, the credit), so these tests check the rule, not the clock.
+ */
+static void set_linger_policy(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_t gap,
+                              int64_t credit)
+{
+	pthread_mutex_lock(&rss->lock);
+	rss->reenter_ns = cost;
+	rss->gap_ns = gap;
+	rss->credit_ns = credit;
+	rss->credit_at_ns = cpuhp__now_ns();
+	pthread_mutex_unlock(&rss->lock);
+}
+
+/* A writer comes and goes; its exit lingers for an hour (one re-enter cost). */
+static void linger_for_an_hour(struct cpuhp_rwsem *sem)
+{
+	const uint64_t hour = 3600ull * 1000000000u;
+
+	cpuhp_rwsem_write_lock(sem);
+	set_linger_policy(&sem->rss, hour, 100 * hour, (int64_t)hour);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+}
+
+static bool skip_without_membarrier(struct cpuhp_rwsem *sem)
+{
+	if (cpuhp__asym_fence)
+		return false;
+	printf("# SKIP: no lingering exit without membarrier (G readers need the grace period)\n");
+	cpuhp_rwsem_free(sem);
+	return true;
+}
+
+/* PASSED -> LINGER (nothing queued), then LINGER -> IDLE by a slow reader. */
+static void rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	if (skip_without_membarrier(sem))
+		return;
+	cpuhp_rwsem_write_lock(sem);
+	set_linger_policy(&sem->rss, 1000, 1000000000, 3000); /* 1 us; gaps of 1 s */
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	CHECK(!atomic_load(&sem->rss.defer.queued)); /* no timer: nothing queued */
+	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 0);
+	while (lw_gp_state(&sem->rss) != CPUHP__GP_IDLE) {
+		cpuhp_rwsem_read_lock(sem); /* the slow path polls */
+		CHECK_EQ_INT(lw_readers(sem), 1);
+		cpuhp_rwsem_read_unlock(sem);
+	}
+	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 1);
+	CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
+	cpuhp_rwsem_read_lock(sem); /* IDLE: the fast path */
+	CHECK_EQ_INT(lw_readers(sem), 1);
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * Before its time (here an hour: one re-enter cost) readers leave LINGER
+ * alone; a writer that comes finds it, skips the membarrier and moves it to
+ * PASSED itself (LINGER -> PASSED); free ends it without waiting.
+ */
+static void rwsem_writer_finds_lingering_exit_and_skips_membarrier(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	if (skip_without_membarrier(sem))
+		return;
+	linger_for_an_hour(sem);
+	for (int i = 0; i < 1000; i++) {
+		cpuhp_rwsem_read_lock(sem);
+		CHECK_EQ_INT(lw_readers(sem), 1);
+		cpuhp_rwsem_read_unlock(sem);
+	}
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	cpuhp_rwsem_write_lock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_PASSED);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1); /* only the first writer's */
+	CHECK(!cpuhp_rwsem_read_trylock(sem));
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER); /* gaps still long */
+	cpuhp_rwsem_free(sem); /* nothing would end it: free does */
+}
+
+/*
+ * The rule: linger if the smoothed gap is at least 9 re-enter costs and
+ * the writers hold a cost's credit, earned at 1/9 of the time passing and
+ * capped at 3 costs; a re-enter spends what it cost.  Never while a test
+ * holds the window, nor before a cost was measured.
+ */
+static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rcu_sync *rss = &sem->rss;
+	const uint64_t t = cpuhp__now_ns();
+
+	pthread_mutex_lock(&rss->lock);
+	rss->reenter_ns = 1000;
+	rss->gap_ns = 9000;
+	rss->credit_ns = 1000;
+	rss->credit_at_ns = t;
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t));
+	rss->gap_ns = 8999;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t));
+	rss->gap_ns = 9000;
+	rss->credit_ns = 999;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t));
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 9)); /* 9 ns earn 1 */
+	CHECK_EQ_INT(rss->credit_ns, 1000);
+	rss->credit_ns = 0;
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009)); /* a second: capped */
+	CHECK_EQ_INT(rss->credit_ns, 3000);
+	rss->window_holds = 1;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009));
+	rss->window_holds = 0;
+	rss->reenter_ns = 0;
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009));
+	/* Nothing earned from here on (the accrual's clock is in the future). */
+	rss->credit_ns = 0;
+	rss->credit_at_ns = t + 3600ull * 1000000000u;
+	pthread_mutex_unlock(&rss->lock);
+	cpuhp_rwsem_write_lock(sem); /* leaves IDLE */
+	pthread_mutex_lock(&rss->lock);
+	if (cpuhp__asym_fence)
+		CHECK(rss->credit_ns < 0 && -rss->credit_ns == (int64_t)rss->reenter_ns);
+	pthread_mutex_unlock(&rss->lock);
+	lw_no_linger(rss);
+	cpuhp_rwsem_write_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * Readers running while writers linger: their slow paths end LINGER (the
+ * trylock, the clock) racing with writers that find it and move it to
+ * PASSED; every other writer comes while it still lingers.  Readers never
+ * see a write half done (plain words: ThreadSanitizer sees any unordered
+ * access), and each waited-for linger ends in IDLE by a reader.
+ */
+struct linger_readers {
+	struct cpuhp_rwsem *sem;
+	_Atomic int stop;
+	long a, b; /* written under the write lock only */
+	_Atomic long reads;
+};
+
+static void *linger_reader_main(void *p)
+{
+	struct linger_readers *lr = p;
+
+	while (!atomic_load(&lr->stop)) {
+		cpuhp_rwsem_read_lock(lr->sem);
+		CHECK_EQ_INT(lr->a, lr->b);
+		cpuhp_rwsem_read_unlock(lr->sem);
+		atomic_fetch_add(&lr->reads, 1);
+	}
+	return NULL;
+}
+
+static void rwsem_lingering_exits_with_readers_running(void)
+{
+	struct linger_readers lr = {.sem = new_sem()};
+	pthread_t t[2];
+	unsigned long ended = 0;
+
+	if (skip_without_membarrier(lr.sem))
+		return;
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ_INT(pthread_create(&t[i], NULL, linger_reader_main, &lr), 0);
+	for (int i = 0; i < 200; i++) {
+		cpuhp_rwsem_write_lock(lr.sem);
+		lr.a++;
+		lr.b = lr.a;
+		set_linger_policy(&lr.sem->rss, 1000, 1000000000, 3000);
+		cpuhp_rwsem_write_unlock(lr.sem);
+		if (i % 2)
+			continue; /* the next writer may find LINGER */
+		WAIT_FOR(lw_gp_state(&lr.sem->rss) != CPUHP__GP_LINGER);
+		CHECK_EQ_INT(lw_gp_state(&lr.sem->rss), CPUHP__GP_IDLE);
+		CHECK(lw_gp_windows(&lr.sem->rss) > ended);
+		ended = lw_gp_windows(&lr.sem->rss);
+	}
+	atomic_store(&lr.stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ_INT(lw_gp_callbacks(&lr.sem->rss), 0);
+	CHECK(atomic_load(&lr.reads) > 0);
+	cpuhp_rwsem_free(lr.sem);
+}
+
+/* A fork child inherits LINGER: nothing was queued, and its lock works. */
+static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	int status;
+	pid_t pid;
+
+	if (skip_without_membarrier(sem))
+		return;
+	linger_for_an_hour(sem);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (lw_gp_state(&sem->rss) != CPUHP__GP_LINGER || sem->rss.requeue)
+			_exit(2);
+		cpuhp_rwsem_read_lock(sem);
+		cpuhp_rwsem_read_unlock(sem);
+		cpuhp_rwsem_write_lock(sem); /* LINGER -> PASSED */
+		cpuhp_rwsem_write_unlock(sem);
+		if (lw_readers(sem) != 0 || lw_gp_fences(&sem->rss) != 1)
+			_exit(3);
+		cpuhp_rwsem_free(sem);
+		_exit(0);
+	}
+	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_INT(WEXITSTATUS(status), 0);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
  * Where the timer thread cannot start (no descriptor left for its
  * timerfd; in a fork child, which has none yet), nothing would end the
  * exit: with membarrier (H) the window ends at once, and without (G) the
@@ -772,6 +998,7 @@ static void rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns(void)
 		if (setrlimit(RLIMIT_NOFILE, &none_left) || dup(0) != -1)
 			_exit(2);
 		for (int i = 0; i < 2; i++) {
+			lw_no_linger(&sem->rss); /* the exits this test is about */
 			cpuhp_rwsem_write_lock(sem);
 			cpuhp_rwsem_write_unlock(sem);
 			if (!cpuhp_rcu_sync_is_idle(&sem->rss))
@@ -820,6 +1047,11 @@ int main(void)
 	RUN_TEST(rwsem_exit_inside_exit_window_replays_the_window);
 	RUN_TEST(rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms);
 	RUN_TEST(rwsem_free_right_after_last_writer_waits_for_the_window);
+	RUN_TEST(rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it);
+	RUN_TEST(rwsem_writer_finds_lingering_exit_and_skips_membarrier);
+	RUN_TEST(rwsem_exit_lingers_only_with_long_gaps_and_credit);
+	RUN_TEST(rwsem_lingering_exits_with_readers_running);
+	RUN_TEST(rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock);
 #ifdef CHECK_UNDER_TSAN
 	/* The gcc and ASan builds run it; TSan aborts a child that starts threads. */
 	printf("# SKIP rwsem_survives_fork_with_readers_running: ThreadSanitizer does not "

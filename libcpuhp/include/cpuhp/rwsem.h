@@ -190,8 +190,11 @@ CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigne
  * Readers stay on the slow path a while longer, which lets back-to-back
  * writers skip leaving the idle state again: where membarrier works, for a
  * window of about nine times what leaving it costs a writer (tens to
- * hundreds of microseconds, at most ~11 ms); otherwise for about 1 ms and a
- * grace period, which the library's timer thread waits.
+ * hundreds of microseconds, at most ~11 ms), or, where writers come rarer
+ * than that, until the first reader on the slow path after one such cost
+ * (the unlock then arms no timer; the window lasts while no reader reads);
+ * otherwise for about 1 ms and a grace period, which the library's timer
+ * thread waits.
  * Context: the thread that took the write lock.  Never blocks, except in one
  * rare case: where that timer thread cannot be created (no thread can be:
  * RLIMIT_NPROC, address space exhausted), with membarrier the window ends
