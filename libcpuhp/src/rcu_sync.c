@@ -182,13 +182,30 @@ bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
 	return rss->gap_ns >= cost * CPUHP__WINDOW_FACTOR && rss->credit_ns >= (int64_t)cost;
 }
 
-/* Under ->lock, H: the first enter since the last exit; @now is its time. */
-static void first_enter_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+/*
+ * Under ->lock, H: the first enter since the last exit; @now is its time,
+ * @was the state it found.  Only an enter from IDLE measures the re-enter
+ * cost; one inside a window or a lingering exit measures nothing.  So an
+ * estimate made high by one slow sample (the process's first, cold
+ * membarrier; an enter preempted mid-way) would keep the window longer
+ * than the writers' period for good, and readers on the slow path with
+ * it: it ages by 1/CPUHP__REENTER_AGING per enter that measured nothing,
+ * until a window ends before the next writer, who measures again.  Where
+ * the estimate was right, the re-enters that aging brings are its cost,
+ * so it ages only while the writers have a re-enter's credit in hand
+ * (earned at 1/N of the time, spent by every re-enter, as for lingering):
+ * whatever the writers' period, aging costs them at most 1/N of their time.
+ */
+#define CPUHP__REENTER_AGING 64
+
+static void first_enter_locked(struct cpuhp_rcu_sync *rss, uint64_t now, enum cpuhp__gp_state was)
 {
 	uint64_t gap = now > rss->exit_at_ns ? now - rss->exit_at_ns : 0;
 
 	rss->gap_ns = rss->gap_ns ? (3 * rss->gap_ns + gap) / 4 : gap;
 	credit_accrue_locked(rss, now);
+	if (was != CPUHP__GP_IDLE && rss->credit_ns >= (int64_t)rss->reenter_ns)
+		rss->reenter_ns -= rss->reenter_ns / CPUHP__REENTER_AGING;
 }
 
 /* Under ->lock: LINGER -> IDLE, I (as in window_end_locked()). */
@@ -468,7 +485,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	             rss->count);
 	rss->count++;
 	if (rss->count == 1 && exit_by_window(rss))
-		first_enter_locked(rss, cpuhp__now_ns());
+		first_enter_locked(rss, cpuhp__now_ns(), was);
 	if (was == CPUHP__GP_LINGER) {
 		/*
 		 * LINGER -> PASSED: readers have been on the slow path since

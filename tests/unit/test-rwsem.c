@@ -888,6 +888,41 @@ static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
 }
 
 /*
+ * Only an enter from IDLE measures the re-enter cost, so an estimate made
+ * high by one slow sample would keep windows long for good: a first enter
+ * that finds a window or a lingering exit ages it by 1/64, but only with a
+ * re-enter's credit in hand (the writers pay for the re-enters aging
+ * brings).  The inputs are set here: this checks the rule, not the clock.
+ */
+static void rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only(void)
+{
+	const uint64_t hour = 3600ull * 1000000000u;
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rcu_sync *rss = &sem->rss;
+
+	if (skip_without_membarrier(sem))
+		return;
+	linger_for_an_hour(sem);     /* cost an hour, credit an hour */
+	cpuhp_rwsem_write_lock(sem); /* LINGER -> PASSED: nothing measured */
+	pthread_mutex_lock(&rss->lock);
+	CHECK_EQ_INT(rss->reenter_ns, hour - hour / 64);
+	rss->credit_ns = 0; /* and none earned from here on */
+	rss->credit_at_ns = cpuhp__now_ns() + hour;
+	pthread_mutex_unlock(&rss->lock);
+	cpuhp__rcu_sync_window_hold(rss); /* the window stays open for the next enter */
+	cpuhp_rwsem_write_unlock(sem);    /* no credit: no lingering, PASSED -> EXIT */
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
+	cpuhp_rwsem_write_lock(sem); /* inside the window, without credit */
+	pthread_mutex_lock(&rss->lock);
+	CHECK_EQ_INT(rss->reenter_ns, hour - hour / 64);
+	pthread_mutex_unlock(&rss->lock);
+	cpuhp_rwsem_write_unlock(sem);
+	cpuhp__rcu_sync_window_release(rss);
+	lw_wait_idle(rss);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
  * Readers running while writers linger: their slow paths end LINGER (the
  * trylock, the clock) racing with writers that find it and move it to
  * PASSED; every other writer comes while it still lingers.  Readers never
@@ -1050,6 +1085,7 @@ int main(void)
 	RUN_TEST(rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it);
 	RUN_TEST(rwsem_writer_finds_lingering_exit_and_skips_membarrier);
 	RUN_TEST(rwsem_exit_lingers_only_with_long_gaps_and_credit);
+	RUN_TEST(rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only);
 	RUN_TEST(rwsem_lingering_exits_with_readers_running);
 	RUN_TEST(rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock);
 #ifdef CHECK_UNDER_TSAN
