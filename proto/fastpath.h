@@ -32,7 +32,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define CPUHP__FAST_MAGIC  0x63687066u /* "fphc" as a little-endian word */
+#define CPUHP__FAST_MAGIC 0x63687066u /* "fphc" as a little-endian word */
 /* 2: ->released beside ->count, and the per-slot limit (layout 1 daemons are refused). */
 #define CPUHP__FAST_LAYOUT 2u
 /* Keep writers of different slots 128 bytes apart: x86 prefetches line pairs. */
@@ -91,7 +91,7 @@ struct cpuhp__fast_region {
 };
 
 #define CPUHP__FAST_HEADER_SIZE 4096u
-#define CPUHP__FAST_REGION_SIZE(nslots)                                                             \
+#define CPUHP__FAST_REGION_SIZE(nslots)                                                            \
 	((uint32_t)(sizeof(struct cpuhp__fast_region) + (nslots) * sizeof(struct cpuhp__fast_slot)))
 
 _Static_assert(sizeof(struct cpuhp__fast_header) <= CPUHP__FAST_HEADER_SIZE, "header fits a page");

@@ -134,7 +134,7 @@ static ssize_t take_header(struct cpuhp__frame_decoder *d, const uint8_t *data, 
 }
 
 ssize_t cpuhp__frame_decoder_feed(struct cpuhp__frame_decoder *d, const uint8_t *data, size_t len,
-                                 const uint8_t **payload, size_t *payload_len)
+                                  const uint8_t **payload, size_t *payload_len)
 {
 	size_t used = 0, n;
 

@@ -46,13 +46,13 @@ int cpuhp__frame_put_header(uint8_t hdr[CPUHP__FRAME_HDR], size_t len);
 int cpuhp__frame_pack(const ProtobufCMessage *msg, uint8_t **out, size_t *out_len);
 
 static inline int cpuhp__frame_pack_request(const Cpuhp__Request *req, uint8_t **out,
-                                           size_t *out_len)
+                                            size_t *out_len)
 {
 	return cpuhp__frame_pack(&req->base, out, out_len);
 }
 
 static inline int cpuhp__frame_pack_response(const Cpuhp__Response *resp, uint8_t **out,
-                                            size_t *out_len)
+                                             size_t *out_len)
 {
 	return cpuhp__frame_pack(&resp->base, out, out_len);
 }
@@ -122,7 +122,7 @@ void cpuhp__frame_decoder_shrink(struct cpuhp__frame_decoder *d);
  * alone; -ENOMEM.  Errors are sticky: the stream cannot be resynchronised.
  */
 ssize_t cpuhp__frame_decoder_feed(struct cpuhp__frame_decoder *d, const uint8_t *data, size_t len,
-                                 const uint8_t **payload, size_t *payload_len);
+                                  const uint8_t **payload, size_t *payload_len);
 
 /**
  * cpuhp__frame_decoder_idle() - true between frames: no prefix or payload

@@ -13,8 +13,8 @@
 
 struct mutex_lock {
 	pthread_mutex_t lock;
-	pthread_cond_t drained; /* signalled when refcount drops to 0 with a writer waiting */
-	unsigned long refcount; /* readers inside; under lock */
+	pthread_cond_t drained;   /* signalled when refcount drops to 0 with a writer waiting */
+	unsigned long refcount;   /* readers inside; under lock */
 	unsigned writers_waiting; /* under lock; several writers may wait */
 };
 

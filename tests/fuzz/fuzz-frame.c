@@ -71,8 +71,8 @@ static void check_request_round_trip(const Cpuhp__Request *req)
 	FUZZ_CHECK(ret == 0 || ret == -EPROTO || ret == -EMSGSIZE);
 	if (ret < 0)
 		return;
-	if (cpuhp__frame_unpack_request(frame + CPUHP__FRAME_HDR, flen - CPUHP__FRAME_HDR, &again) ==
-	    0) {
+	if (cpuhp__frame_unpack_request(frame + CPUHP__FRAME_HDR, flen - CPUHP__FRAME_HDR,
+	                                &again) == 0) {
 		FUZZ_CHECK(cpuhp__frame_pack_request(again, &frame2, &flen2) == 0);
 		FUZZ_CHECK(flen == flen2 && !memcmp(frame, frame2, flen));
 		free(frame2);

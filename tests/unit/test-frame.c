@@ -226,8 +226,8 @@ static void frame_decoder_accepts_exactly_the_maximum(void)
 	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes, 1000, &payload, &plen), 1000);
 	CHECK(payload == NULL);
 	CHECK_EQ_INT(cpuhp__frame_decoder_feed(&d, bytes + 1000,
-	                                      CPUHP__FRAME_HDR + CPUHP__FRAME_MAX - 1000, &payload,
-	                                      &plen),
+	                                       CPUHP__FRAME_HDR + CPUHP__FRAME_MAX - 1000, &payload,
+	                                       &plen),
 	             CPUHP__FRAME_HDR + CPUHP__FRAME_MAX - 1000);
 	CHECK(payload != NULL);
 	CHECK_EQ_INT(plen, CPUHP__FRAME_MAX);
@@ -348,7 +348,8 @@ static void frame_response_round_trips_with_repeated_results(void)
 	resp.set_online = &reply;
 	CHECK_EQ_INT(cpuhp__frame_pack_response(&resp, &frame, &len), 0);
 	CHECK_EQ_INT(
-	    cpuhp__frame_unpack_response(frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR, &out), 0);
+	    cpuhp__frame_unpack_response(frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR, &out),
+	    0);
 	CHECK(out->id == UINT64_MAX);
 	CHECK_EQ_INT(out->body_case, CPUHP__RESPONSE__BODY_SET_ONLINE);
 	CHECK_EQ_INT(out->set_online->n_results, 2);

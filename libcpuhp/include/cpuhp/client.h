@@ -359,7 +359,7 @@ struct cpuhp_client_lease_list {
 	struct cpuhp_client_hotplug_info *hotplugs; /* in queue order */
 	size_t n_freezes;
 	struct cpuhp_client_freeze_info *freezes; /* oldest first */
-	unsigned restart_grace_ms; /* as in struct cpuhp_client_status */
+	unsigned restart_grace_ms;                /* as in struct cpuhp_client_status */
 };
 
 /**
