@@ -176,6 +176,49 @@ cpuhp__bug(const char *file, int line, const char *func, const char *lock, const
 #define CPUHP_DEBUG 0
 #endif
 
+/* ------------------------------------------------------------------ futex */
+
+/*
+ * futex.c: a mutex in one futex word (0 free, 1 held, 2 held and maybe
+ * waited for), for the rwsem's and rcu_sync's ->lock: 4 bytes where a
+ * pthread_mutex_t takes 40, set up by a store of 0, and never failing.  No owner, no
+ * fairness (as a default pthread mutex), no cancellation point (a bare
+ * futex system call).  Acquire on lock, release on unlock: ThreadSanitizer
+ * sees the ordering through the atomics.
+ */
+struct cpuhp__futex_lock {
+	_Atomic unsigned word;
+};
+void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen);
+void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l);
+
+static inline void cpuhp__futex_lock(struct cpuhp__futex_lock *l)
+{
+	unsigned c = 0;
+
+	if (cpuhp__unlikely(!atomic_compare_exchange_strong_explicit(
+	        &l->word, &c, 1, memory_order_acquire, memory_order_relaxed)))
+		cpuhp__futex_lock_slow(l, c);
+}
+
+static inline void cpuhp__futex_unlock(struct cpuhp__futex_lock *l)
+{
+	if (cpuhp__unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2))
+		cpuhp__futex_unlock_wake(l);
+}
+
+static inline bool cpuhp__futex_trylock(struct cpuhp__futex_lock *l)
+{
+	unsigned c = 0;
+
+	return atomic_compare_exchange_strong_explicit(&l->word, &c, 1, memory_order_acquire,
+	                                               memory_order_relaxed);
+}
+
+/* futex.c's waits, declared with the waiting rules at the end of this file. */
+int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
+void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
+
 /* ------------------------------------------------------------------ rcu_sync */
 
 enum cpuhp__gp_state {
@@ -237,6 +280,13 @@ void cpuhp__defer_after_fork_parent(void);
 void cpuhp__defer_after_fork_child(void);
 extern unsigned long cpuhp__defer_child_handovers CPUHP__HIDDEN;
 
+/*
+ * 168 bytes, every one of them in each cpuhp_rwsem (internal.h's
+ * struct cpuhp_rwsem): the lock and the condition variable are futex
+ * words, set up by plain stores, and what only a cpuhp_rcu_sync_new()
+ * object needs (its place in fork.c's list) lives around it, in
+ * rcu_sync.c's struct standalone.
+ */
 struct cpuhp_rcu_sync {
 	/*
 	 * Written under ->lock (release), read locklessly by readers (acquire).
@@ -251,10 +301,16 @@ struct cpuhp_rcu_sync {
 	 * threads' (gone); destroy forgives up to this many.  Under ->lock.
 	 */
 	int inherited;
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* broadcast on ENTER->PASSED and on ->IDLE */
-	struct rcu_head cb;
-	struct cpuhp__deferred defer; /* the last exit's grace period or window, by defer.c */
+	struct cpuhp__futex_lock lock; /* futex.c's one-word mutex */
+	/*
+	 * The condition variable, a futex word, broadcast on ENTER->PASSED,
+	 * on ->IDLE and on ->LINGER: a sequence that each broadcast moves on
+	 * by 2, and bit 0, set by a waiter, so that a broadcast nobody waits
+	 * for makes no system call.  Written under ->lock; the waiter's futex
+	 * call reads it without (cpuhp__rcu_sync_wait_locked()).
+	 */
+	_Atomic unsigned cond;
+	unsigned window_holds; /* the tests' hold on the exit window (below) */
 	/*
 	 * EXIT with nothing pending to end it: a G exit without a timer
 	 * thread, inside a read-side section, could not wait its grace
@@ -267,16 +323,27 @@ struct cpuhp_rcu_sync {
 	 * Enter then needs the membarrier alone, no grace period.
 	 */
 	bool fenced_readers;
+	bool window_due; /* an expiry came while ->window_holds: the release ends it */
+	/*
+	 * Statistics for tests, under ->lock: grace periods waited by enter,
+	 * membarriers issued by enter instead (H), callbacks run, windows that
+	 * expired, frees that had to wait for the return to IDLE.  32 bits:
+	 * they may wrap, no test counts that far.
+	 */
+	unsigned nr_sync;
+	unsigned nr_fences;
+	unsigned nr_callbacks;
+	unsigned nr_windows;
+	unsigned nr_destroy_waits;
+	struct rcu_head cb;
+	struct cpuhp__deferred defer; /* the last exit's grace period or window, by defer.c */
 	/*
 	 * The exit window of fenced readers (I; rcu_sync.c), all under ->lock:
-	 * what leaving IDLE last cost the writers (ns, smoothed), the moment
-	 * the window of the last exit ends, and the tests' hold (while
-	 * ->window_holds, an expiry is kept for the release, ->window_due).
+	 * what leaving IDLE last cost the writers (ns, smoothed) and the
+	 * moment the window of the last exit ends.
 	 */
 	uint64_t reenter_ns;
 	uint64_t idle_at_ns;
-	unsigned window_holds;
-	bool window_due;
 	/*
 	 * Whether the last exit may linger (rcu_sync.c), all under ->lock:
 	 * when the last exit was, the smoothed gap from a last exit to the
@@ -293,25 +360,28 @@ struct cpuhp_rcu_sync {
 	 * ->lock only once the time has come, not while a writer may need it.
 	 */
 	_Atomic uint64_t linger_until_ns;
-	/*
-	 * Statistics for tests: grace periods waited by enter, membarriers
-	 * issued by enter instead (H), callbacks run, windows that expired,
-	 * frees that had to wait for the return to IDLE.
-	 */
-	unsigned long nr_sync;
-	unsigned long nr_fences;
-	unsigned long nr_callbacks;
-	unsigned long nr_windows;
-	unsigned long nr_destroy_waits;
-	/* cpuhp_rcu_sync_new()'s objects, for fork.c; NULL in a rwsem's. */
-	struct cpuhp_rcu_sync *prev, *next;
-	bool requeue; /* fork child: the last exit's callback was never queued */
 };
 
-/* 0 or a negative errno (futex.c's rule for mutex and cond init). */
-int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
+/*
+ * The condition variable's wait, with ->lock held: sleep until the next
+ * broadcast (or less: every caller loops on its condition), ->lock held
+ * again on return.  Not a cancellation point: a bare futex call
+ * (futex.c), so the waits need no cpuhp__cancel_off().
+ */
+static inline void cpuhp__rcu_sync_wait_locked(struct cpuhp_rcu_sync *rss)
+{
+	/* Only under ->lock is ->cond written: a broadcast after this changes it. */
+	unsigned seq = atomic_fetch_or_explicit(&rss->cond, 1, memory_order_relaxed) | 1;
+
+	cpuhp__futex_unlock(&rss->lock);
+	cpuhp__futex_wait(&rss->cond, seq, NULL);
+	cpuhp__futex_lock(&rss->lock);
+}
+
+/* Plain stores: cannot fail. */
+void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
 /* For a cpuhp_rwsem: readers use H when cpuhp__asym_fence is set, else G. */
-int cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
+void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
 /*
  * fork.c: standalone objects' ->lock held across fork(); in the child every
  * object, standalone or a rwsem's, is reset by cpuhp__rcu_sync_reset_after_fork().
@@ -321,7 +391,11 @@ void cpuhp__rcu_sync_after_fork_parent(void);
 void cpuhp__rcu_sync_after_fork_child(void);
 /* In the child, after defer.c's handover: queue the callbacks a gone thread did not. */
 void cpuhp__rcu_sync_requeue_after_fork_child(void);
-void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss);
+/*
+ * True if the last exit's callback was never queued (a gone thread's exit
+ * between its PASSED -> EXIT and its queueing): the caller queues it.
+ */
+bool cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss);
@@ -476,35 +550,6 @@ long cpuhp__pcount_sum_locked(struct cpuhp__pcount *pc);
 
 /* ---------------------------------------------------------------- rwsem */
 
-/*
- * futex.c: a mutex in one futex word (0 free, 1 held, 2 held and maybe
- * waited for), for the rwsem's ->lock: 4 bytes where a pthread_mutex_t
- * takes 40, set up by a store of 0, and never failing.  No owner, no
- * fairness (as a default pthread mutex), no cancellation point (a bare
- * futex system call).  Acquire on lock, release on unlock: ThreadSanitizer
- * sees the ordering through the atomics.
- */
-struct cpuhp__futex_lock {
-	_Atomic unsigned word;
-};
-void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen);
-void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l);
-
-static inline void cpuhp__futex_lock(struct cpuhp__futex_lock *l)
-{
-	unsigned c = 0;
-
-	if (cpuhp__unlikely(!atomic_compare_exchange_strong_explicit(
-	        &l->word, &c, 1, memory_order_acquire, memory_order_relaxed)))
-		cpuhp__futex_lock_slow(l, c);
-}
-
-static inline void cpuhp__futex_unlock(struct cpuhp__futex_lock *l)
-{
-	if (cpuhp__unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2))
-		cpuhp__futex_unlock_wake(l);
-}
-
 /* A writer waiting for ->block; lives on its stack. */
 struct cpuhp__wwaiter {
 	struct cpuhp__wwaiter *next;
@@ -517,17 +562,18 @@ struct cpuhp__wwaiter {
 };
 
 /*
- * 384 bytes (debug checks add 24, which fit), 128-byte aligned, so that
- * no two locks share a line or an adjacent-line pair.  The first line
- * holds what every reader's fast path reads (->readers.id, ->rss.state),
- * written only at writer transitions; the rest is written by writers and
- * by readers on the slow path, which a writer has sent there anyway.
- * cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing here
- * needs more than plain stores to set up: ->lock is one futex word, and
- * whoever waits under it (readers for a writer, a writer for ->block or
- * for the readers it let in) sleeps on a futex word, not on a condition
- * variable.  The rwsem's own part is 40 bytes: rcu_sync may grow by 24
- * before a lock takes 512 (by 48 without debug checks).
+ * 256 bytes, 384 with debug checks (their 24 bytes do not fit), 128-byte
+ * aligned, so that no two locks share a line or an adjacent-line pair.
+ * The first line holds what every reader's fast path reads (->readers.id,
+ * ->rss.state), written only at writer transitions; the rest is written by
+ * writers and by readers on the slow path, which a writer has sent there
+ * anyway.  cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing
+ * here needs more than plain stores to set up: ->lock and rcu_sync's lock
+ * are futex words, and whoever waits under them (readers for a writer, a
+ * writer for ->block or for the readers it let in, enters for the first
+ * one's fence) sleeps on a futex word, not on a condition variable.  The
+ * rwsem's own part is 80 bytes (its counter, 32, and the slow path's 48),
+ * rcu_sync's 168: 8 to spare before a lock takes 384 (rwsem.c checks).
  */
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */
@@ -633,17 +679,20 @@ void cpuhp__hotplug_init(void);
  *  - where the caller can be told (a function that returns an errno, such
  *    as cpuhp_rwsem_new() or cpuhp_client_connect()), unwind what was
  *    initialised and return the negative errno;
- *  - where it cannot (void paths: a writer's on-stack waiter, the fork
- *    child's re-initialisation), it is an impossible state: CPUHP_BUG_ON.
- * Every condition variable of the library waits on CLOCK_MONOTONIC, made
- * by cpuhp__cond_init().  Both return 0 or a negative errno.
+ *  - where it cannot (void paths: the fork child's re-initialisation),
+ *    it is an impossible state: CPUHP_BUG_ON.
+ * The locks themselves (the rwsem's and rcu_sync's) have none: their
+ * mutexes and condition variables are futex words, and every timed wait
+ * is a futex wait with an absolute CLOCK_MONOTONIC deadline.  Returns 0
+ * or a negative errno.
  */
 int cpuhp__mutex_init(pthread_mutex_t *m);
 /*
  * Cancellation: no call of the library is a cancellation point, as with
  * pthread_rwlock_*() and pthread_mutex_lock().  Every wait that could act
- * on a cancel (pthread_cond_wait(), liburcu's synchronize_rcu(), which may
- * poll(), read() and write()) runs between these two, so a cancel arriving
+ * on a cancel (pthread_cond_wait() in the client, liburcu's
+ * synchronize_rcu(), which may poll(), read() and write()) runs between
+ * these two (a futex wait, a bare system call, never acts on one), so a cancel arriving
  * meanwhile stays pending and is acted on at the caller's next cancellation
  * point, after the call returned with its lock held.  Acted on inside, it
  * would unwind with our mutex owned by a dead thread and its waiter node,
@@ -664,9 +713,6 @@ static inline void cpuhp__cancel_restore(int old)
 	pthread_setcancelstate(old, &off);
 }
 
-int cpuhp__cond_init(pthread_cond_t *c);
-int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
-void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
 void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms);
 
 #endif /* CPUHP_INTERNAL_H */
