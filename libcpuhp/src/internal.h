@@ -235,18 +235,28 @@ enum cpuhp__gp_state {
  * exit, after a grace period of its own (the exit's call_rcu(), without
  * liburcu's worker thread); for a fenced rcu_sync's exit window, at once.
  */
-struct cpuhp__deferred {
-	struct cpuhp__deferred *next;
-	struct rcu_head *head;
-	/* The call_rcu() callback for where the timer thread is gone (fork, lost timerfd). */
-	void (*func)(struct rcu_head *head);
+struct cpuhp__deferred;
+/* What an entry does, the same for every entry of a kind: static, shared. */
+struct cpuhp__defer_ops {
 	/*
-	 * Called when due (and, with ->gp, a grace period after that), on
+	 * Called when due (and, for a G entry, a grace period after that), on
 	 * the timer thread with defer.c's lock held (so it must not queue):
 	 * 0 when done (the entry may be freed as soon as it returns), or how
-	 * many ns more to wait (with ->gp: and another grace period).
+	 * many ns more to wait (G: and another grace period).
 	 */
 	uint64_t (*expire)(struct cpuhp__deferred *d);
+	/* The call_rcu() callback on ->rcu, where the timer thread is gone (fork, lost timerfd). */
+	void (*func)(struct rcu_head *head);
+};
+
+struct cpuhp__deferred {
+	struct cpuhp__deferred *next;
+	const struct cpuhp__defer_ops *ops;
+	/*
+	 * The owner's call_rcu() head, for ->ops->func: used only while the
+	 * entry is not queued here (handed over to liburcu, or never taken).
+	 */
+	struct rcu_head rcu;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; under defer.c's lock */
 	bool gp;              /* a G entry: ->expire wants a grace period first */
 	bool gp_wanted;       /* due, in the timer thread's grace period; under defer.c's lock */
@@ -265,11 +275,9 @@ struct cpuhp__deferred {
  * @d is not taken and the caller does without (rcu_sync.c).  Never blocks
  * for long: ->lock, and the thread's creation if nobody prepared it.
  */
-bool cpuhp__defer_gp(struct cpuhp__deferred *d, uint64_t (*expire)(struct cpuhp__deferred *d),
-                     struct rcu_head *head, void (*func)(struct rcu_head *head));
+bool cpuhp__defer_gp(struct cpuhp__deferred *d, const struct cpuhp__defer_ops *ops);
 bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
-                         uint64_t (*expire)(struct cpuhp__deferred *d), struct rcu_head *head,
-                         void (*func)(struct rcu_head *head));
+                         const struct cpuhp__defer_ops *ops);
 /* Start the timer thread if it is not running yet: the first enter calls this. */
 void cpuhp__defer_prepare(void);
 /* What the caller of the last queueing paid for it (the timer's arming), ns. */
@@ -281,7 +289,7 @@ void cpuhp__defer_after_fork_child(void);
 extern unsigned long cpuhp__defer_child_handovers CPUHP__HIDDEN;
 
 /*
- * 168 bytes, every one of them in each cpuhp_rwsem (internal.h's
+ * 152 bytes, every one of them in each cpuhp_rwsem (internal.h's
  * struct cpuhp_rwsem): the lock and the condition variable are futex
  * words, set up by plain stores, and what only a cpuhp_rcu_sync_new()
  * object needs (its place in fork.c's list) lives around it, in
@@ -335,8 +343,8 @@ struct cpuhp_rcu_sync {
 	unsigned nr_callbacks;
 	unsigned nr_windows;
 	unsigned nr_destroy_waits;
-	struct rcu_head cb;
-	struct cpuhp__deferred defer; /* the last exit's grace period or window, by defer.c */
+	/* The last exit's grace period or window, by defer.c; its call_rcu() head. */
+	struct cpuhp__deferred defer;
 	/*
 	 * The exit window of fenced readers (I; rcu_sync.c), all under ->lock:
 	 * what leaving IDLE last cost the writers (ns, smoothed) and the
@@ -562,8 +570,7 @@ struct cpuhp__wwaiter {
 };
 
 /*
- * 256 bytes, 384 with debug checks (their 24 bytes do not fit), 128-byte
- * aligned, so that no two locks share a line or an adjacent-line pair.
+ * 256 bytes, debug checks included, 128-byte aligned, so that no two locks share a line or an adjacent-line pair.
  * The first line holds what every reader's fast path reads (->readers.id,
  * ->rss.state), written only at writer transitions; the rest is written by
  * writers and by readers on the slow path, which a writer has sent there
@@ -573,7 +580,8 @@ struct cpuhp__wwaiter {
  * writer for ->block or for the readers it let in, enters for the first
  * one's fence) sleeps on a futex word, not on a condition variable.  The
  * rwsem's own part is 80 bytes (its counter, 32, and the slow path's 48),
- * rcu_sync's 168: 8 to spare before a lock takes 384 (rwsem.c checks).
+ * rcu_sync's 152, the debug checks' 24: a lock fills its 256 bytes with
+ * debug checks, and has 24 to spare without (rwsem.c checks).
  */
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */

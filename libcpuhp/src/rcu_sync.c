@@ -315,6 +315,8 @@ static uint64_t window_expire(struct cpuhp__deferred *d)
 	return more;
 }
 
+static const struct cpuhp__defer_ops window_ops = {window_expire, rcu_sync_func};
+
 /*
  * No timer thread to end the exit window: end it now (I with a window of
  * zero: the window's length is policy, not correctness).  Readers go
@@ -353,7 +355,7 @@ void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss)
 	 * Outside ->lock, as in exit: nothing else queues ->defer while the
 	 * state stays EXIT or REPLAY, which only the expiry changes.
 	 */
-	if (due && !cpuhp__defer_window(&rss->defer, 0, window_expire, &rss->cb, rcu_sync_func))
+	if (due && !cpuhp__defer_window(&rss->defer, 0, &window_ops))
 		window_end_now(rss);
 }
 
@@ -404,12 +406,12 @@ static bool gp_passed_locked(struct cpuhp_rcu_sync *rss)
 /* The call_rcu() callback, where defer.c's thread is gone (fork child, lost timerfd). */
 static void rcu_sync_func(struct rcu_head *head)
 {
-	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, cb);
+	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, defer.rcu);
 
 	cpuhp__tsan_acquire(head); /* pairs with defer.c's release */
 	cpuhp__futex_lock(&rss->lock);
 	if (gp_passed_locked(rss))
-		urcu_memb_call_rcu(&rss->cb, rcu_sync_func); /* on liburcu's worker: it exists */
+		urcu_memb_call_rcu(&rss->defer.rcu, rcu_sync_func); /* on liburcu's worker: it exists */
 	cpuhp__futex_unlock(&rss->lock);
 }
 
@@ -425,6 +427,8 @@ static uint64_t gp_expire(struct cpuhp__deferred *d)
 	cpuhp__futex_unlock(&rss->lock);
 	return again ? 1 : 0; /* again: at once, after one more grace period */
 }
+
+static const struct cpuhp__defer_ops gp_ops = {gp_expire, rcu_sync_func};
 
 /*
  * A G exit without a timer thread makes its grace period itself: this
@@ -622,10 +626,9 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 	if (!queue)
 		return;
 	if (window) {
-		if (!cpuhp__defer_window(&rss->defer, window_ns, window_expire, &rss->cb,
-		                         rcu_sync_func))
+		if (!cpuhp__defer_window(&rss->defer, window_ns, &window_ops))
 			window_end_now(rss);
-	} else if (!cpuhp__defer_gp(&rss->defer, gp_expire, &rss->cb, rcu_sync_func)) {
+	} else if (!cpuhp__defer_gp(&rss->defer, &gp_ops)) {
 		exit_without_thread(rss);
 	}
 }
@@ -802,8 +805,8 @@ void cpuhp__rcu_sync_requeue_after_fork_child(void)
 		 * a timer thread of the child's, or else by liburcu's worker
 		 * (not waited for here: a fork handler must not block).
 		 */
-		if (!cpuhp__defer_gp(&rss->defer, gp_expire, &rss->cb, rcu_sync_func))
-			urcu_memb_call_rcu(&rss->cb, rcu_sync_func);
+		if (!cpuhp__defer_gp(&rss->defer, &gp_ops))
+			urcu_memb_call_rcu(&rss->defer.rcu, rcu_sync_func);
 	}
 }
 

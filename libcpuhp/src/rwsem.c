@@ -58,8 +58,8 @@ _Static_assert(sizeof(_Atomic long) == sizeof(long) && offsetof(struct cpuhp__sl
 const int cpuhp__inline_abi_2 = 2;
 
 /* internal.h's sizes: what creating a lock writes (and the cold cost, its pages). */
-_Static_assert(sizeof(struct cpuhp_rcu_sync) == 168, "rcu_sync: 168 bytes");
-_Static_assert(sizeof(struct cpuhp_rwsem) == (CPUHP_DEBUG ? 384 : 256), "rwsem: 256 bytes");
+_Static_assert(sizeof(struct cpuhp_rcu_sync) == 152, "rcu_sync: 152 bytes");
+_Static_assert(sizeof(struct cpuhp_rwsem) == 256, "rwsem: 256 bytes, debug checks included");
 
 /*
  * Everything but the counter, which the caller publishes last: from then on

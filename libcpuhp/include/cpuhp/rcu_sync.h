@@ -62,7 +62,7 @@ struct cpuhp_rcu_sync;
  * cpuhp_rcu_sync_new() - allocate an idle rcu_sync.
  * @out: receives the new object on success; untouched on failure.
  *
- * The object is one allocation of 192 bytes (the 168 that each
+ * The object is one allocation of 176 bytes (the 152 that each
  * cpuhp_rwsem embeds, and its place in the fork handlers' list); making
  * it takes no lock but that list's and cannot fail otherwise.
  *
