@@ -65,7 +65,8 @@
  *      pairs with the fast path's acquire load of ->state: internal.h:
  *      cpuhp__rcu_sync_is_idle(); rwsem-inline.h: cpuhp__inline_idle().
  *      If the reader's load sees IDLE, it sees every write of every writer
- *      that exited before it (release/acquire through ->lock).  If it does
+ *      that exited before it (release/acquire through ->lock, futex.c's
+ *      one-word mutex: acquire on lock, release on unlock).  If it does
  *      not, it takes the slow path, where A-D order it against any writer.
  *      And the other way round: a writer that enters after the IDLE store
  *      finds IDLE under ->lock and issues the membarrier (H) before it

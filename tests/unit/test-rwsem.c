@@ -958,7 +958,9 @@ static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		if (lw_gp_state(&sem->rss) != CPUHP__GP_LINGER || sem->rss.requeue)
+		/* The reset again (idempotent here: nobody else runs) says no requeue. */
+		if (lw_gp_state(&sem->rss) != CPUHP__GP_LINGER ||
+		    cpuhp__rcu_sync_reset_after_fork(&sem->rss))
 			_exit(2);
 		cpuhp_rwsem_read_lock(sem);
 		cpuhp_rwsem_read_unlock(sem);
