@@ -571,18 +571,16 @@ struct cpuhp__wwaiter {
 };
 
 /*
- * 256 bytes, debug checks included, 128-byte aligned, so that no two locks share a line or an adjacent-line pair.
- * The first line holds what every reader's fast path reads (->readers.id,
- * ->rss.state), written only at writer transitions; the rest is written by
- * writers and by readers on the slow path, which a writer has sent there
- * anyway.  cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing
- * here needs more than plain stores to set up: ->lock and rcu_sync's lock
- * are futex words, and whoever waits under them (readers for a writer, a
- * writer for ->block or for the readers it let in, enters for the first
- * one's fence) sleeps on a futex word, not on a condition variable.  The
- * rwsem's own part is 80 bytes (its counter, 32, and the slow path's 48),
- * rcu_sync's 152, the debug checks' 24: a lock fills its 256 bytes with
- * debug checks, and has 24 to spare without (rwsem.c checks).
+ * 256 bytes, debug checks included, 128-byte aligned, so that no two locks
+ * share a line or an adjacent-line pair.  The first line holds what every
+ * reader's fast path reads (->readers.id, ->rss.state), written only at writer transitions; the
+ * rest is written by writers and by readers on the slow path, which a writer has sent there anyway.
+ * cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing here needs more than plain stores
+ * to set up: ->lock and rcu_sync's lock are futex words, and whoever waits under them (readers for
+ * a writer, a writer for ->block or for the readers it let in, enters for the first one's fence)
+ * sleeps on a futex word, not on a condition variable.  The rwsem's own part is 80 bytes (its
+ * counter, 32, and the slow path's 48), rcu_sync's 152, the debug checks' 24: a lock fills its 256
+ * bytes with debug checks, and has 24 to spare without (rwsem.c checks).
  */
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */

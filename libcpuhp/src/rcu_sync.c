@@ -410,8 +410,9 @@ static void rcu_sync_func(struct rcu_head *head)
 
 	cpuhp__tsan_acquire(head); /* pairs with defer.c's release */
 	cpuhp__futex_lock(&rss->lock);
+	/* Again: on liburcu's worker, which exists, as we run on it. */
 	if (gp_passed_locked(rss))
-		urcu_memb_call_rcu(&rss->defer.rcu, rcu_sync_func); /* on liburcu's worker: it exists */
+		urcu_memb_call_rcu(&rss->defer.rcu, rcu_sync_func);
 	cpuhp__futex_unlock(&rss->lock);
 }
 
@@ -683,7 +684,7 @@ void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 struct standalone {
 	struct cpuhp_rcu_sync rss;
 	struct standalone *prev, *next; /* under standalone_lock */
-	bool requeue; /* fork child: the last exit's callback was never queued */
+	bool requeue;                   /* fork child: the last exit's callback was never queued */
 };
 
 static pthread_mutex_t standalone_lock = PTHREAD_MUTEX_INITIALIZER;
