@@ -79,6 +79,12 @@ void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen)
 	}
 }
 
+/*
+ * After the unlock's store: a waiter that got in meanwhile may have freed
+ * the lock (rcu_sync's destroy waits for its expiry, then frees).  A
+ * private futex wake reads no memory at the address: at worst it wakes a
+ * waiter of whatever lives there now, and every wait re-checks.
+ */
 void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l)
 {
 	cpuhp__futex_wake(&l->word, 1);
