@@ -110,7 +110,7 @@ static void hand_over(struct cpuhp__deferred *d)
 		struct cpuhp__deferred *next = d->next;
 
 		/* *d is not ours once its call is made. */
-		call_now(d->head, d->func);
+		call_now(&d->rcu, d->ops->func);
 		d = next;
 	}
 }
@@ -193,7 +193,7 @@ static bool run_due_locked(void)
 		} else {
 			uint64_t more;
 
-			more = d->expire(d);
+			more = d->ops->expire(d);
 			if (more) {
 				d->deadline_ns =
 				    now + (more < CPUHP__DEFER_MIN_NS ? CPUHP__DEFER_MIN_NS : more);
@@ -228,7 +228,7 @@ static void wait_gp_unlocked(void)
 	for (struct cpuhp__deferred *d = defer.head; d; d = d->next) {
 		if (d->gp_wanted) {
 			/* Our accesses to the entry's owner come after its exit's. */
-			cpuhp__tsan_acquire(d->head);
+			cpuhp__tsan_acquire(&d->rcu);
 			d->gp_wanted = false;
 			d->gp_passed = true;
 		}
@@ -341,7 +341,7 @@ static bool queue(struct cpuhp__deferred *d, uint64_t delay_ns)
 	 */
 	atomic_store_explicit(&d->queued, true, memory_order_relaxed);
 	/* Our accesses to what holds @d come before the timer thread's. */
-	cpuhp__tsan_release(d->head);
+	cpuhp__tsan_release(&d->rcu);
 	d->next = defer.head;
 	defer.head = d;
 	if (!defer.armed || d->deadline_ns < defer.armed_at)
@@ -352,23 +352,17 @@ static bool queue(struct cpuhp__deferred *d, uint64_t delay_ns)
 	return true;
 }
 
-bool cpuhp__defer_gp(struct cpuhp__deferred *d, uint64_t (*expire)(struct cpuhp__deferred *d),
-                     struct rcu_head *head, void (*func)(struct rcu_head *head))
+bool cpuhp__defer_gp(struct cpuhp__deferred *d, const struct cpuhp__defer_ops *ops)
 {
-	d->head = head;
-	d->func = func;
-	d->expire = expire;
+	d->ops = ops;
 	d->gp = true;
 	return queue(d, CPUHP__DEFER_NS);
 }
 
 bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
-                         uint64_t (*expire)(struct cpuhp__deferred *d), struct rcu_head *head,
-                         void (*func)(struct rcu_head *head))
+                         const struct cpuhp__defer_ops *ops)
 {
-	d->head = head;
-	d->func = func;
-	d->expire = expire;
+	d->ops = ops;
 	d->gp = false;
 	return queue(d, delay_ns);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Waiting: private futex waits with absolute CLOCK_MONOTONIC deadlines, and
- * the library's mutexes and condition variables (CLOCK_MONOTONIC too, so that
- * a timed wait is not moved by a change of the wall clock).
+ * Waiting: private futex waits with absolute CLOCK_MONOTONIC deadlines (so
+ * that a timed wait is not moved by a change of the wall clock), the locks'
+ * one-word mutex, and the library's pthread mutexes.
  */
 #include <errno.h>
 #include <limits.h>
@@ -15,8 +15,9 @@
 #include "internal.h"
 
 /*
- * Making a lock sets up two mutexes and a condition variable, so these are
- * cheap (tests/bench/bench-create).  A default mutex needs no call:
+ * The library's own pthread mutexes (defer.c's, the lists of fork.c's
+ * handlers) are set up rarely, but cheaply all the same.  A default mutex
+ * needs no call:
  * POSIX makes PTHREAD_MUTEX_INITIALIZER the same as pthread_mutex_init(m,
  * NULL) without its checks, and it cannot fail.  ThreadSanitizer learns of
  * a mutex's new life only from the call (a fork child re-initialises
@@ -30,28 +31,6 @@ int cpuhp__mutex_init(pthread_mutex_t *m)
 	*m = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	return 0;
 #endif
-}
-
-/* The CLOCK_MONOTONIC attribute, made once; its error, negative, if that failed. */
-static pthread_once_t mono_once = PTHREAD_ONCE_INIT;
-static pthread_condattr_t mono_attr;
-static int mono_err;
-
-static void mono_attr_make(void)
-{
-	int err = pthread_condattr_init(&mono_attr);
-
-	if (!err)
-		err = pthread_condattr_setclock(&mono_attr, CLOCK_MONOTONIC);
-	mono_err = -err;
-}
-
-int cpuhp__cond_init(pthread_cond_t *c)
-{
-	pthread_once(&mono_once, mono_attr_make);
-	if (mono_err)
-		return mono_err;
-	return -pthread_cond_init(c, &mono_attr);
 }
 
 void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms)
@@ -100,6 +79,12 @@ void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen)
 	}
 }
 
+/*
+ * After the unlock's store: a waiter that got in meanwhile may have freed
+ * the lock (rcu_sync's destroy waits for its expiry, then frees).  A
+ * private futex wake reads no memory at the address: at worst it wakes a
+ * waiter of whatever lives there now, and every wait re-checks.
+ */
 void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l)
 {
 	cpuhp__futex_wake(&l->word, 1);

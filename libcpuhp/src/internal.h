@@ -65,7 +65,8 @@
  *      pairs with the fast path's acquire load of ->state: internal.h:
  *      cpuhp__rcu_sync_is_idle(); rwsem-inline.h: cpuhp__inline_idle().
  *      If the reader's load sees IDLE, it sees every write of every writer
- *      that exited before it (release/acquire through ->lock).  If it does
+ *      that exited before it (release/acquire through ->lock, futex.c's
+ *      one-word mutex: acquire on lock, release on unlock).  If it does
  *      not, it takes the slow path, where A-D order it against any writer.
  *      And the other way round: a writer that enters after the IDLE store
  *      finds IDLE under ->lock and issues the membarrier (H) before it
@@ -176,6 +177,49 @@ cpuhp__bug(const char *file, int line, const char *func, const char *lock, const
 #define CPUHP_DEBUG 0
 #endif
 
+/* ------------------------------------------------------------------ futex */
+
+/*
+ * futex.c: a mutex in one futex word (0 free, 1 held, 2 held and maybe
+ * waited for), for the rwsem's and rcu_sync's ->lock: 4 bytes where a
+ * pthread_mutex_t takes 40, set up by a store of 0, and never failing.  No owner, no
+ * fairness (as a default pthread mutex), no cancellation point (a bare
+ * futex system call).  Acquire on lock, release on unlock: ThreadSanitizer
+ * sees the ordering through the atomics.
+ */
+struct cpuhp__futex_lock {
+	_Atomic unsigned word;
+};
+void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen);
+void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l);
+
+static inline void cpuhp__futex_lock(struct cpuhp__futex_lock *l)
+{
+	unsigned c = 0;
+
+	if (cpuhp__unlikely(!atomic_compare_exchange_strong_explicit(
+	        &l->word, &c, 1, memory_order_acquire, memory_order_relaxed)))
+		cpuhp__futex_lock_slow(l, c);
+}
+
+static inline void cpuhp__futex_unlock(struct cpuhp__futex_lock *l)
+{
+	if (cpuhp__unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2))
+		cpuhp__futex_unlock_wake(l);
+}
+
+static inline bool cpuhp__futex_trylock(struct cpuhp__futex_lock *l)
+{
+	unsigned c = 0;
+
+	return atomic_compare_exchange_strong_explicit(&l->word, &c, 1, memory_order_acquire,
+	                                               memory_order_relaxed);
+}
+
+/* futex.c's waits, declared with the waiting rules at the end of this file. */
+int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
+void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
+
 /* ------------------------------------------------------------------ rcu_sync */
 
 enum cpuhp__gp_state {
@@ -192,18 +236,28 @@ enum cpuhp__gp_state {
  * exit, after a grace period of its own (the exit's call_rcu(), without
  * liburcu's worker thread); for a fenced rcu_sync's exit window, at once.
  */
-struct cpuhp__deferred {
-	struct cpuhp__deferred *next;
-	struct rcu_head *head;
-	/* The call_rcu() callback for where the timer thread is gone (fork, lost timerfd). */
-	void (*func)(struct rcu_head *head);
+struct cpuhp__deferred;
+/* What an entry does, the same for every entry of a kind: static, shared. */
+struct cpuhp__defer_ops {
 	/*
-	 * Called when due (and, with ->gp, a grace period after that), on
+	 * Called when due (and, for a G entry, a grace period after that), on
 	 * the timer thread with defer.c's lock held (so it must not queue):
 	 * 0 when done (the entry may be freed as soon as it returns), or how
-	 * many ns more to wait (with ->gp: and another grace period).
+	 * many ns more to wait (G: and another grace period).
 	 */
 	uint64_t (*expire)(struct cpuhp__deferred *d);
+	/* The call_rcu() callback on ->rcu, where the timer thread is gone (fork, lost timerfd). */
+	void (*func)(struct rcu_head *head);
+};
+
+struct cpuhp__deferred {
+	struct cpuhp__deferred *next;
+	const struct cpuhp__defer_ops *ops;
+	/*
+	 * The owner's call_rcu() head, for ->ops->func: used only while the
+	 * entry is not queued here (handed over to liburcu, or never taken).
+	 */
+	struct rcu_head rcu;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; under defer.c's lock */
 	bool gp;              /* a G entry: ->expire wants a grace period first */
 	bool gp_wanted;       /* due, in the timer thread's grace period; under defer.c's lock */
@@ -222,11 +276,9 @@ struct cpuhp__deferred {
  * @d is not taken and the caller does without (rcu_sync.c).  Never blocks
  * for long: ->lock, and the thread's creation if nobody prepared it.
  */
-bool cpuhp__defer_gp(struct cpuhp__deferred *d, uint64_t (*expire)(struct cpuhp__deferred *d),
-                     struct rcu_head *head, void (*func)(struct rcu_head *head));
+bool cpuhp__defer_gp(struct cpuhp__deferred *d, const struct cpuhp__defer_ops *ops);
 bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
-                         uint64_t (*expire)(struct cpuhp__deferred *d), struct rcu_head *head,
-                         void (*func)(struct rcu_head *head));
+                         const struct cpuhp__defer_ops *ops);
 /* Start the timer thread if it is not running yet: the first enter calls this. */
 void cpuhp__defer_prepare(void);
 /* What the caller of the last queueing paid for it (the timer's arming), ns. */
@@ -237,6 +289,13 @@ void cpuhp__defer_after_fork_parent(void);
 void cpuhp__defer_after_fork_child(void);
 extern unsigned long cpuhp__defer_child_handovers CPUHP__HIDDEN;
 
+/*
+ * 152 bytes, every one of them in each cpuhp_rwsem (internal.h's
+ * struct cpuhp_rwsem): the lock and the condition variable are futex
+ * words, set up by plain stores, and what only a cpuhp_rcu_sync_new()
+ * object needs (its place in fork.c's list) lives around it, in
+ * rcu_sync.c's struct standalone.
+ */
 struct cpuhp_rcu_sync {
 	/*
 	 * Written under ->lock (release), read locklessly by readers (acquire).
@@ -251,10 +310,16 @@ struct cpuhp_rcu_sync {
 	 * threads' (gone); destroy forgives up to this many.  Under ->lock.
 	 */
 	int inherited;
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* broadcast on ENTER->PASSED and on ->IDLE */
-	struct rcu_head cb;
-	struct cpuhp__deferred defer; /* the last exit's grace period or window, by defer.c */
+	struct cpuhp__futex_lock lock; /* futex.c's one-word mutex */
+	/*
+	 * The condition variable, a futex word, broadcast on ENTER->PASSED,
+	 * on ->IDLE and on ->LINGER: a sequence that each broadcast moves on
+	 * by 2, and bit 0, set by a waiter, so that a broadcast nobody waits
+	 * for makes no system call.  Written under ->lock; the waiter's futex
+	 * call reads it without (cpuhp__rcu_sync_wait_locked()).
+	 */
+	_Atomic unsigned cond;
+	unsigned window_holds; /* the tests' hold on the exit window (below) */
 	/*
 	 * EXIT with nothing pending to end it: a G exit without a timer
 	 * thread, inside a read-side section, could not wait its grace
@@ -267,16 +332,27 @@ struct cpuhp_rcu_sync {
 	 * Enter then needs the membarrier alone, no grace period.
 	 */
 	bool fenced_readers;
+	bool window_due; /* an expiry came while ->window_holds: the release ends it */
+	/*
+	 * Statistics for tests, under ->lock: grace periods waited by enter,
+	 * membarriers issued by enter instead (H), callbacks run, windows that
+	 * expired, frees that had to wait for the return to IDLE.  32 bits:
+	 * they may wrap, no test counts that far.
+	 */
+	unsigned nr_sync;
+	unsigned nr_fences;
+	unsigned nr_callbacks;
+	unsigned nr_windows;
+	unsigned nr_destroy_waits;
+	/* The last exit's grace period or window, by defer.c; its call_rcu() head. */
+	struct cpuhp__deferred defer;
 	/*
 	 * The exit window of fenced readers (I; rcu_sync.c), all under ->lock:
-	 * what leaving IDLE last cost the writers (ns, smoothed), the moment
-	 * the window of the last exit ends, and the tests' hold (while
-	 * ->window_holds, an expiry is kept for the release, ->window_due).
+	 * what leaving IDLE last cost the writers (ns, smoothed) and the
+	 * moment the window of the last exit ends.
 	 */
 	uint64_t reenter_ns;
 	uint64_t idle_at_ns;
-	unsigned window_holds;
-	bool window_due;
 	/*
 	 * Whether the last exit may linger (rcu_sync.c), all under ->lock:
 	 * when the last exit was, the smoothed gap from a last exit to the
@@ -293,25 +369,28 @@ struct cpuhp_rcu_sync {
 	 * ->lock only once the time has come, not while a writer may need it.
 	 */
 	_Atomic uint64_t linger_until_ns;
-	/*
-	 * Statistics for tests: grace periods waited by enter, membarriers
-	 * issued by enter instead (H), callbacks run, windows that expired,
-	 * frees that had to wait for the return to IDLE.
-	 */
-	unsigned long nr_sync;
-	unsigned long nr_fences;
-	unsigned long nr_callbacks;
-	unsigned long nr_windows;
-	unsigned long nr_destroy_waits;
-	/* cpuhp_rcu_sync_new()'s objects, for fork.c; NULL in a rwsem's. */
-	struct cpuhp_rcu_sync *prev, *next;
-	bool requeue; /* fork child: the last exit's callback was never queued */
 };
 
-/* 0 or a negative errno (futex.c's rule for mutex and cond init). */
-int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
+/*
+ * The condition variable's wait, with ->lock held: sleep until the next
+ * broadcast (or less: every caller loops on its condition), ->lock held
+ * again on return.  Not a cancellation point: a bare futex call
+ * (futex.c), so the waits need no cpuhp__cancel_off().
+ */
+static inline void cpuhp__rcu_sync_wait_locked(struct cpuhp_rcu_sync *rss)
+{
+	/* Only under ->lock is ->cond written: a broadcast after this changes it. */
+	unsigned seq = atomic_fetch_or_explicit(&rss->cond, 1, memory_order_relaxed) | 1;
+
+	cpuhp__futex_unlock(&rss->lock);
+	cpuhp__futex_wait(&rss->cond, seq, NULL);
+	cpuhp__futex_lock(&rss->lock);
+}
+
+/* Plain stores: cannot fail. */
+void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss);
 /* For a cpuhp_rwsem: readers use H when cpuhp__asym_fence is set, else G. */
-int cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
+void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss);
 /*
  * fork.c: standalone objects' ->lock held across fork(); in the child every
  * object, standalone or a rwsem's, is reset by cpuhp__rcu_sync_reset_after_fork().
@@ -321,7 +400,11 @@ void cpuhp__rcu_sync_after_fork_parent(void);
 void cpuhp__rcu_sync_after_fork_child(void);
 /* In the child, after defer.c's handover: queue the callbacks a gone thread did not. */
 void cpuhp__rcu_sync_requeue_after_fork_child(void);
-void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss);
+/*
+ * True if the last exit's callback was never queued (a gone thread's exit
+ * between its PASSED -> EXIT and its queueing): the caller queues it.
+ */
+bool cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss);
@@ -476,35 +559,6 @@ long cpuhp__pcount_sum_locked(struct cpuhp__pcount *pc);
 
 /* ---------------------------------------------------------------- rwsem */
 
-/*
- * futex.c: a mutex in one futex word (0 free, 1 held, 2 held and maybe
- * waited for), for the rwsem's ->lock: 4 bytes where a pthread_mutex_t
- * takes 40, set up by a store of 0, and never failing.  No owner, no
- * fairness (as a default pthread mutex), no cancellation point (a bare
- * futex system call).  Acquire on lock, release on unlock: ThreadSanitizer
- * sees the ordering through the atomics.
- */
-struct cpuhp__futex_lock {
-	_Atomic unsigned word;
-};
-void cpuhp__futex_lock_slow(struct cpuhp__futex_lock *l, unsigned seen);
-void cpuhp__futex_unlock_wake(struct cpuhp__futex_lock *l);
-
-static inline void cpuhp__futex_lock(struct cpuhp__futex_lock *l)
-{
-	unsigned c = 0;
-
-	if (cpuhp__unlikely(!atomic_compare_exchange_strong_explicit(
-	        &l->word, &c, 1, memory_order_acquire, memory_order_relaxed)))
-		cpuhp__futex_lock_slow(l, c);
-}
-
-static inline void cpuhp__futex_unlock(struct cpuhp__futex_lock *l)
-{
-	if (cpuhp__unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2))
-		cpuhp__futex_unlock_wake(l);
-}
-
 /* A writer waiting for ->block; lives on its stack. */
 struct cpuhp__wwaiter {
 	struct cpuhp__wwaiter *next;
@@ -517,17 +571,16 @@ struct cpuhp__wwaiter {
 };
 
 /*
- * 384 bytes (debug checks add 24, which fit), 128-byte aligned, so that
- * no two locks share a line or an adjacent-line pair.  The first line
- * holds what every reader's fast path reads (->readers.id, ->rss.state),
- * written only at writer transitions; the rest is written by writers and
- * by readers on the slow path, which a writer has sent there anyway.
- * cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing here
- * needs more than plain stores to set up: ->lock is one futex word, and
- * whoever waits under it (readers for a writer, a writer for ->block or
- * for the readers it let in) sleeps on a futex word, not on a condition
- * variable.  The rwsem's own part is 40 bytes: rcu_sync may grow by 24
- * before a lock takes 512 (by 48 without debug checks).
+ * 256 bytes, debug checks included, 128-byte aligned, so that no two locks
+ * share a line or an adjacent-line pair.  The first line holds what every
+ * reader's fast path reads (->readers.id, ->rss.state), written only at writer transitions; the
+ * rest is written by writers and by readers on the slow path, which a writer has sent there anyway.
+ * cpuhp_rwsem_new()'s locks live in slabs (pcount.c), and nothing here needs more than plain stores
+ * to set up: ->lock and rcu_sync's lock are futex words, and whoever waits under them (readers for
+ * a writer, a writer for ->block or for the readers it let in, enters for the first one's fence)
+ * sleeps on a futex word, not on a condition variable.  The rwsem's own part is 80 bytes (its
+ * counter, 32, and the slow path's 48), rcu_sync's 152, the debug checks' 24: a lock fills its 256
+ * bytes with debug checks, and has 24 to spare without (rwsem.c checks).
  */
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */
@@ -633,17 +686,20 @@ void cpuhp__hotplug_init(void);
  *  - where the caller can be told (a function that returns an errno, such
  *    as cpuhp_rwsem_new() or cpuhp_client_connect()), unwind what was
  *    initialised and return the negative errno;
- *  - where it cannot (void paths: a writer's on-stack waiter, the fork
- *    child's re-initialisation), it is an impossible state: CPUHP_BUG_ON.
- * Every condition variable of the library waits on CLOCK_MONOTONIC, made
- * by cpuhp__cond_init().  Both return 0 or a negative errno.
+ *  - where it cannot (void paths: the fork child's re-initialisation),
+ *    it is an impossible state: CPUHP_BUG_ON.
+ * The locks themselves (the rwsem's and rcu_sync's) have none: their
+ * mutexes and condition variables are futex words, and every timed wait
+ * is a futex wait with an absolute CLOCK_MONOTONIC deadline.  Returns 0
+ * or a negative errno.
  */
 int cpuhp__mutex_init(pthread_mutex_t *m);
 /*
  * Cancellation: no call of the library is a cancellation point, as with
  * pthread_rwlock_*() and pthread_mutex_lock().  Every wait that could act
- * on a cancel (pthread_cond_wait(), liburcu's synchronize_rcu(), which may
- * poll(), read() and write()) runs between these two, so a cancel arriving
+ * on a cancel (pthread_cond_wait() in the client, liburcu's
+ * synchronize_rcu(), which may poll(), read() and write()) runs between
+ * these two (a futex wait, a bare system call, never acts on one), so a cancel arriving
  * meanwhile stays pending and is acted on at the caller's next cancellation
  * point, after the call returned with its lock held.  Acted on inside, it
  * would unwind with our mutex owned by a dead thread and its waiter node,
@@ -664,9 +720,6 @@ static inline void cpuhp__cancel_restore(int old)
 	pthread_setcancelstate(old, &off);
 }
 
-int cpuhp__cond_init(pthread_cond_t *c);
-int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
-void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
 void cpuhp__deadline(struct timespec *ts, unsigned timeout_ms);
 
 #endif /* CPUHP_INTERNAL_H */

@@ -47,6 +47,7 @@
  * one re-enter cost, ended by the first reader on the slow path after it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -64,13 +65,28 @@ static enum cpuhp__gp_state get_state(struct cpuhp_rcu_sync *rss)
 	return atomic_load_explicit(&rss->state, memory_order_relaxed);
 }
 
-int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
+/*
+ * The condition variable's broadcast (internal.h: ->cond), under ->lock:
+ * the sequence moves on and bit 0 clears, so a waiter that set it finds
+ * the word changed whether it sleeps already or not; the system call
+ * only if one did.
+ */
+static void broadcast_locked(struct cpuhp_rcu_sync *rss)
 {
-	int err;
+	unsigned c = atomic_load_explicit(&rss->cond, memory_order_relaxed);
 
+	atomic_store_explicit(&rss->cond, (c | 1) + 1, memory_order_relaxed);
+	if (c & 1)
+		cpuhp__futex_wake(&rss->cond, INT_MAX);
+}
+
+void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
+{
 	atomic_init(&rss->state, CPUHP__GP_IDLE);
 	rss->count = 0;
 	rss->inherited = 0;
+	atomic_init(&rss->lock.word, 0);
+	atomic_init(&rss->cond, 0);
 	rss->nr_sync = 0;
 	rss->nr_fences = 0;
 	rss->nr_callbacks = 0;
@@ -86,26 +102,15 @@ int cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	/* The lock's life so far is the first gap, and earns the first credit. */
 	rss->exit_at_ns = rss->credit_at_ns = cpuhp__now_ns();
 	rss->fenced_readers = false;
-	rss->prev = rss->next = NULL;
-	rss->requeue = false;
 	rss->parked = false;
 	atomic_init(&rss->defer.queued, false);
 	rss->defer.gp = rss->defer.gp_wanted = rss->defer.gp_passed = false;
-	err = cpuhp__mutex_init(&rss->lock);
-	if (err)
-		return err;
-	err = cpuhp__cond_init(&rss->cond);
-	if (err)
-		pthread_mutex_destroy(&rss->lock);
-	return err;
 }
 
-int cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
+void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
 {
-	int err = cpuhp__rcu_sync_init(rss);
-
+	cpuhp__rcu_sync_init(rss);
 	rss->fenced_readers = true;
-	return err;
 }
 
 /*
@@ -221,7 +226,7 @@ static void linger_end_locked(struct cpuhp_rcu_sync *rss)
 	 * issues the membarrier (H).
 	 */
 	set_state(rss, CPUHP__GP_IDLE);
-	pthread_cond_broadcast(&rss->cond);
+	broadcast_locked(rss);
 }
 
 /* Under ->lock: end a lingering exit whose time (read at @now) has come. */
@@ -235,9 +240,9 @@ void cpuhp__rcu_sync_linger_end(struct cpuhp_rcu_sync *rss)
 {
 	uint64_t now = cpuhp__now_ns();
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	linger_end_if_due_locked(rss, now);
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 static __thread unsigned linger_polls CPUHP__TLS_IE;
@@ -252,16 +257,16 @@ void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss)
 	now = cpuhp__now_ns();
 	/*
 	 * ->lock only when the time has come: a writer that finds it taken
-	 * sleeps in the kernel (no spinning in glibc's mutex), and a reader
+	 * sleeps in the kernel (a futex lock does not spin), and a reader
 	 * preempted while holding it would keep that writer asleep.
 	 */
 	if (now < atomic_load_explicit(&rss->linger_until_ns, memory_order_relaxed))
 		return;
 	/* Never wait behind a writer's enter or exit: it ends LINGER itself. */
-	if (pthread_mutex_trylock(&rss->lock))
+	if (!cpuhp__futex_trylock(&rss->lock))
 		return;
 	linger_end_if_due_locked(rss, now);
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 /*
@@ -307,7 +312,7 @@ static uint64_t window_end_locked(struct cpuhp_rcu_sync *rss)
 	 * ->lock and issues the membarrier (H).
 	 */
 	set_state(rss, CPUHP__GP_IDLE);
-	pthread_cond_broadcast(&rss->cond);
+	broadcast_locked(rss);
 	return 0;
 }
 
@@ -317,15 +322,17 @@ static uint64_t window_expire(struct cpuhp__deferred *d)
 	struct cpuhp_rcu_sync *rss = cpuhp__container_of(d, struct cpuhp_rcu_sync, defer);
 	uint64_t more = 0;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	if (rss->window_holds)
 		rss->window_due = true; /* a test holds it: the release requeues */
 	else
 		more = window_end_locked(rss);
 	/* After this unlock, an IDLE rss may be freed: return without touching it. */
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return more;
 }
+
+static const struct cpuhp__defer_ops window_ops = {window_expire, rcu_sync_func};
 
 /*
  * No timer thread to end the exit window: end it now (I with a window of
@@ -335,37 +342,37 @@ static uint64_t window_expire(struct cpuhp__deferred *d)
  */
 static void window_end_now(struct cpuhp_rcu_sync *rss)
 {
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	/* Until the end, the state stays EXIT or REPLAY: only the end leaves them. */
 	rss->idle_at_ns = 0;
 	if (rss->window_holds)
 		rss->window_due = true; /* a test holds it: the release ends it */
 	else
 		(void)window_end_locked(rss); /* 0: no window left */
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 void cpuhp__rcu_sync_window_hold(struct cpuhp_rcu_sync *rss)
 {
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	rss->window_holds++;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss)
 {
 	bool due;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	CPUHP_BUG_ON(!rss->window_holds, "rcu_sync", "window release without hold");
 	due = --rss->window_holds == 0 && rss->window_due;
 	rss->window_due = false;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	/*
 	 * Outside ->lock, as in exit: nothing else queues ->defer while the
 	 * state stays EXIT or REPLAY, which only the expiry changes.
 	 */
-	if (due && !cpuhp__defer_window(&rss->defer, 0, window_expire, &rss->cb, rcu_sync_func))
+	if (due && !cpuhp__defer_window(&rss->defer, 0, &window_ops))
 		window_end_now(rss);
 }
 
@@ -409,20 +416,21 @@ static bool gp_passed_locked(struct cpuhp_rcu_sync *rss)
 	 * reader that starts now sees everything the updaters did.
 	 */
 	set_state(rss, CPUHP__GP_IDLE);
-	pthread_cond_broadcast(&rss->cond);
+	broadcast_locked(rss);
 	return false;
 }
 
 /* The call_rcu() callback, where defer.c's thread is gone (fork child, lost timerfd). */
 static void rcu_sync_func(struct rcu_head *head)
 {
-	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, cb);
+	struct cpuhp_rcu_sync *rss = cpuhp__container_of(head, struct cpuhp_rcu_sync, defer.rcu);
 
 	cpuhp__tsan_acquire(head); /* pairs with defer.c's release */
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
+	/* Again: on liburcu's worker, which exists, as we run on it. */
 	if (gp_passed_locked(rss))
-		urcu_memb_call_rcu(&rss->cb, rcu_sync_func); /* on liburcu's worker: it exists */
-	pthread_mutex_unlock(&rss->lock);
+		urcu_memb_call_rcu(&rss->defer.rcu, rcu_sync_func);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 /* defer.c's timer thread, after its grace period (its lock held: we must not queue). */
@@ -431,12 +439,14 @@ static uint64_t gp_expire(struct cpuhp__deferred *d)
 	struct cpuhp_rcu_sync *rss = cpuhp__container_of(d, struct cpuhp_rcu_sync, defer);
 	bool again;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	again = gp_passed_locked(rss);
 	/* After this unlock, an IDLE rss may be freed: return without touching it. */
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return again ? 1 : 0; /* again: at once, after one more grace period */
 }
+
+static const struct cpuhp__defer_ops gp_ops = {gp_expire, rcu_sync_func};
 
 /*
  * A G exit without a timer thread makes its grace period itself: this
@@ -450,9 +460,9 @@ static void exit_without_thread(struct cpuhp_rcu_sync *rss)
 	int cancel;
 
 	if (urcu_memb_read_ongoing()) {
-		pthread_mutex_lock(&rss->lock);
+		cpuhp__futex_lock(&rss->lock);
 		rss->parked = true;
-		pthread_mutex_unlock(&rss->lock);
+		cpuhp__futex_unlock(&rss->lock);
 		return;
 	}
 	/* Not a cancellation point (internal.h): synchronize_rcu() may poll(). */
@@ -464,9 +474,9 @@ static void exit_without_thread(struct cpuhp_rcu_sync *rss)
 		 * J (internal.h): the grace period after the last exit.
 		 */
 		urcu_memb_synchronize_rcu();
-		pthread_mutex_lock(&rss->lock);
+		cpuhp__futex_lock(&rss->lock);
 		again = gp_passed_locked(rss);
-		pthread_mutex_unlock(&rss->lock);
+		cpuhp__futex_unlock(&rss->lock);
 	}
 	cpuhp__cancel_restore(cancel);
 }
@@ -479,7 +489,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 
 	/* call_rcu() and synchronize_rcu() want a registered thread. */
 	cpuhp__thread_get();
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	was = get_state(rss);
 	CPUHP_BUG_ON(rss->count < 0 || rss->count == INT32_MAX, "rcu_sync", "enter with count %d",
 	             rss->count);
@@ -493,7 +503,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 		 * no expiry is queued to do this for us.
 		 */
 		set_state(rss, CPUHP__GP_PASSED);
-		pthread_mutex_unlock(&rss->lock);
+		cpuhp__futex_unlock(&rss->lock);
 		return;
 	}
 	if (was == CPUHP__GP_IDLE) {
@@ -504,7 +514,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 			rss->nr_fences++;
 		else
 			rss->nr_sync++;
-		pthread_mutex_unlock(&rss->lock);
+		cpuhp__futex_unlock(&rss->lock);
 		/*
 		 * What the last exit will need, made here where we may block:
 		 * the timer thread (once per process).  If none can be
@@ -520,10 +530,10 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 			 * a grace period would add nothing.
 			 */
 			cpuhp__membarrier();
-			pthread_mutex_lock(&rss->lock);
+			cpuhp__futex_lock(&rss->lock);
 			/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 			set_state(rss, CPUHP__GP_PASSED);
-			pthread_cond_broadcast(&rss->cond);
+			broadcast_locked(rss);
 			/*
 			 * What leaving IDLE cost us: the membarrier, ->lock and
 			 * waking the enters that waited; smoothed (1/4 new).  A
@@ -537,7 +547,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 			if (rss->reenter_ns && cost > 2 * rss->reenter_ns)
 				cost = 2 * rss->reenter_ns;
 			rss->reenter_ns = rss->reenter_ns ? (3 * rss->reenter_ns + cost) / 4 : cost;
-			pthread_mutex_unlock(&rss->lock);
+			cpuhp__futex_unlock(&rss->lock);
 			return;
 		}
 		/*
@@ -551,11 +561,11 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 		cancel = cpuhp__cancel_off();
 		urcu_memb_synchronize_rcu();
 		cpuhp__cancel_restore(cancel);
-		pthread_mutex_lock(&rss->lock);
+		cpuhp__futex_lock(&rss->lock);
 		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 		set_state(rss, CPUHP__GP_PASSED);
-		pthread_cond_broadcast(&rss->cond);
-		pthread_mutex_unlock(&rss->lock);
+		broadcast_locked(rss);
+		cpuhp__futex_unlock(&rss->lock);
 		return;
 	}
 	/*
@@ -565,15 +575,13 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	 * EXIT/REPLAY finds ->count > 0 and moves it to PASSED.
 	 */
 	if (get_state(rss) != CPUHP__GP_ENTER) {
-		pthread_mutex_unlock(&rss->lock);
+		cpuhp__futex_unlock(&rss->lock);
 		return;
 	}
-	/* Not a cancellation point (internal.h): ->count has our enter. */
-	cancel = cpuhp__cancel_off();
+	/* Not a cancellation point (a futex wait): ->count has our enter. */
 	while (get_state(rss) == CPUHP__GP_ENTER)
-		pthread_cond_wait(&rss->cond, &rss->lock);
-	pthread_mutex_unlock(&rss->lock);
-	cpuhp__cancel_restore(cancel);
+		cpuhp__rcu_sync_wait_locked(rss);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
@@ -582,7 +590,7 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 	uint64_t window_ns = 0;
 
 	cpuhp__thread_get();
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	CPUHP_BUG_ON(rss->count <= 0, "rcu_sync", "exit without enter (count %d)", rss->count);
 	if (--rss->count == 0) {
 		enum cpuhp__gp_state s = get_state(rss);
@@ -600,8 +608,8 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 			rss->idle_at_ns = now + rss->reenter_ns;
 			atomic_store_explicit(&rss->linger_until_ns, rss->idle_at_ns,
 			                      memory_order_relaxed);
-			pthread_cond_broadcast(&rss->cond); /* lockwatch.h waits */
-			pthread_mutex_unlock(&rss->lock);
+			broadcast_locked(rss); /* lockwatch.h waits */
+			cpuhp__futex_unlock(&rss->lock);
 			return;
 		}
 		if (s == CPUHP__GP_PASSED || rss->parked) {
@@ -625,7 +633,7 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 			rss->idle_at_ns = now + window_ns;
 		}
 	}
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	/*
 	 * The grace period (or the window) is defer.c's thread's: waiting it
 	 * here would block us, and liburcu's call_rcu() would wake its worker
@@ -636,17 +644,16 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 	if (!queue)
 		return;
 	if (window) {
-		if (!cpuhp__defer_window(&rss->defer, window_ns, window_expire, &rss->cb,
-		                         rcu_sync_func))
+		if (!cpuhp__defer_window(&rss->defer, window_ns, &window_ops))
 			window_end_now(rss);
-	} else if (!cpuhp__defer_gp(&rss->defer, gp_expire, &rss->cb, rcu_sync_func)) {
+	} else if (!cpuhp__defer_gp(&rss->defer, &gp_ops)) {
 		exit_without_thread(rss);
 	}
 }
 
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 {
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	CPUHP_BUG_ON(rss->count > rss->inherited, "rcu_sync", "freed with %d enter(s) not exited",
 	             rss->count);
 	/*
@@ -668,62 +675,64 @@ void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)
 	if (rss->parked) {
 		/* Nothing pending will end EXIT: wait its grace period here. */
 		rss->parked = false;
-		pthread_mutex_unlock(&rss->lock);
+		cpuhp__futex_unlock(&rss->lock);
 		exit_without_thread(rss);
-		pthread_mutex_lock(&rss->lock);
+		cpuhp__futex_lock(&rss->lock);
 	}
 	/*
 	 * EXIT: the pending callback (count 0 now) goes IDLE and wakes us.
-	 * Not a cancellation point (internal.h): the caller's free must not
+	 * Not a cancellation point (a futex wait): the caller's free must not
 	 * stop half-way, with the object neither usable nor freed.
 	 */
 	if (get_state(rss) != CPUHP__GP_IDLE) {
-		int cancel = cpuhp__cancel_off();
-
 		rss->nr_destroy_waits++;
 		while (get_state(rss) != CPUHP__GP_IDLE)
-			pthread_cond_wait(&rss->cond, &rss->lock);
-		cpuhp__cancel_restore(cancel);
+			cpuhp__rcu_sync_wait_locked(rss);
 	}
-	pthread_mutex_unlock(&rss->lock);
-	pthread_cond_destroy(&rss->cond);
-	pthread_mutex_destroy(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 /*
  * Standalone objects (cpuhp_rcu_sync_new()), for fork(): a cpuhp_rwsem's
- * rcu_sync is reached through the counter registry instead.  Lock order:
+ * rcu_sync is reached through the counter registry instead.  What only
+ * they need lives around the object, not in every rwsem's.  Lock order:
  * standalone_lock, then each object's ->lock (fork.c's prepare only).
  */
+struct standalone {
+	struct cpuhp_rcu_sync rss;
+	struct standalone *prev, *next; /* under standalone_lock */
+	bool requeue;                   /* fork child: the last exit's callback was never queued */
+};
+
 static pthread_mutex_t standalone_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cpuhp_rcu_sync *standalone;
+static struct standalone *standalone;
 
 int cpuhp_rcu_sync_new(struct cpuhp_rcu_sync **out)
 {
-	struct cpuhp_rcu_sync *rss = malloc(sizeof(*rss));
-	int err;
+	struct standalone *so = malloc(sizeof(*so));
 
-	if (!rss)
+	if (!so)
 		return -ENOMEM;
-	err = cpuhp__rcu_sync_init(rss);
-	if (err) {
-		free(rss);
-		return err;
-	}
+	cpuhp__rcu_sync_init(&so->rss);
+	so->prev = NULL;
+	so->requeue = false;
 	pthread_mutex_lock(&standalone_lock);
-	rss->next = standalone;
+	so->next = standalone;
 	if (standalone)
-		standalone->prev = rss;
-	standalone = rss;
+		standalone->prev = so;
+	standalone = so;
 	pthread_mutex_unlock(&standalone_lock);
-	*out = rss;
+	*out = &so->rss;
 	return 0;
 }
 
 void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss)
 {
+	struct standalone *so;
+
 	if (!rss)
 		return;
+	so = cpuhp__container_of(rss, struct standalone, rss);
 	/*
 	 * Unlinked only after destroy's wait: a fork during the wait must
 	 * reset this object too, for the callback that the child carries
@@ -731,14 +740,14 @@ void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss)
 	 */
 	cpuhp__rcu_sync_destroy(rss);
 	pthread_mutex_lock(&standalone_lock);
-	if (rss->prev)
-		rss->prev->next = rss->next;
+	if (so->prev)
+		so->prev->next = so->next;
 	else
-		standalone = rss->next;
-	if (rss->next)
-		rss->next->prev = rss->prev;
+		standalone = so->next;
+	if (so->next)
+		so->next->prev = so->prev;
 	pthread_mutex_unlock(&standalone_lock);
-	free(rss);
+	free(so);
 }
 
 /*
@@ -750,22 +759,27 @@ void cpuhp_rcu_sync_free(struct cpuhp_rcu_sync *rss)
 void cpuhp__rcu_sync_before_fork(void)
 {
 	pthread_mutex_lock(&standalone_lock);
-	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next)
-		pthread_mutex_lock(&rss->lock);
+	for (struct standalone *so = standalone; so; so = so->next)
+		cpuhp__futex_lock(&so->rss.lock);
 }
 
 void cpuhp__rcu_sync_after_fork_parent(void)
 {
-	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next)
-		pthread_mutex_unlock(&rss->lock);
+	for (struct standalone *so = standalone; so; so = so->next)
+		cpuhp__futex_unlock(&so->rss.lock);
 	pthread_mutex_unlock(&standalone_lock);
 }
 
-void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss)
+bool cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss)
 {
-	/* Only the forking thread runs, and it is inside none of these. */
-	CPUHP_BUG_ON(cpuhp__mutex_init(&rss->lock) || cpuhp__cond_init(&rss->cond), "rcu_sync",
-	             "cannot re-initialise after fork");
+	bool requeue;
+
+	/*
+	 * Only the forking thread runs, and it is inside none of these: a
+	 * gone thread may have held ->lock or waited on ->cond.
+	 */
+	atomic_store_explicit(&rss->lock.word, 0, memory_order_relaxed);
+	atomic_store_explicit(&rss->cond, 0, memory_order_relaxed);
 	/*
 	 * The enters still counted may be other threads', gone with them:
 	 * free forgives those.  An enter that was waiting for its grace
@@ -782,33 +796,35 @@ void cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss)
 	 * a gone thread's, between its PASSED -> EXIT and its queueing
 	 * (which rcu_sync_exit() does outside ->lock).  Nobody else will.
 	 */
-	rss->requeue =
-	    (get_state(rss) == CPUHP__GP_EXIT || get_state(rss) == CPUHP__GP_REPLAY) &&
-	    (rss->parked || !atomic_load_explicit(&rss->defer.queued, memory_order_relaxed));
+	requeue = (get_state(rss) == CPUHP__GP_EXIT || get_state(rss) == CPUHP__GP_REPLAY) &&
+	          (rss->parked || !atomic_load_explicit(&rss->defer.queued, memory_order_relaxed));
 	rss->parked = false;
+	return requeue;
 }
 
 void cpuhp__rcu_sync_after_fork_child(void)
 {
-	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next)
-		cpuhp__rcu_sync_reset_after_fork(rss);
+	for (struct standalone *so = standalone; so; so = so->next)
+		so->requeue = cpuhp__rcu_sync_reset_after_fork(&so->rss);
 	CPUHP_BUG_ON(cpuhp__mutex_init(&standalone_lock), "rcu_sync",
 	             "cannot re-initialise after fork");
 }
 
 void cpuhp__rcu_sync_requeue_after_fork_child(void)
 {
-	for (struct cpuhp_rcu_sync *rss = standalone; rss; rss = rss->next) {
-		if (!rss->requeue)
+	for (struct standalone *so = standalone; so; so = so->next) {
+		struct cpuhp_rcu_sync *rss = &so->rss;
+
+		if (!so->requeue)
 			continue;
-		rss->requeue = false;
+		so->requeue = false;
 		/*
 		 * Standalone objects have G readers: the grace-period exit, by
 		 * a timer thread of the child's, or else by liburcu's worker
 		 * (not waited for here: a fork handler must not block).
 		 */
-		if (!cpuhp__defer_gp(&rss->defer, gp_expire, &rss->cb, rcu_sync_func))
-			urcu_memb_call_rcu(&rss->cb, rcu_sync_func);
+		if (!cpuhp__defer_gp(&rss->defer, &gp_ops))
+			urcu_memb_call_rcu(&rss->defer.rcu, rcu_sync_func);
 	}
 }
 

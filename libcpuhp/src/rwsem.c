@@ -57,17 +57,17 @@ _Static_assert(sizeof(_Atomic long) == sizeof(long) && offsetof(struct cpuhp__sl
                "reader handle: a counter is a long");
 const int cpuhp__inline_abi_2 = 2;
 
+/* internal.h's sizes: what creating a lock writes (and the cold cost, its pages). */
+_Static_assert(sizeof(struct cpuhp_rcu_sync) == 152, "rcu_sync: 152 bytes");
+_Static_assert(sizeof(struct cpuhp_rwsem) == 256, "rwsem: 256 bytes, debug checks included");
+
 /*
  * Everything but the counter, which the caller publishes last: from then on
- * the registry (fork.c) may reach this lock.  0 or a negative errno, with
- * nothing left to undo.
+ * the registry (fork.c) may reach this lock.  Plain stores: cannot fail.
  */
-static int rwsem_init_fields(struct cpuhp_rwsem *sem)
+static void rwsem_init_fields(struct cpuhp_rwsem *sem)
 {
-	int err = cpuhp__rcu_sync_init_fenced(&sem->rss);
-
-	if (err)
-		return err;
+	cpuhp__rcu_sync_init_fenced(&sem->rss);
 	atomic_init(&sem->lock.word, 0);
 	atomic_init(&sem->block, 0);
 	atomic_init(&sem->wwait, 0);
@@ -83,19 +83,12 @@ static int rwsem_init_fields(struct cpuhp_rwsem *sem)
 	atomic_init(&sem->dbg_readers, 0);
 	atomic_init(&sem->dbg_owned, 0);
 #endif
-	return 0;
 }
 
 int cpuhp__rwsem_init(struct cpuhp_rwsem *sem, const char *name)
 {
-	int err = rwsem_init_fields(sem);
-
-	if (err)
-		return err;
-	err = cpuhp__pcount_init(&sem->readers, name);
-	if (err)
-		cpuhp__rcu_sync_destroy(&sem->rss);
-	return err;
+	rwsem_init_fields(sem);
+	return cpuhp__pcount_init(&sem->readers, name);
 }
 
 int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *name)
@@ -109,15 +102,13 @@ int cpuhp_rwsem_new_named(struct cpuhp_rwsem **out, const char *name)
 		return -ENOMEM;
 	/*
 	 * One critical section: the slab object and its id, set up (plain
-	 * stores, and rcu_sync's mutex and cond inits, which take no lock),
-	 * then published.
+	 * stores), then published.
 	 */
 	cpuhp__registry_lock();
 	sem = cpuhp__rwsem_slab_get_locked(&id);
 	if (sem) {
-		err = rwsem_init_fields(sem);
-		if (err)
-			cpuhp__rwsem_slab_put_locked(sem);
+		rwsem_init_fields(sem);
+		err = 0;
 	}
 	if (!err) {
 		cpuhp__pcount_publish_locked(&sem->readers, id, copy ? copy : "cpuhp_rwsem");
@@ -683,7 +674,8 @@ void cpuhp__rwsem_after_fork_child(struct cpuhp_rwsem *sem)
 {
 	/* Only the forking thread exists, and it is in none of these. */
 	atomic_store_explicit(&sem->lock.word, 0, memory_order_relaxed);
-	cpuhp__rcu_sync_reset_after_fork(&sem->rss);
+	/* No writer active at the fork (rwsem.h): no exit left unqueued. */
+	(void)cpuhp__rcu_sync_reset_after_fork(&sem->rss);
 	sem->nr_rwait = 0;
 	sem->nr_granted = 0;
 	sem->gwait = false;

@@ -12,7 +12,7 @@
  * judged; `--quick` makes 2,000 locks once (the smoke test).
  *
  * Cold: the heap grows, and on a VM the page faults cost more than the
- * locks (a cpuhp_rwsem is 384 bytes, 128-byte aligned, in slabs of 64; a
+ * locks (a cpuhp_rwsem is 256 bytes, 128-byte aligned, in slabs of 64; a
  * pthread_rwlock_t 56, in a 64-byte heap block).  Each kind is made cold in
  * a fresh fork child of its own (three rounds, alternating; medians), so
  * that neither reuses heap the other left resident; the children also give

@@ -135,7 +135,7 @@ byte gp_state = GP_IDLE;   /* ->state */
 byte gp_count;             /* ->count */
 byte rss_lock = NONE;      /* ->lock: the owner's _pid */
 bit rss_cond[NR_WRITERS];  /* writer w sleeps on ->cond */
-bit cb_queued;             /* ->cb handed to call_rcu(), not yet run (G) */
+bit cb_queued;             /* ->defer.rcu handed to call_rcu(), not yet run (G) */
 bit timer_armed;           /* ->defer queued for window_expire() (H) */
 
 /* --------------------------------------------------- struct cpuhp_rwsem */
@@ -232,7 +232,7 @@ byte wstate[NR_WRITERS];
 	:: else -> i = 0; break                                                \
 	od
 
-/* urcu_memb_call_rcu(&rss->cb, rcu_sync_func); inside a locked step. */
+/* urcu_memb_call_rcu(&rss->defer.rcu, rcu_sync_func); inside a locked step. */
 inline call_rcu()
 {
 	assert(!cb_queued); /* never two callbacks pending */

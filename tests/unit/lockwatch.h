@@ -64,9 +64,9 @@ static inline int lw_gp_state(struct cpuhp_rcu_sync *rss)
 {
 	int s;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	s = atomic_load(&rss->state);
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return s;
 }
 
@@ -74,9 +74,9 @@ static inline int lw_gp_count(struct cpuhp_rcu_sync *rss)
 {
 	int c;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	c = rss->count;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return c;
 }
 
@@ -84,9 +84,9 @@ static inline unsigned long lw_gp_syncs(struct cpuhp_rcu_sync *rss)
 {
 	unsigned long n;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	n = rss->nr_sync;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return n;
 }
 
@@ -94,9 +94,9 @@ static inline unsigned long lw_gp_fences(struct cpuhp_rcu_sync *rss)
 {
 	unsigned long n;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	n = rss->nr_fences;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return n;
 }
 
@@ -104,9 +104,9 @@ static inline unsigned long lw_gp_callbacks(struct cpuhp_rcu_sync *rss)
 {
 	unsigned long n;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	n = rss->nr_callbacks;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return n;
 }
 
@@ -114,9 +114,9 @@ static inline unsigned long lw_gp_windows(struct cpuhp_rcu_sync *rss)
 {
 	unsigned long n;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	n = rss->nr_windows;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return n;
 }
 
@@ -135,9 +135,9 @@ static inline bool lw_idle_or_lingering(struct cpuhp_rcu_sync *rss)
  */
 static inline void lw_no_linger(struct cpuhp_rcu_sync *rss)
 {
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	rss->credit_ns = -((int64_t)1 << 62);
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 /*
@@ -183,18 +183,18 @@ static inline void lw_rcu_release(struct lw_rcu_holder *h)
  */
 static inline void lw_wait_idle(struct cpuhp_rcu_sync *rss)
 {
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	while (atomic_load(&rss->state) != CPUHP__GP_IDLE) {
 		if (atomic_load(&rss->state) != CPUHP__GP_LINGER) {
-			pthread_cond_wait(&rss->cond, &rss->lock);
+			cpuhp__rcu_sync_wait_locked(rss);
 			continue;
 		}
-		pthread_mutex_unlock(&rss->lock);
+		cpuhp__futex_unlock(&rss->lock);
 		cpuhp__rcu_sync_linger_end(rss);
 		sched_yield();
-		pthread_mutex_lock(&rss->lock);
+		cpuhp__futex_lock(&rss->lock);
 	}
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 #endif /* CPUHP_TESTS_LOCKWATCH_H */

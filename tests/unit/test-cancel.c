@@ -448,9 +448,9 @@ static unsigned long destroy_waits(struct cpuhp_rcu_sync *rss)
 {
 	unsigned long n;
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	n = rss->nr_destroy_waits;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	return n;
 }
 

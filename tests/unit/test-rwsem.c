@@ -720,7 +720,7 @@ static void rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms(void)
 	cpuhp_rwsem_write_lock(sem); /* measures a cost, queues a timer */
 	cpuhp_rwsem_write_unlock(sem);
 	lw_wait_idle(rss);
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	if (cpuhp__asym_fence)
 		CHECK(rss->reenter_ns > 0); /* measured by the enter from IDLE */
 	rss->reenter_ns = 1000;
@@ -730,7 +730,7 @@ static void rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms(void)
 	CHECK_EQ_INT(w, cost * 9 < 11000000 ? cost * 9 : 11000000);
 	rss->reenter_ns = 100000000; /* 100 ms: the cap wins over the lower bound */
 	CHECK_EQ_INT(cpuhp__rcu_sync_window_ns_locked(rss), 11000000);
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	cpuhp_rwsem_free(sem);
 }
 
@@ -758,12 +758,12 @@ static void rwsem_free_right_after_last_writer_waits_for_the_window(void)
 static void set_linger_policy(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_t gap,
                               int64_t credit)
 {
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	rss->reenter_ns = cost;
 	rss->gap_ns = gap;
 	rss->credit_ns = credit;
 	rss->credit_at_ns = cpuhp__now_ns();
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 }
 
 /* A writer comes and goes; its exit lingers for an hour (one re-enter cost). */
@@ -852,7 +852,7 @@ static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
 	struct cpuhp_rcu_sync *rss = &sem->rss;
 	const uint64_t t = cpuhp__now_ns();
 
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	rss->reenter_ns = 1000;
 	rss->gap_ns = 9000;
 	rss->credit_ns = 1000;
@@ -876,12 +876,12 @@ static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
 	/* Nothing earned from here on (the accrual's clock is in the future). */
 	rss->credit_ns = 0;
 	rss->credit_at_ns = t + 3600ull * 1000000000u;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	cpuhp_rwsem_write_lock(sem); /* leaves IDLE */
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	if (cpuhp__asym_fence)
 		CHECK(rss->credit_ns < 0 && -rss->credit_ns == (int64_t)rss->reenter_ns);
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	lw_no_linger(rss);
 	cpuhp_rwsem_write_unlock(sem);
 	cpuhp_rwsem_free(sem);
@@ -993,7 +993,9 @@ static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		if (lw_gp_state(&sem->rss) != CPUHP__GP_LINGER || sem->rss.requeue)
+		/* The reset again (idempotent here: nobody else runs) says no requeue. */
+		if (lw_gp_state(&sem->rss) != CPUHP__GP_LINGER ||
+		    cpuhp__rcu_sync_reset_after_fork(&sem->rss))
 			_exit(2);
 		cpuhp_rwsem_read_lock(sem);
 		cpuhp_rwsem_read_unlock(sem);

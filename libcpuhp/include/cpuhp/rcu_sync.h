@@ -62,6 +62,10 @@ struct cpuhp_rcu_sync;
  * cpuhp_rcu_sync_new() - allocate an idle rcu_sync.
  * @out: receives the new object on success; untouched on failure.
  *
+ * The object is one allocation of 176 bytes (the 152 that each
+ * cpuhp_rwsem embeds, and its place in the fork handlers' list); making
+ * it takes no lock but that list's and cannot fail otherwise.
+ *
  * Context: any thread; not async-signal-safe (allocates).
  * Return: 0, or -ENOMEM.
  */
