@@ -74,14 +74,19 @@
  *      ->lock and counts itself, and the expiry then goes to PASSED, never
  *      IDLE (or it finds LINGER and moves it to PASSED itself, so no end
  *      finds LINGER while it is inside), so no reader took the fast path
- *      since the membarrier of the first writer of the run.  For G readers the return to IDLE must
- * wait a grace period (a reader section that saw "not idle" may still run); H readers have no
- * sections, so I replaces that grace period and the window's length is policy, not correctness. J
- * rcu_sync, G readers only: the writers' sections and their exits (under ->lock), then a grace
- * period that starts after the last exit, then ->state = IDLE (release, under ->lock). defer.c:
- * wait_gp_unlocked(), then rcu_sync.c: gp_expire(); rcu_sync.c: exit_without_thread() (no timer
- * thread); and rcu_sync_func() after call_rcu() where the timer thread is gone. pairs with the G
- * readers' sections: rwsem.c: fast_inc_rcu(), fast_dec_rcu(), and cpuhp_rcu_read_lock() users of
+ *      since the membarrier of the first writer of the run.  For G readers
+ *      the return to IDLE must wait a grace period (a reader section that
+ *      saw "not idle" may still run); H readers have no sections, so I
+ *      replaces that grace period and the window's length is policy, not
+ *      correctness.
+ *   J  rcu_sync, G readers only: the writers' sections and their exits
+ *      (under ->lock), then a grace period that starts after the last exit,
+ *      then ->state = IDLE (release, under ->lock).
+ *        defer.c: wait_gp_unlocked(), then rcu_sync.c: gp_expire();
+ *        rcu_sync.c: exit_without_thread() (no timer thread); and
+ *        rcu_sync_func() after call_rcu() where the timer thread is gone.
+ *      pairs with the G readers' sections: rwsem.c: fast_inc_rcu(),
+ *      fast_dec_rcu(), and cpuhp_rcu_read_lock() users of
  *      cpuhp_rcu_sync_is_idle().  A section that saw "not idle" (and took
  *      the slow path) has ended before IDLE is stored; one that sees IDLE
  *      began after the grace period did, so after the last exit, and sees
