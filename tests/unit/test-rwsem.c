@@ -904,18 +904,18 @@ static void rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only(v
 		return;
 	linger_for_an_hour(sem);     /* cost an hour, credit an hour */
 	cpuhp_rwsem_write_lock(sem); /* LINGER -> PASSED: nothing measured */
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	CHECK_EQ_INT(rss->reenter_ns, hour - hour / 64);
 	rss->credit_ns = 0; /* and none earned from here on */
 	rss->credit_at_ns = cpuhp__now_ns() + hour;
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	cpuhp__rcu_sync_window_hold(rss); /* the window stays open for the next enter */
 	cpuhp_rwsem_write_unlock(sem);    /* no credit: no lingering, PASSED -> EXIT */
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
 	cpuhp_rwsem_write_lock(sem); /* inside the window, without credit */
-	pthread_mutex_lock(&rss->lock);
+	cpuhp__futex_lock(&rss->lock);
 	CHECK_EQ_INT(rss->reenter_ns, hour - hour / 64);
-	pthread_mutex_unlock(&rss->lock);
+	cpuhp__futex_unlock(&rss->lock);
 	cpuhp_rwsem_write_unlock(sem);
 	cpuhp__rcu_sync_window_release(rss);
 	lw_wait_idle(rss);
