@@ -579,7 +579,9 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
         check_invariants(rig, rnd, row)
     row['numbers']['rounds'] = '/'.join(f'{k} {v}' for k, v in sorted(kinds.items()))
     row['numbers']['raw clients closed for a bad slot'] = closed
-    assert 'protocol violation' in d.log() or not kinds['raw']
+    # Logged for each raw client closed for its slot; a raw round may also
+    # write a value within 0..16, which is no violation.
+    assert ('protocol violation' in d.log()) == (closed > 0), (closed, kinds)
 
 
 # ---- 6a. cpuhpd killed while leases are held (issue 17 §1) ----
