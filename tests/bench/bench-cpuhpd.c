@@ -41,17 +41,10 @@
 
 #define MSG_SIZE 16 /* about a framed LeaseAcquire */
 
-static char dir[32], sock_path[64], echo_path[64], sys_root[64], log_path[64];
+static struct bench_dir bd;
+static char echo_path[64];
 static pid_t daemon_pid, echo_pid;
 static unsigned iters = 20000, nthreads = 8, hotplug_iters = 200;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what, int err)
 {
@@ -173,7 +166,7 @@ static void run_wait(char *const argv[])
 
 static void start_daemon(const char *cpuhpd)
 {
-	int err = bench_cpuhpd_start(cpuhpd, dir, sock_path, sys_root, log_path, &daemon_pid);
+	int err = bench_cpuhpd_start(cpuhpd, bd.dir, bd.sock, bd.sys_root, bd.log, &daemon_pid);
 
 	if (err)
 		die(cpuhpd, -err);
@@ -191,7 +184,7 @@ static void stop_daemon(void)
 static struct cpuhp_client *client(void)
 {
 	struct cpuhp_client *c;
-	int err = cpuhp_client_connect(sock_path, &c);
+	int err = cpuhp_client_connect(bd.sock, &c);
 
 	if (err)
 		die("cpuhp_client_connect", err);
@@ -209,10 +202,10 @@ static struct stats bench_echo(unsigned n)
 	for (unsigned i = 0; i < n / 10; i++)
 		echo_once(fd);
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t t = now_ns();
+		uint64_t t = bench_now_ns();
 
 		echo_once(fd);
-		ns[i] = now_ns() - t;
+		ns[i] = bench_now_ns() - t;
 	}
 	close(fd);
 	s = summarize(ns, n);
@@ -241,16 +234,16 @@ static void *lease_thread(void *arg)
 	if (r->start)
 		pthread_barrier_wait(r->start);
 	for (unsigned i = 0; i < r->n; i++) {
-		uint64_t t0 = now_ns(), t1;
+		uint64_t t0 = bench_now_ns(), t1;
 
 		err = cpuhp_client_lease_acquire(c, 1000, &id);
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		if (!err)
 			err = cpuhp_client_lease_release(c, id);
 		if (err)
 			die("lease", err);
 		r->acq_ns[i] = t1 - t0;
-		r->pair_ns[i] = now_ns() - t0;
+		r->pair_ns[i] = bench_now_ns() - t0;
 	}
 	cpuhp_client_close(c);
 	return NULL;
@@ -280,10 +273,10 @@ static struct lease_result bench_leases(unsigned threads, unsigned n)
 		pthread_create(&tid[i], NULL, lease_thread, &runs[i]);
 	}
 	pthread_barrier_wait(&start);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (unsigned i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	res.acq = summarize(acq, (size_t)threads * n);
 	res.pair = summarize(pair, (size_t)threads * n);
 	res.leases_per_s = (double)threads * n / ((double)(t1 - t0) / 1e9);
@@ -318,7 +311,7 @@ static struct stats bench_release_to_write(unsigned n)
 	bool state = true; /* cpu1 starts online */
 	struct stats s;
 
-	snprintf(online, sizeof(online), "%s/devices/system/cpu/cpu1/online", sys_root);
+	snprintf(online, sizeof(online), "%s/devices/system/cpu/cpu1/online", bd.sys_root);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", online);
 	for (unsigned i = 0; i < n; i++) {
 		struct cpuhp_client_status status;
@@ -340,11 +333,11 @@ static struct stats bench_release_to_write(unsigned n)
 		unlink(online);
 		if (mkfifo(online, 0644) < 0)
 			die("mkfifo", errno);
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		if ((err = cpuhp_client_lease_release(holder, lease)))
 			die("release", err);
 		fd = open(online, O_WRONLY);
-		ns[i] = now_ns() - t0;
+		ns[i] = bench_now_ns() - t0;
 		if (fd < 0)
 			die("open fifo", errno);
 		/* Let the hotplug go on: the value for its read, then a plain file again. */
@@ -374,7 +367,7 @@ int main(int argc, char **argv)
 	char *sim_argv[5];
 	struct stats echo, rel;
 	struct lease_result one, many;
-	int argi = 1;
+	int argi = 1, err;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		printf("Usage: bench-cpuhpd [--quick] CPUHPD CPUHPD-SIMSYSFS\n"
@@ -394,17 +387,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* Socket leases, the round trips this measures; bench-fastlease times the fast path. */
 	setenv(CPUHP_CLIENT_FAST_PATH_ENV, "0", 1);
-	snprintf(dir, sizeof(dir), "/tmp/cpuhpd-bench-XXXXXX");
-	if (!mkdtemp(dir))
-		die("mkdtemp", errno);
-	snprintf(sock_path, sizeof(sock_path), "%s/cpuhpd.sock", dir);
-	snprintf(echo_path, sizeof(echo_path), "%s/echo.sock", dir);
-	snprintf(sys_root, sizeof(sys_root), "%s/sys", dir);
-	snprintf(log_path, sizeof(log_path), "%s/cpuhpd.log", dir);
+	err = bench_dir_make(&bd);
+	if (err)
+		die("mkdtemp", err);
+	snprintf(echo_path, sizeof(echo_path), "%s/echo.sock", bd.dir);
 	sim_argv[0] = argv[argi + 1];
 	sim_argv[1] = "--cpus";
 	sim_argv[2] = "0-1";
-	sim_argv[3] = sys_root;
+	sim_argv[3] = bd.sys_root;
 	sim_argv[4] = NULL;
 	run_wait(sim_argv);
 	start_daemon(argv[argi]);
@@ -436,12 +426,7 @@ int main(int argc, char **argv)
 	printf("target: acquire within 2x of the echo floor: %s (%.2fx)\n",
 	       one.acq.median_us <= 2 * echo.median_us ? "met" : "NOT met",
 	       one.acq.median_us / echo.median_us);
-	{
-		char cmd[200];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd))
-			fprintf(stderr, "bench-cpuhpd: could not remove %s\n", dir);
-	}
+	if (bench_dir_remove(&bd))
+		fprintf(stderr, "bench-cpuhpd: could not remove %s\n", bd.dir);
 	return 0;
 }

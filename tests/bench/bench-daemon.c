@@ -5,12 +5,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -130,4 +132,34 @@ void bench_cpuhpd_stop(pid_t pid)
 
 	kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
+}
+
+uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int bench_dir_make(struct bench_dir *d)
+{
+	snprintf(d->dir, sizeof(d->dir), "/tmp/cpuhpd-bench-XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -errno;
+	snprintf(d->sock, sizeof(d->sock), "%s/cpuhpd.sock", d->dir);
+	snprintf(d->sys_root, sizeof(d->sys_root), "%s/sys", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/cpuhpd.log", d->dir);
+	return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path) ? -errno : 0;
+}
+
+int bench_dir_remove(const struct bench_dir *d)
+{
+	/* Depth first, not following symlinks out of the tree. */
+	return nftw(d->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -11,6 +11,23 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+/* A benchmark's private directory and the paths its cpuhpd uses in it. */
+struct bench_dir {
+	char dir[32];      /* /tmp/cpuhpd-bench-XXXXXX */
+	char sock[64];     /* DIR/cpuhpd.sock */
+	char sys_root[64]; /* DIR/sys, the simulated tree */
+	char log[64];      /* DIR/cpuhpd.log, cpuhpd's stderr */
+};
+
+/* Make the directory (mkdtemp) and fill in the paths.  0 or -errno. */
+int bench_dir_make(struct bench_dir *d);
+
+/* Remove the directory and everything below it.  0 or -errno. */
+int bench_dir_remove(const struct bench_dir *d);
+
 /* Sort @n samples of nanoseconds, ascending, in place. */
 void bench_sort_ns(uint64_t *ns, size_t n);
 

@@ -55,20 +55,13 @@ extern char **environ;
 
 enum kind { RAW, CLIENT, FRESH, CTL, START, VERSION, NKINDS };
 
-static char dir[32], sock_path[64], sys_root[64], log_path[64], online_path[96];
+static struct bench_dir bd;
+static char online_path[96];
 static pid_t daemon_pid;
 static unsigned rounds = 30, cpu = 1;
 static const char *sim_cpus = "0-1";
 static bool real, keep;
 static volatile sig_atomic_t restoring;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Write @val into the CPU's online file as `echo` would.  0 or -errno. */
 static int raw_write(const char *val)
@@ -119,9 +112,9 @@ static double median_ms(uint64_t *ns, unsigned n)
 /* Run cpuhpctl with @args (NULL-ended, at most 4), stdout to /dev/null.  Return: its time. */
 static uint64_t ctl(const char *cpuhpctl, const char *a1, const char *a2)
 {
-	char *argv[] = {(char *)cpuhpctl, "--socket", sock_path, (char *)a1, (char *)a2, NULL};
+	char *argv[] = {(char *)cpuhpctl, "--socket", bd.sock, (char *)a1, (char *)a2, NULL};
 	posix_spawn_file_actions_t fa;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	int err, st;
 	pid_t pid;
 
@@ -135,14 +128,14 @@ static uint64_t ctl(const char *cpuhpctl, const char *a1, const char *a2)
 		die("waitpid", errno);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		die(a1, EIO);
-	return now_ns() - t0;
+	return bench_now_ns() - t0;
 }
 
 /* Connect, ask, close: cpuhpctl's work without its process start. */
 static int set_online_fresh(const char *cpus, bool online)
 {
 	struct cpuhp_client *c;
-	int err = cpuhp_client_connect(sock_path, &c);
+	int err = cpuhp_client_connect(bd.sock, &c);
 
 	if (err)
 		return err;
@@ -185,39 +178,39 @@ static void one(enum kind k, const char *cpuhpctl, struct cpuhp_client *c, struc
 	snprintf(cpus, sizeof(cpus), "%u", cpu);
 	switch (k) {
 	case RAW:
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		err = raw_write("0\n");
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		if (err)
 			die(online_path, err);
 		err = raw_write("1\n");
-		t2 = now_ns();
+		t2 = bench_now_ns();
 		if (err)
 			die(online_path, err);
 		s->off[k][i] = t1 - t0;
 		s->on[k][i] = t2 - t1;
 		break;
 	case CLIENT:
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		err = cpuhp_client_set_online(c, cpus, false, 10000);
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		if (err)
 			die(cpuhp_client_last_message(c), err);
 		err = cpuhp_client_set_online(c, cpus, true, 10000);
-		t2 = now_ns();
+		t2 = bench_now_ns();
 		if (err)
 			die(cpuhp_client_last_message(c), err);
 		s->off[k][i] = t1 - t0;
 		s->on[k][i] = t2 - t1;
 		break;
 	case FRESH:
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		err = set_online_fresh(cpus, false);
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		if (err)
 			die("fresh connection: offline", err);
 		err = set_online_fresh(cpus, true);
-		t2 = now_ns();
+		t2 = bench_now_ns();
 		if (err)
 			die("fresh connection: online", err);
 		s->off[k][i] = t1 - t0;
@@ -286,7 +279,7 @@ int main(int argc, char **argv)
 	static const char *names[NKINDS] = {"raw write", "cpuhpd (client)",
 	                                    "cpuhpd (new connection)", "cpuhpctl", ""};
 	const char *env = getenv("CPUHP_TEST_REAL_HOTPLUG"), *why = NULL, *cpuhpctl;
-	char *sim_argv[] = {NULL, "--cpus", "0-1", sys_root, NULL};
+	char *sim_argv[] = {NULL, "--cpus", "0-1", bd.sys_root, NULL};
 	bool asked = env && !strcmp(env, "1");
 	struct samples s;
 	double off[NKINDS], on[NKINDS];
@@ -320,14 +313,12 @@ int main(int argc, char **argv)
 	}
 	cpuhpctl = argv[argi + 2];
 	signal(SIGPIPE, SIG_IGN);
-	snprintf(dir, sizeof(dir), "/tmp/cpuhpd-bench-XXXXXX");
-	if (!mkdtemp(dir))
-		die("mkdtemp", errno);
-	snprintf(sock_path, sizeof(sock_path), "%s/cpuhpd.sock", dir);
-	snprintf(log_path, sizeof(log_path), "%s/cpuhpd.log", dir);
+	err = bench_dir_make(&bd);
+	if (err)
+		die("mkdtemp", err);
 	real = real_ok(asked, &why);
 	if (real) {
-		snprintf(sys_root, sizeof(sys_root), "/sys");
+		snprintf(bd.sys_root, sizeof(bd.sys_root), "/sys");
 		atexit(restore_cpu);
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
@@ -337,19 +328,19 @@ int main(int argc, char **argv)
 		       "\"raw write\" is a file write: the ratios measure cpuhpd alone)\n",
 		       why);
 		cpu = 1;
-		snprintf(sys_root, sizeof(sys_root), "%s/sys", dir);
 		snprintf(online_path, sizeof(online_path), "%s/devices/system/cpu/cpu1/online",
-		         sys_root);
+		         bd.sys_root);
 		sim_argv[0] = argv[argi + 1];
 		sim_argv[2] = (char *)sim_cpus;
 		err = bench_run_wait(sim_argv);
 		if (err)
 			die(sim_argv[0], err);
 	}
-	err = bench_cpuhpd_spawn(argv[argi], dir, sock_path, sys_root, log_path, real, &daemon_pid);
+	err =
+	    bench_cpuhpd_spawn(argv[argi], bd.dir, bd.sock, bd.sys_root, bd.log, real, &daemon_pid);
 	if (err)
 		die("starting cpuhpd", err);
-	err = cpuhp_client_connect(sock_path, &c);
+	err = cpuhp_client_connect(bd.sock, &c);
 	if (err)
 		die("connect", err);
 
@@ -406,13 +397,10 @@ int main(int argc, char **argv)
 		free(s.on[k]);
 	}
 	if (keep) {
-		printf("cpuhpd's log: %s\n", log_path);
+		printf("cpuhpd's log: %s\n", bd.log);
 	} else {
-		char cmd[200];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd))
-			fprintf(stderr, "bench-hotplug: could not remove %s\n", dir);
+		if (bench_dir_remove(&bd))
+			fprintf(stderr, "bench-hotplug: could not remove %s\n", bd.dir);
 	}
 	return 0;
 }

@@ -35,17 +35,9 @@
 
 extern char **environ;
 
-static char dir[32], sock_path[64], sys_root[64], log_path[64];
+static struct bench_dir bd;
 static pid_t daemon_pid;
 static unsigned iters = 200;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what, int err)
 {
@@ -73,9 +65,9 @@ static struct result cycle(struct cpuhp_client *c)
 	if (!off || !on)
 		die("calloc", ENOMEM);
 	for (unsigned i = 0; i < iters; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bench_now_ns();
 		int err = cpuhp_client_set_online(c, "1", false, 10000);
-		uint64_t t1 = now_ns();
+		uint64_t t1 = bench_now_ns();
 
 		if (err)
 			die(cpuhp_client_last_message(c), err);
@@ -83,7 +75,7 @@ static struct result cycle(struct cpuhp_client *c)
 		if (err)
 			die(cpuhp_client_last_message(c), err);
 		off[i] = t1 - t0;
-		on[i] = now_ns() - t1;
+		on[i] = bench_now_ns() - t1;
 	}
 	r.off_us = median_us(off, iters);
 	r.on_us = median_us(on, iters);
@@ -95,7 +87,7 @@ static struct result cycle(struct cpuhp_client *c)
 /* `cpuhpctl state NAME --nocalls --teardown true --startup true`, once it says registered. */
 static pid_t start_hook(const char *cpuhpctl)
 {
-	char *argv[] = {(char *)cpuhpctl, "--socket",  sock_path,    "state",
+	char *argv[] = {(char *)cpuhpctl, "--socket",  bd.sock,      "state",
 	                "bench-hook",     "--nocalls", "--teardown", "true",
 	                "--startup",      "true",      NULL};
 	posix_spawn_file_actions_t fa;
@@ -126,7 +118,7 @@ int main(int argc, char **argv)
 	static const unsigned counts[] = {0, 1, 10, 100};
 	struct cpuhp_client_state *states[MAX_STATES];
 	struct result res[4], hook = {0};
-	char *sim_argv[] = {NULL, "--cpus", "0-1", sys_root, NULL};
+	char *sim_argv[] = {NULL, "--cpus", "0-1", bd.sys_root, NULL};
 	const char *cpuhpctl = NULL;
 	struct cpuhp_client *c;
 	unsigned have = 0;
@@ -150,20 +142,17 @@ int main(int argc, char **argv)
 	if (argc - argi == 3)
 		cpuhpctl = argv[argi + 2];
 	signal(SIGPIPE, SIG_IGN);
-	snprintf(dir, sizeof(dir), "/tmp/cpuhpd-bench-XXXXXX");
-	if (!mkdtemp(dir))
-		die("mkdtemp", errno);
-	snprintf(sock_path, sizeof(sock_path), "%s/cpuhpd.sock", dir);
-	snprintf(sys_root, sizeof(sys_root), "%s/sys", dir);
-	snprintf(log_path, sizeof(log_path), "%s/cpuhpd.log", dir);
+	err = bench_dir_make(&bd);
+	if (err)
+		die("mkdtemp", err);
 	sim_argv[0] = argv[argi + 1];
 	err = bench_run_wait(sim_argv);
 	if (err)
 		die(sim_argv[0], err);
-	err = bench_cpuhpd_start(argv[argi], dir, sock_path, sys_root, log_path, &daemon_pid);
+	err = bench_cpuhpd_start(argv[argi], bd.dir, bd.sock, bd.sys_root, bd.log, &daemon_pid);
 	if (err)
 		die("starting cpuhpd", err);
-	err = cpuhp_client_connect(sock_path, &c);
+	err = cpuhp_client_connect(bd.sock, &c);
 	if (err)
 		die("connect", err);
 
@@ -214,11 +203,8 @@ int main(int argc, char **argv)
 		       hook.off_us, hook.on_us, hook.off_us / res[0].off_us,
 		       hook.on_us / res[0].on_us, hook.off_us - res[0].off_us);
 	{
-		char cmd[200];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd))
-			fprintf(stderr, "bench-states: could not remove %s\n", dir);
+		if (bench_dir_remove(&bd))
+			fprintf(stderr, "bench-states: could not remove %s\n", bd.dir);
 	}
 	return 0;
 }
