@@ -44,7 +44,8 @@
  * call_rcu() (1 ms timer + liburcu's 10 ms batching), which the README's
  * figures were measured with.  Where writes are rarer than that window
  * anyway, the exit lingers instead (LINGER, below): no timer, a window of
- * one re-enter cost, ended by the first reader on the slow path after it.
+ * a share of one re-enter cost, ended by the first reader on the slow path
+ * after it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -140,9 +141,10 @@ uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss)
 
 /*
  * The lingering exit (LINGER): when writers come rarely, the last exit
- * arms no timer at all.  The window is then short (one re-enter cost),
- * and whoever needs IDLE ends it after that: the first reader on the slow
- * path (cpuhp__rcu_sync_linger_poll(), from rwsem.c), or free.  A writer
+ * arms no timer at all.  The window is then short (an eighth of a
+ * re-enter cost, below), and whoever needs IDLE ends it after that: the
+ * first reader on the slow path (cpuhp__rcu_sync_linger_poll(), from
+ * rwsem.c), or free.  A writer
  * that comes first finds LINGER, skips the membarrier and goes to PASSED
  * itself (nothing is queued that would).  So the writer's exit makes no
  * system call, and no timer thread wakes on a busy CPU; readers that are
@@ -159,8 +161,21 @@ uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss)
  * cost; an exit lingers only with a cost in hand.  Whatever the gaps, the
  * writers' re-enters then cost at most 1/N of any time T plus the cap
  * (payments after a long window are earned by that window itself).
+ *
+ * How long: readers lose the whole linger on every exit, and it saves the
+ * writers a re-enter only when the next one comes before its end.  With
+ * gaps of N costs or more that is the next writer of a burst (write_lock
+ * right after write_unlock, microseconds), not the next of the period.
+ * A linger of one whole cost kept readers slow for a third of their
+ * non-idle time (bench-mixed's 20,000-loop writer: 28 us of membarrier,
+ * 28 us of linger, 10 of the writer's section, in a 440 us period), for
+ * writers that came inside it only in bursts; CPUHP__LINGER_SHARE of a
+ * cost still covers those (a write of a burst takes a tenth of a cost).
+ * A writer that misses it pays a re-enter, which the credit bounds as
+ * above.
  */
 #define CPUHP__LINGER_CREDIT 3
+#define CPUHP__LINGER_SHARE  8
 /* Readers on the slow path read the clock once in this many polls. */
 #define CPUHP__LINGER_POLL 16
 
@@ -601,11 +616,12 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 		if (window && s == CPUHP__GP_PASSED && cpuhp__rcu_sync_lingers_locked(rss, now)) {
 			/*
 			 * PASSED -> LINGER: writers come rarely; readers go
-			 * fast one re-enter cost from now, by the first slow
-			 * reader after that (I), and nothing is queued.
+			 * fast a share of a re-enter cost from now, by the
+			 * first slow reader after that (I), and nothing is
+			 * queued.
 			 */
 			set_state(rss, CPUHP__GP_LINGER);
-			rss->idle_at_ns = now + rss->reenter_ns;
+			rss->idle_at_ns = now + rss->reenter_ns / CPUHP__LINGER_SHARE;
 			atomic_store_explicit(&rss->linger_until_ns, rss->idle_at_ns,
 			                      memory_order_relaxed);
 			broadcast_locked(rss); /* lockwatch.h waits */

@@ -766,15 +766,21 @@ static void set_linger_policy(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_
 	cpuhp__futex_unlock(&rss->lock);
 }
 
-/* A writer comes and goes; its exit lingers for an hour (one re-enter cost). */
+/*
+ * A writer comes and goes; its exit lingers for an hour: an eighth of its
+ * re-enter cost, which is 8 hours here.
+ */
 static void linger_for_an_hour(struct cpuhp_rwsem *sem)
 {
 	const uint64_t hour = 3600ull * 1000000000u;
 
 	cpuhp_rwsem_write_lock(sem);
-	set_linger_policy(&sem->rss, hour, 100 * hour, (int64_t)hour);
+	set_linger_policy(&sem->rss, 8 * hour, 800 * hour, (int64_t)(8 * hour));
 	cpuhp_rwsem_write_unlock(sem);
 	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	cpuhp__futex_lock(&sem->rss.lock);
+	CHECK_EQ_INT(sem->rss.idle_at_ns - sem->rss.exit_at_ns, hour);
+	cpuhp__futex_unlock(&sem->rss.lock);
 }
 
 static bool skip_without_membarrier(struct cpuhp_rwsem *sem)
@@ -814,7 +820,7 @@ static void rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it(void)
 }
 
 /*
- * Before its time (here an hour: one re-enter cost) readers leave LINGER
+ * Before its time (here an hour: an eighth of a re-enter cost) readers leave LINGER
  * alone; a writer that comes finds it, skips the membarrier and moves it to
  * PASSED itself (LINGER -> PASSED); free ends it without waiting.
  */
@@ -902,10 +908,10 @@ static void rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only(v
 
 	if (skip_without_membarrier(sem))
 		return;
-	linger_for_an_hour(sem);     /* cost an hour, credit an hour */
+	linger_for_an_hour(sem);     /* cost 8 hours, credit as much */
 	cpuhp_rwsem_write_lock(sem); /* LINGER -> PASSED: nothing measured */
 	cpuhp__futex_lock(&rss->lock);
-	CHECK_EQ_INT(rss->reenter_ns, hour - hour / 64);
+	CHECK_EQ_INT(rss->reenter_ns, 8 * hour - 8 * hour / 64);
 	rss->credit_ns = 0; /* and none earned from here on */
 	rss->credit_at_ns = cpuhp__now_ns() + hour;
 	cpuhp__futex_unlock(&rss->lock);
@@ -914,7 +920,7 @@ static void rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only(v
 	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
 	cpuhp_rwsem_write_lock(sem); /* inside the window, without credit */
 	cpuhp__futex_lock(&rss->lock);
-	CHECK_EQ_INT(rss->reenter_ns, hour - hour / 64);
+	CHECK_EQ_INT(rss->reenter_ns, 8 * hour - 8 * hour / 64);
 	cpuhp__futex_unlock(&rss->lock);
 	cpuhp_rwsem_write_unlock(sem);
 	cpuhp__rcu_sync_window_release(rss);
