@@ -47,16 +47,20 @@ static const char *const variant_label[V_NR] = {
 /* The writer's delay after each write: pause loops, or nanoseconds spun. */
 struct scenario {
 	const char *label;
+	const char *name; /* for --scenarios */
 	unsigned long loops;
 	uint64_t ns;
 	bool no_writer;
 };
 
 static const struct scenario scenarios[] = {
-    {"no writer", 0, 0, true},   {"20,000 loops", 20000, 0, false}, {"100 us", 0, 100000, false},
-    {"1 ms", 0, 1000000, false}, {"10 ms", 0, 10000000, false},
+    {"no writer", "none", 0, 0, true},        {"20,000 loops", "20000", 20000, 0, false},
+    {"100 us", "100us", 0, 100000, false},    {"1 ms", "1ms", 0, 1000000, false},
+    {"10 ms", "10ms", 0, 10000000, false},
 };
 #define NR_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+/* The scenarios run (--scenarios): all by default. */
+static bool scenario_on[NR_SCENARIOS] = {true, true, true, true, true};
 #define MAX_REPS     64
 
 struct lock {
@@ -358,6 +362,35 @@ static void table_head(const char *title)
 	printf("\n");
 }
 
+/* --scenarios: a comma-separated list of names; 0, or -EINVAL after saying why. */
+static int parse_scenarios(const char *list)
+{
+	char *copy = strdup(list), *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (unsigned s = 0; s < NR_SCENARIOS; s++)
+		scenario_on[s] = false;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned s;
+
+		for (s = 0; s < NR_SCENARIOS && strcmp(t, scenarios[s].name); s++)
+			;
+		if (s == NR_SCENARIOS) {
+			fprintf(stderr,
+			        "bench-mixed: unknown scenario '%s' (none, 20000, 100us, 1ms, "
+			        "10ms)\n",
+			        t);
+			err = -EINVAL;
+			break;
+		}
+		scenario_on[s] = true;
+	}
+	free(copy);
+	return err;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(
@@ -370,6 +403,8 @@ static void usage(FILE *f)
 	    "  --quick          a short run for CI smoke tests (figures are rough)\n"
 	    "  --reps N         repetitions, medians are printed (default 5, max %d)\n"
 	    "  --seconds S      length of one sample (default 0.3)\n"
+	    "  --scenarios LIST the writer delays to run, comma-separated, of: none, 20000,\n"
+	    "                   100us, 1ms, 10ms (default: all)\n"
 	    "  --help           this text\n"
 	    "\n"
 	    "Exit status: 0; 1 if a reader saw the writer's section half done; 2 on bad usage.\n",
@@ -382,6 +417,7 @@ int main(int argc, char **argv)
 	    {"quick", no_argument, NULL, 'q'},
 	    {"reps", required_argument, NULL, 'r'},
 	    {"seconds", required_argument, NULL, 's'},
+	    {"scenarios", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -411,6 +447,10 @@ int main(int argc, char **argv)
 				        "bench-mixed: --seconds wants a number in (0, 60]\n");
 				return 2;
 			}
+			break;
+		case 'S':
+			if (parse_scenarios(optarg))
+				return 2;
 			break;
 		case 'h':
 			usage(stdout);
@@ -444,6 +484,8 @@ int main(int argc, char **argv)
 
 	for (unsigned rep = 0; rep < reps; rep++) {
 		for (unsigned s = 0; s < NR_SCENARIOS; s++) {
+			if (!scenario_on[s])
+				continue;
 			for (unsigned k = 0; k < V_NR; k++) {
 				/* Rotate the order, so drifts hit every variant alike. */
 				enum variant v = (enum variant)((k + rep) % V_NR);
@@ -475,6 +517,8 @@ int main(int argc, char **argv)
 	table_head("Reads, Mreads/s of the one reader (median; in parentheses the median ratio "
 	           "to pthread_rwlock in the same repetition)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
+		if (!scenario_on[s])
+			continue;
 		printf("| %s |", scenarios[s].label);
 		for (unsigned v = 0; v < V_NR; v++) {
 			printf(" %.1f", med(reads_per_s, s, v, reps) / 1e6);
@@ -488,7 +532,7 @@ int main(int argc, char **argv)
 	table_head("Writes, k/s of the one writer and µs per write lock+unlock (median; ratio "
 	           "of writes to pthread_rwlock's)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
-		if (scenarios[s].no_writer)
+		if (scenarios[s].no_writer || !scenario_on[s])
 			continue;
 		printf("| %s |", scenarios[s].label);
 		for (unsigned v = 0; v < V_NR; v++) {
@@ -509,7 +553,7 @@ int main(int argc, char **argv)
 	           "(median; above a few %, the machine is busy and the write figures measure "
 	           "its scheduler)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
-		if (scenarios[s].no_writer)
+		if (scenarios[s].no_writer || !scenario_on[s])
 			continue;
 		printf("| %s |", scenarios[s].label);
 		for (unsigned v = 0; v < V_NR; v++)
@@ -525,7 +569,7 @@ int main(int argc, char **argv)
 	table_head("Writes per second of the writer's time not spent waiting for a CPU, k/s "
 	           "(median; ratio to pthread_rwlock's in the same repetition)");
 	for (unsigned s = 0; s < NR_SCENARIOS; s++) {
-		if (scenarios[s].no_writer)
+		if (scenarios[s].no_writer || !scenario_on[s])
 			continue;
 		printf("| %s |", scenarios[s].label);
 		for (unsigned v = 0; v < V_NR; v++) {
@@ -537,6 +581,8 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 
+	if (!scenario_on[1])
+		goto out;
 	printf("\nTarget (issue 15): with the 20,000-loop writer, cpuhp_rwsem reads >= 3x "
 	       "pthread_rwlock's:\n");
 	for (unsigned v = V_SO; v < V_NR; v++) {
@@ -545,6 +591,7 @@ int main(int argc, char **argv)
 		printf("- %s: %s (%.2f)\n", variant_label[v], x >= 3 ? "MET" : "MISSED", x);
 	}
 	printf("  (the writer's period there: %.0f µs)\n", 1e6 / med(writes_per_s, 1, V_SO, reps));
+out:
 	free(r);
 	return ok ? 0 : 1;
 }
