@@ -225,6 +225,48 @@ static inline bool cpuhp__futex_trylock(struct cpuhp__futex_lock *l)
 int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
 void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
 
+/*
+ * A short spin before a futex wait, where the other side's section is
+ * usually short (the rwsem's: a writer's hold of ->block, a reader's
+ * section).  A sleep costs more than such a section on both sides: the
+ * sleeper's wait and wake-up, and the waker's futex_wake() system call,
+ * made inside its own section.  So: re-check while this returns true
+ * (a pause each call, the clock every CPUHP__SPIN_CLOCK calls, for at most
+ * CPUHP__SPIN_NS), then queue and sleep as before.  Only a delay: every
+ * check in such a loop is one the sleeping path makes too.
+ */
+/* CLOCK_MONOTONIC in ns (defer.c). */
+uint64_t cpuhp__now_ns(void);
+
+#define CPUHP__SPIN_NS    5000u
+#define CPUHP__SPIN_CLOCK 8u
+struct cpuhp__spin {
+	uint64_t until; /* 0 until the clock was first read */
+	unsigned n;
+};
+
+static inline void cpuhp__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+static inline bool cpuhp__spin(struct cpuhp__spin *sp)
+{
+	uint64_t now;
+
+	cpuhp__cpu_relax();
+	if (sp->n++ % CPUHP__SPIN_CLOCK)
+		return true;
+	now = cpuhp__now_ns();
+	if (!sp->until)
+		sp->until = now + CPUHP__SPIN_NS;
+	return now < sp->until;
+}
+
 /* ------------------------------------------------------------------ rcu_sync */
 
 enum cpuhp__gp_state {
@@ -288,7 +330,6 @@ bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
 void cpuhp__defer_prepare(void);
 /* What the caller of the last queueing paid for it (the timer's arming), ns. */
 uint64_t cpuhp__defer_queue_cost_ns(void);
-uint64_t cpuhp__now_ns(void);
 void cpuhp__defer_before_fork(void);
 void cpuhp__defer_after_fork_parent(void);
 void cpuhp__defer_after_fork_child(void);
@@ -431,6 +472,8 @@ void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_linger_end(struct cpuhp_rcu_sync *rss);
 /* Under ->lock: whether the next last exit would linger (and accrue the credit). */
 bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now);
+/* Under ->lock: an enter from IDLE paid @cost ns (spends credit, updates the estimate). */
+void cpuhp__rcu_sync_reenter_cost_locked(struct cpuhp_rcu_sync *rss, uint64_t cost);
 
 static inline bool cpuhp__rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss)
 {

@@ -237,6 +237,16 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 		goto locked;
 	if (try)
 		return false;
+	/*
+	 * A writer holds ->block, mostly for microseconds: spin a while
+	 * (internal.h) before queueing, which would also make its unlock
+	 * wake us by a system call inside its section.  The load is a hint;
+	 * read_trylock_slow() decides, with A.
+	 */
+	for (struct cpuhp__spin spin = {0, 0}; cpuhp__spin(&spin);)
+		if (!atomic_load_explicit(&sem->block, memory_order_relaxed) &&
+		    read_trylock_slow(sem, s))
+			goto locked;
 
 	/*
 	 * Not a cancellation point (internal.h): we sleep on a futex, by a
@@ -483,6 +493,19 @@ static int wait_for_readers(struct cpuhp_rwsem *sem, const struct timespec *dead
 {
 	int err = 0;
 
+	/*
+	 * Readers' sections are mostly short: sum again for a while
+	 * (internal.h) before asking them to wake us through ->wwait, which
+	 * costs each leaving reader a system call.  A zero sum here is as
+	 * final as below: D ordered ->block before every sum, and C follows.
+	 */
+	for (struct cpuhp__spin spin = {0, 0}; cpuhp__pcount_sum(&sem->readers);)
+		if (!cpuhp__spin(&spin))
+			goto sleep;
+	/* C: the readers' sections before ours; pairs with B. */
+	cpuhp__smp_mb();
+	return 0;
+sleep:
 	for (;;) {
 		/*
 		 * ->wseq before ->wwait = 1, and futex_wait() below compares
