@@ -191,15 +191,22 @@ static void credit_accrue_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
 	rss->credit_at_ns = now;
 }
 
-bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+/* The rule alone (and the credit's accrual up to @now). */
+static bool linger_rule_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
 {
 	uint64_t cost = rss->reenter_ns;
 
 	credit_accrue_locked(rss, now);
-	/* A test's hold pins the timer's window; no cost measured yet: no guess. */
-	if (rss->window_holds || !cost)
+	/* No cost measured yet: no guess. */
+	if (!cost)
 		return false;
 	return rss->gap_ns >= cost * CPUHP__WINDOW_FACTOR && rss->credit_ns >= (int64_t)cost;
+}
+
+bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+{
+	/* A test's hold pins the timer's window: the exit must open one. */
+	return linger_rule_locked(rss, now) && !rss->window_holds;
 }
 
 /*
@@ -217,6 +224,29 @@ bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
  * whatever the writers' period, aging costs them at most 1/N of their time.
  */
 #define CPUHP__REENTER_AGING 64
+
+/*
+ * Under ->lock, H: what leaving IDLE cost an enter (the membarrier, ->lock
+ * and waking the enters that waited), @cost ns.  The credit pays all of
+ * it.  The estimate is smoothed (1/4 new) and a sample counts at most
+ * CPUHP__REENTER_CLIP of it: the estimate decides between the window and
+ * lingering near a period of N costs, and one enter preempted mid-way, or
+ * a slow IPI, must not tip it (here costs were 26-32 us from p10 to p90,
+ * 57-64 at p99 and up to 10 ms at most; with outliers counted twice, two
+ * of them in a row moved it from 28 to 44 us, past a 400 us period's
+ * ninth).  A real rise still comes through, by a quarter per sample.
+ */
+#define CPUHP__REENTER_CLIP(est) ((est) + (est) / 4)
+
+void cpuhp__rcu_sync_reenter_cost_locked(struct cpuhp_rcu_sync *rss, uint64_t cost)
+{
+	uint64_t est = rss->reenter_ns;
+
+	rss->credit_ns -= (int64_t)cost; /* spent, earned back at 1/N */
+	if (est && cost > CPUHP__REENTER_CLIP(est))
+		cost = CPUHP__REENTER_CLIP(est);
+	rss->reenter_ns = est ? (3 * est + cost) / 4 : cost;
+}
 
 static void first_enter_locked(struct cpuhp_rcu_sync *rss, uint64_t now, enum cpuhp__gp_state was)
 {
@@ -549,19 +579,8 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 			/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 			set_state(rss, CPUHP__GP_PASSED);
 			broadcast_locked(rss);
-			/*
-			 * What leaving IDLE cost us: the membarrier, ->lock and
-			 * waking the enters that waited; smoothed (1/4 new).  A
-			 * sample counts at most twice the estimate: one enter
-			 * preempted mid-way must not stretch the window for
-			 * good (inside it nobody measures again).  The credit
-			 * pays the whole cost.
-			 */
 			cost = cpuhp__now_ns() - t0;
-			rss->credit_ns -= (int64_t)cost; /* spent, earned back at 1/N */
-			if (rss->reenter_ns && cost > 2 * rss->reenter_ns)
-				cost = 2 * rss->reenter_ns;
-			rss->reenter_ns = rss->reenter_ns ? (3 * rss->reenter_ns + cost) / 4 : cost;
+			cpuhp__rcu_sync_reenter_cost_locked(rss, cost);
 			cpuhp__futex_unlock(&rss->lock);
 			return;
 		}
@@ -644,8 +663,19 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 		}
 		/* REPLAY stays REPLAY; ENTER cannot be: enter returned. */
 		if (window) {
-			/* I: readers go fast once this exit's window is over. */
+			/*
+			 * I: readers go fast once this exit's window is over.
+			 * An exit inside a window (its writer came within it)
+			 * that the lingering rule would now let linger does
+			 * not stretch the window: readers go fast when the
+			 * queued expiry comes, which finds ->idle_at_ns past.
+			 * Else a window about as long as the writers' period
+			 * renews itself with each writer, and readers stay
+			 * slow until aging has shortened it.
+			 */
 			window_ns = cpuhp__rcu_sync_window_ns_locked(rss);
+			if (!queue && linger_rule_locked(rss, now))
+				window_ns = rss->reenter_ns / CPUHP__LINGER_SHARE;
 			rss->idle_at_ns = now + window_ns;
 		}
 	}

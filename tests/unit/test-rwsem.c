@@ -929,6 +929,82 @@ static void rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only(v
 }
 
 /*
+ * The re-enter cost's estimate: the first sample as it is, then 1/4 new,
+ * each sample counted at most 5/4 of the estimate (an outlier must not tip
+ * the choice between window and lingering); the credit pays every sample
+ * whole.  The samples are given here: this checks the rule, not the clock.
+ */
+static void rwsem_reenter_cost_estimate_clips_outliers_but_credit_pays_them(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rcu_sync *rss = &sem->rss;
+
+	cpuhp__futex_lock(&rss->lock);
+	rss->reenter_ns = 0;
+	rss->credit_ns = 0;
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 4000); /* the first sample: whole */
+	CHECK_EQ_INT(rss->reenter_ns, 4000);
+	CHECK_EQ_INT(rss->credit_ns, -4000);
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 4800); /* 1/4 new */
+	CHECK_EQ_INT(rss->reenter_ns, 4200);
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 5250); /* 5/4 of it: whole */
+	CHECK_EQ_INT(rss->reenter_ns, (3 * 4200 + 5250) / 4);
+	rss->reenter_ns = 4000;
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 10000000); /* 10 ms: counts 5000 */
+	CHECK_EQ_INT(rss->reenter_ns, (3 * 4000 + 5000) / 4);
+	CHECK_EQ_INT(rss->credit_ns, -4000 - 4800 - 5250 - 10000000);
+	cpuhp__futex_unlock(&rss->lock);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * A writer inside an open window exits: if the lingering rule holds now,
+ * the window is not stretched (readers go fast at the queued expiry, a
+ * lingering share of the cost after this exit at most); if not, it runs a
+ * whole window from this exit, as before.  A hold keeps the window open;
+ * the policy's inputs are set.
+ */
+static void rwsem_exit_inside_a_window_does_not_stretch_it_when_it_may_linger(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct cpuhp_rcu_sync *rss = &sem->rss;
+	uint64_t window;
+
+	if (skip_without_membarrier(sem))
+		return;
+	cpuhp__rcu_sync_window_hold(rss);
+	cpuhp_rwsem_write_lock(sem);
+	set_linger_policy(rss, 8000, 0, 0); /* short gaps, no credit: a window */
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
+	/* 9 costs and the timer's arming (measured as this exit queued it). */
+	cpuhp__futex_lock(&rss->lock);
+	CHECK(rss->idle_at_ns - rss->exit_at_ns >= 9 * 8000);
+	cpuhp__futex_unlock(&rss->lock);
+
+	cpuhp_rwsem_write_lock(sem);                    /* inside the window */
+	set_linger_policy(rss, 8000, 1000000000, 8000); /* long gaps, a cost's credit */
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
+	cpuhp__futex_lock(&rss->lock);
+	CHECK_EQ_INT(rss->idle_at_ns - rss->exit_at_ns, 8000 / 8);
+	cpuhp__futex_unlock(&rss->lock);
+
+	cpuhp_rwsem_write_lock(sem); /* and again without the rule: a whole window */
+	set_linger_policy(rss, 8000, 0, 0);
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
+	cpuhp__futex_lock(&rss->lock);
+	window = cpuhp__rcu_sync_window_ns_locked(rss); /* nothing queued since */
+	CHECK_EQ_INT(rss->idle_at_ns - rss->exit_at_ns, window);
+	cpuhp__futex_unlock(&rss->lock);
+	CHECK_EQ_INT(lw_gp_fences(rss), 1); /* only the first writer left IDLE */
+	cpuhp__rcu_sync_window_release(rss);
+	lw_wait_idle(rss);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
  * Readers running while writers linger: their slow paths end LINGER (the
  * trylock, the clock) racing with writers that find it and move it to
  * PASSED; every other writer comes while it still lingers.  Readers never
@@ -1094,6 +1170,8 @@ int main(void)
 	RUN_TEST(rwsem_writer_finds_lingering_exit_and_skips_membarrier);
 	RUN_TEST(rwsem_exit_lingers_only_with_long_gaps_and_credit);
 	RUN_TEST(rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only);
+	RUN_TEST(rwsem_reenter_cost_estimate_clips_outliers_but_credit_pays_them);
+	RUN_TEST(rwsem_exit_inside_a_window_does_not_stretch_it_when_it_may_linger);
 	RUN_TEST(rwsem_lingering_exits_with_readers_running);
 	RUN_TEST(rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock);
 #ifdef CHECK_UNDER_TSAN
