@@ -54,14 +54,14 @@ struct scenario {
 };
 
 static const struct scenario scenarios[] = {
-    {"no writer", "none", 0, 0, true},        {"20,000 loops", "20000", 20000, 0, false},
-    {"100 us", "100us", 0, 100000, false},    {"1 ms", "1ms", 0, 1000000, false},
+    {"no writer", "none", 0, 0, true},     {"20,000 loops", "20000", 20000, 0, false},
+    {"100 us", "100us", 0, 100000, false}, {"1 ms", "1ms", 0, 1000000, false},
     {"10 ms", "10ms", 0, 10000000, false},
 };
 #define NR_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 /* The scenarios run (--scenarios): all by default. */
 static bool scenario_on[NR_SCENARIOS] = {true, true, true, true, true};
-#define MAX_REPS     64
+#define MAX_REPS 64
 
 struct lock {
 	pthread_rwlock_t rw;
@@ -424,12 +424,9 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"quick", no_argument, NULL, 'q'},
-	    {"reps", required_argument, NULL, 'r'},
-	    {"seconds", required_argument, NULL, 's'},
-	    {"scenarios", required_argument, NULL, 'S'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"quick", no_argument, NULL, 'q'},         {"reps", required_argument, NULL, 'r'},
+	    {"seconds", required_argument, NULL, 's'}, {"scenarios", required_argument, NULL, 'S'},
+	    {"help", no_argument, NULL, 'h'},          {0},
 	};
 	unsigned reps = 5;
 	double seconds = 0.3;
