@@ -929,6 +929,26 @@ static void rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only(v
 }
 
 /*
+ * The spin before a futex wait (internal.h), that both slow paths make: it
+ * pauses, reads the clock once in CPUHP__SPIN_CLOCK calls, and says stop
+ * only once CPUHP__SPIN_NS have passed since its first clock read.  Checked
+ * against the clock, not a speed: it must not stop early, and it stops.
+ */
+static void rwsem_spin_before_sleeping_stops_only_after_its_budget(void)
+{
+	struct cpuhp__spin spin = {0, 0};
+	uint64_t t0 = cpuhp__now_ns(), t1;
+	unsigned calls = 1;
+
+	while (cpuhp__spin(&spin))
+		calls++;
+	t1 = cpuhp__now_ns();
+	CHECK(calls > CPUHP__SPIN_CLOCK);
+	CHECK(calls % CPUHP__SPIN_CLOCK == 1); /* it stops at a clock read */
+	CHECK(t1 - t0 >= CPUHP__SPIN_NS);
+}
+
+/*
  * The re-enter cost's estimate: the first sample as it is, then 1/4 new,
  * each sample counted at most 5/4 of the estimate (an outlier must not tip
  * the choice between window and lingering); the credit pays every sample
@@ -1170,6 +1190,7 @@ int main(void)
 	RUN_TEST(rwsem_writer_finds_lingering_exit_and_skips_membarrier);
 	RUN_TEST(rwsem_exit_lingers_only_with_long_gaps_and_credit);
 	RUN_TEST(rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only);
+	RUN_TEST(rwsem_spin_before_sleeping_stops_only_after_its_budget);
 	RUN_TEST(rwsem_reenter_cost_estimate_clips_outliers_but_credit_pays_them);
 	RUN_TEST(rwsem_exit_inside_a_window_does_not_stretch_it_when_it_may_linger);
 	RUN_TEST(rwsem_lingering_exits_with_readers_running);
