@@ -50,7 +50,7 @@ struct reader {
 };
 
 /* A timeline line; call with @lock held so that lines do not mix. */
-static void say(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
 	struct timespec now;
 	va_list ap;

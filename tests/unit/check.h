@@ -66,4 +66,7 @@
 #endif
 #endif
 
+/* A test whose RUN_TEST a ThreadSanitizer build leaves out (and says so). */
+#define CHECK_TSAN_SKIPS __attribute__((unused))
+
 #endif /* CPUHP_TESTS_CHECK_H */

@@ -260,7 +260,7 @@ static void rcu_sync_free_waits_for_pending_callback(void)
  * sides go idle.  Forking takes far less than the 1 ms, but the timer may
  * still win: then the child saw nothing to hand over (exit 3) and we retry.
  */
-static void rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child(void)
+CHECK_TSAN_SKIPS static void rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child(void)
 {
 	for (int attempt = 0;; attempt++) {
 		struct cpuhp_rcu_sync *rss = new_rss();
@@ -297,7 +297,8 @@ static void rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child(void)
  * timerfd), an exit waits its grace period itself: idle when it returns.
  * In a fork child, whose timer thread is not started yet.
  */
-static void rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself(void)
+CHECK_TSAN_SKIPS static void
+rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself(void)
 {
 	int status;
 	pid_t pid = fork();
@@ -329,7 +330,7 @@ static void rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself(v
  * exits must still reach IDLE: what was queued goes to liburcu's
  * call_rcu(), and later exits wait their grace period themselves.
  */
-static void rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused(void)
+CHECK_TSAN_SKIPS static void rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused(void)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
 
@@ -391,7 +392,7 @@ static void *enter_exit_once(void *p)
 	return NULL;
 }
 
-static void rcu_sync_fork_while_an_enter_waits_for_its_grace_period(void)
+CHECK_TSAN_SKIPS static void rcu_sync_fork_while_an_enter_waits_for_its_grace_period(void)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
 	struct lw_rcu_holder h;
@@ -429,7 +430,7 @@ static void *enter_exit_loop(void *p)
 	return NULL;
 }
 
-static void rcu_sync_fork_while_another_thread_loops_enter_exit(void)
+CHECK_TSAN_SKIPS static void rcu_sync_fork_while_another_thread_loops_enter_exit(void)
 {
 	struct looper l = {.rss = new_rss()};
 	pthread_t t;
@@ -465,8 +466,12 @@ int main(void)
 	RUN_TEST(rcu_sync_concurrent_enters_share_one_grace_period);
 	RUN_TEST(rcu_sync_free_waits_for_pending_callback);
 #ifdef CHECK_UNDER_TSAN
-	printf("# SKIP rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child: "
-	       "ThreadSanitizer does not support threads started after a multi-threaded fork\n");
+	printf("# SKIP rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child, "
+	       "rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself, "
+	       "rcu_sync_fork_while_an_enter_waits_for_its_grace_period, "
+	       "rcu_sync_fork_while_another_thread_loops_enter_exit: ThreadSanitizer does not "
+	       "support threads started after a multi-threaded fork (the gcc and ASan builds run "
+	       "them)\n");
 #else
 	RUN_TEST(rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child);
 	RUN_TEST(rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself);

@@ -218,7 +218,7 @@ static void reader_handle_counts_in_this_threads_slot_for_any_lock(void)
  * The forking thread's handle still works in the child (the child keeps the
  * parent's membarrier mode): a reader through it holds off a writer there.
  */
-static void reader_handle_keeps_working_in_a_fork_child(void)
+CHECK_TSAN_SKIPS static void reader_handle_keeps_working_in_a_fork_child(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 	struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sem);

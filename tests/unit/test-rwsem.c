@@ -567,7 +567,7 @@ static int child_uses_lock(struct cpuhp_rwsem *sem)
 	return 0;
 }
 
-static void rwsem_survives_fork_with_readers_running(void)
+CHECK_TSAN_SKIPS static void rwsem_survives_fork_with_readers_running(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 	struct hammer h = {.sem = sem};
@@ -1122,7 +1122,7 @@ static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
  * the unlock returns, and no liburcu callback (nor its worker thread) was
  * needed.  test-exhaust does the same with no thread at all.
  */
-static void rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns(void)
+CHECK_TSAN_SKIPS static void rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns(void)
 {
 	int status;
 	pid_t pid = fork();
@@ -1197,8 +1197,9 @@ int main(void)
 	RUN_TEST(rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock);
 #ifdef CHECK_UNDER_TSAN
 	/* The gcc and ASan builds run it; TSan aborts a child that starts threads. */
-	printf("# SKIP rwsem_survives_fork_with_readers_running: ThreadSanitizer does not "
-	       "support threads started after a multi-threaded fork\n");
+	printf("# SKIP rwsem_survives_fork_with_readers_running, "
+	       "rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns: ThreadSanitizer "
+	       "does not support threads started after a multi-threaded fork\n");
 #else
 	RUN_TEST(rwsem_survives_fork_with_readers_running);
 	RUN_TEST(rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns);
