@@ -848,7 +848,7 @@ static void rwsem_writer_finds_lingering_exit_and_skips_membarrier(void)
 
 /*
  * The rule: linger if the smoothed gap is at least 9 re-enter costs and
- * the writers hold a cost's credit, earned at 1/9 of the time passing and
+ * the writers hold a cost's credit, earned at 1/12 of the time passing and
  * capped at 3 costs; a re-enter spends what it cost.  Never while a test
  * holds the window, nor before a cost was measured.
  */
@@ -869,16 +869,17 @@ static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
 	rss->gap_ns = 9000;
 	rss->credit_ns = 999;
 	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t));
-	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 9)); /* 9 ns earn 1 */
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 11)); /* 11 ns earn nothing */
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 23));  /* 12 more earn 1 */
 	CHECK_EQ_INT(rss->credit_ns, 1000);
 	rss->credit_ns = 0;
-	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009)); /* a second: capped */
+	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 1000000023)); /* a second: capped */
 	CHECK_EQ_INT(rss->credit_ns, 3000);
 	rss->window_holds = 1;
-	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009));
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000023));
 	rss->window_holds = 0;
 	rss->reenter_ns = 0;
-	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000009));
+	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000023));
 	/* Nothing earned from here on (the accrual's clock is in the future). */
 	rss->credit_ns = 0;
 	rss->credit_at_ns = t + 3600ull * 1000000000u;
