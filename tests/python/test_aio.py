@@ -204,19 +204,49 @@ def test_events_that_a_lease_read_off_the_socket_still_wake_the_watcher(cpuhp, a
     run(main())
 
 
-def test_close_while_a_task_awaits_a_call_is_refused(cpuhp, aio, daemon, observer):
+def test_close_ends_the_calls_tasks_await_and_they_raise_ecanceled(cpuhp, aio, daemon,
+                                                                    observer):
+    async def main():
+        async with aio.Client(daemon.socket) as admin:
+            c = aio.Client(daemon.socket)
+            held = await c.lease()
+            hotplug = await hotplug_waiting(cpuhp, observer,
+                                            admin.set_online(1, False, timeout=GUARD_S))
+            leaser = await started(c.lease())
+            wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
+            c.watch()
+            watcher = await started(c.next_event())
+            c.close()
+            # The tasks have not run since: close() itself ended their requests.
+            wait_until('the daemon seeing the close',
+                       lambda: observer.status().connections == 3)
+            s = observer.status()
+            assert (s.leases_held, s.pending_leases) == (0, 0)
+            for task in (leaser, watcher):
+                with pytest.raises(OSError) as e:
+                    await task
+                assert e.value.errno == errno.ECANCELED
+            assert (await hotplug).changed == {1}
+            held.release()  # ended with its Client: nothing to do
+            c.close()
+            with pytest.raises(ValueError, match='closed'):
+                await c.status()
+    run(main())
+
+
+def test_close_from_another_thread_wakes_a_task_in_the_loop(cpuhp, aio, daemon, observer):
     async def main():
         c = aio.Client(daemon.socket)
         c.watch()
         watcher = await started(c.next_event())
-        with pytest.raises(RuntimeError, match='inside a call'):
-            c.close()
-        watcher.cancel()
-        with pytest.raises(asyncio.CancelledError):
+        closer = threading.Thread(target=c.close)
+        closer.start()  # it waits for this loop to run the task out of its call
+        with pytest.raises(OSError) as e:
             await watcher
-        c.close()
-        with pytest.raises(ValueError, match='closed'):
-            await c.status()
+        assert e.value.errno == errno.ECANCELED
+        closer.join(GUARD_S)
+        assert not closer.is_alive() and c.closed
+        wait_until('the daemon seeing the close', lambda: observer.status().connections == 1)
     run(main())
 
 

@@ -116,17 +116,62 @@ def test_closing_ends_the_connection_and_later_calls_are_valueerror(cpuhp, daemo
     c.close()  # twice is fine
 
 
-def test_close_while_another_thread_is_in_a_call_is_refused(cpuhp, daemon, client,
-                                                             observer):
+def test_close_wakes_a_thread_in_next_event_and_twice_is_fine(cpuhp, daemon, client, observer):
     client.watch()
     waiter = Bg(client.next_event, GUARD_S)
-    # The watcher is inside its call once it holds the client: close must not free it.
     wait_until('the watcher inside next_event', lambda: client._busy)
-    with pytest.raises(RuntimeError, match='another thread'):
-        client.close()
-    observer.set_online(1, False)
-    assert isinstance(waiter.join(), cpuhp.HotplugStarted)
+    client.close()  # from another thread than the call's: it ends the call
+    with pytest.raises(OSError) as e:
+        waiter.join()
+    assert e.value.errno == errno.ECANCELED and 'closed while this call' in str(e.value)
+    assert client.closed and client._busy == 0
+    wait_until('the daemon seeing the close', lambda: observer.status().connections == 1)
     client.close()
+    with pytest.raises(ValueError, match='closed'):
+        client.next_event(0)
+
+
+def test_close_wakes_a_thread_waiting_for_a_lease_and_ends_every_lease(cpuhp, daemon,
+                                                                        observer):
+    c = cpuhp.Client(daemon.socket)
+    fast = c.lease()  # on the Client's connection
+    named = c.lease(who='named')  # on a connection of its own
+    hotplug = Bg(observer.set_online, 1, False, GUARD_S)
+    wait_until('the hotplug waiting for the leases',
+               writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+    waiter = Bg(c.lease)
+    wait_until('the lease queued behind it', lambda: observer.status().pending_leases == 1)
+    c.close()
+    with pytest.raises(OSError) as e:
+        waiter.join()
+    assert e.value.errno == errno.ECANCELED and 'closed while this call' in str(e.value)
+    # Both leases ended with the Client: the hotplug they held up ran.
+    assert hotplug.join().changed == {1}
+    wait_until('the daemon seeing every connection close',
+               lambda: observer.status().connections == 1)
+    s = observer.status()
+    assert (s.leases_held, s.pending_leases) == (0, 0)
+    # Releasing a lease of a closed Client does nothing; so does a with block's end.
+    named.release()
+    with fast:
+        pass
+    assert fast.released and named.released
+
+
+def test_close_gives_up_a_hotplug_a_thread_waits_for(cpuhp, daemon, observer):
+    held = observer.lease()
+    c = cpuhp.Client(daemon.socket)
+    hotplug = Bg(c.set_online, 1, False, GUARD_S)
+    wait_until('the hotplug waiting for the lease',
+               writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+    c.close()
+    with pytest.raises(OSError) as e:
+        hotplug.join()
+    assert e.value.errno == errno.ECANCELED
+    wait_until('the hotplug dropped', writer_is(cpuhp, observer, cpuhp.WriterState.IDLE))
+    s = observer.status()
+    assert s.pending_hotplugs == 0 and 1 in s.online
+    held.release()
 
 
 # --- status -----------------------------------------------------------------------

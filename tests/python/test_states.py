@@ -7,6 +7,7 @@ import errno
 import threading
 
 import pytest
+from conftest import wait_until
 
 
 def recorder(log, tag):
@@ -117,3 +118,40 @@ def test_bad_arguments_are_refused_before_anything_is_sent(client):
             client.register_state(**kw)
     with pytest.raises(TypeError):
         client.register_state('ok', startup=42)
+
+
+def test_close_during_register_cancels_it_and_rolls_back(cpuhp, client, observer, sim):
+    """close() on another thread while register_state() runs its startups:
+    close() waits for the registration, which then raises ECANCELED, and
+    the state it made is removed (teardown undoes the startups) rather than
+    outliving the error."""
+    log, in_startup, go, got = [], threading.Event(), threading.Event(), []
+
+    def startup(cpu):
+        log.append(('up', cpu))
+        if cpu == 0:
+            in_startup.set()
+            assert go.wait(30)
+
+    def register():
+        try:
+            client.register_state('py-closed', startup=startup,
+                                  teardown=lambda cpu: log.append(('down', cpu)))
+        except OSError as e:
+            got.append(e)
+
+    reg = threading.Thread(target=register)
+    reg.start()
+    assert in_startup.wait(30)
+    closer = threading.Thread(target=client.close)
+    closer.start()
+    wait_until('close() begun', lambda: client.closed)
+    go.set()
+    reg.join(30)
+    closer.join(30)
+    assert not reg.is_alive() and not closer.is_alive()
+    assert len(got) == 1 and got[0].errno == errno.ECANCELED, got
+    assert log == [('up', cpu) for cpu in range(4)] + [('down', cpu) for cpu in (3, 2, 1, 0)]
+    log.clear()
+    assert observer.set_online('2', False, timeout=5).ok and sim.read_online(2) == '0'
+    assert log == []  # the state is gone from the daemon

@@ -378,15 +378,33 @@ class _Call:
             raise _call_error(self._p, rc)
         return True
 
-    def wait(self) -> None:
-        """Wait (in poll, so a signal can end it) until done()."""
+    def wait(self, client: Client) -> None:
+        """Wait (in poll, so a signal can end it) until done(), or until
+        *client* is closed (its call's OSError ECANCELED)."""
         while not self.done():
-            _wait_readable([self.fileno()])
+            _wait_readable([self.fileno(), client._closed_r])
+            client._check_open()
 
     def close(self) -> None:
         if self._p is not None:
             ffi.release(self._p)  # cpuhp_client_call_free() now
             self._p = None
+
+
+class _Use:
+    """A call in progress on a Client, from Client._using(): its handle
+    stays open (close() waits, or leaves the closing to it) until it ends."""
+
+    __slots__ = ('c', 'thread', 'cancel')
+
+    def __init__(self, c) -> None:
+        self.c = c
+        self.thread = threading.get_ident()
+        # Set by cpuhp.aio: ends the call's waits and frees its _Call at
+        # once, for close() on the thread whose event loop runs the task
+        # (a suspended task cannot be waited for there).  Its next step
+        # must then be Client._check_open().
+        self.cancel: Callable[[], None] | None = None
 
 
 def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) -> None:
@@ -496,8 +514,10 @@ class Client:
     anything is sent: ValueError or TypeError.
 
     Threads may share a Client: a thread that waits (for a lease, a
-    hotplug, an event) holds up no other.  A signal ends any wait: Ctrl-C
-    raises KeyboardInterrupt, and the request is given up.
+    hotplug, an event) holds up no other, and any of them may close it
+    (the others' calls then raise OSError ECANCELED; see close()).  A
+    signal ends any wait: Ctrl-C raises KeyboardInterrupt, and the request
+    is given up.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, who: str | None = None,
@@ -507,7 +527,13 @@ class Client:
         # their message), never across a wait: waits happen in poll().
         self._lock = threading.Lock()
         self._watching = False
-        self._busy = 0  # calls in progress (under _lock): close() refuses while any
+        # Calls in progress (under _lock); close() wakes them, and the last
+        # one out of a closed Client closes its handle (_closing).
+        self._uses: set[_Use] = set()
+        self._left = threading.Condition(self._lock)
+        self._closing = None
+        # Readable once close() began: every wait inside a call polls it too.
+        self._closed_r = self._closed_w = -1
         self._fast = False  # the handle takes fast leases (known after its first lease)
         # The watchers' wake-up: written when a call on the handle may have
         # read their events off the socket (so poll() would not see them).
@@ -557,21 +583,45 @@ class Client:
         return self._c is None
 
     def close(self) -> None:
-        """Close the connection: every lease it holds ends.  Does nothing if
-        already closed; RuntimeError if another thread (or a cpuhp.aio task)
-        is inside a call on this Client (closing under it would free what
-        it uses)."""
+        """Close the connection: every lease it holds ends (and each one's
+        release does nothing).  Does nothing if already closed.
+
+        Any thread may close, like a socket's: calls in progress on this
+        Client in other threads (a lease or a hotplug waiting, next_event())
+        are woken and raise OSError with errno ECANCELED ("closed while this
+        call was in progress"), also when their answer came at the same
+        time, and close() returns once they have left, the connection and
+        their requests closed.  Calls of cpuhp.aio tasks waiting in this
+        thread's event loop are ended at once; the tasks raise the same
+        error when they next run.  A call that starts later raises
+        ValueError."""
         with self._lock:
-            if self._busy:
-                raise RuntimeError('another thread (or task) is inside a call on this '
-                                   'cpuhp.Client: close it when that call has returned')
-            c, self._c = self._c, None
-            if c is not None:
-                ffi.release(c)  # runs cpuhp_client_close() now
-            for fd in (self._wake_r, self._wake_w):
-                if fd >= 0:
-                    os.close(fd)
-            self._wake_r = self._wake_w = -1
+            c = self._c
+            if c is None:
+                return
+            self._c = None
+            self._closing = c
+            if self._closed_w >= 0:
+                os.write(self._closed_w, b'!')  # never drained: wakes every wait from now on
+            me = threading.get_ident()
+            for use in [u for u in self._uses if u.thread == me and u.cancel is not None]:
+                self._uses.discard(use)
+                use.cancel()
+            # A call of this thread without cancel (a signal handler closing
+            # under it) cannot be waited for: the last one out closes.
+            while any(u.thread != me for u in self._uses):
+                self._left.wait()
+            if self._closing is not None and not self._uses:  # else the last one out did
+                self._finish()
+
+    def _finish(self) -> None:
+        """Under self._lock, once closing and no call is in progress."""
+        c, self._closing = self._closing, None
+        ffi.release(c)  # runs cpuhp_client_close() now, once: the ffi.gc finalizer is off
+        for fd in (self._wake_r, self._wake_w, self._closed_r, self._closed_w):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = self._closed_r = self._closed_w = -1
 
     # Short C calls hold self._lock around the call and the reading of its
     # message, so that the message is this call's even with threads sharing
@@ -584,17 +634,46 @@ class Client:
     def _error(self, c, rc: int) -> OSError:
         return error(rc, _text(lib.cpuhp_client_last_message(c)) or None)
 
-    @contextlib.contextmanager
-    def _using(self) -> Iterator[object]:
-        """The handle, counted in use (close() refuses) until the block ends."""
+    def _closed_error(self) -> OSError:
+        return error(-errno.ECANCELED, 'the cpuhp.Client was closed while this call was '
+                     'in progress')
+
+    def _check_open(self) -> None:
+        """Inside a call, after each wait: its ECANCELED if close() came."""
+        if self._c is None:
+            raise self._closed_error()
+
+    @property
+    def _busy(self) -> int:
+        """Calls in progress (for the tests: "a thread is inside a call")."""
         with self._lock:
-            c = self._handle()
-            self._busy += 1
+            return len(self._uses)
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[_Use]:
+        """A call in progress, for a block that waits outside the lock: its
+        handle (use.c) stays valid until the block ends, and if close()
+        comes meanwhile the block raises ECANCELED."""
+        with self._lock:
+            use = _Use(self._handle())
+            if self._closed_r < 0:
+                self._closed_r, self._closed_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            self._uses.add(use)
         try:
-            yield c
+            yield use
+            self._check_open()  # an answer that came with close() is not one
+        except OSError as e:
+            # What close() did to the call (its wait ended) is its error, not the cause.
+            if self._c is None and e.errno != errno.ECANCELED:
+                raise self._closed_error() from e
+            raise
         finally:
             with self._lock:
-                self._busy -= 1
+                if use in self._uses:  # else close() cancelled it
+                    self._uses.remove(use)
+                    self._left.notify_all()
+                    if self._closing is not None and not self._uses:
+                        self._finish()
 
     def _kick(self) -> None:
         """After a call on the handle's connection (under self._lock): it may
@@ -608,6 +687,7 @@ class Client:
     def _begin(self, c, begin: Callable[[object], int]) -> _Call:
         out = ffi.new('struct cpuhp_client_call **')
         with self._lock:
+            self._check_open()
             rc = begin(out)
             self._kick()  # a first lease asks for the fast path on the handle's connection
             if rc < 0:
@@ -698,11 +778,11 @@ class Client:
         lease = None if named else self._lease_now(ms)
         if lease is not None:
             return lease
-        with self._using() as c:
-            call = (self._lease_as_begin(c, ms, *ident) if named else
-                    self._lease_begin(c, ms))
+        with self._using() as use:
+            call = (self._lease_as_begin(use.c, ms, *ident) if named else
+                    self._lease_begin(use.c, ms))
             try:
-                call.wait()
+                call.wait(self)
                 return self._lease_end(call)
             finally:
                 call.close()
@@ -825,10 +905,10 @@ class Client:
         """
         text = self._set_online_args(cpus, online)
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        with self._using() as c:
-            call = self._set_online_begin(c, text, online, ms)
+        with self._using() as use:
+            call = self._set_online_begin(use.c, text, online, ms)
             try:
-                call.wait()
+                call.wait(self)
                 return self._set_online_end(call, online, check)
             finally:
                 call.close()
@@ -907,9 +987,11 @@ class Client:
 
     def _try_event(self, c) -> tuple[Event | None, list[int]]:
         """An event that already arrived; or None, and the descriptors to
-        wait on for the next one: the socket and the watchers' wake-up."""
+        wait on for the next one: the socket, the watchers' wake-up and
+        the close's.  Inside a call (self._using())."""
         out = ffi.new('struct cpuhp_client_event *')
         with self._lock:
+            self._check_open()  # c is still valid, but closed: no more events
             try:
                 self._subscribe(c)
             except OSError:
@@ -921,16 +1003,16 @@ class Client:
             _drain(self._wake_r)
             rc = lib.cpuhp_client_next_event(c, 0, out)
             if rc == -errno.EAGAIN:
-                return None, [lib.cpuhp_client_fd(c), self._wake_r]
+                return None, [lib.cpuhp_client_fd(c), self._wake_r, self._closed_r]
             if rc < 0:
                 raise self._error(c, rc)
         return _event(out[0]), []
 
     def _next_event(self, ms: int) -> Event | None:
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
-        with self._using() as c:
+        with self._using() as use:
             while True:
-                ev, fds = self._try_event(c)
+                ev, fds = self._try_event(use.c)
                 if ev is not None:
                     return ev
                 left = None if deadline is None else deadline - time.monotonic()

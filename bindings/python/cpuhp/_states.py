@@ -62,9 +62,9 @@ class State:
         self._done = threading.Event()
         self._err: OSError | None = None
         self._removed = False
-        c = client._handle()
+        client._handle()  # ValueError if closed
         self._thread = threading.Thread(target=self._main, name=f'cpuhp-state-{name}',
-                                        args=(c, nocalls, max(1, round(deadline * 1000))),
+                                        args=(client, nocalls, max(1, round(deadline * 1000))),
                                         daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -88,15 +88,25 @@ class State:
         return self._removed
 
     # On the state's thread.
-    def _main(self, c, nocalls: bool, ms: int) -> None:
+    def _main(self, client, nocalls: bool, ms: int) -> None:
         out = ffi.new('struct cpuhp_client_state **')
         flags = lib.CPUHP_CLIENT_STATE_NOCALLS if nocalls else 0
-        rc = lib.cpuhp_client_state_register(c, self.name.encode(), self.priority, ms, flags,
-                                             lib._cpuhp_state_cb, lib._cpuhp_state_cb,
-                                             self._handle, out)
-        if rc < 0:
-            self._err = error(rc, ffi.string(lib.cpuhp_client_last_message(c)).decode(
-                'utf-8', 'replace') or None)
+        # A call in progress on the Client: close() on another thread wakes
+        # it (ECANCELED) and frees the handle only after it, and its message.
+        try:
+            with client._using() as use:
+                rc = lib.cpuhp_client_state_register(use.c, self.name.encode(), self.priority,
+                                                     ms, flags, lib._cpuhp_state_cb,
+                                                     lib._cpuhp_state_cb, self._handle, out)
+                if rc < 0:
+                    raise error(rc, ffi.string(lib.cpuhp_client_last_message(use.c)).decode(
+                        'utf-8', 'replace') or None)
+        except (OSError, ValueError) as e:
+            # Registered as close() came: the caller gets the error, so the
+            # state (on a connection of its own) must not outlive it.
+            if out[0] != ffi.NULL:
+                lib.cpuhp_client_state_remove(out[0], False)
+            self._err = e if isinstance(e, OSError) else client._closed_error()
             self._ready.set()
             return
         self._s = out[0]

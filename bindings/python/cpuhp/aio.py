@@ -62,6 +62,7 @@ class _Readers:
 
     def __init__(self) -> None:
         self._waiting: dict[int, set[asyncio.Future[bool]]] = {}
+        self._loops: dict[int, asyncio.AbstractEventLoop] = {}
 
     def _ready(self, fd: int) -> None:
         for fut in self._waiting.get(fd, ()):
@@ -78,6 +79,7 @@ class _Readers:
                 if fd not in self._waiting:
                     loop.add_reader(fd, self._ready, fd)
                     self._waiting[fd] = set()
+                    self._loops[fd] = loop
                 self._waiting[fd].add(fut)
             if timeout is not None:
                 timer = loop.call_later(max(0.0, timeout),
@@ -92,7 +94,19 @@ class _Readers:
                     waiters.discard(fut)
                     if not waiters:
                         del self._waiting[fd]
+                        del self._loops[fd]
                         loop.remove_reader(fd)
+
+    def abort(self) -> None:
+        """End every wait now, as if its descriptors were readable, and stop
+        watching them: they are about to be closed (the Client is)."""
+        for fd, waiters in self._waiting.items():
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(True)
+            self._loops[fd].remove_reader(fd)
+        self._waiting.clear()
+        self._loops.clear()
 
 
 class _LeaseRequest(Coroutine[object, None, _client.Lease]):
@@ -169,9 +183,22 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Close the connection: every lease it holds ends.  RuntimeError
-        while another task awaits a call of this Client."""
+        """Close the connection: every lease it holds ends (and each one's
+        release does nothing).  Does nothing if already closed.  Tasks
+        awaiting a call of this Client raise OSError with errno ECANCELED
+        ("closed while this call was in progress") when they next run;
+        their requests end here, before close() returns (the daemon drops
+        a lease request and cancels a hotplug not writing sysfs yet).  From
+        another thread than the loop's, as cpuhp.Client.close(): it waits
+        for the loop to wake those tasks."""
         self._sync.close()
+
+    def _cancel(self, call: _client._Call | None = None) -> None:
+        """A call's _Use.cancel: close() on the loop's thread, while the task
+        waits in the loop.  Its next step is Client._check_open()."""
+        self._readers.abort()
+        if call is not None:
+            call.close()
 
     def fileno(self) -> int:
         """The Client's socket (events come on it).  Do not read, write or close it."""
@@ -179,7 +206,8 @@ class Client:
 
     async def _done(self, call: _client._Call) -> None:
         while not call.done():
-            await self._readers.wait([call.fileno()])
+            await self._readers.wait([call.fileno(), self._sync._closed_r])
+            self._sync._check_open()  # before the call, which close() may have freed
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None) -> _LeaseRequest:
@@ -210,9 +238,10 @@ class Client:
         lease = None if ident else self._sync._lease_now(ms)
         if lease is not None:
             return lease
-        with self._sync._using() as c:
-            call = (self._sync._lease_as_begin(c, ms, *ident) if ident else
-                    self._sync._lease_begin(c, ms))
+        with self._sync._using() as use:
+            call = (self._sync._lease_as_begin(use.c, ms, *ident) if ident else
+                    self._sync._lease_begin(use.c, ms))
+            use.cancel = lambda: self._cancel(call)
             try:
                 await self._done(call)
                 return self._sync._lease_end(call)
@@ -227,8 +256,9 @@ class Client:
         finishes."""
         text = self._sync._set_online_args(cpus, online)
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        with self._sync._using() as c:
-            call = self._sync._set_online_begin(c, text, online, ms)
+        with self._sync._using() as use:
+            call = self._sync._set_online_begin(use.c, text, online, ms)
+            use.cancel = lambda: self._cancel(call)
             try:
                 await self._done(call)
                 return self._sync._set_online_end(call, online, check)
@@ -238,8 +268,9 @@ class Client:
     async def status(self) -> _client.Status:
         """The daemon's view, as cpuhp.Client.status() (asked on a
         connection of its own, counted in ``connections``)."""
-        with self._sync._using() as c:
-            call = self._sync._status_begin(c)
+        with self._sync._using() as use:
+            call = self._sync._status_begin(use.c)
+            use.cancel = lambda: self._cancel(call)
             try:
                 await self._done(call)
                 return self._sync._status_end(call)
@@ -274,9 +305,10 @@ class Client:
 
     async def _next_event(self, ms: int) -> _client.Event | None:
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
-        with self._sync._using() as c:
+        with self._sync._using() as use:
+            use.cancel = self._cancel
             while True:
-                ev, fds = self._sync._try_event(c)
+                ev, fds = self._sync._try_event(use.c)
                 if ev is not None:
                     return ev
                 left = None if deadline is None else deadline - time.monotonic()
