@@ -256,6 +256,22 @@ int cpuhp_client_status_begin(struct cpuhp_client *c, struct cpuhp_client_call *
 	return begin_own(c, call, &req, out);
 }
 
+int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call **out)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__ListLeases ll = CPUHP__LIST_LEASES__INIT;
+	struct cpuhp_client_call *call;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	call = call_new(c, CPUHP__RESPONSE__BODY_LEASE_LIST);
+	if (!call)
+		return -ENOMEM;
+	req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
+	req.list_leases = &ll;
+	return begin_own(c, call, &req, out);
+}
+
 /* --- progress ---------------------------------------------------------------- */
 
 int cpuhp_client_call_fd(const struct cpuhp_client_call *call)
@@ -376,6 +392,15 @@ int cpuhp_client_call_status(struct cpuhp_client_call *call, struct cpuhp_client
 	if (ret == 0)
 		*out = *st;
 	free(st);
+	return ret;
+}
+
+int cpuhp_client_call_leases(struct cpuhp_client_call *call, struct cpuhp_client_lease_list **out)
+{
+	int ret = check_done(call, CPUHP__RESPONSE__BODY_LEASE_LIST);
+
+	if (ret == 0)
+		ret = cpuhp__client_convert_list(call->conn, call->reply->lease_list, out);
 	return ret;
 }
 

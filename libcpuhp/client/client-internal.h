@@ -242,6 +242,8 @@ int cpuhp__client_convert_results(struct cpuhp_client *c, const Cpuhp__SetOnline
                                   struct cpuhp_client_cpu_result **results, size_t *n_results);
 int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
                                  struct cpuhp_client_status *out);
+int cpuhp__client_convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
+                               struct cpuhp_client_lease_list **out);
 
 /*
  * call.c: leases held on connections of their own (a lease that waited

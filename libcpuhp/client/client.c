@@ -855,8 +855,8 @@ int cpuhp_client_lease_acquire_as(struct cpuhp_client *c, unsigned timeout_ms, c
 	return ret;
 }
 
-static int convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
-                        struct cpuhp_client_lease_list **out)
+int cpuhp__client_convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
+                               struct cpuhp_client_lease_list **out)
 {
 	struct cpuhp_client_lease_list *l;
 	int ret;
@@ -944,7 +944,7 @@ int cpuhp_client_list_leases(struct cpuhp_client *c, struct cpuhp_client_lease_l
 	req.list_leases = &ll;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_LEASE_LIST, &resp);
 	if (ret == 0) {
-		ret = convert_list(c, resp->lease_list, out);
+		ret = cpuhp__client_convert_list(c, resp->lease_list, out);
 		cpuhp__response__free_unpacked(resp, NULL);
 	} else if (ret == -EOPNOTSUPP) {
 		cpuhp__client_error(c, ret, "this cpuhpd is too old to list leases");

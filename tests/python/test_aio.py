@@ -9,6 +9,8 @@ status, never by sleeping; ``await asyncio.sleep(0)`` only lets a new task
 run to its first wait, by which time its request is sent."""
 import asyncio
 import errno
+import os
+import signal
 import threading
 
 import pytest
@@ -201,6 +203,56 @@ def test_events_that_a_lease_read_off_the_socket_still_wake_the_watcher(cpuhp, a
             async with c.lease():
                 pass
             assert isinstance(await watcher, cpuhp.HotplugStarted)
+    run(main())
+
+
+class _Stopped:
+    """The daemon stopped (SIGSTOP) for a block: it answers nothing until
+    resumed.  A guard thread resumes it after GUARD_S if the test did not,
+    so that a loop blocked in a call fails the test instead of hanging it."""
+
+    def __init__(self, daemon) -> None:
+        self._pid = daemon.proc.pid
+        self._done = threading.Event()
+        self.guard_fired = False
+
+    def _guard(self) -> None:
+        if not self._done.wait(GUARD_S):
+            self.guard_fired = True
+            os.kill(self._pid, signal.SIGCONT)
+
+    def __enter__(self) -> '_Stopped':
+        os.kill(self._pid, signal.SIGSTOP)
+        self._thread = threading.Thread(target=self._guard, daemon=True)
+        self._thread.start()
+        return self
+
+    def resume(self) -> None:
+        self._done.set()
+        os.kill(self._pid, signal.SIGCONT)
+
+    def __exit__(self, *exc) -> None:
+        self.resume()
+        self._thread.join()
+
+
+def test_leases_is_awaited_on_a_connection_of_its_own(cpuhp, aio, daemon, observer):
+    """With the daemon stopped, a task awaiting leases() leaves the loop to
+    this one; once resumed, the answer is the sync Client's."""
+    async def main():
+        held = observer.lease(who='listed')  # a socket lease: it has an id
+        async with aio.Client(daemon.socket) as c:
+            with _Stopped(daemon) as stopped:
+                listing = await started(c.leases())
+                assert not stopped.guard_fired and not listing.done()  # this task ran
+                stopped.resume()
+                got = await listing
+            assert not stopped.guard_fired
+            want = observer.leases()
+            assert ([(li.id, li.who) for li in got.leases] ==
+                    [(li.id, li.who) for li in want.leases] == [(held.id, 'listed')])
+            assert got.hotplugs == [] and got.freezes == []
+        held.release()
     run(main())
 
 

@@ -1081,6 +1081,101 @@ static void client_calls_give_the_answers_and_errors_of_the_blocking_calls(void)
 	free(st);
 }
 
+/* A LeaseList with one socket lease, one waiting hotplug of @cpus and one freeze. */
+static void send_lease_list(int fd, uint64_t id, char *cpus)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseList l = CPUHP__LEASE_LIST__INIT;
+	Cpuhp__LeaseInfo li = CPUHP__LEASE_INFO__INIT;
+	Cpuhp__HotplugInfo hi = CPUHP__HOTPLUG_INFO__INIT;
+	Cpuhp__FreezeInfo fi = CPUHP__FREEZE_INFO__INIT;
+	Cpuhp__LeaseInfo *lp = &li;
+	Cpuhp__HotplugInfo *hp = &hi;
+	Cpuhp__FreezeInfo *fp = &fi;
+
+	li.lease_id = 11;
+	li.pid = 4242;
+	li.comm = "resize-pools";
+	li.who = "pools";
+	li.why = "sizing";
+	hi.cpus = cpus;
+	hi.seq = 3;
+	hi.state = CPUHP__WRITER_STATE__WRITER_WAITING;
+	fi.freeze_id = 5;
+	fi.comm = "bench";
+	fi.who = "";
+	fi.why = "";
+	l.n_leases = 1;
+	l.leases = &lp;
+	l.n_hotplugs = 1;
+	l.hotplugs = &hp;
+	l.n_freezes = 1;
+	l.freezes = &fp;
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;
+	r.lease_list = &l;
+	srv_send(fd, &r);
+}
+
+static void script_leases_begin(int fd)
+{
+	int w;
+
+	srv_hello(fd);
+	for (int i = 0; i < 2; i++) {
+		w = srv_accept();
+		srv_hello(w);
+		send_lease_list(w, srv_expect(w, CPUHP__REQUEST__BODY_LIST_LEASES),
+		                i ? "2,zebra" : "2-3");
+		srv_wait_close(w);
+		close(w);
+	}
+	srv_wait_close(fd);
+}
+
+static void client_leases_begin_lists_on_a_connection_of_its_own(void)
+{
+	struct cpuhp_client_lease_list *l = NULL;
+	struct cpuhp_client_status *st = calloc(1, sizeof(*st));
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	CHECK(st != NULL);
+	fake_start(&f, script_leases_begin);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
+	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), -EINVAL); /* not done yet */
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_status(call, st), -EINVAL); /* not a status call */
+	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), 0);
+	CHECK_EQ_INT(l->n_leases, 1);
+	CHECK_EQ_INT(l->leases[0].lease_id, 11);
+	CHECK_EQ_STR(l->leases[0].comm, "resize-pools");
+	CHECK_EQ_STR(l->leases[0].who, "pools");
+	CHECK_EQ_INT(l->n_hotplugs, 1);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&l->hotplugs[0].cpus), 2);
+	CHECK_EQ_INT(l->hotplugs[0].state, CPUHP_CLIENT_WRITER_WAITING);
+	CHECK_EQ_INT(l->n_freezes, 1);
+	CHECK_EQ_INT(l->freezes[0].freeze_id, 5);
+	cpuhp_client_lease_list_free(l);
+	cpuhp_client_call_free(call);
+
+	/* A list that does not parse: the getter's error, with the message on the call. */
+	l = NULL;
+	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), -EPROTO);
+	CHECK(l == NULL);
+	CHECK(strstr(cpuhp_client_call_message(call), "2,zebra") != NULL);
+	cpuhp_client_call_free(call);
+
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	free(st);
+}
+
 /* --- close while another thread waits (issue 17 §7) ------------------------ */
 
 /*
@@ -1295,6 +1390,7 @@ int main(void)
 	RUN_TEST(client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is_the_handles);
 	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
 	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
+	RUN_TEST(client_leases_begin_lists_on_a_connection_of_its_own);
 	RUN_TEST(client_close_wakes_a_socket_lease_wait_with_ecanceled);
 	RUN_TEST(client_close_wakes_a_lease_wait_on_a_connection_of_its_own);
 	RUN_TEST(client_close_wakes_set_online_and_status);

@@ -749,10 +749,18 @@ class Client:
             self._kick()
             if rc < 0:
                 raise self._error(c, rc)
-        try:
-            return _lease_list(out[0])
-        finally:
-            lib.cpuhp_client_lease_list_free(out[0])
+        return _lease_list_freed(out[0])
+
+    def _leases_begin(self, c) -> _Call:
+        return self._begin(c, lambda out: lib.cpuhp_client_leases_begin(c, out))
+
+    @staticmethod
+    def _leases_end(call: _Call) -> LeaseList:
+        out = ffi.new('struct cpuhp_client_lease_list **')
+        rc = lib.cpuhp_client_call_leases(call._p, out)
+        if rc < 0:
+            raise _call_error(call._p, rc)
+        return _lease_list_freed(out[0])
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None) -> Lease:
@@ -1052,6 +1060,14 @@ def _lease_list(p) -> LeaseList:
                for f in (p.freezes[i] for i in range(p.n_freezes))]
     return LeaseList(leases=leases, hotplugs=hotplugs, freezes=freezes,
                      restart_grace_ms=int(p.restart_grace_ms))
+
+
+def _lease_list_freed(p) -> LeaseList:
+    """_lease_list() of what libcpuhp-client allocated, which it then frees."""
+    try:
+        return _lease_list(p)
+    finally:
+        lib.cpuhp_client_lease_list_free(p)
 
 
 def _status(out) -> Status:

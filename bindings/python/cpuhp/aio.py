@@ -230,9 +230,16 @@ class Client:
         self._sync.set_identity(who, why)
 
     async def leases(self) -> _client.LeaseList:
-        """As cpuhp.Client.leases(): one round trip, run in the loop (the
-        daemon answers it at once)."""
-        return self._sync.leases()
+        """Every lease, hotplug request and freeze, as cpuhp.Client.leases()
+        (asked on a connection of its own, counted in ``connections``)."""
+        with self._sync._using() as use:
+            call = self._sync._leases_begin(use.c)
+            use.cancel = lambda: self._cancel(call)
+            try:
+                await self._done(call)
+                return self._sync._leases_end(call)
+            finally:
+                call.close()
 
     async def _lease(self, ms: int, ident: tuple | None = None) -> _client.Lease:
         lease = None if ident else self._sync._lease_now(ms)

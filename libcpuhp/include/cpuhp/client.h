@@ -664,6 +664,14 @@ CPUHP_EXPORT int cpuhp_client_set_online_begin(struct cpuhp_client *c, const cha
 CPUHP_EXPORT int cpuhp_client_status_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
 
 /**
+ * cpuhp_client_leases_begin() - start a cpuhp_client_list_leases() request,
+ * on a connection of its own.
+ * Context: as cpuhp_client_lease_acquire_begin().
+ * Return: 0; -ECHILD; -ENOMEM; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
+
+/**
  * cpuhp_client_call_fd() - the socket to poll() for POLLIN while
  * cpuhp_client_call_done() says -EINPROGRESS.  Do not read, write or close it.
  * Return: the file descriptor; -1 once done (nothing more to wait for).
@@ -694,6 +702,14 @@ CPUHP_EXPORT int cpuhp_client_call_results(struct cpuhp_client_call *call,
 /** cpuhp_client_call_status() - the answer of a done status call.  Return: 0; -EINVAL; -EPROTO. */
 CPUHP_EXPORT int cpuhp_client_call_status(struct cpuhp_client_call *call,
                                           struct cpuhp_client_status *out);
+
+/**
+ * cpuhp_client_call_leases() - the answer of a done leases call, as
+ * cpuhp_client_list_leases() gives it (free with cpuhp_client_lease_list_free()).
+ * Return: 0; -EINVAL (not one); -EPROTO (a CPU list that does not parse); -ENOMEM.
+ */
+CPUHP_EXPORT int cpuhp_client_call_leases(struct cpuhp_client_call *call,
+                                          struct cpuhp_client_lease_list **out);
 
 /**
  * cpuhp_client_call_message() - why @call failed, in words ("" if it did not).
