@@ -29,7 +29,7 @@ struct cpuhp_client_call {
 	Cpuhp__Response__BodyCase expect;
 	int result;             /* -EINPROGRESS until done */
 	Cpuhp__Response *reply; /* when done: the answer, for the result getters */
-	uint64_t lease_id;      /* when done, for a lease */
+	uint64_t lease_id;      /* when done, for a lease; a freeze's id for a freeze */
 	char message[CPUHP_CLIENT_MESSAGE_MAX];
 };
 
@@ -38,9 +38,10 @@ struct cpuhp_client_call {
 struct cpuhp__fallback {
 	uint64_t id;
 	struct cpuhp_client *conn;
+	bool freeze; /* a freeze's connection (ids are per kind): no lease on it */
 };
 
-int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w)
+static int table_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w, bool freeze)
 {
 	int ret = 0;
 
@@ -57,18 +58,18 @@ int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client
 		}
 	}
 	if (!ret)
-		c->fb[c->nfb++] = (struct cpuhp__fallback){.id = id, .conn = w};
+		c->fb[c->nfb++] = (struct cpuhp__fallback){.id = id, .conn = w, .freeze = freeze};
 	pthread_mutex_unlock(&c->fb_lock);
 	return ret;
 }
 
-bool cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w)
+static bool table_take(struct cpuhp_client *c, uint64_t id, bool freeze, struct cpuhp_client **w)
 {
 	bool found = false;
 
 	pthread_mutex_lock(&c->fb_lock);
 	for (unsigned i = 0; i < c->nfb; i++) {
-		if (c->fb[i].id == id) {
+		if (c->fb[i].id == id && c->fb[i].freeze == freeze) {
 			*w = c->fb[i].conn;
 			c->fb[i] = c->fb[--c->nfb];
 			found = true;
@@ -77,6 +78,21 @@ bool cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_clie
 	}
 	pthread_mutex_unlock(&c->fb_lock);
 	return found;
+}
+
+int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w)
+{
+	return table_add(c, id, w, false);
+}
+
+bool cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w)
+{
+	return table_take(c, id, false, w);
+}
+
+bool cpuhp__freeze_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w)
+{
+	return table_take(c, id, true, w);
 }
 
 unsigned cpuhp__fallback_lost(struct cpuhp_client *c, bool own_ended)
@@ -90,7 +106,8 @@ unsigned cpuhp__fallback_lost(struct cpuhp_client *c, bool own_ended)
 	 * counted if its end shows already.
 	 */
 	for (unsigned i = 0; i < c->nfb; i++)
-		n += c->fb[i].conn ? cpuhp__client_conn_ended(c->fb[i].conn) : own_ended;
+		if (!c->fb[i].freeze) /* a freeze is no lease: LeasesLost does not count it */
+			n += c->fb[i].conn ? cpuhp__client_conn_ended(c->fb[i].conn) : own_ended;
 	pthread_mutex_unlock(&c->fb_lock);
 	return n;
 }
@@ -145,6 +162,26 @@ static int begin_own(struct cpuhp_client *c, struct cpuhp_client_call *call, Cpu
 	return 0;
 }
 
+/* @c's names, for what a connection of its own holds: the daemon learns them only from its request.
+ */
+static void handle_names(struct cpuhp_client *c, char (*who)[sizeof(c->who)],
+                         char (*why)[sizeof(c->why)])
+{
+	pthread_mutex_lock(&c->fb_lock);
+	memcpy(*who, c->who, sizeof(*who));
+	memcpy(*why, c->why, sizeof(*why));
+	pthread_mutex_unlock(&c->fb_lock);
+}
+
+static int names_check(struct cpuhp_client *c, const char *who, const char *why)
+{
+	if ((who && strlen(who) > CPUHP_CLIENT_IDENTITY_MAX) ||
+	    (why && strlen(why) > CPUHP_CLIENT_IDENTITY_MAX))
+		return cpuhp__client_note(c, -EINVAL,
+		                          "who and why may have at most 255 bytes each");
+	return 0;
+}
+
 int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, const char *who,
                                   const char *why, struct cpuhp_client_call **out)
 {
@@ -155,11 +192,7 @@ int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, c
 
 	if (!call)
 		return -ENOMEM;
-	/* The lease lives on another connection: the daemon learns its name only from here. */
-	pthread_mutex_lock(&c->fb_lock);
-	memcpy(hwho, c->who, sizeof(hwho));
-	memcpy(hwhy, c->why, sizeof(hwhy));
-	pthread_mutex_unlock(&c->fb_lock);
+	handle_names(c, &hwho, &hwhy);
 	acq.who = (char *)(who ? who : hwho);
 	acq.why = (char *)(why ? why : hwhy);
 	acq.timeout_ms = timeout_ms;
@@ -211,12 +244,12 @@ int cpuhp_client_lease_acquire_as_begin(struct cpuhp_client *c, unsigned timeout
                                         const char *who, const char *why,
                                         struct cpuhp_client_call **out)
 {
+	int ret;
+
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
-	if ((who && strlen(who) > CPUHP_CLIENT_IDENTITY_MAX) ||
-	    (why && strlen(why) > CPUHP_CLIENT_IDENTITY_MAX))
-		return cpuhp__client_note(c, -EINVAL,
-		                          "who and why may have at most 255 bytes each");
+	if ((ret = names_check(c, who, why)) < 0)
+		return ret;
 	return cpuhp__client_lease_begin_own(c, timeout_ms, who, why, out);
 }
 
@@ -272,6 +305,30 @@ int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call *
 	return begin_own(c, call, &req, out);
 }
 
+int cpuhp_client_freeze_begin(struct cpuhp_client *c, const char *who, const char *why,
+                              struct cpuhp_client_call **out)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Freeze fr = CPUHP__FREEZE__INIT;
+	struct cpuhp_client_call *call;
+	char hwho[sizeof(c->who)], hwhy[sizeof(c->why)];
+	int ret;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if ((ret = names_check(c, who, why)) < 0)
+		return ret;
+	call = call_new(c, CPUHP__RESPONSE__BODY_FROZEN);
+	if (!call)
+		return -ENOMEM;
+	handle_names(c, &hwho, &hwhy);
+	fr.who = (char *)(who ? who : hwho);
+	fr.why = (char *)(why ? why : hwhy);
+	req.body_case = CPUHP__REQUEST__BODY_FREEZE;
+	req.freeze = &fr;
+	return begin_own(c, call, &req, out);
+}
+
 /* --- progress ---------------------------------------------------------------- */
 
 int cpuhp_client_call_fd(const struct cpuhp_client_call *call)
@@ -286,13 +343,16 @@ static int finish(struct cpuhp_client_call *call, int ret, Cpuhp__Response *resp
 
 	/* Off the handle's list of waits before @w is closed or handed over. */
 	cpuhp__client_wait_off(call->c, w);
-	if (ret == 0 && call->expect == CPUHP__RESPONSE__BODY_LEASE_GRANTED) {
-		call->lease_id = resp->lease_granted->lease_id;
+	if (ret == 0 && (call->expect == CPUHP__RESPONSE__BODY_LEASE_GRANTED ||
+	                 call->expect == CPUHP__RESPONSE__BODY_FROZEN)) {
+		bool freeze = call->expect == CPUHP__RESPONSE__BODY_FROZEN;
+
+		call->lease_id = freeze ? resp->frozen->freeze_id : resp->lease_granted->lease_id;
 		cpuhp__response__free_unpacked(resp, NULL);
 		resp = NULL;
-		ret = cpuhp__fallback_add(call->c, call->lease_id, w);
+		ret = table_add(call->c, call->lease_id, w, freeze);
 		if (ret == 0)
-			call->conn = NULL; /* c's now, with its lease */
+			call->conn = NULL; /* c's now, with its lease or freeze */
 		else
 			cpuhp__client_error(w, ret, "out of memory for the lease table");
 	}
@@ -363,6 +423,15 @@ int cpuhp_client_call_lease(const struct cpuhp_client_call *call, uint64_t *leas
 
 	if (ret == 0)
 		*lease_id = call->lease_id;
+	return ret;
+}
+
+int cpuhp_client_call_freeze(const struct cpuhp_client_call *call, uint64_t *freeze_id)
+{
+	int ret = check_done(call, CPUHP__RESPONSE__BODY_FROZEN);
+
+	if (ret == 0)
+		*freeze_id = call->lease_id;
 	return ret;
 }
 

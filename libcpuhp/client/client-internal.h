@@ -262,6 +262,11 @@ int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client
  * connection it is held on, now the caller's (NULL: @c's own).
  */
 bool cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w);
+/*
+ * The table holds the freezes of cpuhp_client_freeze_begin() too, each on its
+ * connection (never @c's own): take freeze @id out for cpuhp_client_thaw().
+ */
+bool cpuhp__freeze_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w);
 /* Leases in the table that died with their connection (@c's own one if @own_ended). */
 unsigned cpuhp__fallback_lost(struct cpuhp_client *c, bool own_ended);
 void cpuhp__client_fallback_close_all(struct cpuhp_client *c);

@@ -994,10 +994,19 @@ int cpuhp_client_thaw(struct cpuhp_client *c, uint64_t freeze_id)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__Thaw th = CPUHP__THAW__INIT;
+	struct cpuhp_client *w;
 	int ret;
 
 	if (cpuhp__client_forked(c))
 		return cpuhp__client_forked_error(c);
+	/* Held on a connection of its own (cpuhp_client_freeze_begin()): its only freeze. */
+	if (cpuhp__freeze_take(c, freeze_id, &w)) {
+		ret = cpuhp_client_thaw(w, freeze_id);
+		if (ret < 0)
+			cpuhp__client_note(c, ret, cpuhp_client_last_message(w));
+		cpuhp_client_close(w); /* ends the freeze even if the thaw failed */
+		return ret;
+	}
 	if ((ret = enter(c)) < 0)
 		return ret;
 	th.freeze_id = freeze_id;

@@ -256,6 +256,72 @@ def test_leases_is_awaited_on_a_connection_of_its_own(cpuhp, aio, daemon, observ
     run(main())
 
 
+def freezes(observer):
+    return [(f.granted, f.who, f.why) for f in observer.leases().freezes]
+
+
+def test_freeze_waits_for_a_queued_hotplug_in_the_loop(cpuhp, aio, daemon, observer):
+    """A freeze behind a hotplug that waits for a lease: its task waits in
+    the loop while this task runs on, releases the lease (a blocked loop
+    would wait for the hotplug's timeout); then new hotplugs are refused
+    until the block's end thaws."""
+    async def main():
+        held = observer.lease()
+        async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
+            hotplug = await hotplug_waiting(cpuhp, observer,
+                                            admin.set_online(1, False, timeout=GUARD_S))
+
+            async def frozen_then_refused():
+                async with c.freeze(who='bench', why='a quiet window') as fz:
+                    assert isinstance(fz, cpuhp.Freeze) and not fz.thawed
+                    with pytest.raises(OSError) as e:
+                        await admin.set_online(1, True, timeout=0)
+                    assert e.value.errno == errno.EBUSY and 'bench' in e.value.strerror
+                    return fz
+            freezing = await started(frozen_then_refused())
+            wait_until('the freeze waiting',
+                       lambda: freezes(observer) == [(False, 'bench', 'a quiet window')])
+            assert not freezing.done() and not hotplug.done()  # this task ran meanwhile
+            assert (await c.leases()).freezes[0].who == 'bench'
+            held.release()
+            assert (await hotplug).changed == {1}
+            fz = await freezing
+            assert fz.thawed and freezes(observer) == []
+            fz = await c.freeze()  # awaited: held until thawed
+            assert freezes(observer) == [(True, '', '')]
+            fz.thaw()
+            assert freezes(observer) == []
+            assert (await admin.set_online(1, True)).changed == {1}
+    run(main())
+
+
+def test_cancelling_a_waiting_freeze_gives_the_request_up(cpuhp, aio, daemon, observer):
+    async def main():
+        held = observer.lease()
+        async with aio.Client(daemon.socket) as admin, aio.Client(daemon.socket) as c:
+            hotplug = await hotplug_waiting(cpuhp, observer,
+                                            admin.set_online(1, False, timeout=GUARD_S))
+            freezing = await started(c.freeze())
+            wait_until('the freeze waiting', lambda: len(freezes(observer)) == 1)
+            freezing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await freezing
+            wait_until('the request dropped', lambda: freezes(observer) == [])
+            held.release()
+            assert (await hotplug).changed == {1}
+            # A freeze left waiting would have been granted now and refuse this.
+            assert (await admin.set_online(1, True, timeout=0)).changed == {1}
+    run(main())
+
+
+def test_freeze_checks_its_names_before_anything_is_awaited(aio, daemon):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            with pytest.raises(ValueError):
+                c.freeze(who='x' * 256)
+    run(main())
+
+
 def test_close_ends_the_calls_tasks_await_and_they_raise_ecanceled(cpuhp, aio, daemon,
                                                                     observer):
     async def main():

@@ -1176,6 +1176,99 @@ static void client_leases_begin_lists_on_a_connection_of_its_own(void)
 	free(st);
 }
 
+/* Read a Freeze (naming @who and @why) and grant it as @freeze. */
+static void srv_frozen(int fd, const char *who, const char *why, uint64_t freeze)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Frozen fz = CPUHP__FROZEN__INIT;
+	Cpuhp__Request *req = srv_read(fd);
+
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_FREEZE);
+	CHECK_EQ_STR(req->freeze->who, who);
+	CHECK_EQ_STR(req->freeze->why, why);
+	fz.freeze_id = freeze;
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_FROZEN;
+	r.frozen = &fz;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+}
+
+static void script_freeze_begin(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Thawed th = CPUHP__THAWED__INIT;
+	Cpuhp__Identified idd = CPUHP__IDENTIFIED__INIT;
+	Cpuhp__Request *req;
+	int w, w2;
+
+	srv_hello(fd);
+	/* Thawed on the connection that holds it, which then closes. */
+	w = srv_accept();
+	srv_hello(w);
+	srv_frozen(w, "bench", "", 5);
+	/* A lease release of the freeze's id goes to the handle's connection. */
+	srv_error(fd, srv_expect(fd, CPUHP__REQUEST__BODY_LEASE_RELEASE),
+	          CPUHP__ERROR_CODE__ERR_ESRCH, "no lease 5 on this connection");
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_THAW);
+	CHECK_EQ_INT(req->thaw->freeze_id, 5);
+	th.freeze_id = 5;
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_THAWED;
+	r.thawed = &th;
+	srv_send(w, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+	srv_wait_close(w);
+	close(w);
+	/* Named by the handle; held until the handle closes. */
+	req = srv_read(fd);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_IDENTIFY);
+	r = (Cpuhp__Response)CPUHP__RESPONSE__INIT;
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_IDENTIFIED;
+	r.identified = &idd;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+	w2 = srv_accept();
+	srv_hello(w2);
+	srv_frozen(w2, "pools", "sizing", 6);
+	srv_wait_close(w2);
+	close(w2);
+	srv_wait_close(fd);
+}
+
+static void client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handle(void)
+{
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	struct fake f;
+	uint64_t id = 0;
+
+	fake_start(&f, script_freeze_begin);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, "bench", NULL, &call), 0);
+	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
+	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), -EINVAL); /* not done yet */
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EINVAL); /* not a lease call */
+	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), 0);
+	CHECK_EQ_INT(id, 5);
+	cpuhp_client_call_free(call); /* the freeze is c's now */
+	/* Lease and freeze ids are apart: this one is no lease of c's. */
+	CHECK_EQ_INT(cpuhp_client_lease_release(c, 5), -ESRCH);
+	CHECK_EQ_INT(cpuhp_client_thaw(c, 5), 0);
+
+	CHECK_EQ_INT(cpuhp_client_set_identity(c, "pools", "sizing"), 0);
+	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, NULL, &call), 0);
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), 0);
+	CHECK_EQ_INT(id, 6);
+	cpuhp_client_call_free(call);
+	cpuhp_client_close(c); /* closes the freeze's connection too */
+	fake_finish(&f);
+}
+
 /* --- close while another thread waits (issue 17 §7) ------------------------ */
 
 /*
@@ -1391,6 +1484,7 @@ int main(void)
 	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
 	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
 	RUN_TEST(client_leases_begin_lists_on_a_connection_of_its_own);
+	RUN_TEST(client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handle);
 	RUN_TEST(client_close_wakes_a_socket_lease_wait_with_ecanceled);
 	RUN_TEST(client_close_wakes_a_lease_wait_on_a_connection_of_its_own);
 	RUN_TEST(client_close_wakes_set_online_and_status);

@@ -853,6 +853,16 @@ class Client:
                 raise self._error(c, rc)
         return Freeze(self, int(out[0]))
 
+    def _freeze_begin(self, c, who, why) -> _Call:
+        return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out))
+
+    def _freeze_end(self, call: _Call) -> Freeze:
+        out = ffi.new('uint64_t *')
+        rc = lib.cpuhp_client_call_freeze(call._p, out)
+        if rc < 0:
+            raise _call_error(call._p, rc)
+        return Freeze(self, int(out[0]))
+
     def _thaw(self, freeze_id: int) -> None:
         with self._lock:
             if self._c is None:

@@ -38,8 +38,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Coroutine, Generator
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from types import TracebackType
+from typing import TypeVar
 
 from . import HAVE_CLIENT
 
@@ -53,6 +54,8 @@ from ._cpuset import CPUs  # noqa: E402
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
 
 __all__ = ['Client']
+
+_T = TypeVar('_T', _client.Lease, _client.Freeze)
 
 
 class _Readers:
@@ -109,24 +112,23 @@ class _Readers:
         self._loops.clear()
 
 
-class _LeaseRequest(Coroutine[object, None, _client.Lease]):
-    """What Client.lease() returns: ``await`` it (or make it a task) for the
-    cpuhp.Lease, or ``async with`` it to hold the lease for the block."""
+class _Request(Coroutine[object, None, _T]):
+    """What Client.lease() and Client.freeze() return: ``await`` it (or make
+    it a task) for the cpuhp.Lease or cpuhp.Freeze, or ``async with`` it to
+    hold that for the block (released or thawed on the way out)."""
 
-    def __init__(self, client: Client, ms: int, ident: tuple | None = None) -> None:
-        self._client = client
-        self._ms = ms
-        self._ident = ident
-        self._lease: _client.Lease | None = None
+    def __init__(self, start: Callable[[], Coroutine[object, None, _T]]) -> None:
+        self._start = start
+        self._held: _T | None = None
         # Made when awaited: used only by ``async with``, it never is.
-        self._coro: Coroutine[object, None, _client.Lease] | None = None
+        self._coro: Coroutine[object, None, _T] | None = None
 
-    def _inner(self) -> Coroutine[object, None, _client.Lease]:
+    def _inner(self) -> Coroutine[object, None, _T]:
         if self._coro is None:
-            self._coro = self._client._lease(self._ms, self._ident)
+            self._coro = self._start()
         return self._coro
 
-    def __await__(self) -> Generator[object, None, _client.Lease]:
+    def __await__(self) -> Generator[object, None, _T]:
         return self._inner().__await__()
 
     def send(self, value: None) -> object:
@@ -139,14 +141,14 @@ class _LeaseRequest(Coroutine[object, None, _client.Lease]):
         if self._coro is not None:
             self._coro.close()
 
-    async def __aenter__(self) -> _client.Lease:
-        self._lease = await self._client._lease(self._ms, self._ident)
-        return self._lease
+    async def __aenter__(self) -> _T:
+        self._held = await self._start()
+        return self._held
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        assert self._lease is not None
-        self._lease.__exit__(exc_type, exc, tb)
+        assert self._held is not None
+        self._held.__exit__(exc_type, exc, tb)
 
 
 class Client:
@@ -210,7 +212,7 @@ class Client:
             self._sync._check_open()  # before the call, which close() may have freed
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
-              why: str | None = None) -> _LeaseRequest:
+              why: str | None = None) -> _Request[_client.Lease]:
         """A reader lease, as cpuhp.Client.lease(): ``async with
         client.lease(): ...`` holds it for the block, ``lease = await
         client.lease()`` returns it (release it with ``lease.release()``).
@@ -220,9 +222,9 @@ class Client:
         anything is awaited."""
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
         if who is None and why is None:
-            return _LeaseRequest(self, ms)
-        return _LeaseRequest(self, ms, (_client._identity(who, 'who'),
-                                        _client._identity(why, 'why')))
+            return _Request(lambda: self._lease(ms))
+        ident = (_client._identity(who, 'who'), _client._identity(why, 'why'))
+        return _Request(lambda: self._lease(ms, ident))
 
     def set_identity(self, who: str | None = None, why: str | None = None) -> None:
         """As cpuhp.Client.set_identity(): one round trip, run in the loop
@@ -252,6 +254,28 @@ class Client:
             try:
                 await self._done(call)
                 return self._sync._lease_end(call)
+            finally:
+                call.close()
+
+    def freeze(self, *, who: str | None = None,
+               why: str | None = None) -> _Request[_client.Freeze]:
+        """Freeze CPU hotplug, as cpuhp.Client.freeze(): ``async with
+        client.freeze(): ...`` holds it for the block (thawed on the way
+        out), ``freeze = await client.freeze()`` returns it (end it with
+        ``freeze.thaw()``, a round trip the daemon answers at once).  The
+        wait for the hotplugs queued before it is awaited, on a connection
+        of its own; cancelled before the daemon answers, the freeze request
+        is given up.  Bad arguments raise here, before anything is awaited."""
+        ident = (_client._identity(who, 'who'), _client._identity(why, 'why'))
+        return _Request(lambda: self._freeze(*ident))
+
+    async def _freeze(self, who, why) -> _client.Freeze:
+        with self._sync._using() as use:
+            call = self._sync._freeze_begin(use.c, who, why)
+            use.cancel = lambda: self._cancel(call)
+            try:
+                await self._done(call)
+                return self._sync._freeze_end(call)
             finally:
                 call.close()
 

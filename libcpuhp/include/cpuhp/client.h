@@ -397,7 +397,8 @@ CPUHP_EXPORT int cpuhp_client_freeze(struct cpuhp_client *c, const char *who, co
                                      uint64_t *freeze_id);
 
 /**
- * cpuhp_client_thaw() - end a freeze taken on @c.
+ * cpuhp_client_thaw() - end a freeze taken on @c (by cpuhp_client_freeze()
+ * or cpuhp_client_freeze_begin()).
  * Context: blocks for a round trip.
  * Return: 0; -ESRCH if @c holds no such freeze; a connection -errno.
  */
@@ -664,6 +665,19 @@ CPUHP_EXPORT int cpuhp_client_set_online_begin(struct cpuhp_client *c, const cha
 CPUHP_EXPORT int cpuhp_client_status_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
 
 /**
+ * cpuhp_client_freeze_begin() - start a cpuhp_client_freeze(), on a
+ * connection of its own: the freeze is held there, as @c's (thaw it with
+ * cpuhp_client_thaw(@c, ...), which closes that connection; it ends with
+ * @c too).  cpuhp_client_call_free() before it is done gives it up.
+ * @who, @why: as for cpuhp_client_freeze() (NULL: the handle's).
+ * Context: as cpuhp_client_lease_acquire_begin().
+ * Return: 0; -EINVAL (a name over CPUHP_CLIENT_IDENTITY_MAX bytes); -ECHILD;
+ * -ENOMEM; a connection -errno.  -EPERM is cpuhp_client_call_done()'s.
+ */
+CPUHP_EXPORT int cpuhp_client_freeze_begin(struct cpuhp_client *c, const char *who, const char *why,
+                                           struct cpuhp_client_call **out);
+
+/**
  * cpuhp_client_leases_begin() - start a cpuhp_client_list_leases() request,
  * on a connection of its own.
  * Context: as cpuhp_client_lease_acquire_begin().
@@ -702,6 +716,10 @@ CPUHP_EXPORT int cpuhp_client_call_results(struct cpuhp_client_call *call,
 /** cpuhp_client_call_status() - the answer of a done status call.  Return: 0; -EINVAL; -EPROTO. */
 CPUHP_EXPORT int cpuhp_client_call_status(struct cpuhp_client_call *call,
                                           struct cpuhp_client_status *out);
+
+/** cpuhp_client_call_freeze() - the freeze of a done freeze call.  Return: 0; -EINVAL (not one). */
+CPUHP_EXPORT int cpuhp_client_call_freeze(const struct cpuhp_client_call *call,
+                                          uint64_t *freeze_id);
 
 /**
  * cpuhp_client_call_leases() - the answer of a done leases call, as
