@@ -322,6 +322,85 @@ def test_freeze_checks_its_names_before_anything_is_awaited(aio, daemon):
     run(main())
 
 
+def test_register_state_waits_in_the_executor_and_callbacks_run_on_its_thread(
+        cpuhp, aio, daemon, observer, sim):
+    """The startup of CPU 0 holds the registration until this task, which
+    keeps running in the loop meanwhile, lets it go; hotplugs run the
+    callbacks on the State's thread; the block's end removes it."""
+    log, in_startup, go = [], threading.Event(), threading.Event()
+
+    def callback(tag):
+        def fn(cpu):
+            log.append((tag, cpu, threading.current_thread() is threading.main_thread()))
+            if (tag, cpu) == ('up', 0) and not go.is_set():
+                in_startup.set()
+                go.wait(GUARD_S)  # a loop blocked here fails the test below
+        return fn
+
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            async def hold_state():
+                async with c.register_state('aio-a', startup=callback('up'),
+                                            teardown=callback('down')) as st:
+                    assert isinstance(st, cpuhp.State) and st.id > 0 and not st.removed
+                    assert log == [('up', cpu, False) for cpu in range(4)]
+                    log.clear()
+                    assert (await c.set_online(2, False)).changed == {2}
+                    assert log == [('down', 2, False)] and sim.read_online(2) == '0'
+                    log.clear()
+                    assert (await c.set_online(2, True)).changed == {2}
+                    assert log == [('up', 2, False)]
+                    log.clear()
+                return st
+            holder = await started(hold_state())
+            wait_until('the startup of CPU 0 running', in_startup.is_set)
+            assert not holder.done()  # this task runs while the registration waits
+            go.set()
+            st = await holder
+            assert st.removed and log == [('down', cpu, False) for cpu in (3, 2, 1, 0)]
+            log.clear()
+            st = await c.register_state('aio-b', teardown=callback('down'), nocalls=True)
+            assert log == [] and not st.removed
+            st.remove(nocalls=True)
+            assert (await c.set_online(2, False)).changed == {2} and log == []
+            with pytest.raises(ValueError):
+                c.register_state('no spaces allowed')
+    run(main())
+
+
+def test_register_state_cancelled_while_registering_removes_the_state(cpuhp, aio, daemon,
+                                                                        observer):
+    """The removal runs from the loop once the registration ends: this task
+    waits for the last teardown without blocking the loop."""
+    in_startup, go, torn_down = threading.Event(), threading.Event(), threading.Event()
+    log = []
+
+    def startup(cpu):
+        if cpu == 0:
+            in_startup.set()
+            go.wait(GUARD_S)
+
+    def teardown(cpu):
+        log.append(cpu)
+        if cpu == 0:
+            torn_down.set()
+
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            registering = await started(c.register_state(
+                'aio-c', startup=startup, teardown=teardown))
+            wait_until('the startup of CPU 0 running', in_startup.is_set)
+            registering.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await registering
+            go.set()
+            loop = asyncio.get_running_loop()
+            assert await loop.run_in_executor(None, torn_down.wait, GUARD_S)
+            assert log == [3, 2, 1, 0]
+            assert (await c.set_online(2, False)).changed == {2} and log == [3, 2, 1, 0]
+    run(main())
+
+
 def test_close_ends_the_calls_tasks_await_and_they_raise_ecanceled(cpuhp, aio, daemon,
                                                                     observer):
     async def main():

@@ -35,7 +35,7 @@ class State:
 
     def __init__(self, client, name: str, startup: Callable[[int], object] | None,
                  teardown: Callable[[int], object] | None, priority: int, deadline: float,
-                 nocalls: bool) -> None:
+                 nocalls: bool, start: bool = True) -> None:
         if not isinstance(name, str) or not name or len(name.encode()) > 63 or \
                 any(ch <= ' ' or ord(ch) >= 0x7f for ch in name):
             raise ValueError(f'state name must be 1 to 63 printable ASCII characters without '
@@ -56,19 +56,35 @@ class State:
         self._startup, self._teardown = startup, teardown
         self._handle = ffi.new_handle(self)
         self._s = None
-        self._stop_r, self._stop_w = os.pipe()
+        self._stop_r = self._stop_w = -1
+        self._nocalls = nocalls
         self._nocalls_remove = False
         self._ready = threading.Event()
         self._done = threading.Event()
         self._err: OSError | None = None
         self._removed = False
-        client._handle()  # ValueError if closed
-        self._thread = threading.Thread(target=self._main, name=f'cpuhp-state-{name}',
-                                        args=(client, nocalls, max(1, round(deadline * 1000))),
+        self._client = client
+        if start:
+            self._start()
+            self._wait_registered()
+
+    def _start(self) -> None:
+        """Start the state's thread, which registers it (without *start*,
+        the caller's to call once, then _wait_registered())."""
+        self._client._handle()  # ValueError if closed
+        self._stop_r, self._stop_w = os.pipe()
+        self._thread = threading.Thread(target=self._main, name=f'cpuhp-state-{self.name}',
+                                        args=(self._client, self._nocalls,
+                                              max(1, round(self.deadline * 1000))),
                                         daemon=True)
         self._thread.start()
+
+    def _wait_registered(self) -> None:
+        """Wait for the state's thread to register it (and run the startups);
+        raise its error."""
         self._ready.wait()
         if self._err is not None:
+            self._removed = True  # nothing to remove: its thread has left
             self._close_pipe()
             raise self._err
 

@@ -17,17 +17,21 @@
     asyncio.run(main())
 
 No thread per call: every wait is the event loop watching a socket
-(``loop.add_reader``).  A lease or a hotplug request that may wait is one
-of libcpuhp-client's asynchronous calls, on a connection of its own;
-events come on the Client's connection.  Cancelling a task that awaits a
-call (``asyncio.wait_for``, a TaskGroup, Ctrl-C under ``asyncio.run``)
-gives the request up: the daemon drops a lease request still waiting and
-cancels a hotplug that is not writing sysfs yet.
+(``loop.add_reader``).  A lease, a hotplug request, a freeze or a leases()
+listing is one of libcpuhp-client's asynchronous calls, on a connection of
+its own; events come on the Client's connection.  The exception is
+register_state(): a State has a thread of its own, as in cpuhp.Client,
+and the wait for its registration runs in the loop's default executor.
+Cancelling a task that awaits a call (``asyncio.wait_for``, a TaskGroup,
+Ctrl-C under ``asyncio.run``) gives the request up: the daemon drops a
+lease or freeze request still waiting and cancels a hotplug that is not
+writing sysfs yet.
 
 Run in the loop, without waiting: a fast lease and its release (ns).  Run
 in the loop as one round trip that cpuhpd answers at once: connecting
 (``Client()``), a Client's first lease (it asks for the fast path),
-subscribing (``watch()``), releasing a lease that waited behind a hotplug.
+subscribing (``watch()``), releasing a lease that waited behind a hotplug,
+thawing a freeze (``Freeze.thaw()``, the end of ``async with freeze()``).
 
 The results, events and errors are cpuhp's (``cpuhp.Lease``,
 ``cpuhp.HotplugResult``, ``cpuhp.Status``, ``cpuhp.HotplugStarted``...,
@@ -52,10 +56,11 @@ if not HAVE_CLIENT:
 from . import _client  # noqa: E402  (after the check above)
 from ._cpuset import CPUs  # noqa: E402
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
+from ._states import State  # noqa: E402
 
 __all__ = ['Client']
 
-_T = TypeVar('_T', _client.Lease, _client.Freeze)
+_T = TypeVar('_T', _client.Lease, _client.Freeze, State)
 
 
 class _Readers:
@@ -113,12 +118,15 @@ class _Readers:
 
 
 class _Request(Coroutine[object, None, _T]):
-    """What Client.lease() and Client.freeze() return: ``await`` it (or make
-    it a task) for the cpuhp.Lease or cpuhp.Freeze, or ``async with`` it to
-    hold that for the block (released or thawed on the way out)."""
+    """What Client.lease(), freeze() and register_state() return: ``await``
+    it (or make it a task) for the cpuhp.Lease, cpuhp.Freeze or
+    cpuhp.State, or ``async with`` it to hold that for the block (released,
+    thawed or removed on the way out)."""
 
-    def __init__(self, start: Callable[[], Coroutine[object, None, _T]]) -> None:
+    def __init__(self, start: Callable[[], Coroutine[object, None, _T]],
+                 end: Callable[[_T], Coroutine[object, None, None]] | None = None) -> None:
         self._start = start
+        self._end = end  # the async end of ``async with``; None: the held thing's __exit__
         self._held: _T | None = None
         # Made when awaited: used only by ``async with``, it never is.
         self._coro: Coroutine[object, None, _T] | None = None
@@ -148,7 +156,10 @@ class _Request(Coroutine[object, None, _T]):
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         assert self._held is not None
-        self._held.__exit__(exc_type, exc, tb)
+        if self._end is None:
+            self._held.__exit__(exc_type, exc, tb)
+        else:
+            await self._end(self._held)
 
 
 class Client:
@@ -278,6 +289,42 @@ class Client:
                 return self._sync._freeze_end(call)
             finally:
                 call.close()
+
+    def register_state(self, name: str, startup: Callable[[int], object] | None = None,
+                       teardown: Callable[[int], object] | None = None, priority: int = 0,
+                       deadline: float = 5.0, nocalls: bool = False) -> _Request[State]:
+        """Register a hotplug state, as cpuhp.Client.register_state(), and
+        return the cpuhp.State: ``state = await client.register_state(...)``,
+        or ``async with client.register_state(...) as state: ...``, whose end
+        removes it (``await`` the loop's executor for the teardowns).  The
+        callbacks run on the State's own thread, as in cpuhp.Client, not in
+        the loop: they must not touch the loop's objects but through
+        ``loop.call_soon_threadsafe``.  The wait for the registration (and
+        the startups for the CPUs online) runs in the loop's default
+        executor, not in the loop.  A task cancelled during that wait
+        removes the state once it is registered.  Bad arguments raise here,
+        before anything is awaited."""
+        st = State(self._sync, name, startup, teardown, priority, deadline, nocalls, start=False)
+        return _Request(lambda: self._registered(st), self._remove_state)
+
+    @staticmethod
+    async def _registered(st: State) -> State:
+        loop = asyncio.get_running_loop()
+        st._start()  # its thread registers it; only the wait for that is blocking
+        done = loop.run_in_executor(None, st._wait_registered)
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:
+            # Nobody will hold it: remove it once its thread registered it.
+            done.add_done_callback(
+                lambda f: f.cancelled() or f.exception() or
+                loop.run_in_executor(None, st.remove))
+            raise
+        return st
+
+    @staticmethod
+    async def _remove_state(st: State) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, st.remove)
 
     async def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
                          check: bool = True) -> _client.HotplugResult:
