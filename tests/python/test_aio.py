@@ -314,6 +314,26 @@ def test_cancelling_a_waiting_freeze_gives_the_request_up(cpuhp, aio, daemon, ob
     run(main())
 
 
+def test_close_wakes_a_waiting_freeze_with_ecanceled_and_drops_it(cpuhp, aio, daemon,
+                                                                   observer):
+    async def main():
+        held = observer.lease()
+        async with aio.Client(daemon.socket) as admin:
+            c = aio.Client(daemon.socket)
+            hotplug = await hotplug_waiting(cpuhp, observer,
+                                            admin.set_online(1, False, timeout=GUARD_S))
+            freezing = await started(c.freeze())
+            wait_until('the freeze waiting', lambda: len(freezes(observer)) == 1)
+            c.close()
+            wait_until('the request dropped', lambda: freezes(observer) == [])
+            with pytest.raises(OSError) as e:
+                await freezing
+            assert e.value.errno == errno.ECANCELED
+            held.release()
+            assert (await hotplug).changed == {1}
+    run(main())
+
+
 def test_freeze_checks_its_names_before_anything_is_awaited(aio, daemon):
     async def main():
         async with aio.Client(daemon.socket) as c:

@@ -385,6 +385,15 @@ class _Call:
             _wait_readable([self.fileno(), client._closed_r])
             client._check_open()
 
+    def result(self, ctype: str, get: Callable[[object, object], int]):
+        """A done call's result: a new *ctype* that ``get(call, out)``, one of
+        the cpuhp_client_call_*() getters, filled; its error raised."""
+        out = ffi.new(ctype)
+        rc = get(self._p, out)
+        if rc < 0:
+            raise _call_error(self._p, rc)
+        return out
+
     def close(self) -> None:
         if self._p is not None:
             ffi.release(self._p)  # cpuhp_client_call_free() now
@@ -756,11 +765,8 @@ class Client:
 
     @staticmethod
     def _leases_end(call: _Call) -> LeaseList:
-        out = ffi.new('struct cpuhp_client_lease_list **')
-        rc = lib.cpuhp_client_call_leases(call._p, out)
-        if rc < 0:
-            raise _call_error(call._p, rc)
-        return _lease_list_freed(out[0])
+        return _lease_list_freed(call.result('struct cpuhp_client_lease_list **',
+                                             lib.cpuhp_client_call_leases)[0])
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None) -> Lease:
@@ -825,11 +831,7 @@ class Client:
                                                                                   why, out))
 
     def _lease_end(self, call: _Call) -> Lease:
-        out = ffi.new('uint64_t *')
-        rc = lib.cpuhp_client_call_lease(call._p, out)
-        if rc < 0:
-            raise _call_error(call._p, rc)
-        return Lease(self, int(out[0]))
+        return Lease(self, int(call.result('uint64_t *', lib.cpuhp_client_call_lease)[0]))
 
     def freeze(self, *, who: str | None = None, why: str | None = None) -> Freeze:
         """Freeze CPU hotplug, as the kernel's cpu_hotplug_disable() does, and
@@ -857,11 +859,7 @@ class Client:
         return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out))
 
     def _freeze_end(self, call: _Call) -> Freeze:
-        out = ffi.new('uint64_t *')
-        rc = lib.cpuhp_client_call_freeze(call._p, out)
-        if rc < 0:
-            raise _call_error(call._p, rc)
-        return Freeze(self, int(out[0]))
+        return Freeze(self, int(call.result('uint64_t *', lib.cpuhp_client_call_freeze)[0]))
 
     def _thaw(self, freeze_id: int) -> None:
         with self._lock:
@@ -898,11 +896,7 @@ class Client:
 
     @staticmethod
     def _status_end(call: _Call) -> Status:
-        out = ffi.new('struct cpuhp_client_status *')
-        rc = lib.cpuhp_client_call_status(call._p, out)
-        if rc < 0:
-            raise _call_error(call._p, rc)
-        return _status(out)
+        return _status(call.result('struct cpuhp_client_status *', lib.cpuhp_client_call_status))
 
     def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
                    check: bool = True) -> HotplugResult:

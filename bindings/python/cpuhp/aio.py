@@ -61,6 +61,7 @@ from ._states import State  # noqa: E402
 __all__ = ['Client']
 
 _T = TypeVar('_T', _client.Lease, _client.Freeze, State)
+_R = TypeVar('_R')
 
 
 class _Readers:
@@ -222,6 +223,20 @@ class Client:
             await self._readers.wait([call.fileno(), self._sync._closed_r])
             self._sync._check_open()  # before the call, which close() may have freed
 
+    async def _call(self, begin: Callable[[object], _client._Call],
+                    end: Callable[[_client._Call], _R]) -> _R:
+        """One asynchronous call of libcpuhp-client, counted as in progress
+        on the Client (close() from anywhere wakes it with ECANCELED):
+        *begin* it on the handle, await it, read its result with *end*."""
+        with self._sync._using() as use:
+            call = begin(use.c)
+            use.cancel = lambda: self._cancel(call)
+            try:
+                await self._done(call)
+                return end(call)
+            finally:
+                call.close()
+
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None) -> _Request[_client.Lease]:
         """A reader lease, as cpuhp.Client.lease(): ``async with
@@ -245,28 +260,15 @@ class Client:
     async def leases(self) -> _client.LeaseList:
         """Every lease, hotplug request and freeze, as cpuhp.Client.leases()
         (asked on a connection of its own, counted in ``connections``)."""
-        with self._sync._using() as use:
-            call = self._sync._leases_begin(use.c)
-            use.cancel = lambda: self._cancel(call)
-            try:
-                await self._done(call)
-                return self._sync._leases_end(call)
-            finally:
-                call.close()
+        return await self._call(self._sync._leases_begin, self._sync._leases_end)
 
     async def _lease(self, ms: int, ident: tuple | None = None) -> _client.Lease:
         lease = None if ident else self._sync._lease_now(ms)
         if lease is not None:
             return lease
-        with self._sync._using() as use:
-            call = (self._sync._lease_as_begin(use.c, ms, *ident) if ident else
-                    self._sync._lease_begin(use.c, ms))
-            use.cancel = lambda: self._cancel(call)
-            try:
-                await self._done(call)
-                return self._sync._lease_end(call)
-            finally:
-                call.close()
+        return await self._call(
+            (lambda c: self._sync._lease_as_begin(c, ms, *ident)) if ident else
+            (lambda c: self._sync._lease_begin(c, ms)), self._sync._lease_end)
 
     def freeze(self, *, who: str | None = None,
                why: str | None = None) -> _Request[_client.Freeze]:
@@ -281,14 +283,8 @@ class Client:
         return _Request(lambda: self._freeze(*ident))
 
     async def _freeze(self, who, why) -> _client.Freeze:
-        with self._sync._using() as use:
-            call = self._sync._freeze_begin(use.c, who, why)
-            use.cancel = lambda: self._cancel(call)
-            try:
-                await self._done(call)
-                return self._sync._freeze_end(call)
-            finally:
-                call.close()
+        return await self._call(lambda c: self._sync._freeze_begin(c, who, why),
+                                self._sync._freeze_end)
 
     def register_state(self, name: str, startup: Callable[[int], object] | None = None,
                        teardown: Callable[[int], object] | None = None, priority: int = 0,
@@ -334,26 +330,13 @@ class Client:
         finishes."""
         text = self._sync._set_online_args(cpus, online)
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        with self._sync._using() as use:
-            call = self._sync._set_online_begin(use.c, text, online, ms)
-            use.cancel = lambda: self._cancel(call)
-            try:
-                await self._done(call)
-                return self._sync._set_online_end(call, online, check)
-            finally:
-                call.close()
+        return await self._call(lambda c: self._sync._set_online_begin(c, text, online, ms),
+                                lambda call: self._sync._set_online_end(call, online, check))
 
     async def status(self) -> _client.Status:
         """The daemon's view, as cpuhp.Client.status() (asked on a
         connection of its own, counted in ``connections``)."""
-        with self._sync._using() as use:
-            call = self._sync._status_begin(use.c)
-            use.cancel = lambda: self._cancel(call)
-            try:
-                await self._done(call)
-                return self._sync._status_end(call)
-            finally:
-                call.close()
+        return await self._call(self._sync._status_begin, self._sync._status_end)
 
     def watch(self, timeout: float | None = None) -> AsyncIterator[_client.Event]:
         """Subscribe to events (at once) and return an async iterator of
