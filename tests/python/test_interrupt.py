@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Ctrl-C ends a cpuhp.Client call that waits with no timeout: a child
-Python blocks in lease(), set_online() or watch(), gets SIGINT, and exits
+Python blocks in lease(), set_online(), freeze() or watch(), gets SIGINT, and exits
 with KeyboardInterrupt; the daemon forgets what it was waiting for.
 
 "Blocked" is observed, never slept for: the daemon shows the request
@@ -28,6 +28,8 @@ try:
         c.lease()
     elif what == 'set_online':
         c.set_online(2, False)
+    elif what == 'freeze':
+        c.freeze()
     else:
         next(events)
 except KeyboardInterrupt:
@@ -95,6 +97,24 @@ def test_ctrl_c_ends_a_lease_waiting_behind_a_hotplug_and_no_lease_comes_of_it(
         # The child is still connected: had its request stayed queued, it
         # would hold a lease now.
         assert observer.status().leases_held == 0
+        c.finish()
+
+
+def test_ctrl_c_ends_a_freeze_waiting_behind_a_hotplug_and_no_freeze_comes_of_it(
+        cpuhp, daemon, observer, child):
+    held = observer.lease()
+    with cpuhp.Client(daemon.socket) as h:
+        # Bounded: a freeze deaf to SIGINT until granted fails the test, not hangs it.
+        hp = Bg(h.set_online, 1, False, GUARD_S)
+        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        c = child('freeze')
+        wait_until('the freeze queued', lambda: observer.status().freezes == 1)
+        c.interrupt()
+        wait_until('the request forgotten', lambda: observer.status().freezes == 0)
+        held.release()
+        assert hp.join().changed == {1}
+        # The child is still connected: had its request stayed, it would hold a freeze now.
+        assert observer.status().freezes == 0
         c.finish()
 
 
