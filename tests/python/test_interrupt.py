@@ -82,39 +82,31 @@ def child(daemon):
         c.kill()
 
 
-def test_ctrl_c_ends_a_lease_waiting_behind_a_hotplug_and_no_lease_comes_of_it(
-        cpuhp, daemon, observer, child):
+# What the daemon counts while the request waits, and once it would be granted.
+WAITING_THEN_HELD = {
+    'lease': (lambda s: s.pending_leases, lambda s: s.leases_held),
+    'freeze': (lambda s: s.freezes, lambda s: s.freezes),
+}
+
+
+@pytest.mark.parametrize('what', WAITING_THEN_HELD)
+def test_ctrl_c_ends_a_request_waiting_behind_a_hotplug_and_nothing_comes_of_it(
+        cpuhp, daemon, observer, child, what):
+    waiting, held_now = WAITING_THEN_HELD[what]
     held = observer.lease()
     with cpuhp.Client(daemon.socket) as h:
-        hp = Bg(h.set_online, 1, False, None)
+        # Bounded: a call deaf to SIGINT until granted fails the test, not hangs it.
+        hp = Bg(h.set_online, 1, False, GUARD_S)
         wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
-        c = child('lease')
-        wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
+        c = child(what)
+        wait_until(f'the {what} queued', lambda: waiting(observer.status()) == 1)
         c.interrupt()
-        wait_until('the request forgotten', lambda: observer.status().pending_leases == 0)
+        wait_until('the request forgotten', lambda: waiting(observer.status()) == 0)
         held.release()
         assert hp.join().changed == {1}
         # The child is still connected: had its request stayed queued, it
-        # would hold a lease now.
-        assert observer.status().leases_held == 0
-        c.finish()
-
-
-def test_ctrl_c_ends_a_freeze_waiting_behind_a_hotplug_and_no_freeze_comes_of_it(
-        cpuhp, daemon, observer, child):
-    held = observer.lease()
-    with cpuhp.Client(daemon.socket) as h:
-        # Bounded: a freeze deaf to SIGINT until granted fails the test, not hangs it.
-        hp = Bg(h.set_online, 1, False, GUARD_S)
-        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
-        c = child('freeze')
-        wait_until('the freeze queued', lambda: observer.status().freezes == 1)
-        c.interrupt()
-        wait_until('the request forgotten', lambda: observer.status().freezes == 0)
-        held.release()
-        assert hp.join().changed == {1}
-        # The child is still connected: had its request stayed, it would hold a freeze now.
-        assert observer.status().freezes == 0
+        # would hold it now.
+        assert held_now(observer.status()) == 0
         c.finish()
 
 
