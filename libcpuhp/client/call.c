@@ -357,6 +357,7 @@ static int finish(struct cpuhp_client_call *call, int ret, Cpuhp__Response *resp
 			cpuhp__client_error(w, ret, "out of memory for the lease table");
 	}
 	if (ret < 0) {
+		cpuhp__client_too_old(w, ret, call->expect); /* as the blocking calls say it */
 		snprintf(call->message, sizeof(call->message), "%s", cpuhp_client_last_message(w));
 		/* Gone with it: whatever the daemon still had for this request. */
 		cpuhp_client_close(w);

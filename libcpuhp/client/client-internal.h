@@ -130,6 +130,15 @@ int cpuhp__client_forked_error(struct cpuhp_client *c);
 int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * cpuhp__client_too_old() - the one wording of "this cpuhpd is too old to
+ * ...": for -EOPNOTSUPP answering a request newer than the protocol's first
+ * (named by the reply it @expect-s), set @c's message; for the blocking
+ * calls and the asynchronous ones' cpuhp_client_call_done() alike.
+ * Return: @ret.
+ */
+int cpuhp__client_too_old(struct cpuhp_client *c, int ret, Cpuhp__Response__BodyCase expect);
+
 /* The connection cannot be used again: remember @err for every later call. */
 int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what);
 

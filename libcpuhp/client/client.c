@@ -58,6 +58,34 @@ static int parse_list(struct cpuhp_client *c, const char *what, const char *str,
 	return 0;
 }
 
+int cpuhp__client_too_old(struct cpuhp_client *c, int ret, Cpuhp__Response__BodyCase expect)
+{
+	const char *what;
+
+	if (ret != -EOPNOTSUPP)
+		return ret;
+	switch (expect) {
+	case CPUHP__RESPONSE__BODY_SMT:
+		what = "for SMT control";
+		break;
+	case CPUHP__RESPONSE__BODY_METRICS:
+		what = "to give metrics";
+		break;
+	case CPUHP__RESPONSE__BODY_IDENTIFIED:
+		what = "to keep who and why";
+		break;
+	case CPUHP__RESPONSE__BODY_LEASE_LIST:
+		what = "to list leases";
+		break;
+	case CPUHP__RESPONSE__BODY_FROZEN:
+		what = "to freeze hotplug";
+		break;
+	default:
+		return ret; /* a request every cpuhpd knows: the daemon's own words */
+	}
+	return cpuhp__client_error(c, ret, "this cpuhpd is too old %s", what);
+}
+
 int cpuhp__client_hello_send(struct cpuhp_client *c)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
@@ -503,8 +531,7 @@ int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control, un
 	req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
 	req.set_smt = &ss;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_SMT, &resp);
-	if (ret == -EOPNOTSUPP)
-		cpuhp__client_error(c, ret, "this cpuhpd is too old for SMT control");
+	cpuhp__client_too_old(c, ret, CPUHP__RESPONSE__BODY_SMT);
 	if (ret < 0)
 		return leave(c, ret);
 	ret = cpuhp__client_convert_results(c, resp->smt->cpus ? resp->smt->cpus : &none, results,
@@ -531,8 +558,7 @@ int cpuhp_client_metrics(struct cpuhp_client *c, char **text)
 	req.body_case = CPUHP__REQUEST__BODY_METRICS;
 	req.metrics = &mr;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_METRICS, &resp);
-	if (ret == -EOPNOTSUPP)
-		cpuhp__client_error(c, ret, "this cpuhpd is too old to give metrics");
+	cpuhp__client_too_old(c, ret, CPUHP__RESPONSE__BODY_METRICS);
 	if (ret < 0)
 		return leave(c, ret);
 	s = strdup(resp->metrics->text ? resp->metrics->text : "");
@@ -822,9 +848,8 @@ int cpuhp_client_set_identity(struct cpuhp_client *c, const char *who, const cha
 		snprintf(c->who, sizeof(c->who), "%s", id.who);
 		snprintf(c->why, sizeof(c->why), "%s", id.why);
 		pthread_mutex_unlock(&c->fb_lock);
-	} else if (ret == -EOPNOTSUPP) {
-		cpuhp__client_error(c, ret, "this cpuhpd is too old to keep who and why");
 	}
+	cpuhp__client_too_old(c, ret, CPUHP__RESPONSE__BODY_IDENTIFIED);
 	return leave(c, ret);
 }
 
@@ -946,9 +971,8 @@ int cpuhp_client_list_leases(struct cpuhp_client *c, struct cpuhp_client_lease_l
 	if (ret == 0) {
 		ret = cpuhp__client_convert_list(c, resp->lease_list, out);
 		cpuhp__response__free_unpacked(resp, NULL);
-	} else if (ret == -EOPNOTSUPP) {
-		cpuhp__client_error(c, ret, "this cpuhpd is too old to list leases");
 	}
+	cpuhp__client_too_old(c, ret, CPUHP__RESPONSE__BODY_LEASE_LIST);
 	return leave(c, ret);
 }
 
@@ -984,9 +1008,8 @@ int cpuhp_client_freeze(struct cpuhp_client *c, const char *who, const char *why
 	if (ret == 0) {
 		*freeze_id = resp->frozen->freeze_id;
 		cpuhp__response__free_unpacked(resp, NULL);
-	} else if (ret == -EOPNOTSUPP) {
-		cpuhp__client_error(c, ret, "this cpuhpd is too old to freeze hotplug");
 	}
+	cpuhp__client_too_old(c, ret, CPUHP__RESPONSE__BODY_FROZEN);
 	return leave(c, ret);
 }
 

@@ -174,6 +174,30 @@ def test_close_gives_up_a_hotplug_a_thread_waits_for(cpuhp, daemon, observer):
     held.release()
 
 
+def test_close_wakes_a_thread_waiting_to_freeze_and_the_hotplug_ahead_runs(cpuhp, daemon,
+                                                                          observer):
+    held = observer.lease()
+    with cpuhp.Client(daemon.socket) as h:
+        # Bounded, so that a close() held up by the freeze fails the test, not hangs it.
+        hotplug = Bg(h.set_online, 1, False, GUARD_S)
+        wait_until('the hotplug waiting for the lease',
+                   writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        c = cpuhp.Client(daemon.socket)
+        freezing = Bg(c.freeze, who='bench')
+        wait_until('the freeze waiting behind the hotplug',
+                   lambda: [(f.granted, f.who) for f in observer.leases().freezes]
+                   == [(False, 'bench')])
+        c.close()
+        with pytest.raises(OSError) as e:
+            freezing.join()
+        assert e.value.errno == errno.ECANCELED and 'closed while this call' in str(e.value)
+        assert c.closed and c._busy == 0
+        wait_until('the freeze request dropped', lambda: observer.status().freezes == 0)
+        assert observer.leases().freezes == []
+        held.release()
+        assert hotplug.join().changed == {1}
+
+
 # --- status -----------------------------------------------------------------------
 
 def test_status_reports_sets_of_ints_leases_writer_and_version(cpuhp, daemon, client,

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Ctrl-C ends a cpuhp.Client call that waits with no timeout: a child
-Python blocks in lease(), set_online() or watch(), gets SIGINT, and exits
+Python blocks in lease(), set_online(), freeze() or watch(), gets SIGINT, and exits
 with KeyboardInterrupt; the daemon forgets what it was waiting for.
 
 "Blocked" is observed, never slept for: the daemon shows the request
@@ -28,6 +28,8 @@ try:
         c.lease()
     elif what == 'set_online':
         c.set_online(2, False)
+    elif what == 'freeze':
+        c.freeze()
     else:
         next(events)
 except KeyboardInterrupt:
@@ -80,21 +82,31 @@ def child(daemon):
         c.kill()
 
 
-def test_ctrl_c_ends_a_lease_waiting_behind_a_hotplug_and_no_lease_comes_of_it(
-        cpuhp, daemon, observer, child):
+# What the daemon counts while the request waits, and once it would be granted.
+WAITING_THEN_HELD = {
+    'lease': (lambda s: s.pending_leases, lambda s: s.leases_held),
+    'freeze': (lambda s: s.freezes, lambda s: s.freezes),
+}
+
+
+@pytest.mark.parametrize('what', WAITING_THEN_HELD)
+def test_ctrl_c_ends_a_request_waiting_behind_a_hotplug_and_nothing_comes_of_it(
+        cpuhp, daemon, observer, child, what):
+    waiting, held_now = WAITING_THEN_HELD[what]
     held = observer.lease()
     with cpuhp.Client(daemon.socket) as h:
-        hp = Bg(h.set_online, 1, False, None)
+        # Bounded: a call deaf to SIGINT until granted fails the test, not hangs it.
+        hp = Bg(h.set_online, 1, False, GUARD_S)
         wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
-        c = child('lease')
-        wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
+        c = child(what)
+        wait_until(f'the {what} queued', lambda: waiting(observer.status()) == 1)
         c.interrupt()
-        wait_until('the request forgotten', lambda: observer.status().pending_leases == 0)
+        wait_until('the request forgotten', lambda: waiting(observer.status()) == 0)
         held.release()
         assert hp.join().changed == {1}
         # The child is still connected: had its request stayed queued, it
-        # would hold a lease now.
-        assert observer.status().leases_held == 0
+        # would hold it now.
+        assert held_now(observer.status()) == 0
         c.finish()
 
 

@@ -1176,6 +1176,58 @@ static void client_leases_begin_lists_on_a_connection_of_its_own(void)
 	free(st);
 }
 
+/* A cpuhpd from before leases() and freezes: each request unknown, blocking or not. */
+static void script_too_old(int fd)
+{
+	static const Cpuhp__Request__BodyCase bodies[] = {CPUHP__REQUEST__BODY_LIST_LEASES,
+	                                                  CPUHP__REQUEST__BODY_FREEZE};
+	int w;
+
+	srv_hello(fd);
+	for (int i = 0; i < 2; i++)
+		srv_error(fd, srv_expect(fd, bodies[i]), CPUHP__ERROR_CODE__ERR_EOPNOTSUPP,
+		          "unknown request");
+	for (int i = 0; i < 2; i++) {
+		w = srv_accept();
+		srv_hello(w);
+		srv_error(w, srv_expect(w, bodies[i]), CPUHP__ERROR_CODE__ERR_EOPNOTSUPP,
+		          "unknown request");
+		srv_wait_close(w);
+		close(w);
+	}
+	srv_wait_close(fd);
+}
+
+static void client_too_old_daemon_is_named_by_blocking_and_async_calls(void)
+{
+	struct cpuhp_client_lease_list *l = NULL;
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	uint64_t id = 0;
+	struct fake f;
+
+	fake_start(&f, script_too_old);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_list_leases(c, &l), -EOPNOTSUPP);
+	CHECK_EQ_STR(cpuhp_client_last_message(c), "this cpuhpd is too old to list leases");
+	CHECK_EQ_INT(cpuhp_client_freeze(c, NULL, NULL, &id), -EOPNOTSUPP);
+	CHECK_EQ_STR(cpuhp_client_last_message(c), "this cpuhpd is too old to freeze hotplug");
+
+	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(call_wait(call), -EOPNOTSUPP);
+	CHECK_EQ_STR(cpuhp_client_call_message(call), "this cpuhpd is too old to list leases");
+	cpuhp_client_call_free(call);
+	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, NULL, &call), 0);
+	CHECK_EQ_INT(call_wait(call), -EOPNOTSUPP);
+	CHECK_EQ_STR(cpuhp_client_call_message(call), "this cpuhpd is too old to freeze hotplug");
+	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), -EOPNOTSUPP);
+	cpuhp_client_call_free(call);
+	CHECK(l == NULL && id == 0);
+
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
 /* Read a Freeze (naming @who and @why) and grant it as @freeze. */
 static void srv_frozen(int fd, const char *who, const char *why, uint64_t freeze)
 {
@@ -1484,6 +1536,7 @@ int main(void)
 	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
 	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
 	RUN_TEST(client_leases_begin_lists_on_a_connection_of_its_own);
+	RUN_TEST(client_too_old_daemon_is_named_by_blocking_and_async_calls);
 	RUN_TEST(client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handle);
 	RUN_TEST(client_close_wakes_a_socket_lease_wait_with_ecanceled);
 	RUN_TEST(client_close_wakes_a_lease_wait_on_a_connection_of_its_own);

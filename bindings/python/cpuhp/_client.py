@@ -842,18 +842,23 @@ class Client:
 
         Hotplugs queued before it still run: this returns once none is
         queued or running (each is bounded by its own timeout), blocking
-        meanwhile.  Root or cpuhpd's admin group only (PermissionError).
-        *who*, *why*: as for lease(), for leases() and the refusals'
-        message (else the Client's names)."""
+        meanwhile.  A signal ends that wait (Ctrl-C: KeyboardInterrupt), and
+        close() from another thread ends it with OSError ECANCELED; either
+        gives the request up: no freeze comes of it.  The freeze is held on
+        a connection of its own, which ends with this Client.  Root or
+        cpuhpd's admin group only (PermissionError).  *who*, *why*: as for
+        lease(), for leases() and the refusals' message (else the Client's
+        names)."""
         cwho, cwhy = _identity(who, 'who'), _identity(why, 'why')
-        out = ffi.new('uint64_t *')
-        with self._lock:
-            c = self._handle()
-            rc = lib.cpuhp_client_freeze(c, cwho, cwhy, out)
-            self._kick()
-            if rc < 0:
-                raise self._error(c, rc)
-        return Freeze(self, int(out[0]))
+        # Waits in poll(), as lease() does: one blocking C call here would
+        # hold up close() and Ctrl-C until the hotplugs ahead were done.
+        with self._using() as use:
+            call = self._freeze_begin(use.c, cwho, cwhy)
+            try:
+                call.wait(self)
+                return self._freeze_end(call)
+            finally:
+                call.close()
 
     def _freeze_begin(self, c, who, why) -> _Call:
         return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out))

@@ -672,7 +672,9 @@ CPUHP_EXPORT int cpuhp_client_status_begin(struct cpuhp_client *c, struct cpuhp_
  * @who, @why: as for cpuhp_client_freeze() (NULL: the handle's).
  * Context: as cpuhp_client_lease_acquire_begin().
  * Return: 0; -EINVAL (a name over CPUHP_CLIENT_IDENTITY_MAX bytes); -ECHILD;
- * -ENOMEM; a connection -errno.  -EPERM is cpuhp_client_call_done()'s.
+ * -ENOMEM; a connection -errno.  -EPERM, and -EOPNOTSUPP from an older cpuhpd
+ * ("this cpuhpd is too old to freeze hotplug", cpuhp_client_call_message()),
+ * are cpuhp_client_call_done()'s.
  */
 CPUHP_EXPORT int cpuhp_client_freeze_begin(struct cpuhp_client *c, const char *who, const char *why,
                                            struct cpuhp_client_call **out);
@@ -681,7 +683,8 @@ CPUHP_EXPORT int cpuhp_client_freeze_begin(struct cpuhp_client *c, const char *w
  * cpuhp_client_leases_begin() - start a cpuhp_client_list_leases() request,
  * on a connection of its own.
  * Context: as cpuhp_client_lease_acquire_begin().
- * Return: 0; -ECHILD; -ENOMEM; a connection -errno.
+ * Return: 0; -ECHILD; -ENOMEM; a connection -errno.  cpuhp_client_call_done()
+ * says -EOPNOTSUPP for an older cpuhpd, with cpuhp_client_list_leases()'s message.
  */
 CPUHP_EXPORT int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
 
