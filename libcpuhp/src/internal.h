@@ -225,6 +225,9 @@ static inline bool cpuhp__futex_trylock(struct cpuhp__futex_lock *l)
 int cpuhp__futex_wait(_Atomic unsigned *addr, unsigned val, const struct timespec *deadline);
 void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
 
+/* CLOCK_MONOTONIC in ns (defer.c). */
+uint64_t cpuhp__now_ns(void);
+
 /*
  * A short spin before a futex wait, where the other side's section is
  * usually short (the rwsem's: a writer's hold of ->block, a reader's
@@ -235,9 +238,6 @@ void cpuhp__futex_wake(_Atomic unsigned *addr, int n);
  * CPUHP__SPIN_NS), then queue and sleep as before.  Only a delay: every
  * check in such a loop is one the sleeping path makes too.
  */
-/* CLOCK_MONOTONIC in ns (defer.c). */
-uint64_t cpuhp__now_ns(void);
-
 #define CPUHP__SPIN_NS    5000u
 #define CPUHP__SPIN_CLOCK 8u
 struct cpuhp__spin {

@@ -185,6 +185,12 @@ uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss)
 /* Readers on the slow path read the clock once in this many polls. */
 #define CPUHP__LINGER_POLL 16
 
+/* Under ->lock: how long a lingering exit keeps readers slow. */
+static uint64_t linger_ns_locked(const struct cpuhp_rcu_sync *rss)
+{
+	return rss->reenter_ns / CPUHP__LINGER_SHARE;
+}
+
 static void credit_accrue_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
 {
 	int64_t cap = (int64_t)(rss->reenter_ns * CPUHP__LINGER_CREDIT);
@@ -646,7 +652,7 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 			 * queued.
 			 */
 			set_state(rss, CPUHP__GP_LINGER);
-			rss->idle_at_ns = now + rss->reenter_ns / CPUHP__LINGER_SHARE;
+			rss->idle_at_ns = now + linger_ns_locked(rss);
 			atomic_store_explicit(&rss->linger_until_ns, rss->idle_at_ns,
 			                      memory_order_relaxed);
 			broadcast_locked(rss); /* lockwatch.h waits */
@@ -679,9 +685,9 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 			 * renews itself with each writer, and readers stay
 			 * slow until aging has shortened it.
 			 */
-			window_ns = cpuhp__rcu_sync_window_ns_locked(rss);
-			if (!queue && linger_rule_locked(rss, now))
-				window_ns = rss->reenter_ns / CPUHP__LINGER_SHARE;
+			window_ns = !queue && linger_rule_locked(rss, now)
+			                ? linger_ns_locked(rss)
+			                : cpuhp__rcu_sync_window_ns_locked(rss);
 			rss->idle_at_ns = now + window_ns;
 		}
 	}

@@ -502,9 +502,7 @@ static int wait_for_readers(struct cpuhp_rwsem *sem, const struct timespec *dead
 	for (struct cpuhp__spin spin = {0, 0}; cpuhp__pcount_sum(&sem->readers);)
 		if (!cpuhp__spin(&spin))
 			goto sleep;
-	/* C: the readers' sections before ours; pairs with B. */
-	cpuhp__smp_mb();
-	return 0;
+	goto done;
 sleep:
 	for (;;) {
 		/*
@@ -531,6 +529,7 @@ sleep:
 		err = cpuhp__futex_wait(&sem->wseq, seq, deadline);
 	}
 	atomic_store_explicit(&sem->wwait, 0, memory_order_relaxed);
+done:
 	/* C: the readers' sections before ours; pairs with B. */
 	cpuhp__smp_mb();
 	return err == -ETIMEDOUT && cpuhp__pcount_sum(&sem->readers) ? -ETIMEDOUT : 0;
