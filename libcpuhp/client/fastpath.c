@@ -334,7 +334,7 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 		return ret;
 	ret = cpuhp__client_call_wait(call);
 	if (ret == 0)
-		ret = cpuhp_client_call_lease(call, lease_id);
+		ret = cpuhp_client_call_lease_acquire(call, lease_id);
 	if (ret < 0)
 		cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
 	cpuhp_client_call_free(call);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Hotplug requests: cpuhp_client_set_online_results() and its asynchronous
- * form on a connection of its own (cpuhp_client_set_online_begin(),
- * cpuhp_client_call_results()), cpuhp_client_set_online() for a
+ * form on a connection of its own (cpuhp_client_set_online_results_begin(),
+ * cpuhp_client_call_set_online_results()), cpuhp_client_set_online() for a
  * yes or no, SMT control (cpuhp_client_set_smt_results()), and the results
  * they give: one per CPU, each with the state callbacks run for it.
  */
@@ -179,8 +179,8 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 	return cpuhp__client_leave(c, ret);
 }
 
-int cpuhp_client_set_online_begin(struct cpuhp_client *c, const char *cpus, bool online,
-                                  unsigned timeout_ms, struct cpuhp_client_call **out)
+int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cpus, bool online,
+                                          unsigned timeout_ms, struct cpuhp_client_call **out)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
@@ -189,8 +189,9 @@ int cpuhp_client_set_online_begin(struct cpuhp_client *c, const char *cpus, bool
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
 }
 
-int cpuhp_client_call_results(struct cpuhp_client_call *call,
-                              struct cpuhp_client_cpu_result **results, size_t *n_results)
+int cpuhp_client_call_set_online_results(struct cpuhp_client_call *call,
+                                         struct cpuhp_client_cpu_result **results,
+                                         size_t *n_results)
 {
 	const Cpuhp__Response *resp;
 	struct cpuhp_client *w;

@@ -235,7 +235,7 @@ int cpuhp_client_lease_acquire_as_begin(struct cpuhp_client *c, unsigned timeout
 	return cpuhp__client_lease_begin_own(c, timeout_ms, who, why, out);
 }
 
-int cpuhp_client_call_lease(const struct cpuhp_client_call *call, uint64_t *lease_id)
+int cpuhp_client_call_lease_acquire(const struct cpuhp_client_call *call, uint64_t *lease_id)
 {
 	return cpuhp__call_id(call, CPUHP__RESPONSE__BODY_LEASE_GRANTED, lease_id);
 }
@@ -253,7 +253,7 @@ int cpuhp_client_lease_acquire_as(struct cpuhp_client *c, unsigned timeout_ms, c
 	if (ret == 0) {
 		ret = cpuhp__client_call_wait(call);
 		if (ret == 0)
-			ret = cpuhp_client_call_lease(call, &id);
+			ret = cpuhp_client_call_lease_acquire(call, &id);
 		if (ret < 0)
 			cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
 		cpuhp_client_call_free(call);

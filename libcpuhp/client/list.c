@@ -3,7 +3,7 @@
  * Who holds what: cpuhp_client_list_leases() (every lease, the hotplugs
  * queued and the freezes, like `systemd-inhibit --list`), and its
  * asynchronous form on a connection of its own
- * (cpuhp_client_leases_begin(), cpuhp_client_call_leases()).
+ * (cpuhp_client_list_leases_begin(), cpuhp_client_call_list_leases()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -106,7 +106,7 @@ int cpuhp_client_list_leases(struct cpuhp_client *c, struct cpuhp_client_lease_l
 	return cpuhp__client_request(c, &req, CPUHP__RESPONSE__BODY_LEASE_LIST, take_list, out);
 }
 
-int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call **out)
+int cpuhp_client_list_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call **out)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__ListLeases ll = CPUHP__LIST_LEASES__INIT;
@@ -115,7 +115,8 @@ int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call *
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_LEASE_LIST, out);
 }
 
-int cpuhp_client_call_leases(struct cpuhp_client_call *call, struct cpuhp_client_lease_list **out)
+int cpuhp_client_call_list_leases(struct cpuhp_client_call *call,
+                                  struct cpuhp_client_lease_list **out)
 {
 	const Cpuhp__Response *resp;
 	struct cpuhp_client *w;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Hotplug states on the client side (<cpuhp/client.h> says who calls what),
- * and the list of every state registered (cpuhp_client_states_list(), a
+ * and the list of every state registered (cpuhp_client_list_states(), a
  * call on the handle).  Each state has its own connection, used by one thread at a time: the
  * registering thread until register returns, then the state's thread (or the
  * application's dispatcher), then the removing thread once the state's
@@ -343,7 +343,7 @@ static int take_states(struct cpuhp_client *c, const Cpuhp__Response *resp, void
 	return 0;
 }
 
-int cpuhp_client_states_list(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+int cpuhp_client_list_states(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
                              size_t *n)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;

@@ -761,12 +761,12 @@ class Client:
         return _lease_list_freed(out[0])
 
     def _leases_begin(self, c) -> _Call:
-        return self._begin(c, lambda out: lib.cpuhp_client_leases_begin(c, out))
+        return self._begin(c, lambda out: lib.cpuhp_client_list_leases_begin(c, out))
 
     @staticmethod
     def _leases_end(call: _Call) -> LeaseList:
         return _lease_list_freed(call.result('struct cpuhp_client_lease_list **',
-                                             lib.cpuhp_client_call_leases)[0])
+                                             lib.cpuhp_client_call_list_leases)[0])
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None) -> Lease:
@@ -831,7 +831,7 @@ class Client:
                                                                                   why, out))
 
     def _lease_end(self, call: _Call) -> Lease:
-        return Lease(self, int(call.result('uint64_t *', lib.cpuhp_client_call_lease)[0]))
+        return Lease(self, int(call.result('uint64_t *', lib.cpuhp_client_call_lease_acquire)[0]))
 
     def freeze(self, *, who: str | None = None, why: str | None = None) -> Freeze:
         """Freeze CPU hotplug, as the kernel's cpu_hotplug_disable() does, and
@@ -940,14 +940,14 @@ class Client:
         return format_cset(cset).encode('ascii')
 
     def _set_online_begin(self, c, text: bytes, online: bool, ms: int) -> _Call:
-        return self._begin(c, lambda out: lib.cpuhp_client_set_online_begin(c, text, online, ms,
+        return self._begin(c, lambda out: lib.cpuhp_client_set_online_results_begin(c, text, online, ms,
                                                                             out))
 
     @staticmethod
     def _set_online_end(call: _Call, online: bool, check: bool) -> HotplugResult:
         res = ffi.new('struct cpuhp_client_cpu_result **')
         n = ffi.new('size_t *')
-        rc = lib.cpuhp_client_call_results(call._p, res, n)
+        rc = lib.cpuhp_client_call_set_online_results(call._p, res, n)
         if rc < 0:
             raise _call_error(call._p, rc)
         try:
