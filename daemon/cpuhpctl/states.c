@@ -115,7 +115,7 @@ int cpuhpctl_states(const struct cpuhpctl *ctl, int argc, char **argv)
 	ret = cpuhpctl_connect(ctl, &c);
 	if (ret)
 		return ret;
-	err = cpuhp_client_states_list(c, &s, &n);
+	err = cpuhp_client_list_states(c, &s, &n);
 	if (err < 0) {
 		ret = json ? cpuhpctl_json_fail(c, err, "states") : cpuhpctl_fail(c, err, "states");
 	} else {

@@ -140,7 +140,7 @@ static long count_states(struct cpuhp_client *c, char **names)
 	char *buf;
 
 	*names = NULL;
-	if (cpuhp_client_states_list(c, &s, &n) < 0)
+	if (cpuhp_client_list_states(c, &s, &n) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		len += strlen(s[i].name) + 2;

@@ -96,12 +96,6 @@ struct cpuhp__fast_tls {
 extern __thread struct cpuhp__fast_tls cpuhp__fast_tls[CPUHP__FAST_TLS_WAYS]
     __attribute__((tls_model("initial-exec")));
 
-/*
- * cpuhp__client_fast_setup() - ask for the fast path, map it, publish it in
- * c->fast.  Call with c->lock held, the fast path offered and not yet set.
- * Return: 0 (whether or not it was granted); a connection -errno.
- */
-int cpuhp__client_fast_setup(struct cpuhp_client *c);
 void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked);
 
 /*

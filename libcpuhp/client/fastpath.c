@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The client's fast path around the inline acquire and release of
- * client-fastpath.h: asking for it after the hello, mapping what the daemon
- * sent, the membarrier registration, a thread's slot, and FastWake (W).
- * The protocol and its barrier labels are proto/FASTPATH.md.
+ * client-fastpath.h: asking for it at a handle's first lease (or at
+ * cpuhp_client_fast_path()), mapping what the daemon sent, the membarrier
+ * registration, a thread's slot, and FastWake (W).  The protocol and its
+ * barrier labels are proto/FASTPATH.md.
  *
  * Slots: slot 0 is shared (atomic read-modify-writes); every other slot
  * belongs to one thread at a time, found by its TID under ->claim_lock the
@@ -14,7 +15,7 @@
  *
  * While a hotplug waits or runs, a fast acquire with a timeout waits for a
  * socket lease on a connection of its own, made for it and closed when that
- * lease is released (cpuhp__fast_slow_acquire, with call.c's calls).  Not
+ * lease is released (cpuhp__fast_slow_acquire, with lease.c's calls).  Not
  * on the handle's own connection: a call holds the handle's lock while it waits, and another
  * thread of this process may need that lock to release a socket lease it
  * holds, the lease the hotplug, and so the wait, is waiting for.  The
@@ -333,14 +334,19 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 		return ret;
 	ret = cpuhp__client_call_wait(call);
 	if (ret == 0)
-		ret = cpuhp_client_call_lease(call, lease_id);
+		ret = cpuhp_client_call_lease_acquire(call, lease_id);
 	if (ret < 0)
 		cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
 	cpuhp_client_call_free(call);
 	return ret;
 }
 
-int cpuhp__client_fast_setup(struct cpuhp_client *c)
+/*
+ * Ask for the fast path, map it, publish it in c->fast.  Under c->lock, the
+ * fast path offered and not yet set.  Return: 0 (whether or not it was
+ * granted); a connection -errno.
+ */
+static int fast_setup(struct cpuhp_client *c)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__FastPathRequest fr = CPUHP__FAST_PATH_REQUEST__INIT;
@@ -390,8 +396,32 @@ int cpuhp__client_fast_setup(struct cpuhp_client *c)
 	c->fast_refused = false;
 	/*
 	 * Release: lease calls on other threads read it without the lock; pairs
-	 * with their acquire loads of c->fast (client.c).
+	 * with their acquire loads of c->fast (lease.c).
 	 */
 	atomic_store_explicit(&c->fast, f, memory_order_release);
 	return 0;
+}
+
+int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
+{
+	int ret;
+
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	if (!atomic_load_explicit(&c->fast, memory_order_relaxed) && !c->fast_refused && !c->dead)
+		ret = fast_setup(c);
+	*f = atomic_load_explicit(&c->fast, memory_order_relaxed);
+	return cpuhp__client_leave(c, ret);
+}
+
+int cpuhp_client_fast_path(struct cpuhp_client *c)
+{
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+	int ret = 0;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if (!f && c->fast_offered)
+		ret = cpuhp__client_fast_get(c, &f);
+	return ret < 0 ? ret : f != NULL;
 }

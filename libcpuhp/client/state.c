@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Hotplug states on the client side (<cpuhp/client.h> says who calls what).
- * Each state has its own connection, used by one thread at a time: the
+ * Hotplug states on the client side (<cpuhp/client.h> says who calls what),
+ * and the list of every state registered (cpuhp_client_list_states(), a
+ * call on the handle).  Each state has its own connection, used by one thread at a time: the
  * registering thread until register returns, then the state's thread (or the
  * application's dispatcher), then the removing thread once the state's
  * thread is joined.  So the connection needs no lock of its own.
@@ -308,4 +309,48 @@ int cpuhp_client_state_dispatch(struct cpuhp_client_state *s)
 uint64_t cpuhp_client_state_id(const struct cpuhp_client_state *s)
 {
 	return s->id;
+}
+
+/* Where the list goes (for free()): the caller's out-parameters, written only on success. */
+struct state_list {
+	struct cpuhp_client_state_info **out;
+	size_t *n;
+};
+
+static int take_states(struct cpuhp_client *c, const Cpuhp__Response *resp, void *arg)
+{
+	const struct state_list *o = arg;
+	size_t k = resp->state_list->n_states;
+	struct cpuhp_client_state_info *v = calloc(k ? k : 1, sizeof(*v));
+
+	if (!v)
+		return cpuhp__client_error(c, -ENOMEM, "out of memory for %zu states", k);
+	for (size_t i = 0; i < k; i++) {
+		const Cpuhp__StateInfo *si = resp->state_list->states[i];
+
+		v[i].id = si->state_id;
+		snprintf(v[i].name, sizeof(v[i].name), "%s", si->name);
+		snprintf(v[i].comm, sizeof(v[i].comm), "%s", si->comm);
+		v[i].priority = si->priority;
+		v[i].deadline_ms = si->deadline_ms;
+		v[i].pid = si->pid;
+		v[i].uid = si->uid;
+		if (cpuhp_cpuset_parse(si->cpus, &v[i].cpus) < 0)
+			cpuhp_cpuset_zero(&v[i].cpus);
+	}
+	*o->out = v;
+	*o->n = k;
+	return 0;
+}
+
+int cpuhp_client_list_states(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                             size_t *n)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
+	struct state_list o = {.out = out, .n = n};
+
+	req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
+	req.list_states = &ls;
+	return cpuhp__client_request(c, &req, CPUHP__RESPONSE__BODY_STATE_LIST, take_states, &o);
 }

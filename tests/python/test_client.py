@@ -391,12 +391,12 @@ def test_hotplug_with_a_lease_held_and_timeout_0_is_blockingioerror(cpuhp, clien
 
 def test_bad_arguments_are_refused_before_anything_is_sent(cpuhp, daemon, client,
                                                            monkeypatch):
-    import cpuhp._client
     import cpuhp._cpuset
+    import cpuhp._session
     from spy import spy_on
     bad_cpus = [-1, [1, -2], '1-', 'garbage', '3-1', '', [], range(0), cpuhp.CPUSET_MAX,
                 '1\x00', 1.0, None, b'1', True]
-    with spy_on(monkeypatch, cpuhp._client, cpuhp._cpuset) as lib:
+    with spy_on(monkeypatch, cpuhp._session, cpuhp._cpuset) as lib:
         for cpus in bad_cpus:
             with pytest.raises((ValueError, TypeError)):
                 client.set_online(cpus, False)

@@ -933,11 +933,11 @@ static void client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is
 	CHECK_EQ_INT(cpuhp_client_lease_acquire_begin(c, 500, &call), 0);
 	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
 	CHECK_EQ_INT(cpuhp_client_call_done(call), -EINPROGRESS); /* the fake waits for go */
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EINVAL);
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), -EINVAL);
 	test_go();
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_done(call), 0); /* and stays so */
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), 0);
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), 0);
 	CHECK_EQ_INT(id, 7);
 	CHECK_EQ_STR(cpuhp_client_call_message(call), "");
 	cpuhp_client_call_free(call); /* the lease is c's now */
@@ -977,7 +977,7 @@ static void client_call_freed_before_its_answer_closes_its_connection(void)
 	CHECK_EQ_INT(pipe(go_pipe), 0);
 	fake_start(&f, script_call_freed_early);
 	c = connect_ok(&f);
-	CHECK_EQ_INT(cpuhp_client_set_online_begin(c, "2-3", false, 4000, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_set_online_results_begin(c, "2-3", false, 4000, &call), 0);
 	srv_wait_go(); /* the fake read the request */
 	CHECK_EQ_INT(cpuhp_client_call_done(call), -EINPROGRESS);
 	cpuhp_client_call_free(call);
@@ -1051,13 +1051,13 @@ static void client_calls_give_the_answers_and_errors_of_the_blocking_calls(void)
 	CHECK_EQ_INT(call_wait(call), -EAGAIN);
 	CHECK_EQ_INT(cpuhp_client_call_done(call), -EAGAIN);
 	CHECK_EQ_STR(cpuhp_client_call_message(call), "a CPU hotplug is waiting or running");
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EAGAIN);
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), -EAGAIN);
 	cpuhp_client_call_free(call);
 
-	CHECK_EQ_INT(cpuhp_client_set_online_begin(c, "2", false, 100, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_set_online_results_begin(c, "2", false, 100, &call), 0);
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_status(call, st), -EINVAL); /* not a status call */
-	CHECK_EQ_INT(cpuhp_client_call_results(call, &res, &n), 0);
+	CHECK_EQ_INT(cpuhp_client_call_set_online_results(call, &res, &n), 0);
 	CHECK_EQ_INT(n, 1);
 	CHECK(res[0].cpu == 2 && res[0].error == 0 && res[0].changed);
 	cpuhp_client_results_free(res);
@@ -1133,7 +1133,7 @@ static void script_leases_begin(int fd)
 	srv_wait_close(fd);
 }
 
-static void client_leases_begin_lists_on_a_connection_of_its_own(void)
+static void client_list_leases_begin_lists_on_a_connection_of_its_own(void)
 {
 	struct cpuhp_client_lease_list *l = NULL;
 	struct cpuhp_client_status *st = calloc(1, sizeof(*st));
@@ -1144,12 +1144,12 @@ static void client_leases_begin_lists_on_a_connection_of_its_own(void)
 	CHECK(st != NULL);
 	fake_start(&f, script_leases_begin);
 	c = connect_ok(&f);
-	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
 	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
-	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), -EINVAL); /* not done yet */
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), -EINVAL); /* not done yet */
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_status(call, st), -EINVAL); /* not a status call */
-	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), 0);
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), 0);
 	CHECK_EQ_INT(l->n_leases, 1);
 	CHECK_EQ_INT(l->leases[0].lease_id, 11);
 	CHECK_EQ_STR(l->leases[0].comm, "resize-pools");
@@ -1164,9 +1164,9 @@ static void client_leases_begin_lists_on_a_connection_of_its_own(void)
 
 	/* A list that does not parse: the getter's error, with the message on the call. */
 	l = NULL;
-	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
 	CHECK_EQ_INT(call_wait(call), 0);
-	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), -EPROTO);
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), -EPROTO);
 	CHECK(l == NULL);
 	CHECK(strstr(cpuhp_client_call_message(call), "2,zebra") != NULL);
 	cpuhp_client_call_free(call);
@@ -1213,7 +1213,7 @@ static void client_too_old_daemon_is_named_by_blocking_and_async_calls(void)
 	CHECK_EQ_INT(cpuhp_client_freeze(c, NULL, NULL, &id), -EOPNOTSUPP);
 	CHECK_EQ_STR(cpuhp_client_last_message(c), "this cpuhpd is too old to freeze hotplug");
 
-	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
 	CHECK_EQ_INT(call_wait(call), -EOPNOTSUPP);
 	CHECK_EQ_STR(cpuhp_client_call_message(call), "this cpuhpd is too old to list leases");
 	cpuhp_client_call_free(call);
@@ -1303,7 +1303,7 @@ static void client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handl
 	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
 	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), -EINVAL); /* not done yet */
 	CHECK_EQ_INT(call_wait(call), 0);
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EINVAL); /* not a lease call */
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), -EINVAL); /* not a lease call */
 	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), 0);
 	CHECK_EQ_INT(id, 5);
 	cpuhp_client_call_free(call); /* the freeze is c's now */
@@ -1535,7 +1535,7 @@ int main(void)
 	RUN_TEST(client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is_the_handles);
 	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
 	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
-	RUN_TEST(client_leases_begin_lists_on_a_connection_of_its_own);
+	RUN_TEST(client_list_leases_begin_lists_on_a_connection_of_its_own);
 	RUN_TEST(client_too_old_daemon_is_named_by_blocking_and_async_calls);
 	RUN_TEST(client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handle);
 	RUN_TEST(client_close_wakes_a_socket_lease_wait_with_ecanceled);

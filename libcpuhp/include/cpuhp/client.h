@@ -462,14 +462,14 @@ struct cpuhp_client_state_run {
  * cpuhp_client_results_states() - the state callbacks run for
  * @results[@i], in order (a failed one is the first with error and not
  * rollback).  @results is an array from set_online_results or
- * cpuhp_client_call_results(), not a copy.
+ * cpuhp_client_call_set_online_results(), not a copy.
  * Return: the runs, owned by @results (valid until it is freed), and their
  * number in *@n; NULL with *@n 0 if none ran.
  */
 CPUHP_EXPORT const struct cpuhp_client_state_run *
 cpuhp_client_results_states(const struct cpuhp_client_cpu_result *results, size_t i, size_t *n);
 
-/* A registered state, as cpuhp_client_states_list() gives it. */
+/* A registered state, as cpuhp_client_list_states() gives it. */
 struct cpuhp_client_state_info {
 	uint64_t id;
 	char name[64];
@@ -482,13 +482,13 @@ struct cpuhp_client_state_info {
 };
 
 /**
- * cpuhp_client_states_list() - every state registered with the daemon, in
+ * cpuhp_client_list_states() - every state registered with the daemon, in
  * startup order (priority ascending).
  * @out: to free with free(); @n: how many.
  * Context: a round trip, under @c's mutex.
  * Return: 0; -ENOMEM; -EOPNOTSUPP (a cpuhpd without states); a connection -errno.
  */
-CPUHP_EXPORT int cpuhp_client_states_list(struct cpuhp_client *c,
+CPUHP_EXPORT int cpuhp_client_list_states(struct cpuhp_client *c,
                                           struct cpuhp_client_state_info **out, size_t *n);
 
 /**
@@ -617,6 +617,11 @@ CPUHP_EXPORT const char *cpuhp_client_last_message(struct cpuhp_client *c);
  * A call is used by one thread at a time; calls of one handle run on any
  * threads at once.  Free every call of @c before cpuhp_client_close(@c).
  * In a fork child, a call begun in the parent fails with -ECHILD.
+ *
+ * Names pair: cpuhp_client_X_begin() starts the request of the blocking
+ * cpuhp_client_X(), and once it is done cpuhp_client_call_X() gives what
+ * cpuhp_client_X() would (cpuhp_client_call_lease_acquire() also completes
+ * cpuhp_client_lease_acquire_as_begin(), whose lease is a lease like any).
  */
 struct cpuhp_client_call;
 
@@ -650,15 +655,15 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire_as_begin(struct cpuhp_client *c, uns
                                                      struct cpuhp_client_call **out);
 
 /**
- * cpuhp_client_set_online_begin() - start a cpuhp_client_set_online_results()
- * request, on a connection of its own.
+ * cpuhp_client_set_online_results_begin() - start a
+ * cpuhp_client_set_online_results() request, on a connection of its own.
  * Context: as cpuhp_client_lease_acquire_begin().
  * Return: 0; -ECHILD; -ENOMEM; a connection -errno.  A bad @cpus list is
  * the daemon's answer: cpuhp_client_call_done() says -EINVAL.
  */
-CPUHP_EXPORT int cpuhp_client_set_online_begin(struct cpuhp_client *c, const char *cpus,
-                                               bool online, unsigned timeout_ms,
-                                               struct cpuhp_client_call **out);
+CPUHP_EXPORT int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cpus,
+                                                       bool online, unsigned timeout_ms,
+                                                       struct cpuhp_client_call **out);
 
 /** cpuhp_client_status_begin() - start a cpuhp_client_status() request, on a connection of its own.
  */
@@ -680,13 +685,14 @@ CPUHP_EXPORT int cpuhp_client_freeze_begin(struct cpuhp_client *c, const char *w
                                            struct cpuhp_client_call **out);
 
 /**
- * cpuhp_client_leases_begin() - start a cpuhp_client_list_leases() request,
- * on a connection of its own.
+ * cpuhp_client_list_leases_begin() - start a cpuhp_client_list_leases()
+ * request, on a connection of its own.
  * Context: as cpuhp_client_lease_acquire_begin().
  * Return: 0; -ECHILD; -ENOMEM; a connection -errno.  cpuhp_client_call_done()
  * says -EOPNOTSUPP for an older cpuhpd, with cpuhp_client_list_leases()'s message.
  */
-CPUHP_EXPORT int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
+CPUHP_EXPORT int cpuhp_client_list_leases_begin(struct cpuhp_client *c,
+                                                struct cpuhp_client_call **out);
 
 /**
  * cpuhp_client_call_fd() - the socket to poll() for POLLIN while
@@ -704,33 +710,46 @@ CPUHP_EXPORT int cpuhp_client_call_fd(const struct cpuhp_client_call *call);
  */
 CPUHP_EXPORT int cpuhp_client_call_done(struct cpuhp_client_call *call);
 
-/** cpuhp_client_call_lease() - the lease of a done lease call.  Return: 0; -EINVAL (not one). */
-CPUHP_EXPORT int cpuhp_client_call_lease(const struct cpuhp_client_call *call, uint64_t *lease_id);
+/**
+ * cpuhp_client_call_lease_acquire() - the lease of a done
+ * cpuhp_client_lease_acquire_begin() or _acquire_as_begin() call.
+ * Return: 0; -EINVAL (not one).
+ */
+CPUHP_EXPORT int cpuhp_client_call_lease_acquire(const struct cpuhp_client_call *call,
+                                                 uint64_t *lease_id);
 
 /**
- * cpuhp_client_call_results() - what a done set_online call did, as
+ * cpuhp_client_call_set_online_results() - what a done
+ * cpuhp_client_set_online_results_begin() call did, as
  * cpuhp_client_set_online_results() gives it (free with
  * cpuhp_client_results_free()).  Return: 0; -EINVAL (not one); -ENOMEM.
  */
-CPUHP_EXPORT int cpuhp_client_call_results(struct cpuhp_client_call *call,
-                                           struct cpuhp_client_cpu_result **results,
-                                           size_t *n_results);
+CPUHP_EXPORT int cpuhp_client_call_set_online_results(struct cpuhp_client_call *call,
+                                                      struct cpuhp_client_cpu_result **results,
+                                                      size_t *n_results);
 
-/** cpuhp_client_call_status() - the answer of a done status call.  Return: 0; -EINVAL; -EPROTO. */
+/**
+ * cpuhp_client_call_status() - the answer of a done cpuhp_client_status_begin()
+ * call.  Return: 0; -EINVAL (not one); -EPROTO; -ENOMEM.
+ */
 CPUHP_EXPORT int cpuhp_client_call_status(struct cpuhp_client_call *call,
                                           struct cpuhp_client_status *out);
 
-/** cpuhp_client_call_freeze() - the freeze of a done freeze call.  Return: 0; -EINVAL (not one). */
+/**
+ * cpuhp_client_call_freeze() - the freeze of a done cpuhp_client_freeze_begin()
+ * call.  Return: 0; -EINVAL (not one).
+ */
 CPUHP_EXPORT int cpuhp_client_call_freeze(const struct cpuhp_client_call *call,
                                           uint64_t *freeze_id);
 
 /**
- * cpuhp_client_call_leases() - the answer of a done leases call, as
- * cpuhp_client_list_leases() gives it (free with cpuhp_client_lease_list_free()).
+ * cpuhp_client_call_list_leases() - the answer of a done
+ * cpuhp_client_list_leases_begin() call, as cpuhp_client_list_leases()
+ * gives it (free with cpuhp_client_lease_list_free()).
  * Return: 0; -EINVAL (not one); -EPROTO (a CPU list that does not parse); -ENOMEM.
  */
-CPUHP_EXPORT int cpuhp_client_call_leases(struct cpuhp_client_call *call,
-                                          struct cpuhp_client_lease_list **out);
+CPUHP_EXPORT int cpuhp_client_call_list_leases(struct cpuhp_client_call *call,
+                                               struct cpuhp_client_lease_list **out);
 
 /**
  * cpuhp_client_call_message() - why @call failed, in words ("" if it did not).
