@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Client connections: accept, read and reassemble frames (proto/frame.c),
- * hand each request to cpuhpd_dispatch, write replies through a bounded
- * queue, and close, detaching the client from leases, hotplugs and watch.
+ * hand each request to the request hook, write replies through a bounded
+ * queue, and close, telling the gone hook (conn.h).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -19,11 +19,9 @@
 #include "admit.h"
 #include "auth.h"
 #include "conn.h"
-#include "dispatch.h"
 #include "fdstore.h"
 #include "log.h"
 #include "scm.h"
-#include "watch.h"
 
 struct write_req {
 	uv_write_t req;
@@ -76,18 +74,16 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 	cpuhpd_admit_conn_gone(c);
 	/* Out of the store first: its client must see EOF, as it would without a store. */
 	cpuhpd_fdstore_conn_gone(c);
-	/*
-	 * Hotplugs first: a hotplug of this client still waiting for leases is
-	 * dropped rather than started for nobody once its own leases go.
-	 */
-	cpuhpd_states_conn_gone(c);
-	cpuhpd_hotplug_conn_gone(c);
-	cpuhpd_watch_conn_gone(c);
-	cpuhpd_freeze_conn_gone(c);
-	cpuhpd_fastpath_conn_gone(c);
-	cpuhpd_lease_conn_gone(c);
+	d->conn_hooks->gone(c);
 	uv_read_stop((uv_stream_t *)&c->pipe);
 	uv_close((uv_handle_t *)&c->pipe, close_cb);
+}
+
+char *cpuhpd_identity_dup(const char *s)
+{
+	if (!s || !s[0])
+		return NULL;
+	return strndup(s, CPUHPD_IDENTITY_MAX);
 }
 
 /* The peer went away while we wrote: an ordinary disconnect, not worth a log line. */
@@ -358,7 +354,7 @@ static void feed(struct cpuhpd_conn *c, const uint8_t *p, size_t left)
 		left -= (size_t)n;
 		if (payload) {
 			began = true; /* whatever follows is a new frame */
-			cpuhpd_dispatch(c, payload, plen);
+			c->d->conn_hooks->request(c, payload, plen);
 		}
 	}
 	if (!c->closing)
@@ -412,6 +408,12 @@ static void reject(uv_pipe_t *p, int err, char *msg)
 static void free_cb(uv_handle_t *h)
 {
 	free(h);
+}
+
+int cpuhpd_conns_init(struct cpuhpd *d)
+{
+	cpuhpd_list_init(&d->conns);
+	return 0;
 }
 
 void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)

@@ -4,6 +4,10 @@
  * requests, its bounded write queue, its peer credentials, and the state the
  * other modules keep per client (leases held, requests waiting, watch).
  *
+ * This file knows frames, buffers and closing, and no feature: a whole
+ * request goes to the hook set at start (struct cpuhpd_conn_hooks), and so
+ * does the news that a connection is gone.
+ *
  * Lifetime: cpuhpd_conn_close() detaches the connection from every module at
  * once (its leases end there, which may let a hotplug go on) and starts
  * uv_close(); the memory goes in the close callback, so a pointer stays
@@ -116,6 +120,26 @@ struct cpuhpd_conn {
 	struct cpuhpd_saved_blob *deferred;
 	unsigned ndeferred;
 };
+
+/*
+ * What a connection hands upwards, set once before any connection exists
+ * (the feature table plugs them, features.c).
+ */
+struct cpuhpd_conn_hooks {
+	/* A whole request arrived: @payload (valid during the call) is its frame's body. */
+	void (*request)(struct cpuhpd_conn *c, const uint8_t *payload, size_t len);
+	/*
+	 * @c is closing (->closing is set, it left the admission counts and the
+	 * fd store): every feature lets go of it, its leases end here.
+	 */
+	void (*gone)(struct cpuhpd_conn *c);
+};
+
+/* A client's who/why, cut to CPUHPD_IDENTITY_MAX bytes; NULL for NULL or "" (or ENOMEM). */
+char *cpuhpd_identity_dup(const char *s);
+
+/* Start: no connection yet.  Return: 0. */
+int cpuhpd_conns_init(struct cpuhpd *d);
 
 /* Accept one pending connection on @server; answers EUSERS and closes it over the limit. */
 void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server);

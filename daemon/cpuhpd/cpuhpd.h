@@ -16,7 +16,9 @@
 #include <uv.h>
 
 #include "admit.h"
+#include "conn.h"
 #include "cpus.h"
+#include "dispatch.h"
 #include "fdstore.h"
 #include "fastlease.h"
 #include "freeze.h"
@@ -66,6 +68,8 @@ struct cpuhpd {
 	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
 	unsigned nconns;
 	unsigned next_conn_id;
+	const struct cpuhpd_conn_hooks *conn_hooks;
+	struct cpuhpd_dispatch dispatch;
 	struct cpuhpd_admit admit;
 	struct cpuhpd_leases leases;
 	struct cpuhpd_freezes freezes;
@@ -88,6 +92,13 @@ struct cpuhpd {
 	uv_signal_t sigterm, sigint;
 	bool stopping; /* cpuhpd_stop() ran: refuse new work */
 	bool stopped;  /* cpuhpd_stop_finish() ran: handles are closing */
+	/*
+	 * SIGTERM with the fd store on (stop.c): exit leaving the clients to the
+	 * next cpuhpd; requests read meanwhile are kept for it (dispatch.c).
+	 */
+	bool handover;
+	uv_timer_t handover_timer; /* looks whether the work the stop lets finish is done */
+	uint64_t handover_until;   /* uv_now() when clients that read no replies are closed */
 };
 
 /* Bring the services up in order (start.c): 0 or a negative errno, logged. */

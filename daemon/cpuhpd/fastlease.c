@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -520,9 +521,10 @@ static struct cpuhpd_fast_region *region_new(unsigned nslots, int *fd)
 	return r;
 }
 
-void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
-                             const Cpuhp__FastPathRequest *rq)
+void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__FastPathRequest *rq = req->fast_path;
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	struct cpuhpd_fastpath *fp = &d->fast;
 	Cpuhp__Response resp = CPUHP__RESPONSE__INIT;
@@ -598,8 +600,9 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
 		cpuhpd_debug("client %u: fast path granted, %u slot(s)", c->id, n);
 }
 
-void cpuhpd_fastpath_wake(struct cpuhpd_conn *c)
+void cpuhpd_fastpath_wake(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	(void)req;
 	struct cpuhpd_fastpath *fp = &c->d->fast;
 	struct cpuhpd_fast_region *r = c->fast;
 
@@ -879,4 +882,14 @@ int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots)
 	c->fast = r;
 	c->region_stored = true;
 	return 0;
+}
+
+int cpuhpd_fastpath_adopt_conn(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
+{
+	char name[32];
+
+	if (!sc->fast_slots)
+		return 0;
+	snprintf(name, sizeof(name), "region-%u", sc->id);
+	return cpuhpd_fastpath_adopt(c, cpuhpd_fdstore_claim(c->d, name), sc->fast_slots);
 }

@@ -26,6 +26,7 @@
 #include "fastpath.h"
 
 #include "list.h"
+#include "statetext.h"
 
 struct cpuhpd;
 struct cpuhpd_conn;
@@ -95,10 +96,9 @@ void cpuhpd_fastpath_close(struct cpuhpd *d);
 bool cpuhpd_fastpath_offered(const struct cpuhpd *d);
 
 /* Handle FastPathRequest: FastPathGranted with the two memfds, or an Error. */
-void cpuhpd_fastpath_request(struct cpuhpd_conn *c, uint64_t req_id,
-                             const Cpuhp__FastPathRequest *rq);
+void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 /* Handle FastWake (never answered): look at this connection's slots again. */
-void cpuhpd_fastpath_wake(struct cpuhpd_conn *c);
+void cpuhpd_fastpath_wake(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 /* The connection is going away: revoke and drop its region (its fast leases end). */
 void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c);
 
@@ -132,6 +132,11 @@ unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c);
  * Return: 0 or a negative errno (@fd is closed either way).
  */
 int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots);
+/*
+ * A restart: if @sc had a fast-lease region, claim it from the fd store and
+ * adopt it (cpuhpd_fastpath_adopt()).  Return: 0 or a negative errno.
+ */
+int cpuhpd_fastpath_adopt_conn(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 /* The number of slots of @c's region, 0 without one (the state text). */
 unsigned cpuhpd_fastpath_conn_slots(const struct cpuhpd_conn *c);
 void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st);

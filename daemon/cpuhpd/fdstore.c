@@ -200,10 +200,11 @@ static void unstore(struct cpuhpd *d, const char *name)
 		d->fdstore.stored--;
 }
 
-void cpuhpd_fdstore_ready(struct cpuhpd *d, int listen_fd)
+int cpuhpd_fdstore_ready(struct cpuhpd *d)
 {
 	struct cpuhpd_fdstore *s = &d->fdstore;
 	int state = cpuhpd_fdstore_claim(d, "state");
+	uv_os_fd_t listen_fd = -1;
 
 	for (unsigned i = 0; i < s->ntaken; i++) {
 		struct cpuhpd_fdstore_taken *t = &s->taken[i];
@@ -230,25 +231,27 @@ void cpuhpd_fdstore_ready(struct cpuhpd *d, int listen_fd)
 	if (!s->on) {
 		if (state >= 0)
 			close(state);
-		return;
+		return 0;
 	}
 	if (state < 0) {
 		state = memfd_create("cpuhpd-state", MFD_CLOEXEC);
 		if (state < 0) {
 			cpuhpd_warn("cannot create the state memfd: %m; restarts will drop leases");
 			s->on = false;
-			return;
+			return 0;
 		}
 		if (!store(d, state, "state")) {
 			close(state);
-			return;
+			return 0;
 		}
 	}
 	s->state_fd = state;
-	if (listen_fd >= 0)
+	/* A socket unit keeps its own socket; one we bound goes into the store. */
+	if (!d->server.activated && !uv_fileno((uv_handle_t *)&d->server.pipe, &listen_fd))
 		store(d, listen_fd, "listen");
 	cpuhpd_info("fd store on (at most %u descriptors): a restart keeps every lease", s->max);
 	cpuhpd_fdstore_changed(d);
+	return 0;
 }
 
 void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c)
@@ -322,9 +325,8 @@ static char *conn_chunk(const struct cpuhpd_conn *c, size_t *len)
 	cpuhpd_statetext_str(f, c->why);
 	fprintf(f, " %u %" PRIu64 "\n", c->region_stored ? cpuhpd_fastpath_conn_slots(c) : 0,
 	        c->watching ? c->watch_id : 0);
-	cpuhpd_lease_save(c, f);
-	cpuhpd_states_save(c, f);
-	cpuhpd_freeze_save(c, f);
+	for (const cpuhpd_save_conn_fn *save = c->d->fdstore.savers->conn; *save; save++)
+		(*save)(c, f);
 	if (fclose(f)) {
 		free(buf);
 		return NULL;
@@ -376,10 +378,8 @@ static char *tail_text(struct cpuhpd *d, size_t *len)
 
 	if (!f)
 		return NULL;
-	/* Hotplugs first: a pending freeze or a registration waits for those queued before it. */
-	cpuhpd_hotplug_save(d, f);
-	cpuhpd_states_save_waiting(d, f);
-	cpuhpd_freeze_save_pending(d, f);
+	for (const cpuhpd_save_requests_fn *save = d->fdstore.savers->requests; *save; save++)
+		(*save)(d, f);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
@@ -419,16 +419,19 @@ static int put(struct cpuhpd_fdstore *s, const char *p, size_t len)
 static int build(struct cpuhpd *d)
 {
 	struct cpuhpd_fdstore *s = &d->fdstore;
+	struct cpuhpd_saved ids = {.next_conn_id = d->next_conn_id};
 	struct cpuhpd_list *pos;
 	char line[160], *tail;
 	size_t tail_len;
 	int n, err;
 
+	for (const cpuhpd_save_ids_fn *save = s->savers->ids; *save; save++)
+		(*save)(d, &ids);
 	s->body_len = 0;
 	n = snprintf(line, sizeof(line),
 	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-	             (int)getpid(), d->next_conn_id, d->leases.next_id, d->states.next_state_id,
-	             d->freezes.next_id, d->states.next_call_id);
+	             (int)getpid(), ids.next_conn_id, ids.next_lease_id, ids.next_state_id,
+	             ids.next_freeze_id, ids.next_call_id);
 	err = put(s, line, (size_t)n);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{

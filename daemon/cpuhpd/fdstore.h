@@ -38,6 +38,22 @@
 struct cpuhpd;
 struct cpuhpd_conn;
 
+/*
+ * What the features write into the state text, each list NULL-terminated
+ * and run in its order (the feature table plugs them, features.c):
+ * ->conn: a connection's records, after its "conn" line; ->requests: the
+ * requests still to answer, as "req" lines, in the order the next cpuhpd
+ * handles them; ->ids: the next ids to give out, for the "daemon" line.
+ */
+typedef void (*cpuhpd_save_conn_fn)(const struct cpuhpd_conn *c, FILE *f);
+typedef void (*cpuhpd_save_requests_fn)(struct cpuhpd *d, FILE *f);
+typedef void (*cpuhpd_save_ids_fn)(const struct cpuhpd *d, struct cpuhpd_saved *ids);
+struct cpuhpd_store_savers {
+	const cpuhpd_save_conn_fn *conn;
+	const cpuhpd_save_requests_fn *requests;
+	const cpuhpd_save_ids_fn *ids;
+};
+
 struct cpuhpd_fdstore_taken {
 	char name[32];
 	int fd; /* -1 once claimed */
@@ -56,6 +72,7 @@ struct cpuhpd_fdstore {
 	unsigned ntaken;
 	bool have_saved; /* a state text was taken and parsed */
 	struct cpuhpd_saved saved;
+	const struct cpuhpd_store_savers *savers;
 };
 
 /*
@@ -75,11 +92,12 @@ int cpuhpd_fdstore_claim(struct cpuhpd *d, const char *name);
 int cpuhpd_fdstore_listen_fd(struct cpuhpd *d);
 
 /*
- * After adoption: close the descriptors nobody claimed and take them out
- * of the store, drop the parsed text, create (or keep) the state memfd.
- * @listen_fd: the socket cpuhpd bound itself, to be stored; -1 for none.
+ * After adoption, once the socket listens: close the descriptors nobody
+ * claimed and take them out of the store, drop the parsed text, create
+ * (or keep) the state memfd, and store the listening socket if cpuhpd
+ * bound it itself.  Return: 0.
  */
-void cpuhpd_fdstore_ready(struct cpuhpd *d, int listen_fd);
+int cpuhpd_fdstore_ready(struct cpuhpd *d);
 
 /* Store connection @c's socket ("conn-N"), and its fast-lease region. */
 void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c);

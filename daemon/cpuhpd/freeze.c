@@ -21,11 +21,12 @@ struct freeze {
 	char *who, *why; /* NULL: the connection's */
 };
 
-void cpuhpd_freeze_init(struct cpuhpd *d)
+int cpuhpd_freeze_init(struct cpuhpd *d)
 {
 	cpuhpd_list_init(&d->freezes.list);
 	d->freezes.n = 0;
 	d->freezes.next_id = 1;
+	return 0;
 }
 
 static const char *who_of(const struct freeze *f)
@@ -76,8 +77,10 @@ static void grant(struct cpuhpd *d, struct freeze *f)
 	cpuhpd_conn_send(f->conn, &r);
 }
 
-void cpuhpd_freeze_request(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__Freeze *fq)
+void cpuhpd_freeze_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__Freeze *fq = req->freeze;
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	struct freeze *f;
 
@@ -129,8 +132,9 @@ static struct freeze *find(struct cpuhpd_conn *c, uint64_t id)
 	return NULL;
 }
 
-void cpuhpd_freeze_thaw(struct cpuhpd_conn *c, uint64_t req_id, uint64_t freeze_id)
+void cpuhpd_freeze_thaw(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	uint64_t req_id = req->id, freeze_id = req->thaw->freeze_id;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__Thawed th = CPUHP__THAWED__INIT;
 	struct freeze *f = find(c, freeze_id);
@@ -325,4 +329,15 @@ int cpuhpd_freeze_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
 		            c->id, (int)c->peer.pid);
 	}
 	return 0;
+}
+
+void cpuhpd_freeze_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids)
+{
+	ids->next_freeze_id = d->freezes.next_id;
+}
+
+void cpuhpd_freeze_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
+{
+	if (s->next_freeze_id > d->freezes.next_id)
+		d->freezes.next_id = s->next_freeze_id;
 }

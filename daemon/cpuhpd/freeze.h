@@ -32,11 +32,12 @@ struct cpuhpd_freezes {
 	uint64_t next_id;
 };
 
-void cpuhpd_freeze_init(struct cpuhpd *d);
+/* Start: no freeze.  Return: 0. */
+int cpuhpd_freeze_init(struct cpuhpd *d);
 
 /* Handle Freeze (answers Frozen now, or when the hotplug queue empties) and Thaw. */
-void cpuhpd_freeze_request(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__Freeze *f);
-void cpuhpd_freeze_thaw(struct cpuhpd_conn *c, uint64_t req_id, uint64_t freeze_id);
+void cpuhpd_freeze_request(struct cpuhpd_conn *c, const Cpuhp__Request *req);
+void cpuhpd_freeze_thaw(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /* hotplug.c: the queue is empty (nothing queued or running): grant the pending freezes. */
 void cpuhpd_freeze_queue_empty(struct cpuhpd *d);
@@ -63,5 +64,9 @@ void cpuhpd_freeze_save_pending(struct cpuhpd *d, FILE *f);
 
 /* A restart: @sc's freezes again on adopted @c, held or pending as they were.  0 or -errno. */
 int cpuhpd_freeze_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
+
+/* The state text's next freeze id, and a restart's. */
+void cpuhpd_freeze_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids);
+void cpuhpd_freeze_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s);
 
 #endif /* CPUHPD_FREEZE_H */

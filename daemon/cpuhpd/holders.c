@@ -21,8 +21,10 @@ struct holder {
 	const char *who, *why; /* never NULL */
 };
 
-void cpuhpd_holders_identify(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__Identify *id)
+void cpuhpd_holders_identify(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__Identify *id = req->identify;
+	uint64_t req_id = req->id;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__Identified ok = CPUHP__IDENTIFIED__INIT;
 	char *who = cpuhpd_identity_dup(id->who), *why = cpuhpd_identity_dup(id->why);
@@ -116,8 +118,9 @@ static void free_list(Cpuhp__LeaseList *ll)
 	free(ll->freezes);
 }
 
-void cpuhpd_holders_list(struct cpuhpd_conn *c, uint64_t req_id)
+void cpuhpd_holders_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__LeaseList ll = CPUHP__LEASE_LIST__INIT;

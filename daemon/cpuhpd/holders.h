@@ -26,10 +26,10 @@ struct cpuhpd;
 struct cpuhpd_conn;
 
 /* Handle Identify: set @c's who/why; answers Identified. */
-void cpuhpd_holders_identify(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__Identify *id);
+void cpuhpd_holders_identify(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /* Handle ListLeases: answers LeaseList. */
-void cpuhpd_holders_list(struct cpuhpd_conn *c, uint64_t req_id);
+void cpuhpd_holders_list(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /*
  * cpuhpd_holders_describe() - the holders, oldest first, in one line for

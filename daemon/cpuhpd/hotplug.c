@@ -357,8 +357,10 @@ static void enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *
 		arm(d);
 }
 
-void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetOnline *so)
+void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__SetOnline *so = req->set_online;
+	uint64_t req_id = req->id;
 	struct cpuhp_cpuset set;
 	struct hotplug_req *h;
 	int err;
@@ -426,8 +428,10 @@ static const char *smt_refusal(int err, const char *now)
 	}
 }
 
-void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetSmt *ss)
+void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__SetSmt *ss = req->set_smt;
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	const char *w = ss->control ? ss->control : "";
 	struct hotplug_req *h;
@@ -761,10 +765,9 @@ again:
 	}
 }
 
-bool cpuhpd_hotplug_cancel(struct cpuhpd *d)
+void cpuhpd_hotplug_cancel(struct cpuhpd *d)
 {
 	struct cpuhpd_list *pos;
-	bool in_worker = false;
 
 	/* An answer can close a client, which can free other requests: rescan after each. */
 again:
@@ -776,7 +779,6 @@ again:
 		if (h->state >= HP_WORKER) {
 			/* Waiting for in-process readers: gives up once it has the lock. */
 			atomic_store(&h->job.cancel, true);
-			in_worker = true;
 			continue;
 		}
 		c = unlink_req(d, h);
@@ -786,7 +788,6 @@ again:
 		goto again;
 	}
 	uv_timer_stop(&d->hotplug.timer);
-	return in_worker;
 }
 
 Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d)

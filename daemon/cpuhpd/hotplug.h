@@ -51,7 +51,7 @@ int cpuhpd_hotplug_init(struct cpuhpd *d);
 void cpuhpd_hotplug_close(struct cpuhpd *d);
 
 /* Handle SetOnline: checks the peer and the CPU list, then queues it. */
-void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetOnline *so);
+void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /*
  * Handle SetSmt: checks the peer, the word and what smt/control said when
@@ -59,7 +59,7 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__
  * then queues it like a SetOnline: the same queue, gate and deadlines.
  * It lists with no CPUs until it runs (which siblings go is read then).
  */
-void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__SetSmt *ss);
+void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /* The number of the active request ("hotplug #N"), 0 if none. */
 uint64_t cpuhpd_hotplug_head_seq(const struct cpuhpd *d);
@@ -77,14 +77,13 @@ void cpuhpd_hotplug_fast_counted(struct cpuhpd *d);
  */
 void cpuhpd_hotplug_conn_gone(struct cpuhpd_conn *c);
 
-/**
- * cpuhpd_hotplug_cancel() - daemon stop: answer ECANCELED to every request
- * not yet writing sysfs (one waiting in the worker gives up as soon as it
- * gets the lock).
- * Return: true if a request is still in the worker; cpuhpd_stop_finish()
- * follows when it is done.
+/*
+ * Daemon stop: answer ECANCELED to every request not yet writing sysfs
+ * (one waiting in the worker gives up as soon as it gets the lock).  A
+ * request still in the worker (cpuhpd_hotplug_in_worker()) finishes, and
+ * cpuhpd_stop_finish() follows.
  */
-bool cpuhpd_hotplug_cancel(struct cpuhpd *d);
+void cpuhpd_hotplug_cancel(struct cpuhpd *d);
 
 /* A request is in the worker thread (a restart's stop waits for it). */
 bool cpuhpd_hotplug_in_worker(const struct cpuhpd *d);

@@ -33,13 +33,6 @@ static void waiter_free(struct lease_waiter *w)
 	free(w);
 }
 
-char *cpuhpd_identity_dup(const char *s)
-{
-	if (!s || !s[0])
-		return NULL;
-	return strndup(s, CPUHPD_IDENTITY_MAX);
-}
-
 static void lease_fini(struct cpuhpd_lease *l)
 {
 	free(l->who);
@@ -182,8 +175,10 @@ static struct lease_waiter *add_waiter(struct cpuhpd_conn *c, uint64_t req_id, u
 	return w;
 }
 
-void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__LeaseAcquire *acq)
+void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__LeaseAcquire *acq = req->lease_acquire;
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	struct cpuhpd_leases *l = &d->leases;
 	uint32_t timeout_ms = acq->timeout_ms;
@@ -244,8 +239,9 @@ static int drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 	return 0;
 }
 
-void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease_id)
+void cpuhpd_lease_release(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	uint64_t req_id = req->id, lease_id = req->lease_release->lease_id;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__LeaseReleased rel = CPUHP__LEASE_RELEASED__INIT;
 	struct cpuhpd *d = c->d;
@@ -439,4 +435,15 @@ void cpuhpd_lease_adopted(struct cpuhpd *d)
 	/* The gate opens at start: waiters that came back are granted, in their order. */
 	if (!d->leases.blocked && d->leases.nwaiters)
 		cpuhpd_lease_unblock(d);
+}
+
+void cpuhpd_lease_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids)
+{
+	ids->next_lease_id = d->leases.next_id;
+}
+
+void cpuhpd_lease_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
+{
+	if (s->next_lease_id > d->leases.next_id)
+		d->leases.next_id = s->next_lease_id;
 }

@@ -49,13 +49,10 @@ int cpuhpd_lease_init(struct cpuhpd *d);
 void cpuhpd_lease_close(struct cpuhpd *d);
 
 /* Handle LeaseAcquire: answers LeaseGranted now or later, or an Error. */
-void cpuhpd_lease_acquire(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__LeaseAcquire *acq);
-
-/* A client's who/why, cut to CPUHPD_IDENTITY_MAX bytes; NULL for NULL or "" (or ENOMEM). */
-char *cpuhpd_identity_dup(const char *s);
+void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /* Handle LeaseRelease: answers LeaseReleased, or Error ESRCH. */
-void cpuhpd_lease_release(struct cpuhpd_conn *c, uint64_t req_id, uint64_t lease_id);
+void cpuhpd_lease_release(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /* The connection is going away: drop its leases and its waiting acquires, no answers. */
 void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c);
@@ -94,7 +91,12 @@ void cpuhpd_lease_save(const struct cpuhpd_conn *c, FILE *f);
  */
 int cpuhpd_lease_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
-/* Every connection adopted: grant the acquires that came back waiting, unless a hotplug blocks. */
+/* The requests left unanswered were handled again: grant the acquires that came back
+ * waiting, unless a hotplug they waited behind blocks the gate again. */
 void cpuhpd_lease_adopted(struct cpuhpd *d);
+
+/* The state text's next lease id, and a restart's: ids go on above the last daemon's. */
+void cpuhpd_lease_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids);
+void cpuhpd_lease_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s);
 
 #endif /* CPUHPD_LEASE_H */

@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 	}
 	cpuhpd_notify("READY=1");
 	uv_run(d.loop, UV_RUN_DEFAULT);
-	if (d.restart.keep) {
+	if (d.handover) {
 		/* Nothing closed: the fd store keeps every client for the next cpuhpd (stop.c). */
 		cpuhpd_info("stopped; the fd store keeps the clients");
 		return 0;

@@ -261,11 +261,14 @@ int cpuhpd_metrics_start(struct cpuhpd *d)
 	if (!d->opt.metrics_interval_ms)
 		return 0;
 	err = uv_timer_init(d->loop, &d->metrics.timer);
+	if (!err) {
+		d->metrics.timer_on = true;
+		err = uv_timer_start(&d->metrics.timer, timer_cb, d->opt.metrics_interval_ms,
+		                     d->opt.metrics_interval_ms);
+	}
 	if (err)
-		return err;
-	d->metrics.timer_on = true;
-	return uv_timer_start(&d->metrics.timer, timer_cb, d->opt.metrics_interval_ms,
-	                      d->opt.metrics_interval_ms);
+		cpuhpd_err("cannot start the --metrics-file timer: %s", uv_strerror(err));
+	return err;
 }
 
 void cpuhpd_metrics_stop(struct cpuhpd *d)
@@ -277,8 +280,9 @@ void cpuhpd_metrics_stop(struct cpuhpd *d)
 	}
 }
 
-void cpuhpd_metrics_request(struct cpuhpd_conn *c, uint64_t id)
+void cpuhpd_metrics_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	uint64_t id = req->id;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__Metrics m = CPUHP__METRICS__INIT;
 	char *text = cpuhpd_metrics_text(c->d);

@@ -17,7 +17,10 @@
 
 #include <uv.h>
 
+#include "cpuhp.pb-c.h"
+
 struct cpuhpd;
+struct cpuhpd_conn;
 
 /* How a hotplug request (SetOnline or SetSmt) ended; the label of cpuhpd_hotplugs_total. */
 enum cpuhpd_hp_result {
@@ -81,8 +84,8 @@ void cpuhpd_metrics_error(struct cpuhpd *d, int err);
  */
 char *cpuhpd_metrics_text(struct cpuhpd *d);
 
-/* Start writing --metrics-file (if set) now and every --metrics-interval ms.  Return: 0 or -errno.
- */
+/* Start writing --metrics-file (if set) now and every --metrics-interval ms.  Return: 0 or a
+ * libuv error, logged. */
 int cpuhpd_metrics_start(struct cpuhpd *d);
 
 /*
@@ -98,7 +101,6 @@ void cpuhpd_metrics_write(struct cpuhpd *d);
 void cpuhpd_metrics_stop(struct cpuhpd *d);
 
 /* Handle MetricsRequest: any client. */
-struct cpuhpd_conn;
-void cpuhpd_metrics_request(struct cpuhpd_conn *c, uint64_t id);
+void cpuhpd_metrics_request(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 #endif /* CPUHPD_METRICS_H */

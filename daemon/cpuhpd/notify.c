@@ -109,14 +109,15 @@ static void status_timer_cb(uv_timer_t *t)
 	cpuhpd_notify(line);
 }
 
-void cpuhpd_notify_status_init(struct cpuhpd *d)
+int cpuhpd_notify_status_init(struct cpuhpd *d)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
 
 	if (!path || !*path || uv_timer_init(d->loop, &d->notify_timer))
-		return;
+		return 0;
 	d->notify_timer_on = true;
 	cpuhpd_notify_status_changed(d);
+	return 0;
 }
 
 void cpuhpd_notify_status_changed(struct cpuhpd *d)

@@ -35,7 +35,8 @@ int cpuhpd_notify_fds(const char *state, const int *fds, unsigned nfds);
  * one (fast leases are counted when it is made).  Loop thread only.
  */
 #define CPUHPD_NOTIFY_STATUS_MS 100
-void cpuhpd_notify_status_init(struct cpuhpd *d);
+/* Start (a no-op without $NOTIFY_SOCKET).  Return: 0. */
+int cpuhpd_notify_status_init(struct cpuhpd *d);
 void cpuhpd_notify_status_changed(struct cpuhpd *d);
 void cpuhpd_notify_status_close(struct cpuhpd *d);
 

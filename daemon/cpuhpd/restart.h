@@ -35,9 +35,6 @@ struct cpuhpd_restart {
 	uint64_t until; /* uv_now() when it ends */
 	uv_timer_t timer;
 	bool timer_init;
-	bool keep; /* SIGTERM with the store on: exit leaving the clients to the next cpuhpd */
-	uv_timer_t keep_timer; /* stop.c: looks whether the work it lets finish is done */
-	uint64_t keep_until;   /* stop.c: uv_now() when clients that read no replies are closed */
 };
 
 /* Start, after the fd store's adoption: begin the grace if a previous instance left no store. */

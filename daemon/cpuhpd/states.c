@@ -763,8 +763,10 @@ static void submit_reader(struct cpuhpd *d, struct state_work *w)
 	kick(d);
 }
 
-void cpuhpd_states_register(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__RegisterState *rs)
+void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__RegisterState *rs = req->register_state;
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	struct cpuhpd_state *s, *other;
 	struct state_work *w;
@@ -828,8 +830,10 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp_
 	submit_reader(d, w);
 }
 
-void cpuhpd_states_remove(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__RemoveState *rm)
+void cpuhpd_states_remove(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__RemoveState *rm = req->remove_state;
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	struct cpuhpd_list *pos;
 	struct state_work *w;
@@ -864,8 +868,9 @@ void cpuhpd_states_remove(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__R
 	                       rm->state_id);
 }
 
-void cpuhpd_states_answer(struct cpuhpd_conn *c, const Cpuhp__StateAnswer *a)
+void cpuhpd_states_answer(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	const Cpuhp__StateAnswer *a = req->state_answer;
 	struct cpuhpd *d = c->d;
 	struct state_work *w = head_work(d);
 	int err;
@@ -881,8 +886,9 @@ void cpuhpd_states_answer(struct cpuhpd_conn *c, const Cpuhp__StateAnswer *a)
 	         false, false);
 }
 
-void cpuhpd_states_list(struct cpuhpd_conn *c, uint64_t req_id)
+void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__StateList sl = CPUHP__STATE_LIST__INIT;
@@ -1215,4 +1221,18 @@ void cpuhpd_states_adopted(struct cpuhpd *d)
 {
 	/* A hotplug the last cpuhpd did not finish may have changed CPUs under a state. */
 	cpuhpd_states_reconcile(d);
+}
+
+void cpuhpd_states_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids)
+{
+	ids->next_state_id = d->states.next_state_id;
+	ids->next_call_id = d->states.next_call_id;
+}
+
+void cpuhpd_states_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
+{
+	if (s->next_state_id > d->states.next_state_id)
+		d->states.next_state_id = s->next_state_id;
+	if (s->next_call_id > d->states.next_call_id)
+		d->states.next_call_id = s->next_call_id;
 }

@@ -84,10 +84,10 @@ int cpuhpd_states_init(struct cpuhpd *d);
 void cpuhpd_states_close(struct cpuhpd *d);
 
 /* Requests (dispatch.c). */
-void cpuhpd_states_register(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__RegisterState *rs);
-void cpuhpd_states_remove(struct cpuhpd_conn *c, uint64_t req_id, const Cpuhp__RemoveState *rm);
-void cpuhpd_states_answer(struct cpuhpd_conn *c, const Cpuhp__StateAnswer *a);
-void cpuhpd_states_list(struct cpuhpd_conn *c, uint64_t req_id);
+void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req);
+void cpuhpd_states_remove(struct cpuhpd_conn *c, const Cpuhp__Request *req);
+void cpuhpd_states_answer(struct cpuhpd_conn *c, const Cpuhp__Request *req);
+void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /* The connection is going away: its states go, a call awaited from it counts as done. */
 void cpuhpd_states_conn_gone(struct cpuhpd_conn *c);
@@ -158,5 +158,12 @@ int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
  * hotplug the last cpuhpd was killed in) get their external calls.
  */
 void cpuhpd_states_adopted(struct cpuhpd *d);
+
+/*
+ * The state text's next state and call ids, and a restart's: an answer to
+ * a call the last cpuhpd made must not pass for one of ours.
+ */
+void cpuhpd_states_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids);
+void cpuhpd_states_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s);
 
 #endif /* CPUHPD_STATES_H */

@@ -9,7 +9,13 @@
 #include "log.h"
 #include "watch.h"
 
-void cpuhpd_watch_adopt(struct cpuhpd_conn *c, uint64_t req_id)
+int cpuhpd_watch_init(struct cpuhpd *d)
+{
+	cpuhpd_list_init(&d->watch.list);
+	return 0;
+}
+
+static void watch(struct cpuhpd_conn *c, uint64_t req_id)
 {
 	c->watching = true;
 	c->watch_id = req_id;
@@ -17,8 +23,9 @@ void cpuhpd_watch_adopt(struct cpuhpd_conn *c, uint64_t req_id)
 	cpuhpd_list_add_tail(&c->d->watch.list, &c->watch_node);
 }
 
-void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id)
+void cpuhpd_watch_start(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
+	uint64_t req_id = req->id;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__WatchStarted ws = CPUHP__WATCH_STARTED__INIT;
 
@@ -29,12 +36,19 @@ void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id)
 		                       c->watch_id);
 		return;
 	}
-	cpuhpd_watch_adopt(c, req_id);
+	watch(c, req_id);
 	cpuhpd_fdstore_conn_changed(c);
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_WATCH_STARTED;
 	r.watch_started = &ws;
 	cpuhpd_conn_send(c, &r);
+}
+
+int cpuhpd_watch_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
+{
+	if (sc->watch_id)
+		watch(c, sc->watch_id);
+	return 0;
 }
 
 void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c)

@@ -15,6 +15,7 @@
 #include "cpuhp.pb-c.h"
 
 #include "list.h"
+#include "statetext.h"
 
 struct cpuhpd;
 struct cpuhpd_conn;
@@ -25,11 +26,14 @@ struct cpuhpd_watchers {
 	uint64_t gen;            /* bumped when a watcher leaves */
 };
 
+/* Start: no watcher yet.  Return: 0. */
+int cpuhpd_watch_init(struct cpuhpd *d);
+
 /* Handle Watch: answers WatchStarted, or EALREADY on a second Watch. */
-void cpuhpd_watch_start(struct cpuhpd_conn *c, uint64_t req_id);
+void cpuhpd_watch_start(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c);
-/* A restart: @c watched with request @req_id before; it gets the events from now on. */
-void cpuhpd_watch_adopt(struct cpuhpd_conn *c, uint64_t req_id);
+/* A restart: if @sc watched before, @c gets the events from now on.  Return: 0. */
+int cpuhpd_watch_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
 void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool online);
 void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,

@@ -519,6 +519,7 @@ fail_async:
 	uv_cond_destroy(&w->cond);
 fail_cond:
 	uv_mutex_destroy(&w->lock);
+	cpuhpd_err("cannot start the worker thread: %s", uv_strerror(err));
 	return err;
 }
 

@@ -121,6 +121,7 @@ struct cpuhpd_worker {
 	bool running;
 };
 
+/* Start the thread.  Return: 0 or a libuv error, logged. */
 int cpuhpd_worker_start(struct cpuhpd *d);
 /* Join the thread (jobs still queued are dropped) and close the async handle. */
 void cpuhpd_worker_stop(struct cpuhpd *d);
