@@ -20,6 +20,7 @@
 #include "cpus.h"
 #include "dispatch.h"
 #include "fdstore.h"
+#include "gate.h"
 #include "fastlease.h"
 #include "freeze.h"
 #include "policy.h"
@@ -71,6 +72,7 @@ struct cpuhpd {
 	const struct cpuhpd_conn_hooks *conn_hooks;
 	struct cpuhpd_dispatch dispatch;
 	struct cpuhpd_admit admit;
+	struct cpuhpd_gate gate;
 	struct cpuhpd_leases leases;
 	struct cpuhpd_freezes freezes;
 	struct cpuhpd_policy policy;

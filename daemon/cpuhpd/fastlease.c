@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "fastlease.h"
 #include "fdstore.h"
+#include "gate.h"
 #include "log.h"
 
 #define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -320,7 +321,7 @@ static void old_poll_cb(uv_timer_t *t)
 	if (!left)
 		uv_timer_stop(t);
 	if (!fp->undrained)
-		cpuhpd_lease_check_drained(d);
+		cpuhpd_gate_check(d);
 }
 
 static void old_poll_arm(struct cpuhpd *d)
@@ -397,10 +398,7 @@ static void async_cb(uv_async_t *a)
 	 */
 	atomic_thread_fence(memory_order_seq_cst);
 	count_all(d);
-	if (!fp->undrained)
-		cpuhpd_lease_check_drained(d);
-	/* Still waiting (leases held): its deadline, maybe passed meanwhile, counts again. */
-	cpuhpd_hotplug_fast_counted(d);
+	cpuhpd_gate_counted(d);
 }
 
 /* ---------------------------------------------------------------- the gate */
@@ -452,11 +450,11 @@ void cpuhpd_fastpath_unblock(struct cpuhpd *d)
 	                      memory_order_release);
 }
 
-bool cpuhpd_fastpath_drained(const struct cpuhpd *d)
+bool cpuhpd_fastpath_holding(const struct cpuhpd *d)
 {
 	const struct cpuhpd_fastpath *fp = &d->fast;
 
-	return fp->mode == CPUHPD_FAST_OFF || (fp->counted && fp->undrained == 0);
+	return fp->mode != CPUHPD_FAST_OFF && (!fp->counted || fp->undrained != 0);
 }
 
 bool cpuhpd_fastpath_counting(const struct cpuhpd *d)
@@ -611,7 +609,7 @@ void cpuhpd_fastpath_wake(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		return;
 	r->undrained = false;
 	if (--fp->undrained == 0)
-		cpuhpd_lease_check_drained(c->d);
+		cpuhpd_gate_check(c->d);
 }
 
 void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c)
@@ -637,7 +635,7 @@ void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c)
 	}
 	region_free(r);
 	if (drained)
-		cpuhpd_lease_check_drained(c->d);
+		cpuhpd_gate_check(c->d);
 }
 
 /* ------------------------------------------------------------------ status */

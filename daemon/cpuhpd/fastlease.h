@@ -5,10 +5,10 @@
  * its barrier table and its security argument are proto/FASTPATH.md; the
  * memory layout is proto/fastpath.h; the frames are in proto/FRAMING.md.
  *
- * The lease gate (lease.c) drives it: blocking the gate blocks the
- * fast path too (cpuhpd_fastpath_block), and a hotplug waits until both the
- * socket leases and the fast ones are gone (cpuhpd_fastpath_drained; when the
- * fast ones go later, this module calls cpuhpd_lease_check_drained).
+ * A source of the gate (gate.h): closing the gate blocks the fast path
+ * (cpuhpd_fastpath_block), and a hotplug waits while a fast lease is held
+ * or not yet counted (cpuhpd_fastpath_holding); when the fast ones go
+ * later, this module calls cpuhpd_gate_check().
  *
  * Loop thread only, except what the .c file says its thread does.
  */
@@ -102,15 +102,20 @@ void cpuhpd_fastpath_wake(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 /* The connection is going away: revoke and drop its region (its fast leases end). */
 void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c);
 
-/* The lease gate closes: publish "blocked", then order and count the slots. */
+/* The gate closes: publish "blocked", then order and count the slots. */
 void cpuhpd_fastpath_block(struct cpuhpd *d);
 /*
- * The lease gate opens, or the active hotplug is about to answer: publish
- * "open" (or "stopped" while stopping).  A no-op when not blocked.
+ * The gate opens, or the active hotplug's writer section is over (its
+ * answer goes out next): publish "open" (or "stopped" while stopping).  A
+ * no-op when not blocked.
  */
 void cpuhpd_fastpath_unblock(struct cpuhpd *d);
-/* While blocked: no fast lease is held (the barrier is done and every region summed to 0). */
-bool cpuhpd_fastpath_drained(const struct cpuhpd *d);
+/*
+ * A fast lease may be held: the barrier is not back yet, or a region
+ * summed above 0 and has not been seen at 0 since.  Always false with the
+ * fast path off.
+ */
+bool cpuhpd_fastpath_holding(const struct cpuhpd *d);
 /* Blocked, and the barrier not back yet: nobody knows yet whether fast leases are held. */
 bool cpuhpd_fastpath_counting(const struct cpuhpd *d);
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The hotplug queue and the writer side of the lease gate (the states are
- * described in hotplug.h).
+ * The hotplug queue and the writer side of the gate (the states are
+ * described in hotplug.h, the gate in gate.h).
  *
- * Invariant: the lease gate is blocked exactly while the queue is non-empty.
- * Every path that removes the head goes through leave_head(), which opens
- * the gate (granting the waiters) and then activates the next request.
+ * Invariant: the gate is closed exactly while the head is active.  Every
+ * path that removes the head goes through leave_head(), which opens the
+ * gate (letting in the readers that waited) and then activates the next
+ * request.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "gate.h"
 #include "holders.h"
 #include "log.h"
 #include "states.h"
@@ -68,12 +70,12 @@ static void timer_cb(uv_timer_t *t);
  * Whether @h's deadline is judged now.  Not while the fast path is still
  * counting its leases for @h (a membarrier in flight): until then nobody
  * knows whether a lease is in the way, and a "try" (timeout 0) would always
- * fail.  cpuhpd_hotplug_fast_counted() re-arms when the count is in.
+ * fail.  cpuhpd_hotplug_gate_counted() re-arms when the count is in.
  */
 static bool deadline_counts(const struct cpuhpd *d, const struct hotplug_req *h)
 {
 	if (h->state == HP_WAIT_LEASES)
-		return !cpuhpd_fastpath_counting(d);
+		return !cpuhpd_gate_counting(d);
 	return h->state == HP_QUEUED;
 }
 
@@ -178,7 +180,7 @@ static void activate(struct cpuhpd *d)
 	if (!h || h->state != HP_QUEUED)
 		return;
 	h->state = HP_WAIT_LEASES;
-	if (cpuhpd_lease_block(d)) {
+	if (cpuhpd_gate_close(d)) {
 		to_worker(d, h);
 		return;
 	}
@@ -206,7 +208,7 @@ static void activate(struct cpuhpd *d)
  */
 static void leave_head(struct cpuhpd *d)
 {
-	cpuhpd_lease_unblock(d);
+	cpuhpd_gate_open(d);
 	if (!d->stopping)
 		activate(d);
 	arm(d);
@@ -220,7 +222,7 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 	struct cpuhpd_conn *c = unlink_req(d, h);
 
 	if (was_active)
-		cpuhpd_fastpath_unblock(d);
+		cpuhpd_gate_writer_done(d);
 	count(d, h, h->timeout_ms == 0 ? CPUHPD_HP_BUSY : CPUHPD_HP_TIMEOUT);
 
 	/* A timeout of 0 means "try": the answer is EAGAIN, as for a lease. */
@@ -473,7 +475,7 @@ uint64_t cpuhpd_hotplug_head_seq(const struct cpuhpd *d)
 	return h ? h->seq : 0;
 }
 
-void cpuhpd_hotplug_leases_drained(struct cpuhpd *d)
+void cpuhpd_hotplug_gate_drained(struct cpuhpd *d)
 {
 	struct hotplug_req *h = head(d);
 
@@ -481,7 +483,7 @@ void cpuhpd_hotplug_leases_drained(struct cpuhpd *d)
 		to_worker(d, h);
 }
 
-void cpuhpd_hotplug_fast_counted(struct cpuhpd *d)
+void cpuhpd_hotplug_gate_counted(struct cpuhpd *d)
 {
 	arm(d);
 }
@@ -667,7 +669,7 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 	 * it and takes a lease at once gets it, as a socket acquire would (it is
 	 * served after this callback, when leave_head() has opened the gate).
 	 */
-	cpuhpd_fastpath_unblock(d);
+	cpuhpd_gate_writer_done(d);
 
 	if (!job->err) {
 		finish_ran(d, h, c);

@@ -4,16 +4,16 @@
  * a time in arrival order.  The head of the queue is the active hotplug:
  *
  *   QUEUED       behind the head; times out here if its deadline passes.
- *   WAIT_LEASES  head; the lease gate is blocked (new leases wait) and it
- *                waits for the held leases to end, up to its deadline.
+ *   WAIT_LEASES  head; the gate is closed (new leases wait) and it waits
+ *                for what the gate's sources hold, up to its deadline.
  *   WORKER       handed to the worker thread, which waits for the daemon's
  *                in-process readers (cpuhp_hotplug_begin_timeout with the
  *                time left).  Status still says "waiting".
  *   RUNNING      the worker holds the hotplug lock and writes sysfs.
  *
- * Leaving the head (done, timed out, client gone, cancelled) opens the lease
- * gate, which grants every waiting lease, and only then activates the next
- * request, which blocks the gate again.  The deadline counts from arrival,
+ * Leaving the head (done, timed out, client gone, cancelled) opens the gate
+ * (gate.h), which lets in every waiting lease and registration, and only
+ * then activates the next request, which closes the gate again.  The deadline counts from arrival,
  * so time spent behind earlier hotplugs counts, as for the core lock.
  *
  * Loop thread only.
@@ -64,14 +64,13 @@ void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 /* The number of the active request ("hotplug #N"), 0 if none. */
 uint64_t cpuhpd_hotplug_head_seq(const struct cpuhpd *d);
 
-/* The lease gate saw the last lease go while blocked (lease.c). */
-void cpuhpd_hotplug_leases_drained(struct cpuhpd *d);
-
+/* The gate's engine (gate.h): nothing is held any more; the active request goes on. */
+void cpuhpd_hotplug_gate_drained(struct cpuhpd *d);
 /*
- * The fast path has counted its leases for the active request (its
- * membarrier came back): that request's deadline counts again.
+ * ... a source has counted what it holds (the fast path's membarrier came
+ * back): the active request's deadline counts again.
  */
-void cpuhpd_hotplug_fast_counted(struct cpuhpd *d);
+void cpuhpd_hotplug_gate_counted(struct cpuhpd *d);
 
 /* The connection is going away: drop its requests not yet in the worker, forget it in the others.
  */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The lease table and its gate (the state machine is described in
- * lease.h).  Invariant: waiters exist only while the gate is blocked,
- * because unblocking grants all of them before anything else runs.
+ * The lease table (lease.h).  Invariant: waiters exist only while the gate
+ * is closed, because opening it grants all of them before anything else
+ * runs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include "cpuhpd.h"
 #include "conn.h"
 #include "fdstore.h"
-#include "restart.h"
+#include "gate.h"
 #include "log.h"
 #include "notify.h"
 
@@ -180,7 +180,6 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	const Cpuhp__LeaseAcquire *acq = req->lease_acquire;
 	uint64_t req_id = req->id;
 	struct cpuhpd *d = c->d;
-	struct cpuhpd_leases *l = &d->leases;
 	uint32_t timeout_ms = acq->timeout_ms;
 	struct lease_waiter *w;
 
@@ -193,13 +192,13 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	}
 	if (!cpuhpd_policy_may_lease(c, req_id))
 		return;
-	if (!l->blocked) {
+	if (!cpuhpd_gate_closed(d)) {
 		grant(d, c, req_id, cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why),
 		      uv_hrtime());
 		return;
 	}
 	/* Its hotplug waits for this very callback: the lease would never come. */
-	if (cpuhpd_states_in_call(d, c->peer.pid)) {
+	if (cpuhpd_gate_awaits(d, c->peer.pid)) {
 		cpuhpd_conn_send_error(c, req_id, EDEADLK,
 		                       "a lease asked from inside a hotplug state callback would "
 		                       "wait for ever (the hotplug waits for the callback); do not "
@@ -254,7 +253,7 @@ void cpuhpd_lease_release(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       "behind cpuhpd's back while it was held (sysfs written "
 		                       "directly, chcpu, firmware): what it protected may be stale",
 		                       lease_id);
-		cpuhpd_lease_check_drained(d);
+		cpuhpd_gate_check(d);
 		return;
 	}
 	if (!held && cpuhpd_policy_release_revoked(c, req_id, lease_id))
@@ -271,7 +270,7 @@ void cpuhpd_lease_release(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_RELEASED;
 	r.lease_released = &rel;
 	cpuhpd_conn_send(c, &r);
-	cpuhpd_lease_check_drained(d);
+	cpuhpd_gate_check(d);
 }
 
 void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
@@ -301,20 +300,12 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
 	if (had)
 		cpuhpd_debug("client %u: %u lease(s) ended with the connection", c->id, had);
 	if (had)
-		cpuhpd_lease_check_drained(d);
+		cpuhpd_gate_check(d);
 }
 
-/* Nothing a hotplug waits for: leases (socket, fast), state readers, a restart's grace. */
-static bool drained(struct cpuhpd *d)
+bool cpuhpd_lease_holding(const struct cpuhpd *d)
 {
-	return d->leases.held == 0 && cpuhpd_fastpath_drained(d) && !cpuhpd_states_holding(d) &&
-	       !cpuhpd_restart_holding(d);
-}
-
-void cpuhpd_lease_check_drained(struct cpuhpd *d)
-{
-	if (d->leases.blocked && drained(d))
-		cpuhpd_hotplug_leases_drained(d);
+	return d->leases.held != 0;
 }
 
 unsigned cpuhpd_lease_held_total(const struct cpuhpd *d)
@@ -322,24 +313,16 @@ unsigned cpuhpd_lease_held_total(const struct cpuhpd *d)
 	return d->leases.held + cpuhpd_fastpath_held(d);
 }
 
-bool cpuhpd_lease_block(struct cpuhpd *d)
-{
-	d->leases.blocked = true;
-	cpuhpd_fastpath_block(d);
-	return drained(d);
-}
-
-void cpuhpd_lease_unblock(struct cpuhpd *d)
+/*
+ * Grant every waiter, in arrival order.  Pop one at a time: granting can
+ * close a connection, which removes that connection's later waiters from
+ * the list under us.
+ */
+static void grant_waiters(struct cpuhpd *d)
 {
 	struct cpuhpd_leases *l = &d->leases;
 	struct cpuhpd_list *n;
 
-	l->blocked = false;
-	cpuhpd_fastpath_unblock(d);
-	/*
-	 * Pop one at a time: granting can close a connection, which removes
-	 * that connection's later waiters from the list under us.
-	 */
 	while ((n = cpuhpd_list_first(&l->waiters))) {
 		struct lease_waiter *w = cpuhpd_container_of(n, struct lease_waiter, node);
 		struct cpuhpd_conn *c = w->conn;
@@ -352,8 +335,11 @@ void cpuhpd_lease_unblock(struct cpuhpd *d)
 		grant(d, c, req_id, who, why, arrived_ns);
 	}
 	uv_timer_stop(&l->timer);
-	/* Registrations and removals are readers too: they go with the leases. */
-	cpuhpd_states_gate_open(d);
+}
+
+void cpuhpd_lease_unblock(struct cpuhpd *d)
+{
+	grant_waiters(d);
 }
 
 void cpuhpd_lease_cancel_waiters(struct cpuhpd *d)
@@ -433,8 +419,8 @@ int cpuhpd_lease_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc
 void cpuhpd_lease_adopted(struct cpuhpd *d)
 {
 	/* The gate opens at start: waiters that came back are granted, in their order. */
-	if (!d->leases.blocked && d->leases.nwaiters)
-		cpuhpd_lease_unblock(d);
+	if (!cpuhpd_gate_closed(d) && d->leases.nwaiters)
+		grant_waiters(d);
 }
 
 void cpuhpd_lease_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids)

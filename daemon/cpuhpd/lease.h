@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Reader leases: "the set of online CPUs will not change while I hold this".
+ * Reader leases over the socket: "the set of online CPUs will not change
+ * while I hold this".
  *
- * The table is a gate with two states, driven by hotplug.c:
+ * A source of the gate (gate.h):
  *
- *   OPEN     no hotplug queued: an acquire is granted at once.
- *   BLOCKED  a hotplug is queued (waiting or running): an acquire waits in a
- *            FIFO up to its timeout (a timeout of 0 fails with -EAGAIN).
- *            This is writer preference: a stream of overlapping leases
- *            cannot starve the hotplug.
+ *   gate open    an acquire is granted at once.
+ *   gate closed  (a hotplug is active) an acquire waits in a FIFO up to its
+ *                timeout (a timeout of 0 fails with -EAGAIN); the hotplug
+ *                waits while a lease is held.
  *
- * BLOCKED -> OPEN (cpuhpd_lease_unblock, when the hotplug finished, timed
- * out or was cancelled) grants every waiter, in arrival order, before the
- * next hotplug may block the gate again.  That is the fairness rule: every
- * lease that waited on hotplug H is granted before a later hotplug H2
- * starts.  While BLOCKED, the table tells the hotplug side when the number of
- * held leases reaches zero (cpuhpd_hotplug_leases_drained).
+ * When the gate opens, every waiter is granted, in arrival order, before
+ * the next hotplug may close it again: every lease that waited on hotplug
+ * H is granted before a later hotplug H2 starts.
  *
  * Loop thread only.
  */
@@ -37,9 +34,8 @@ struct cpuhpd;
 struct cpuhpd_conn;
 
 struct cpuhpd_leases {
-	uint64_t next_id; /* lease ids are unique for the daemon's lifetime */
-	unsigned held;    /* leases held, all connections together */
-	bool blocked;
+	uint64_t next_id;           /* lease ids are unique for the daemon's lifetime */
+	unsigned held;              /* leases held, all connections together */
 	struct cpuhpd_list waiters; /* struct lease_waiter.node, arrival order */
 	unsigned nwaiters;
 	uv_timer_t timer; /* fires at the earliest waiter deadline */
@@ -57,26 +53,13 @@ void cpuhpd_lease_release(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 /* The connection is going away: drop its leases and its waiting acquires, no answers. */
 void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c);
 
-/**
- * cpuhpd_lease_block() - close the gate for a hotplug.
- * Also blocks the fast path (cpuhpd_fastpath_block).
- * Return: true if no lease is held (the hotplug may go on at once); otherwise
- * cpuhpd_hotplug_leases_drained() is called when the last one is released,
- * socket or fast.
- */
-bool cpuhpd_lease_block(struct cpuhpd *d);
-
-/*
- * While blocked: if no socket lease and no fast lease (fastlease.c) is
- * held, tell the hotplug side (cpuhpd_hotplug_leases_drained).
- */
-void cpuhpd_lease_check_drained(struct cpuhpd *d);
+/* The gate's source (gate.h): a socket lease is held. */
+bool cpuhpd_lease_holding(const struct cpuhpd *d);
+/* ... the gate opened: grant every waiter in arrival order. */
+void cpuhpd_lease_unblock(struct cpuhpd *d);
 
 /* Leases held, socket and fast (a snapshot of the slots), for log lines. */
 unsigned cpuhpd_lease_held_total(const struct cpuhpd *d);
-
-/* Open the gate: grant every waiter in arrival order. */
-void cpuhpd_lease_unblock(struct cpuhpd *d);
 
 /* Daemon stop: answer every waiter with ECANCELED. */
 void cpuhpd_lease_cancel_waiters(struct cpuhpd *d);

@@ -8,6 +8,7 @@
 #include "cpuhpd.h"
 #include "conn.h"
 #include "fdstore.h"
+#include "gate.h"
 #include "holders.h"
 #include "log.h"
 #include "policy.h"
@@ -153,7 +154,7 @@ again:
 		}
 	}
 	if (any)
-		cpuhpd_lease_check_drained(d); /* a hotplug may have waited for those */
+		cpuhpd_gate_check(d); /* a hotplug may have waited for those */
 	arm(d);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The restart grace; see restart.h. */
 #include "cpuhpd.h"
+#include "gate.h"
 #include "log.h"
 #include "notify.h"
 #include "restart.h"
@@ -13,7 +14,7 @@ static void grace_cb(uv_timer_t *t)
 	cpuhpd_info("restart grace over: hotplugs may run");
 	cpuhpd_notify_status_changed(d);
 	/* A hotplug that waited for nothing but the grace goes on now. */
-	cpuhpd_lease_check_drained(d);
+	cpuhpd_gate_check(d);
 }
 
 int cpuhpd_restart_start(struct cpuhpd *d)

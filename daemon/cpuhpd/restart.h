@@ -41,7 +41,7 @@ struct cpuhpd_restart {
 int cpuhpd_restart_start(struct cpuhpd *d);
 void cpuhpd_restart_close(struct cpuhpd *d);
 
-/* Whether hotplugs are held (lease.c's drain conditions). */
+/* Whether hotplugs are held: the grace is a source of the gate (gate.h). */
 bool cpuhpd_restart_holding(const struct cpuhpd *d);
 
 /* Milliseconds of grace left, 0 if none (Status, ListLeases, STATUS= lines). */

@@ -10,7 +10,7 @@
  * - A state's ->cpus is the set of CPUs whose startup succeeded and whose
  *   teardown has not: what the client believes is online for it.
  * - ->holds counts the REGISTER/REMOVE works in the FIFO; while it is not 0
- *   a hotplug does not leave WAIT_LEASES (lease.c asks cpuhpd_states_holding).
+ *   a hotplug does not leave WAIT_LEASES (the gate asks cpuhpd_states_holding).
  * - A state is freed when it left the registry and no step refers to it.
  */
 #include <errno.h>
@@ -27,6 +27,7 @@
 #include "cpuhpd.h"
 #include "conn.h"
 #include "fdstore.h"
+#include "gate.h"
 #include "log.h"
 #include "states.h"
 
@@ -572,7 +573,7 @@ static void release_hold(struct cpuhpd *d)
 {
 	d->states.holds--;
 	if (!d->states.holds)
-		cpuhpd_lease_check_drained(d);
+		cpuhpd_gate_check(d);
 }
 
 static void finish_register(struct cpuhpd *d, struct state_work *w)
@@ -750,10 +751,10 @@ static unsigned conn_states(const struct cpuhpd *d, const struct cpuhpd_conn *c)
 	return n;
 }
 
-/* A reader's work: now if the lease gate is open, else when it opens. */
+/* A reader's work: now if the gate is open, else when it opens. */
 static void submit_reader(struct cpuhpd *d, struct state_work *w)
 {
-	if (d->leases.blocked) {
+	if (cpuhpd_gate_closed(d)) {
 		cpuhpd_list_add_tail(&d->states.waiting, &w->node);
 		cpuhpd_fdstore_changed(d); /* a restart asks it again */
 		return;
@@ -1015,7 +1016,7 @@ bool cpuhpd_states_holding(const struct cpuhpd *d)
 	return d->states.holds != 0;
 }
 
-void cpuhpd_states_gate_open(struct cpuhpd *d)
+void cpuhpd_states_unblock(struct cpuhpd *d)
 {
 	struct cpuhpd_list *n;
 	bool any = false;

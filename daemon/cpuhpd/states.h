@@ -8,8 +8,8 @@
  *
  *   HOTPLUG    one CPU of a hotplug job; the worker, which holds the hotplug
  *              lock, waits for the verdict (cpuhpd_worker_states_done).
- *   REGISTER   startup on every online CPU for a new state (a reader: it
- *              holds the lease gate open while it runs).
+ *   REGISTER   startup on every online CPU for a new state (a reader: a
+ *              hotplug waits for it, and it waits while one is active).
  *   REMOVE     teardown for every CPU a state was started on (a reader too).
  *   RECONCILE  external calls for CPUs that changed behind cpuhpd's back.
  *
@@ -103,13 +103,14 @@ unsigned cpuhpd_states_of_uid(const struct cpuhpd *d, uid_t uid);
 /* Whether any state is registered (a hotplug job then asks for calls). */
 bool cpuhpd_states_any(const struct cpuhpd *d);
 
-/* Readers in progress: the hotplug waits for them as for leases (lease.c). */
+/*
+ * A source of the gate (gate.h): registrations and removals in progress are
+ * readers, which a hotplug waits for as for leases ...
+ */
 bool cpuhpd_states_holding(const struct cpuhpd *d);
-
-/* The lease gate opened (lease.c): start the registrations and removals that waited. */
-void cpuhpd_states_gate_open(struct cpuhpd *d);
-
-/* Whether process @pid has a call in flight (a lease it asks for would deadlock). */
+/* ... the gate opened: start those that waited, in arrival order ... */
+void cpuhpd_states_unblock(struct cpuhpd *d);
+/* ... process @pid has a call in flight (a lease it asks for would deadlock). */
 bool cpuhpd_states_in_call(const struct cpuhpd *d, pid_t pid);
 
 /*

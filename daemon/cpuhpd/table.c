@@ -105,8 +105,46 @@ static const struct cpuhpd_store_savers savers = {
     .ids = save_ids,
 };
 
+/*
+ * What a hotplug waits for (gate.h), in the order the gate walks them: when
+ * it opens, the fast path publishes "open" first, then the socket leases
+ * that waited are granted, then the registrations and removals that
+ * waited start, each in arrival order.  The restart grace only holds.
+ */
+static const struct cpuhpd_gate_source gate_sources[] = {
+    {
+        .name = "fast leases",
+        .holding = cpuhpd_fastpath_holding,
+        .block = cpuhpd_fastpath_block,
+        .writer_done = cpuhpd_fastpath_unblock,
+        .unblock = cpuhpd_fastpath_unblock,
+        .counting = cpuhpd_fastpath_counting,
+    },
+    {
+        .name = "socket leases",
+        .holding = cpuhpd_lease_holding,
+        .unblock = cpuhpd_lease_unblock,
+    },
+    {
+        .name = "hotplug-state registrations and removals",
+        .holding = cpuhpd_states_holding,
+        .unblock = cpuhpd_states_unblock,
+        .awaits = cpuhpd_states_in_call,
+    },
+    {
+        .name = "the restart grace",
+        .holding = cpuhpd_restart_holding,
+    },
+};
+static const struct cpuhpd_gate_engine gate_engine = {
+    .drained = cpuhpd_hotplug_gate_drained,
+    .counted = cpuhpd_hotplug_gate_counted,
+};
+
 void cpuhpd_features_plug(struct cpuhpd *d)
 {
+	cpuhpd_gate_plug(d, gate_sources, sizeof(gate_sources) / sizeof(gate_sources[0]),
+	                 &gate_engine);
 	d->conn_hooks = &conn_hooks;
 	d->dispatch.types = requests;
 	d->dispatch.ntypes = sizeof(requests) / sizeof(requests[0]);

@@ -604,7 +604,7 @@ static void check_daemon_state(void)
 	const char *which;
 
 	FUZZ_CHECK(d.nconns == 0 && cpuhpd_list_empty(&d.conns));
-	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !d.leases.blocked);
+	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !cpuhpd_gate_closed(&d));
 	FUZZ_CHECK(d.hotplug.nqueued == 0 && cpuhpd_list_empty(&d.hotplug.queue));
 	FUZZ_CHECK(cpuhpd_list_empty(&d.watch.list));
 	FUZZ_CHECK(d.freezes.n == 0 && cpuhpd_list_empty(&d.freezes.list));
