@@ -263,7 +263,7 @@ __attribute__((format(printf, 4, 0))) static void vsend_error(struct cpuhpd_conn
 	char msg[512];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	cpuhpd_metrics_error(c->d, err);
+	cpuhpd_counters_error(c->d, err);
 	e.code = cpuhp__errmap_to_wire(err);
 	e.message = msg;
 	r.id = id;

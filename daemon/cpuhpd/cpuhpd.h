@@ -17,6 +17,7 @@
 
 #include "admit.h"
 #include "conn.h"
+#include "counters.h"
 #include "cpus.h"
 #include "dispatch.h"
 #include "fdstore.h"
@@ -30,8 +31,10 @@
 #include "metrics.h"
 #include "list.h"
 #include "server.h"
+#include "snapshot.h"
 #include "states.h"
 #include "uevent.h"
+#include "view.h"
 #include "watch.h"
 #include "worker.h"
 
@@ -82,6 +85,8 @@ struct cpuhpd {
 	struct cpuhpd_worker worker;
 	struct cpuhpd_watchers watch;
 	struct cpuhpd_uevent uevent;
+	struct cpuhpd_counters counters;
+	struct cpuhpd_snapshot_hooks snapshot;
 	struct cpuhpd_metrics metrics;
 	struct cpuhpd_fdstore fdstore;
 	struct cpuhpd_restart restart;
@@ -89,8 +94,9 @@ struct cpuhpd {
 	char notify_status[160];
 	uv_timer_t notify_timer;
 	bool notify_timer_on;
-	/* Last view read by the worker; status answers from it, never from sysfs. */
+	/* Last view read by the worker; status answers from it, never from sysfs (view.h). */
 	struct cpuhpd_cpus view;
+	const cpuhpd_view_fn *view_subscribers;
 	uv_signal_t sigterm, sigint;
 	bool stopping; /* cpuhpd_stop() ran: refuse new work */
 	bool stopped;  /* cpuhpd_stop_finish() ran: handles are closing */

@@ -691,15 +691,11 @@ unsigned cpuhpd_fastpath_held(const struct cpuhpd *d)
 	return held;
 }
 
-void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st)
+void cpuhpd_fastpath_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
 {
-	unsigned held, holders;
-
-	snapshot(d, &held, &holders);
-	st->fast_leases_held = held;
-	st->fast_holders = holders;
-	st->fast_connections = d->fast.nregions;
-	st->fast_path = (char *)mode_name(d->fast.mode);
+	snapshot(d, &s->fast_held, &s->fast_holders);
+	s->fast_connections = d->fast.nregions;
+	s->fast_path = mode_name(d->fast.mode);
 }
 
 bool cpuhpd_fastpath_offered(const struct cpuhpd *d)

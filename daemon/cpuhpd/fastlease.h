@@ -30,6 +30,7 @@
 
 struct cpuhpd;
 struct cpuhpd_conn;
+struct cpuhpd_snapshot;
 
 /*
  * How the daemon makes every reader's slot update visible (--fast-path).
@@ -144,6 +145,7 @@ int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots);
 int cpuhpd_fastpath_adopt_conn(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 /* The number of slots of @c's region, 0 without one (the state text). */
 unsigned cpuhpd_fastpath_conn_slots(const struct cpuhpd_conn *c);
-void cpuhpd_fastpath_status(const struct cpuhpd *d, Cpuhp__Status *st);
+/* The snapshot's gauges (snapshot.h): fast leases held, holders, regions, the mode. */
+void cpuhpd_fastpath_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 
 #endif /* CPUHPD_FASTPATH_H */

@@ -341,3 +341,8 @@ void cpuhpd_freeze_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
 	if (s->next_freeze_id > d->freezes.next_id)
 		d->freezes.next_id = s->next_freeze_id;
 }
+
+void cpuhpd_freeze_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
+{
+	s->freezes = d->freezes.n;
+}

@@ -25,6 +25,7 @@
 
 struct cpuhpd;
 struct cpuhpd_conn;
+struct cpuhpd_snapshot;
 
 struct cpuhpd_freezes {
 	struct cpuhpd_list list; /* struct freeze.node, oldest first */
@@ -53,6 +54,9 @@ void cpuhpd_freeze_conn_gone(struct cpuhpd_conn *c);
 
 /* Daemon stop: answer ECANCELED to the pending freezes. */
 void cpuhpd_freeze_cancel(struct cpuhpd *d);
+
+/* The snapshot's gauge (snapshot.h): freezes held and pending. */
+void cpuhpd_freeze_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 
 /* ListLeases: fill @out->freezes (the caller frees each element and the array). */
 int cpuhpd_freeze_list(struct cpuhpd *d, Cpuhp__LeaseList *out);

@@ -23,7 +23,6 @@
 #include "holders.h"
 #include "log.h"
 #include "states.h"
-#include "notify.h"
 #include "watch.h"
 
 enum hp_state {
@@ -125,9 +124,9 @@ static struct cpuhpd_conn *unlink_req(struct cpuhpd *d, struct hotplug_req *h)
  */
 static void count(struct cpuhpd *d, const struct hotplug_req *h, enum cpuhpd_hp_result result)
 {
-	cpuhpd_metrics_hotplug(d, h->kind, result, uv_hrtime() - h->arrived_ns);
+	cpuhpd_counters_hotplug(d, h->kind, result, uv_hrtime() - h->arrived_ns);
 	cpuhpd_metrics_write(d);
-	cpuhpd_notify_status_changed(d);
+	cpuhpd_snapshot_changed(d);
 }
 
 static void destroy_req(struct hotplug_req *h)
@@ -351,7 +350,7 @@ static void enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *
 	cpuhpd_info("hotplug #%" PRIu64 ": client %u (pid %d, uid %u) asks %s, timeout %" PRIu32
 	            " ms",
 	            h->seq, c->id, (int)c->peer.pid, (unsigned)c->peer.uid, h->desc, timeout_ms);
-	cpuhpd_notify_status_changed(d);
+	cpuhpd_snapshot_changed(d);
 	cpuhpd_fdstore_changed(d);
 	if (d->hotplug.nqueued == 1 && !d->stopping)
 		activate(d);
@@ -468,13 +467,6 @@ void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	enqueue(c, req_id, h, ss->timeout_ms);
 }
 
-uint64_t cpuhpd_hotplug_head_seq(const struct cpuhpd *d)
-{
-	const struct hotplug_req *h = head(d);
-
-	return h ? h->seq : 0;
-}
-
 void cpuhpd_hotplug_gate_drained(struct cpuhpd *d)
 {
 	struct hotplug_req *h = head(d);
@@ -503,7 +495,7 @@ static void job_started(struct cpuhpd *d, struct cpuhpd_job *job)
 			h->cpus_str = s;
 		}
 	}
-	cpuhpd_notify_status_changed(d);
+	cpuhpd_snapshot_changed(d);
 	cpuhpd_debug("hotplug #%" PRIu64 ": writing sysfs", h->seq);
 	cpuhpd_watch_hotplug_started(d, h->cpus_str, job->online);
 }
@@ -537,7 +529,7 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__SetOnlineReply rep = CPUHP__SET_ONLINE_REPLY__INIT;
 	Cpuhp__SmtReply smt = CPUHP__SMT_REPLY__INIT;
-	struct cpuhpd_metrics *m = &d->metrics;
+	struct cpuhpd_counters *m = &d->counters;
 	char *online = NULL;
 	bool all_ok = true, changed = false;
 	Cpuhp__StateRun *wruns = NULL, **wrunp = NULL;
@@ -553,8 +545,7 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 		return;
 	}
 	if (job->view_ok) {
-		changed = !cpuhp_cpuset_equal(&d->view.online, &job->view.online);
-		d->view = job->view;
+		changed = cpuhpd_view_update(d, &job->view, false);
 		online = cpuhpd_cpus_to_str(&d->view.online);
 	} else {
 		cpuhpd_warn("hotplug #%" PRIu64 ": cannot read the CPU masks back (%s)", h->seq,
@@ -631,7 +622,7 @@ static void finish_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_co
 		cpuhpd_info("hotplug #%" PRIu64 " done in %.1f ms: online CPUs now %s", h->seq,
 		            (double)(job->t_done_ns - job->t_locked_ns) / 1e6,
 		            online ? online : "?");
-	cpuhpd_metrics_observe(&m->writer_hold, (double)(job->t_done_ns - job->t_locked_ns) / 1e9);
+	cpuhpd_counters_observe(&m->writer_hold, (double)(job->t_done_ns - job->t_locked_ns) / 1e9);
 	count(d, h, all_ok ? CPUHPD_HP_OK : nok ? CPUHPD_HP_PARTIAL : CPUHPD_HP_FAILED);
 	rep.n_results = job->nresults;
 	rep.results = resp;
@@ -677,10 +668,8 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 		bool changed = false;
 
 		/* An SMT write the kernel refused may still have moved some siblings. */
-		if (job->view_ok) {
-			changed = !cpuhp_cpuset_equal(&d->view.online, &job->view.online);
-			d->view = job->view;
-		}
+		if (job->view_ok)
+			changed = cpuhpd_view_update(d, &job->view, false);
 		count(d, h,
 		      job->err == -ETIMEDOUT ? (h->timeout_ms ? CPUHPD_HP_TIMEOUT : CPUHPD_HP_BUSY)
 		      : job->err == -ECANCELED ? CPUHPD_HP_CANCELED
@@ -792,14 +781,15 @@ again:
 	uv_timer_stop(&d->hotplug.timer);
 }
 
-Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d)
+void cpuhpd_hotplug_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
 {
 	const struct hotplug_req *h = head(d);
 
-	if (!h)
-		return CPUHP__WRITER_STATE__WRITER_IDLE;
-	return h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
-	                              : CPUHP__WRITER_STATE__WRITER_WAITING;
+	s->hotplugs_queued = d->hotplug.nqueued;
+	s->hotplug_seq = h ? h->seq : 0;
+	s->writer = !h                       ? CPUHP__WRITER_STATE__WRITER_IDLE
+	            : h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
+	                                     : CPUHP__WRITER_STATE__WRITER_WAITING;
 }
 
 int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)

@@ -39,6 +39,7 @@
 
 struct cpuhpd;
 struct cpuhpd_conn;
+struct cpuhpd_snapshot;
 
 struct cpuhpd_hotplug {
 	struct cpuhpd_list queue; /* struct hotplug_req.node; head is the active one */
@@ -60,9 +61,6 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, const Cpuhp__Request *req);
  * It lists with no CPUs until it runs (which siblings go is read then).
  */
 void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req);
-
-/* The number of the active request ("hotplug #N"), 0 if none. */
-uint64_t cpuhpd_hotplug_head_seq(const struct cpuhpd *d);
 
 /* The gate's engine (gate.h): nothing is held any more; the active request goes on. */
 void cpuhpd_hotplug_gate_drained(struct cpuhpd *d);
@@ -102,7 +100,9 @@ void cpuhpd_hotplug_hold(struct cpuhpd *d);
  */
 void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f);
 
-Cpuhp__WriterState cpuhpd_hotplug_writer_state(const struct cpuhpd *d);
+/* The snapshot's gauges (snapshot.h): the writer's state, the active request's number, the queue.
+ */
+void cpuhpd_hotplug_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 
 /*
  * cpuhpd_hotplug_list() - the queue, for ListLeases: fills @out->hotplugs

@@ -14,7 +14,6 @@
 #include "fdstore.h"
 #include "gate.h"
 #include "log.h"
-#include "notify.h"
 
 struct lease_waiter {
 	struct cpuhpd_list node; /* in leases.waiters */
@@ -75,9 +74,9 @@ static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char
 	    .id = g.lease_id, .since = uv_now(d->loop), .who = who, .why = why};
 	d->leases.held++;
 	cpuhpd_policy_lease_granted(d);
-	d->metrics.leases_granted++;
-	cpuhpd_metrics_observe(&d->metrics.lease_wait, (double)(uv_hrtime() - arrived_ns) / 1e9);
-	cpuhpd_notify_status_changed(d);
+	d->counters.leases_granted++;
+	cpuhpd_counters_observe(&d->counters.lease_wait, (double)(uv_hrtime() - arrived_ns) / 1e9);
+	cpuhpd_snapshot_changed(d);
 	/* In the stored state before the client hears of it (fdstore.h). */
 	cpuhpd_fdstore_conn_changed(c);
 	r.id = req_id;
@@ -135,7 +134,7 @@ again:
 		if (w->deadline > now)
 			continue;
 		unlink_waiter(d, w);
-		d->metrics.lease_timeouts++;
+		d->counters.lease_timeouts++;
 		cpuhpd_conn_send_error(w->conn, w->req_id, ETIMEDOUT,
 		                       "no lease within %" PRIu32
 		                       " ms: a CPU hotplug was waiting or running all that time",
@@ -206,7 +205,7 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		return;
 	}
 	if (timeout_ms == 0) {
-		d->metrics.lease_busy++;
+		d->counters.lease_busy++;
 		cpuhpd_conn_send_error(c, req_id, EAGAIN,
 		                       "a CPU hotplug is waiting or running; ask again, or ask "
 		                       "with a timeout to wait for it");
@@ -230,7 +229,7 @@ static int drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 			lease_fini(&c->leases[i]);
 			c->leases[i] = c->leases[--c->nleases];
 			c->d->leases.held--;
-			cpuhpd_notify_status_changed(c->d);
+			cpuhpd_snapshot_changed(c->d);
 			cpuhpd_fdstore_conn_changed(c);
 			return ret;
 		}
@@ -295,12 +294,18 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c)
 	c->who = c->why = NULL;
 	d->leases.held -= had;
 	if (had)
-		cpuhpd_notify_status_changed(d);
+		cpuhpd_snapshot_changed(d);
 	c->nleases = 0;
 	if (had)
 		cpuhpd_debug("client %u: %u lease(s) ended with the connection", c->id, had);
 	if (had)
 		cpuhpd_gate_check(d);
+}
+
+void cpuhpd_lease_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
+{
+	s->leases_held = d->leases.held;
+	s->leases_waiting = d->leases.nwaiters;
 }
 
 bool cpuhpd_lease_holding(const struct cpuhpd *d)

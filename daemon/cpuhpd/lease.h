@@ -32,6 +32,7 @@
 
 struct cpuhpd;
 struct cpuhpd_conn;
+struct cpuhpd_snapshot;
 
 struct cpuhpd_leases {
 	uint64_t next_id;           /* lease ids are unique for the daemon's lifetime */
@@ -57,6 +58,9 @@ void cpuhpd_lease_conn_gone(struct cpuhpd_conn *c);
 bool cpuhpd_lease_holding(const struct cpuhpd *d);
 /* ... the gate opened: grant every waiter in arrival order. */
 void cpuhpd_lease_unblock(struct cpuhpd *d);
+
+/* The snapshot's gauges (snapshot.h): leases held and waiting. */
+void cpuhpd_lease_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 
 /* Leases held, socket and fast (a snapshot of the slots), for log lines. */
 unsigned cpuhpd_lease_held_total(const struct cpuhpd *d);

@@ -9,16 +9,10 @@
 
 #include <cpuhp/version.h>
 
-#include "errmap.h"
-
 #include "cpuhpd.h"
 #include "conn.h"
 #include "log.h"
 #include "metrics.h"
-
-static const double bucket_le[CPUHPD_METRICS_NBUCKETS] = {
-    0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300,
-};
 
 static const char *const result_names[CPUHPD_HP_NRESULTS] = {
     [CPUHPD_HP_OK] = "ok",           [CPUHPD_HP_PARTIAL] = "partial",
@@ -32,30 +26,10 @@ static const char *const kind_names[CPUHPD_HP_NKINDS] = {
     [CPUHPD_HP_SMT] = "smt",
 };
 
-void cpuhpd_metrics_observe(struct cpuhpd_histogram *h, double seconds)
+void cpuhpd_metrics_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch)
 {
-	unsigned i = 0;
-
-	while (i < CPUHPD_METRICS_NBUCKETS && seconds > bucket_le[i])
-		i++;
-	if (i < CPUHPD_METRICS_NBUCKETS)
-		h->bucket[i]++;
-	h->count++;
-	h->sum += seconds;
-}
-
-void cpuhpd_metrics_hotplug(struct cpuhpd *d, enum cpuhpd_hp_kind kind,
-                            enum cpuhpd_hp_result result, uint64_t waited_ns)
-{
-	d->metrics.hotplugs[kind][result]++;
-	cpuhpd_metrics_observe(&d->metrics.hotplug_duration, (double)waited_ns / 1e9);
-}
-
-void cpuhpd_metrics_error(struct cpuhpd *d, int err)
-{
-	unsigned code = (unsigned)cpuhp__errmap_to_wire(err);
-
-	d->metrics.errors[code < 64 ? code : 0]++;
+	if (ch->external && ch->changed)
+		d->counters.external_changes++;
 }
 
 static void header(FILE *f, const char *name, const char *type, const char *help)
@@ -74,9 +48,9 @@ static void histogram(FILE *f, const char *name, const char *help, const struct 
 	uint64_t cum = 0;
 
 	header(f, name, "histogram", help);
-	for (unsigned i = 0; i < CPUHPD_METRICS_NBUCKETS; i++) {
+	for (unsigned i = 0; i < CPUHPD_COUNTERS_NBUCKETS; i++) {
 		cum += h->bucket[i];
-		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, bucket_le[i],
+		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, cpuhpd_counters_bucket_le[i],
 		        (unsigned long long)cum);
 	}
 	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->count);
@@ -86,8 +60,8 @@ static void histogram(FILE *f, const char *name, const char *help, const struct 
 
 char *cpuhpd_metrics_text(struct cpuhpd *d)
 {
-	const struct cpuhpd_metrics *m = &d->metrics;
-	Cpuhp__Status st = CPUHP__STATUS__INIT;
+	const struct cpuhpd_counters *m = &d->counters;
+	struct cpuhpd_snapshot st;
 	struct cpuhp_cpuset offline;
 	uint64_t timeouts = 0;
 	char *text = NULL;
@@ -96,7 +70,7 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 
 	if (!f)
 		return NULL;
-	cpuhpd_fastpath_status(d, &st);
+	cpuhpd_snapshot_take(d, &st);
 	cpuhpd_cpus_offline(&d->view, &offline);
 
 	header(f, "cpuhpd_hotplugs_total", "counter",
@@ -133,10 +107,9 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 	       "Times the online set changed outside cpuhpd (uevents).",
 	       (double)m->external_changes);
 	scalar(f, "cpuhpd_bypasses_total", "counter",
-	       "CPUs that changed while leases were held, outside cpuhpd.",
-	       (double)d->policy.bypasses);
+	       "CPUs that changed while leases were held, outside cpuhpd.", (double)st.bypasses);
 	scalar(f, "cpuhpd_lease_revocations_total", "counter", "Leases revoked by policy.",
-	       (double)d->policy.revocations);
+	       (double)st.revocations);
 	header(f, "cpuhpd_errors_total", "counter", "Error replies sent to clients, by code.");
 	for (unsigned code = 0; code < 64; code++) {
 		const ProtobufCEnumValue *v;
@@ -161,14 +134,14 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 	          &m->writer_hold);
 	header(f, "cpuhpd_leases_held", "gauge",
 	       "Leases held now: socket ones, and fast ones (a snapshot of the shared counters).");
-	fprintf(f, "cpuhpd_leases_held{kind=\"socket\"} %u\n", d->leases.held);
-	fprintf(f, "cpuhpd_leases_held{kind=\"fast\"} %u\n", st.fast_leases_held);
+	fprintf(f, "cpuhpd_leases_held{kind=\"socket\"} %u\n", st.leases_held);
+	fprintf(f, "cpuhpd_leases_held{kind=\"fast\"} %u\n", st.fast_held);
 	scalar(f, "cpuhpd_leases_waiting", "gauge", "Lease requests waiting behind a hotplug.",
-	       d->leases.nwaiters);
+	       st.leases_waiting);
 	scalar(f, "cpuhpd_hotplugs_pending", "gauge",
-	       "Hotplug requests queued, the running one included.", d->hotplug.nqueued);
-	scalar(f, "cpuhpd_freezes_held", "gauge", "Hotplug freezes held or pending.", d->freezes.n);
-	scalar(f, "cpuhpd_connections", "gauge", "Client connections.", d->nconns);
+	       "Hotplug requests queued, the running one included.", st.hotplugs_queued);
+	scalar(f, "cpuhpd_freezes_held", "gauge", "Hotplug freezes held or pending.", st.freezes);
+	scalar(f, "cpuhpd_connections", "gauge", "Client connections.", st.connections);
 	header(f, "cpuhpd_cpus", "gauge", "CPUs by state, as cpuhpd last read them.");
 	fprintf(f, "cpuhpd_cpus{state=\"online\"} %u\n", cpuhp_cpuset_count(&d->view.online));
 	fprintf(f, "cpuhpd_cpus{state=\"offline\"} %u\n", cpuhp_cpuset_count(&offline));
@@ -185,7 +158,7 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 	header(f, "cpuhpd_info", "gauge", "The daemon's version.");
 	fprintf(f, "cpuhpd_info{version=\"%s\"} 1\n", CPUHP_VERSION_STRING);
 	scalar(f, "cpuhpd_uptime_seconds", "gauge", "Seconds since cpuhpd started.",
-	       (double)(uv_hrtime() - m->started_ns) / 1e9);
+	       (double)(uv_hrtime() - d->metrics.started_ns) / 1e9);
 	if (fclose(f)) {
 		free(text);
 		return NULL;

@@ -60,35 +60,35 @@ void cpuhpd_notify(const char *state)
 /* What the daemon is doing, in one line for `systemctl status`. */
 static void status_text(struct cpuhpd *d, char *buf, size_t size)
 {
-	Cpuhp__Status st = CPUHP__STATUS__INIT;
+	struct cpuhpd_snapshot s;
 	unsigned held;
-	uint64_t seq = cpuhpd_hotplug_head_seq(d);
 	int n;
 
-	cpuhpd_fastpath_status(d, &st);
-	held = d->leases.held + st.fast_leases_held;
+	cpuhpd_snapshot_take(d, &s);
+	held = s.leases_held + s.fast_held;
 	n = snprintf(buf, size, "%u lease%s held", held, held == 1 ? "" : "s");
 	if (n < 0 || (size_t)n >= size)
 		return;
-	switch (cpuhpd_hotplug_writer_state(d)) {
+	switch (s.writer) {
 	case CPUHP__WRITER_STATE__WRITER_WAITING:
-		snprintf(buf + n, size - (size_t)n, "; hotplug #%" PRIu64 " waiting for %s", seq,
-		         held ? "them" : "in-process readers");
+		snprintf(buf + n, size - (size_t)n, "; hotplug #%" PRIu64 " waiting for %s",
+		         s.hotplug_seq, held ? "them" : "in-process readers");
 		break;
 	case CPUHP__WRITER_STATE__WRITER_RUNNING:
-		snprintf(buf + n, size - (size_t)n, "; hotplug #%" PRIu64 " writing sysfs", seq);
+		snprintf(buf + n, size - (size_t)n, "; hotplug #%" PRIu64 " writing sysfs",
+		         s.hotplug_seq);
 		break;
 	default:
 		snprintf(buf + n, size - (size_t)n, "; no hotplug pending; %u connection%s",
-		         d->nconns, d->nconns == 1 ? "" : "s");
+		         s.connections, s.connections == 1 ? "" : "s");
 		break;
 	}
-	if (d->hotplug.nqueued > 1) {
+	if (s.hotplugs_queued > 1) {
 		size_t len = strlen(buf);
 
-		snprintf(buf + len, size - len, "; %u more queued", d->hotplug.nqueued - 1);
+		snprintf(buf + len, size - len, "; %u more queued", s.hotplugs_queued - 1);
 	}
-	if (cpuhpd_restart_holding(d)) {
+	if (s.grace_ms) {
 		size_t len = strlen(buf);
 
 		/* No time left in it: the line changes only when something else does. */

@@ -234,3 +234,16 @@ again:
 	cpuhpd_debug("bypass %" PRIu64 ": %" PRIu64 " connection(s) told", d->policy.bypasses,
 	             told);
 }
+
+void cpuhpd_policy_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
+{
+	s->bypasses = d->policy.bypasses;
+	s->revocations = d->policy.revocations;
+}
+
+void cpuhpd_policy_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch)
+{
+	/* Not cpuhpd's doing: its hotplugs wait for every lease and re-read themselves. */
+	if (ch->external && ch->changed && ch->was && ch->now)
+		cpuhpd_policy_online_changed(d, ch->was, ch->now);
+}

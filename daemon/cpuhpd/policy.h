@@ -34,6 +34,8 @@
 
 struct cpuhpd;
 struct cpuhpd_conn;
+struct cpuhpd_snapshot;
+struct cpuhpd_view_change;
 
 struct cpuhpd_policy {
 	uv_timer_t timer; /* --max-lease-ms: due when the oldest socket lease is */
@@ -60,5 +62,10 @@ bool cpuhpd_policy_release_revoked(struct cpuhpd_conn *c, uint64_t req_id, uint6
 
 /* The online set went from @was to @now without cpuhpd: a bypass if leases are held. */
 void cpuhpd_policy_online_changed(struct cpuhpd *d, const char *was, const char *now);
+/* The view's subscriber (view.h): an external change is a bypass if leases are held. */
+void cpuhpd_policy_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch);
+
+/* The snapshot's gauges (snapshot.h): bypasses and revocations so far. */
+void cpuhpd_policy_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 
 #endif /* CPUHPD_POLICY_H */

@@ -3,7 +3,6 @@
 #include "cpuhpd.h"
 #include "gate.h"
 #include "log.h"
-#include "notify.h"
 #include "restart.h"
 
 static void grace_cb(uv_timer_t *t)
@@ -12,7 +11,7 @@ static void grace_cb(uv_timer_t *t)
 
 	d->restart.holding = false;
 	cpuhpd_info("restart grace over: hotplugs may run");
-	cpuhpd_notify_status_changed(d);
+	cpuhpd_snapshot_changed(d);
 	/* A hotplug that waited for nothing but the grace goes on now. */
 	cpuhpd_gate_check(d);
 }
@@ -67,4 +66,9 @@ uint64_t cpuhpd_restart_remaining_ms(const struct cpuhpd *d)
 		return 0;
 	now = uv_now(d->loop);
 	return d->restart.until > now ? d->restart.until - now : 1;
+}
+
+void cpuhpd_restart_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
+{
+	s->grace_ms = cpuhpd_restart_remaining_ms(d);
 }

@@ -27,6 +27,7 @@
 #define CPUHPD_RESTART_GRACE_MS 5000
 
 struct cpuhpd;
+struct cpuhpd_snapshot;
 
 struct cpuhpd_restart {
 	long prev_pid;  /* the pid the lock file named at start; 0: none (or a clean stop) */
@@ -44,7 +45,10 @@ void cpuhpd_restart_close(struct cpuhpd *d);
 /* Whether hotplugs are held: the grace is a source of the gate (gate.h). */
 bool cpuhpd_restart_holding(const struct cpuhpd *d);
 
-/* Milliseconds of grace left, 0 if none (Status, ListLeases, STATUS= lines). */
+/* Milliseconds of grace left, 0 if none (ListLeases, a hotplug's log and error). */
 uint64_t cpuhpd_restart_remaining_ms(const struct cpuhpd *d);
+
+/* The snapshot's gauge (snapshot.h): the grace left. */
+void cpuhpd_restart_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 
 #endif /* CPUHPD_RESTART_H */

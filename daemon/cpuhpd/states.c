@@ -1237,3 +1237,9 @@ void cpuhpd_states_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
 	if (s->next_call_id > d->states.next_call_id)
 		d->states.next_call_id = s->next_call_id;
 }
+
+void cpuhpd_states_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch)
+{
+	/* During a hotplug this waits for cpuhpd_states_hotplug_end(), which reconciles. */
+	cpuhpd_states_reconcile(d);
+}

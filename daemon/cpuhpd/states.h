@@ -46,6 +46,7 @@
 
 struct cpuhpd;
 struct cpuhpd_conn;
+struct cpuhpd_view_change;
 struct cpuhpd_job;
 struct cpuhpd_cpu_result;
 
@@ -120,8 +121,10 @@ bool cpuhpd_states_in_call(const struct cpuhpd *d, pid_t pid);
 void cpuhpd_states_hotplug_begin(struct cpuhpd *d);
 void cpuhpd_states_hotplug_end(struct cpuhpd *d);
 
-/* The view changed, or may have, behind our back (uevent.c): reconcile. */
+/* The view changed, or may have, behind our back: reconcile. */
 void cpuhpd_states_reconcile(struct cpuhpd *d);
+/* The view's subscriber (view.h): the view was read again; reconcile. */
+void cpuhpd_states_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch);
 
 /*
  * The worker asks for the calls of one CPU of @job (job->sc says which):

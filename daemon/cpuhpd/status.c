@@ -14,6 +14,7 @@ void cpuhpd_status_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	struct cpuhpd *d = c->d;
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__Status st = CPUHP__STATUS__INIT;
+	struct cpuhpd_snapshot snap;
 	struct cpuhp_cpuset offline;
 	char *s[4];
 
@@ -31,19 +32,23 @@ void cpuhpd_status_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	st.possible = s[2];
 	st.present = s[3];
 	cpuhpd_fastpath_police(d); /* a forged count shows capped, and its connection closes */
-	cpuhpd_fastpath_status(d, &st);
-	st.leases_held = d->leases.held + st.fast_leases_held;
-	st.writer = cpuhpd_hotplug_writer_state(d);
-	st.pending_leases = d->leases.nwaiters;
-	st.pending_hotplugs = d->hotplug.nqueued;
-	st.connections = d->nconns;
-	st.freezes = d->freezes.n;
-	st.bypasses = d->policy.bypasses;
-	st.revocations = d->policy.revocations;
+	cpuhpd_snapshot_take(d, &snap);
+	st.leases_held = snap.leases_held + snap.fast_held;
+	st.fast_leases_held = snap.fast_held;
+	st.fast_holders = snap.fast_holders;
+	st.fast_connections = snap.fast_connections;
+	st.fast_path = (char *)snap.fast_path;
+	st.writer = snap.writer;
+	st.pending_leases = snap.leases_waiting;
+	st.pending_hotplugs = snap.hotplugs_queued;
+	st.connections = snap.connections;
+	st.freezes = snap.freezes;
+	st.bypasses = snap.bypasses;
+	st.revocations = snap.revocations;
 	st.daemon_version = (char *)CPUHP_VERSION_STRING;
 	st.smt_control = d->view.smt_control;
 	st.smt_active = d->view.smt_active;
-	st.restart_grace_ms = (uint32_t)cpuhpd_restart_remaining_ms(d);
+	st.restart_grace_ms = (uint32_t)snap.grace_ms;
 	r.id = req->id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATUS;
 	r.status = &st;

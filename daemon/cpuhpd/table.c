@@ -141,26 +141,40 @@ static const struct cpuhpd_gate_engine gate_engine = {
     .counted = cpuhpd_hotplug_gate_counted,
 };
 
+/* The snapshot's gauges (snapshot.h); a change of any is heard by the STATUS= line. */
+static const cpuhpd_gauge_fn gauges[] = {
+    cpuhpd_lease_gauges,
+    cpuhpd_fastpath_gauges,
+    cpuhpd_hotplug_gauges,
+    cpuhpd_freeze_gauges,
+    cpuhpd_policy_gauges,
+    cpuhpd_restart_gauges,
+    NULL,
+};
+
+/*
+ * Who hears of a new view (view.h), in order: the metrics count an
+ * external change; watchers get OnlineChanged; lease holders hear of a
+ * bypass; then states are reconciled with the files.
+ */
+static const cpuhpd_view_fn view_subscribers[] = {
+    cpuhpd_metrics_view_changed,
+    cpuhpd_watch_view_changed,
+    cpuhpd_policy_view_changed,
+    cpuhpd_states_view_changed,
+    NULL,
+};
+
 void cpuhpd_features_plug(struct cpuhpd *d)
 {
+	cpuhpd_snapshot_plug(d, gauges, cpuhpd_notify_status_changed);
+	cpuhpd_view_plug(d, view_subscribers);
 	cpuhpd_gate_plug(d, gate_sources, sizeof(gate_sources) / sizeof(gate_sources[0]),
 	                 &gate_engine);
 	d->conn_hooks = &conn_hooks;
 	d->dispatch.types = requests;
 	d->dispatch.ntypes = sizeof(requests) / sizeof(requests[0]);
 	d->fdstore.savers = &savers;
-}
-
-/* The CPU view from sysfs, before anything needs it. */
-static int read_view(struct cpuhpd *d)
-{
-	const char *which = NULL;
-	int err = cpuhpd_cpus_read(d->opt.sysfs_root, &d->view, &which);
-
-	if (err)
-		cpuhpd_err("cannot read %s/devices/system/cpu/%s: %s; is --sysfs-root right?",
-		           d->opt.sysfs_root, which, strerror(-err));
-	return err;
 }
 
 /*
@@ -172,21 +186,11 @@ static int read_view(struct cpuhpd *d)
  * and uevents come in.
  */
 static const cpuhpd_start_fn prepare[] = {
-    cpuhpd_fdstore_take,
-    read_view,
-    cpuhpd_conns_init,
-    cpuhpd_watch_init,
-    cpuhpd_freeze_init,
-    cpuhpd_admit_init,
-    cpuhpd_lease_init,
-    cpuhpd_policy_init,
-    cpuhpd_hotplug_init,
-    cpuhpd_states_init,
-    cpuhpd_fastpath_start,
-    cpuhpd_worker_start,
-    cpuhpd_metrics_start,
-    cpuhpd_notify_status_init,
-    NULL,
+    cpuhpd_fdstore_take,  cpuhpd_view_start,         cpuhpd_conns_init,
+    cpuhpd_watch_init,    cpuhpd_freeze_init,        cpuhpd_admit_init,
+    cpuhpd_lease_init,    cpuhpd_policy_init,        cpuhpd_hotplug_init,
+    cpuhpd_states_init,   cpuhpd_fastpath_start,     cpuhpd_worker_start,
+    cpuhpd_metrics_start, cpuhpd_notify_status_init, NULL,
 };
 static const cpuhpd_start_fn serve[] = {
     cpuhpd_server_start, cpuhpd_fdstore_ready, cpuhpd_restart_start, cpuhpd_uevent_start, NULL,

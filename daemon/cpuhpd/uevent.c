@@ -12,7 +12,7 @@
 
 #include "cpuhpd.h"
 #include "log.h"
-#include "watch.h"
+#include "view.h"
 
 /* Is this datagram "a CPU went online/offline, appeared or went away"? */
 static bool is_cpu_event(const char *buf, size_t len)
@@ -52,27 +52,12 @@ static void refresh_done(struct cpuhpd *d, struct cpuhpd_job *job)
 	struct cpuhpd_uevent *u = &d->uevent;
 
 	u->busy = false;
-	if (!job->view_ok) {
+	if (!job->view_ok)
 		cpuhpd_warn("after a uevent: cannot read %s/devices/system/cpu/%s: %s",
 		            d->opt.sysfs_root, job->err_what ? job->err_what : "?",
 		            strerror(-job->err));
-	} else if (!cpuhp_cpuset_equal(&d->view.online, &job->view.online)) {
-		char *was = cpuhpd_cpus_to_str(&d->view.online), *s;
-
-		d->view = job->view;
-		s = cpuhpd_cpus_to_str(&d->view.online);
-		if (s)
-			cpuhpd_watch_online_changed(d, s, true);
-		/* Not cpuhpd's doing: its hotplugs wait for every lease and re-read themselves. */
-		if (s && was)
-			cpuhpd_policy_online_changed(d, was, s);
-		free(was);
-		free(s);
-	} else {
-		d->view = job->view;
-	}
-	if (job->view_ok)
-		cpuhpd_states_reconcile(d);
+	else
+		cpuhpd_view_update(d, &job->view, true);
 	if (u->again && !d->stopping) {
 		u->again = false;
 		cpuhpd_uevent_refresh(d);

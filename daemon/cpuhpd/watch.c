@@ -125,11 +125,16 @@ void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool exte
 	Cpuhp__OnlineChanged oc = CPUHP__ONLINE_CHANGED__INIT;
 
 	cpuhpd_info("online CPUs now %s%s", online, external ? " (changed outside cpuhpd)" : "");
-	if (external)
-		d->metrics.external_changes++;
 	oc.online = (char *)online;
 	oc.external = external;
 	ev.kind_case = CPUHP__EVENT__KIND_ONLINE_CHANGED;
 	ev.online_changed = &oc;
 	broadcast(d, &ev);
+}
+
+void cpuhpd_watch_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch)
+{
+	/* A hotplug's own change is announced after its HotplugFinished, by the hotplug. */
+	if (ch->external && ch->changed && ch->now)
+		cpuhpd_watch_online_changed(d, ch->now, true);
 }

@@ -19,6 +19,7 @@
 
 struct cpuhpd;
 struct cpuhpd_conn;
+struct cpuhpd_view_change;
 
 struct cpuhpd_watchers {
 	struct cpuhpd_list list; /* struct cpuhpd_conn.watch_node */
@@ -39,5 +40,7 @@ void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool onlin
 void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,
                                    Cpuhp__CpuResult **results, unsigned nresults);
 void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool external);
+/* The view's subscriber (view.h): watchers hear of an external change. */
+void cpuhpd_watch_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch);
 
 #endif /* CPUHPD_WATCH_H */
