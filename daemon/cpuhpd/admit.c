@@ -9,7 +9,6 @@
 #include "admit.h"
 #include "conn.h"
 #include "log.h"
-#include "states.h"
 
 /*
  * Hand memory back once what is buffered fell by at least this much, and
@@ -80,15 +79,15 @@ static void on_timer(uv_timer_t *t)
 	while ((n = cpuhpd_list_first(&d->admit.partial))) {
 		struct cpuhpd_conn *c =
 		    cpuhpd_container_of(n, struct cpuhpd_conn, admit.partial_node);
+		char why[128];
 
 		if (c->admit.partial_since + d->opt.client_timeout_ms > now)
 			break;
-		/* cpuhpd_conn_close() takes it off the list (cpuhpd_admit_conn_gone). */
-		cpuhpd_conn_fail(c, 0, ETIMEDOUT,
-		                 "request incomplete %u ms after its first byte "
-		                 "(--client-timeout-ms %u)",
-		                 (unsigned)(now - c->admit.partial_since),
-		                 d->opt.client_timeout_ms);
+		snprintf(why, sizeof(why),
+		         "request incomplete %u ms after its first byte (--client-timeout-ms %u)",
+		         (unsigned)(now - c->admit.partial_since), d->opt.client_timeout_ms);
+		/* Closing takes it off the list (cpuhpd_admit_conn_gone). */
+		d->admit.timed_out(c, why);
 	}
 	timer_arm(d);
 }
@@ -139,7 +138,8 @@ int cpuhpd_admit_conn(struct cpuhpd_conn *c, char *why, size_t whylen)
 	if (c->peer.uid != 0 && u->nconns >= o->max_connections_per_uid) {
 		/* A process with many states meets the cap first: say why (README, "Hotplug
 		 * states"). */
-		unsigned nstates = cpuhpd_states_of_uid(d, c->peer.uid);
+		unsigned nstates =
+		    d->admit.states_of_uid ? d->admit.states_of_uid(d, c->peer.uid) : 0;
 
 		if (nstates)
 			snprintf(why, whylen,

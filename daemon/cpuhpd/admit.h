@@ -69,6 +69,13 @@ struct cpuhpd_admit {
 	struct cpuhpd_list partial;
 	uv_timer_t timer;
 	bool timer_open;
+	/* conn.c: close @c, whose request came too slowly, telling it @why (ETIMEDOUT). */
+	void (*timed_out)(struct cpuhpd_conn *c, const char *why);
+	/*
+	 * The feature table: the hotplug states of @uid's live connections, so
+	 * that a refusal at --max-connections-per-uid can say why (NULL: none).
+	 */
+	unsigned (*states_of_uid)(const struct cpuhpd *d, uid_t uid);
 };
 
 /* Per-connection state (in struct cpuhpd_conn). */

@@ -8,6 +8,7 @@
 #include "cpuhpd.h"
 #include "adopt.h"
 #include "conn.h"
+#include "holders.h"
 #include "dispatch.h"
 #include "fdstore.h"
 #include "table.h"
@@ -85,7 +86,7 @@ int cpuhpd_adopt(struct cpuhpd *d)
 	}
 	d->restart.adopted = true;
 	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d", n,
-	            cpuhpd_lease_held_total(d), (int)s->pid);
+	            cpuhpd_holders_total(d), (int)s->pid);
 	walk(d, cpuhpd_features.adopted);
 	/* Then what was asked and not answered, in its order, before anything new. */
 	for (unsigned i = 0; i < s->nreqs; i++) {

@@ -410,9 +410,15 @@ static void free_cb(uv_handle_t *h)
 	free(h);
 }
 
+static void timed_out(struct cpuhpd_conn *c, const char *why)
+{
+	cpuhpd_conn_fail(c, 0, ETIMEDOUT, "%s", why);
+}
+
 int cpuhpd_conns_init(struct cpuhpd *d)
 {
 	cpuhpd_list_init(&d->conns);
+	d->admit.timed_out = timed_out;
 	return 0;
 }
 

@@ -113,7 +113,8 @@ struct cpuhpd_conn {
 
 	/* fdstore.c: its socket and region are in the service manager's store */
 	bool stored, region_stored;
-	char *st_chunk; /* its lines of the state text, unless ->st_dirty */
+	unsigned region_slots; /* the stored region's size, for the state text */
+	char *st_chunk;        /* its lines of the state text, unless ->st_dirty */
 	size_t st_len;
 	bool st_dirty;
 	/* Requests read while a restart stops the daemon: the next one handles them. */

@@ -538,7 +538,7 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		    "the kernel lacks memfd sealing); use socket leases");
 		return;
 	}
-	if (!cpuhpd_policy_fast_ok(c)) {
+	if (!cpuhpd_fastpath_allowed(c)) {
 		cpuhpd_conn_send_error(c, req_id, EOPNOTSUPP,
 		                       "no fast path under cpuhpd's lease limits (--max-lease-ms, "
 		                       "--max-leases-per-uid): use socket leases");
@@ -580,7 +580,7 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	resp.fast_path_granted = &g;
 	fds[0] = fp->hdr_fd;
 	/* In the fd store (and the state text) before the client can count anything in it. */
-	cpuhpd_fdstore_region_new(c, fds[1]);
+	cpuhpd_fdstore_region_new(c, fds[1], n);
 	cpuhpd_fdstore_conn_changed(c);
 	err = cpuhpd_conn_send_fds(c, &resp, fds, 2);
 	/* The client has its own descriptor now (or none): our mapping keeps the memory. */
@@ -701,6 +701,14 @@ void cpuhpd_fastpath_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
 bool cpuhpd_fastpath_offered(const struct cpuhpd *d)
 {
 	return d->fast.mode != CPUHPD_FAST_OFF && !d->stopping;
+}
+
+bool cpuhpd_fastpath_allowed(const struct cpuhpd_conn *c)
+{
+	const struct cpuhpd_options *o = &c->d->opt;
+
+	/* Leases cpuhpd cannot revoke, nor see being taken, would bypass the limits (policy.h). */
+	return !o->max_lease_ms && (!o->max_leases_per_uid || c->peer.admin);
 }
 
 /* ------------------------------------------------------------- start, stop */
@@ -834,11 +842,6 @@ void cpuhpd_fastpath_close(struct cpuhpd *d)
 	fp->hdr_fd = -1;
 }
 
-unsigned cpuhpd_fastpath_conn_slots(const struct cpuhpd_conn *c)
-{
-	return c->fast ? c->fast->nslots : 0;
-}
-
 int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots)
 {
 	struct cpuhpd_fastpath *fp = &c->d->fast;
@@ -874,7 +877,7 @@ int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots)
 	cpuhpd_list_add_tail(&fp->regions, &r->node);
 	fp->nregions++;
 	c->fast = r;
-	c->region_stored = true;
+	cpuhpd_fdstore_region_kept(c, nslots);
 	return 0;
 }
 

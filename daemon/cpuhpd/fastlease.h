@@ -93,8 +93,10 @@ void cpuhpd_fastpath_stop(struct cpuhpd *d);
 /* Daemon stop, after the connections closed: join the thread, close the header. */
 void cpuhpd_fastpath_close(struct cpuhpd *d);
 
-/* HelloReply.fast_path. */
+/* HelloReply.fast_path: offered by this daemon, now ... */
 bool cpuhpd_fastpath_offered(const struct cpuhpd *d);
+/* ... and allowed to @c under the lease limits (--max-lease-ms, --max-leases-per-uid). */
+bool cpuhpd_fastpath_allowed(const struct cpuhpd_conn *c);
 
 /* Handle FastPathRequest: FastPathGranted with the two memfds, or an Error. */
 void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req);
@@ -143,8 +145,6 @@ int cpuhpd_fastpath_adopt(struct cpuhpd_conn *c, int fd, unsigned nslots);
  * adopt it (cpuhpd_fastpath_adopt()).  Return: 0 or a negative errno.
  */
 int cpuhpd_fastpath_adopt_conn(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
-/* The number of slots of @c's region, 0 without one (the state text). */
-unsigned cpuhpd_fastpath_conn_slots(const struct cpuhpd_conn *c);
 /* The snapshot's gauges (snapshot.h): fast leases held, holders, regions, the mode. */
 void cpuhpd_fastpath_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 

@@ -265,13 +265,20 @@ void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c)
 	c->stored = store(c->d, fd, name);
 }
 
-void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd)
+void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd, unsigned nslots)
 {
 	char name[32];
 
 	snprintf(name, sizeof(name), "region-%u", c->id);
 	if (c->stored)
 		c->region_stored = store(c->d, fd, name);
+	c->region_slots = nslots;
+}
+
+void cpuhpd_fdstore_region_kept(struct cpuhpd_conn *c, unsigned nslots)
+{
+	c->region_stored = true;
+	c->region_slots = nslots;
 }
 
 void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c)
@@ -281,6 +288,7 @@ void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c)
 	if (!c->region_stored)
 		return;
 	c->region_stored = false;
+	c->region_slots = 0;
 	snprintf(name, sizeof(name), "region-%u", c->id);
 	unstore(c->d, name);
 }
@@ -323,7 +331,7 @@ static char *conn_chunk(const struct cpuhpd_conn *c, size_t *len)
 	cpuhpd_statetext_str(f, c->peer.comm);
 	cpuhpd_statetext_str(f, c->who);
 	cpuhpd_statetext_str(f, c->why);
-	fprintf(f, " %u %" PRIu64 "\n", c->region_stored ? cpuhpd_fastpath_conn_slots(c) : 0,
+	fprintf(f, " %u %" PRIu64 "\n", c->region_stored ? c->region_slots : 0,
 	        c->watching ? c->watch_id : 0);
 	for (const cpuhpd_save_conn_fn *save = c->d->fdstore.savers->conn; *save; save++)
 		(*save)(c, f);

@@ -99,9 +99,11 @@ int cpuhpd_fdstore_listen_fd(struct cpuhpd *d);
  */
 int cpuhpd_fdstore_ready(struct cpuhpd *d);
 
-/* Store connection @c's socket ("conn-N"), and its fast-lease region. */
+/* Store connection @c's socket ("conn-N"), and its fast-lease region of @nslots slots. */
 void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c);
-void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd);
+void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd, unsigned nslots);
+/* A restart: adopted @c's region, of @nslots slots, stays in the store. */
+void cpuhpd_fdstore_region_kept(struct cpuhpd_conn *c, unsigned nslots);
 /* @c closes: its descriptors leave the store, so that its client sees EOF. */
 void cpuhpd_fdstore_conn_gone(struct cpuhpd_conn *c);
 /* Region of @c gone (its connection stays). */

@@ -30,7 +30,7 @@ void cpuhpd_hello(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	hr.version = CPUHP__PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
 	hr.max_frame = CPUHP__FRAME_MAX;
-	hr.fast_path = cpuhpd_fastpath_offered(c->d) && cpuhpd_policy_fast_ok(c);
+	hr.fast_path = cpuhpd_fastpath_offered(c->d) && cpuhpd_fastpath_allowed(c);
 	r.id = req->id;
 	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
 	r.hello = &hr;

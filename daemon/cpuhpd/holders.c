@@ -12,14 +12,10 @@
 #include "holders.h"
 #include "log.h"
 
-/* One row: a socket lease, or one connection's fast leases. */
-struct holder {
-	const struct cpuhpd_conn *conn;
-	uint64_t lease_id; /* 0: fast */
-	unsigned count;
-	uint64_t since;
-	const char *who, *why; /* never NULL */
-};
+unsigned cpuhpd_holders_total(const struct cpuhpd *d)
+{
+	return d->leases.held + cpuhpd_fastpath_held(d);
+}
 
 void cpuhpd_holders_identify(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
@@ -49,21 +45,16 @@ void cpuhpd_holders_identify(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 
 static int by_since(const void *a, const void *b)
 {
-	const struct holder *x = a, *y = b;
+	const struct cpuhpd_holder *x = a, *y = b;
 
 	return x->since < y->since ? -1 : x->since > y->since;
 }
 
-/*
- * Every holder, oldest first, in a malloc()ed array.  Looks at the fast
- * counts now, which starts (or ends) a connection's "held since".
- * Return: the count, or -ENOMEM.
- */
-static ssize_t collect(struct cpuhpd *d, struct holder **out)
+ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 {
 	uint64_t now = uv_now(d->loop);
 	struct cpuhpd_list *pos;
-	struct holder *v;
+	struct cpuhpd_holder *v;
 	size_t n = 0, cap = 0;
 
 	cpuhpd_list_for_each(pos, &d->conns)
@@ -84,12 +75,12 @@ static ssize_t collect(struct cpuhpd *d, struct holder **out)
 		for (unsigned i = 0; i < c->nleases; i++) {
 			const struct cpuhpd_lease *l = &c->leases[i];
 
-			v[n++] = (struct holder){.conn = c,
-			                         .lease_id = l->id,
-			                         .count = 1,
-			                         .since = l->since,
-			                         .who = l->who ? l->who : who,
-			                         .why = l->why ? l->why : why};
+			v[n++] = (struct cpuhpd_holder){.conn = c,
+			                                .lease_id = l->id,
+			                                .count = 1,
+			                                .since = l->since,
+			                                .who = l->who ? l->who : who,
+			                                .why = l->why ? l->why : why};
 		}
 		if (!fast) {
 			c->fast_since = 0;
@@ -97,7 +88,7 @@ static ssize_t collect(struct cpuhpd *d, struct holder **out)
 		}
 		if (!c->fast_since)
 			c->fast_since = now ? now : 1;
-		v[n++] = (struct holder){
+		v[n++] = (struct cpuhpd_holder){
 		    .conn = c, .count = fast, .since = c->fast_since, .who = who, .why = why};
 	}
 	qsort(v, n, sizeof(*v), by_since);
@@ -105,73 +96,8 @@ static ssize_t collect(struct cpuhpd *d, struct holder **out)
 	return (ssize_t)n;
 }
 
-static void free_list(Cpuhp__LeaseList *ll)
-{
-	for (size_t i = 0; i < ll->n_leases; i++)
-		free(ll->leases[i]);
-	free(ll->leases);
-	for (size_t i = 0; i < ll->n_hotplugs; i++)
-		free(ll->hotplugs[i]);
-	free(ll->hotplugs);
-	for (size_t i = 0; i < ll->n_freezes; i++)
-		free(ll->freezes[i]);
-	free(ll->freezes);
-}
-
-void cpuhpd_holders_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
-{
-	uint64_t req_id = req->id;
-	struct cpuhpd *d = c->d;
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__LeaseList ll = CPUHP__LEASE_LIST__INIT;
-	uint64_t now = uv_now(d->loop);
-	struct holder *v = NULL;
-	ssize_t n;
-
-	/* A forged fast count shows capped, and its connection closes (as for Status). */
-	cpuhpd_fastpath_police(d);
-	n = collect(d, &v);
-	if (n < 0)
-		goto oom;
-	ll.leases = calloc((size_t)n + 1, sizeof(*ll.leases));
-	if (!ll.leases)
-		goto oom;
-	for (ssize_t i = 0; i < n; i++) {
-		Cpuhp__LeaseInfo *li = calloc(1, sizeof(*li));
-
-		if (!li)
-			goto oom;
-		cpuhp__lease_info__init(li);
-		ll.leases[ll.n_leases++] = li;
-		li->lease_id = v[i].lease_id;
-		li->kind =
-		    v[i].lease_id ? CPUHP__LEASE_KIND__LEASE_SOCKET : CPUHP__LEASE_KIND__LEASE_FAST;
-		li->count = v[i].count;
-		li->pid = (uint32_t)v[i].conn->peer.pid;
-		li->uid = (uint32_t)v[i].conn->peer.uid;
-		li->comm = (char *)v[i].conn->peer.comm;
-		li->who = (char *)v[i].who;
-		li->why = (char *)v[i].why;
-		li->held_ms = now > v[i].since ? now - v[i].since : 0;
-		li->connection = v[i].conn->id;
-	}
-	if (cpuhpd_hotplug_list(d, &ll) || cpuhpd_freeze_list(d, &ll))
-		goto oom;
-	ll.restart_grace_ms = (uint32_t)cpuhpd_restart_remaining_ms(d);
-	r.id = req_id;
-	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;
-	r.lease_list = &ll;
-	cpuhpd_conn_send(c, &r);
-	goto out;
-oom:
-	cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
-out:
-	free_list(&ll);
-	free(v);
-}
-
 /* One holder in words; Return: as snprintf. */
-static int describe_one(const struct holder *h, uint64_t now, char *buf, size_t size)
+static int describe_one(const struct cpuhpd_holder *h, uint64_t now, char *buf, size_t size)
 {
 	uint64_t ms = now > h->since ? now - h->since : 0;
 	const char *name = h->who[0] ? h->who : h->conn->peer.comm;
@@ -188,8 +114,8 @@ static int describe_one(const struct holder *h, uint64_t now, char *buf, size_t 
 void cpuhpd_holders_describe(struct cpuhpd *d, char *buf, size_t size)
 {
 	uint64_t now = uv_now(d->loop);
-	struct holder *v = NULL;
-	ssize_t n = collect(d, &v);
+	struct cpuhpd_holder *v = NULL;
+	ssize_t n = cpuhpd_holders_collect(d, &v);
 	size_t len = 0;
 
 	if (!size)

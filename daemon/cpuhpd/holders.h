@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Who holds what: a client's who/why (Identify, LeaseAcquire), the listing
- * of every lease and hotplug request (ListLeases, `cpuhpctl leases`), and
- * the words that name the holders in a hotplug's log line and in the error
- * of one that timed out behind them.
+ * Who holds what: a client's who/why (Identify, LeaseAcquire), every
+ * holder for the listing of leases (ListLeases, `cpuhpctl leases`,
+ * listing.c), and the words that name the holders in a hotplug's log line
+ * and in the error of one that timed out behind them.
  *
  * A socket lease is named by the who/why it was acquired with, else by its
  * connection's (Identify), else by the command name the daemon read at
@@ -19,17 +19,35 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cpuhp.pb-c.h"
 
 struct cpuhpd;
 struct cpuhpd_conn;
 
+/* One holder: a socket lease, or one connection's fast leases. */
+struct cpuhpd_holder {
+	const struct cpuhpd_conn *conn;
+	uint64_t lease_id; /* 0: fast */
+	unsigned count;
+	uint64_t since;
+	const char *who, *why; /* never NULL */
+};
+
 /* Handle Identify: set @c's who/why; answers Identified. */
 void cpuhpd_holders_identify(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
-/* Handle ListLeases: answers LeaseList. */
-void cpuhpd_holders_list(struct cpuhpd_conn *c, const Cpuhp__Request *req);
+/*
+ * cpuhpd_holders_collect() - every holder, oldest first, in a malloc()ed
+ * array.  Looks at the fast counts now, which starts (or ends) a
+ * connection's "held since".
+ * Return: the count, or -ENOMEM.
+ */
+ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out);
+
+/* Leases held, socket and fast (a snapshot of the slots), for log lines. */
+unsigned cpuhpd_holders_total(const struct cpuhpd *d);
 
 /*
  * cpuhpd_holders_describe() - the holders, oldest first, in one line for

@@ -125,7 +125,8 @@ static struct cpuhpd_conn *unlink_req(struct cpuhpd *d, struct hotplug_req *h)
 static void count(struct cpuhpd *d, const struct hotplug_req *h, enum cpuhpd_hp_result result)
 {
 	cpuhpd_counters_hotplug(d, h->kind, result, uv_hrtime() - h->arrived_ns);
-	cpuhpd_metrics_write(d);
+	if (d->hotplug.ended)
+		d->hotplug.ended(d);
 	cpuhpd_snapshot_changed(d);
 }
 
@@ -184,7 +185,7 @@ static void activate(struct cpuhpd *d)
 		return;
 	}
 	/* One snapshot: it sums every fast-path region, on the loop. */
-	held = cpuhpd_lease_held_total(d);
+	held = cpuhpd_holders_total(d);
 	if (held) {
 		char who[400];
 
@@ -236,13 +237,13 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 		reply_error(h, c, EAGAIN,
 		            "%u lease(s) held and no timeout given; nothing was changed (ask with "
 		            "a timeout to wait for them)",
-		            cpuhpd_lease_held_total(d));
+		            cpuhpd_holders_total(d));
 	else if (h->timeout_ms == 0)
 		reply_error(h, c, EAGAIN,
 		            "another hotplug is in progress and no timeout given; nothing was "
 		            "changed");
 	else if (was_active) {
-		unsigned held = cpuhpd_lease_held_total(d);
+		unsigned held = cpuhpd_holders_total(d);
 		char who[400];
 
 		cpuhpd_holders_describe(d, who, sizeof(who));
@@ -343,6 +344,7 @@ static void enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *
 	h->deadline = uv_now(d->loop) + timeout_ms;
 	h->job.started = job_started;
 	h->job.done = job_done;
+	h->job.states = cpuhpd_states_hotplug_cpu;
 	atomic_init(&h->job.cancel, false);
 	cpuhpd_list_add_tail(&d->hotplug.queue, &h->node);
 	d->hotplug.nqueued++;
@@ -721,8 +723,8 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 	cpuhpd_states_hotplug_end(d);
 	destroy_req(h);
 	leave_head(d);
-	if (d->stopping)
-		cpuhpd_stop_finish(d);
+	if (d->hotplug.settled)
+		d->hotplug.settled(d);
 }
 
 void cpuhpd_hotplug_conn_gone(struct cpuhpd_conn *c)

@@ -46,6 +46,15 @@ struct cpuhpd_hotplug {
 	unsigned nqueued;
 	uv_timer_t timer;  /* earliest deadline of a request not yet in the worker */
 	uint64_t next_seq; /* numbers hotplugs in log lines */
+	/*
+	 * A request ended, however it ended, and its answer goes out next (the
+	 * feature table plugs the --metrics-file writer, so that a client that
+	 * heard back finds its hotplug counted there).  NULL: nobody.
+	 */
+	void (*ended)(struct cpuhpd *d);
+	/* The request in the worker came back (a stop that waits for it sets this). NULL: nobody.
+	 */
+	void (*settled)(struct cpuhpd *d);
 };
 
 int cpuhpd_hotplug_init(struct cpuhpd *d);

@@ -313,11 +313,6 @@ bool cpuhpd_lease_holding(const struct cpuhpd *d)
 	return d->leases.held != 0;
 }
 
-unsigned cpuhpd_lease_held_total(const struct cpuhpd *d)
-{
-	return d->leases.held + cpuhpd_fastpath_held(d);
-}
-
 /*
  * Grant every waiter, in arrival order.  Pop one at a time: granting can
  * close a connection, which removes that connection's later waiters from

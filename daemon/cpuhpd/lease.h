@@ -62,9 +62,6 @@ void cpuhpd_lease_unblock(struct cpuhpd *d);
 /* The snapshot's gauges (snapshot.h): leases held and waiting. */
 void cpuhpd_lease_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
 
-/* Leases held, socket and fast (a snapshot of the slots), for log lines. */
-unsigned cpuhpd_lease_held_total(const struct cpuhpd *d);
-
 /* Daemon stop: answer every waiter with ECANCELED. */
 void cpuhpd_lease_cancel_waiters(struct cpuhpd *d);
 

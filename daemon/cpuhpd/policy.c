@@ -26,13 +26,6 @@ void cpuhpd_policy_close(struct cpuhpd *d)
 	uv_close((uv_handle_t *)&d->policy.timer, NULL);
 }
 
-bool cpuhpd_policy_fast_ok(const struct cpuhpd_conn *c)
-{
-	const struct cpuhpd_options *o = &c->d->opt;
-
-	return !o->max_lease_ms && (!o->max_leases_per_uid || c->peer.admin);
-}
-
 bool cpuhpd_policy_may_lease(struct cpuhpd_conn *c, uint64_t req_id)
 {
 	struct cpuhpd *d = c->d;
@@ -201,7 +194,7 @@ static void notify_bypass(struct cpuhpd_conn *c, unsigned n, const char *was, co
 
 void cpuhpd_policy_online_changed(struct cpuhpd *d, const char *was, const char *now)
 {
-	unsigned held = cpuhpd_lease_held_total(d);
+	unsigned held = cpuhpd_holders_total(d);
 	struct cpuhpd_list *pos;
 	uint64_t told = 0;
 	char who[400];

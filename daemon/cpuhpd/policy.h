@@ -7,12 +7,12 @@
  * holder gets a LeaseRevoked notice (Response id 0), the log a warning,
  * and its LeaseRelease is answered ERR_ETIME once.  A fast lease cannot be
  * taken back alone (it is a count in the client's memory), so with this
- * limit no connection is offered the fast path.
+ * limit no connection is offered the fast path (fastlease.c).
  *
  * --max-leases-per-uid: a uid that is not root nor in the admin group may
  * hold or wait for at most this many leases over all its connections
  * (ERR_EDQUOT beyond); such connections are not offered the fast path,
- * whose leases cpuhpd does not see being taken.
+ * whose leases cpuhpd does not see being taken (fastlease.c).
  *
  * Both 0 by default: unlimited, and the fast path as before.
  *
@@ -44,9 +44,6 @@ struct cpuhpd_policy {
 
 int cpuhpd_policy_init(struct cpuhpd *d);
 void cpuhpd_policy_close(struct cpuhpd *d);
-
-/* Whether @c may have the fast path under the limits. */
-bool cpuhpd_policy_fast_ok(const struct cpuhpd_conn *c);
 
 /* Before a lease is granted or queued: false if the per-uid limit refuses it (answered). */
 bool cpuhpd_policy_may_lease(struct cpuhpd_conn *c, uint64_t req_id);

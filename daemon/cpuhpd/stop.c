@@ -21,6 +21,7 @@
 
 #include "cpuhpd.h"
 #include "conn.h"
+#include "holders.h"
 #include "table.h"
 #include "instance.h"
 #include "log.h"
@@ -74,7 +75,7 @@ static void stop_keep(struct cpuhpd *d)
 {
 	cpuhpd_info("stopping for a restart: %u client(s) and %u lease(s) stay in the fd store "
 	            "for the next cpuhpd",
-	            d->nconns, cpuhpd_lease_held_total(d));
+	            d->nconns, cpuhpd_holders_total(d));
 	d->handover = true;
 	cpuhpd_notify("STOPPING=1");
 	walk(d, cpuhpd_features.handover);
@@ -94,7 +95,7 @@ static void finish_keep(struct cpuhpd *d)
 	cpuhpd_fdstore_changed(d);
 	d->fdstore.writing_off = true;
 	cpuhpd_info("state handed over to the fd store: %u client(s), %u lease(s)", d->nconns,
-	            cpuhpd_lease_held_total(d));
+	            cpuhpd_holders_total(d));
 	uv_stop(d->loop);
 }
 
@@ -105,6 +106,8 @@ void cpuhpd_stop(struct cpuhpd *d)
 		return;
 	}
 	d->stopping = true;
+	/* The hotplug in the worker finishes; the stop goes on when it is back. */
+	d->hotplug.settled = cpuhpd_stop_finish;
 	if (cpuhpd_fdstore_keeps(d)) {
 		stop_keep(d);
 		return;

@@ -12,6 +12,7 @@
 #include "table.h"
 #include "hello.h"
 #include "holders.h"
+#include "listing.h"
 #include "log.h"
 #include "notify.h"
 #include "status.h"
@@ -32,7 +33,7 @@ static const struct cpuhpd_request_type requests[] = {
     [CPUHP__REQUEST__BODY_LEASE_ACQUIRE] = {cpuhpd_lease_acquire, 0},
     [CPUHP__REQUEST__BODY_LEASE_RELEASE] = {cpuhpd_lease_release, CPUHPD_REQ_STOPPING},
     [CPUHP__REQUEST__BODY_IDENTIFY] = {cpuhpd_holders_identify, 0},
-    [CPUHP__REQUEST__BODY_LIST_LEASES] = {cpuhpd_holders_list, CPUHPD_REQ_STOPPING},
+    [CPUHP__REQUEST__BODY_LIST_LEASES] = {cpuhpd_listing_request, CPUHPD_REQ_STOPPING},
     [CPUHP__REQUEST__BODY_FAST_PATH] = {cpuhpd_fastpath_request, 0},
     [CPUHP__REQUEST__BODY_FAST_WAKE] = {cpuhpd_fastpath_wake,
                                         CPUHPD_REQ_STOPPING | CPUHPD_REQ_NO_REPLY},
@@ -167,6 +168,8 @@ static const cpuhpd_view_fn view_subscribers[] = {
 
 void cpuhpd_features_plug(struct cpuhpd *d)
 {
+	d->admit.states_of_uid = cpuhpd_states_of_uid;
+	d->hotplug.ended = cpuhpd_metrics_write;
 	cpuhpd_snapshot_plug(d, gauges, cpuhpd_notify_status_changed);
 	cpuhpd_view_plug(d, view_subscribers);
 	cpuhpd_gate_plug(d, gate_sources, sizeof(gate_sources) / sizeof(gate_sources[0]),

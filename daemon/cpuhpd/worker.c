@@ -15,7 +15,6 @@
 
 #include "cpuhpd.h"
 #include "log.h"
-#include "states.h"
 #include "worker.h"
 
 static uint64_t now_ns(void)
@@ -478,7 +477,7 @@ static void async_cb(uv_async_t *a)
 		if (m->kind == CPUHPD_MSG_DONE)
 			m->job->done(d, m->job);
 		else if (m->kind == CPUHPD_MSG_STATES)
-			cpuhpd_states_hotplug_cpu(d, m->job);
+			m->job->states(d, m->job);
 		else if (m->job->started)
 			m->job->started(d, m->job);
 	}

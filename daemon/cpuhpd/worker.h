@@ -93,6 +93,8 @@ struct cpuhpd_job {
 	unsigned timeout_ms;                     /* for in-process readers of the hotplug lock */
 	atomic_bool cancel; /* set by the loop; checked once the lock is held */
 	bool with_states;   /* states are registered: ask for their calls per CPU */
+	/* Loop thread: run the state calls ->sc asks for, then cpuhpd_worker_states_done(). */
+	void (*states)(struct cpuhpd *d, struct cpuhpd_job *job);
 	struct cpuhpd_states_ask sc;
 
 	/* out */
