@@ -7,12 +7,12 @@
 
 #include "cpuhpd.h"
 #include "adopt.h"
-#include "conn.h"
-#include "holders.h"
-#include "dispatch.h"
-#include "fdstore.h"
+#include "core/conn.h"
+#include "leases/holders.h"
+#include "core/dispatch.h"
+#include "core/fdstore.h"
 #include "table.h"
-#include "log.h"
+#include "base/log.h"
 
 static int claim(struct cpuhpd *d, const char *what, unsigned id)
 {
@@ -84,7 +84,7 @@ int cpuhpd_adopt(struct cpuhpd *d)
 		}
 		n++;
 	}
-	d->restart.adopted = true;
+	d->grace.adopted = true;
 	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d", n,
 	            cpuhpd_holders_total(d), (int)s->pid);
 	walk(d, cpuhpd_features.adopted);

@@ -15,9 +15,9 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
-#include "instance.h"
-#include "log.h"
-#include "notify.h"
+#include "base/instance.h"
+#include "base/log.h"
+#include "base/notify.h"
 #include "options.h"
 
 /* Every client holds a socket: 1,000 clients need more than the usual soft limit of 1024. */

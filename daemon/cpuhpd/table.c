@@ -7,15 +7,15 @@
 #include <string.h>
 
 #include "cpuhpd.h"
-#include "conn.h"
-#include "dispatch.h"
+#include "core/conn.h"
+#include "core/dispatch.h"
 #include "table.h"
-#include "hello.h"
-#include "holders.h"
-#include "listing.h"
-#include "log.h"
-#include "notify.h"
-#include "status.h"
+#include "ops/hello.h"
+#include "leases/holders.h"
+#include "ops/listing.h"
+#include "base/log.h"
+#include "base/notify.h"
+#include "ops/status.h"
 
 /*
  * One row per request type (proto/cpuhp.proto's Request.body), indexed by
@@ -134,7 +134,7 @@ static const struct cpuhpd_gate_source gate_sources[] = {
     },
     {
         .name = "the restart grace",
-        .holding = cpuhpd_restart_holding,
+        .holding = cpuhpd_grace_holding,
     },
 };
 static const struct cpuhpd_gate_engine gate_engine = {
@@ -149,7 +149,7 @@ static const cpuhpd_gauge_fn gauges[] = {
     cpuhpd_hotplug_gauges,
     cpuhpd_freeze_gauges,
     cpuhpd_policy_gauges,
-    cpuhpd_restart_gauges,
+    cpuhpd_grace_gauges,
     NULL,
 };
 
@@ -170,7 +170,7 @@ void cpuhpd_features_plug(struct cpuhpd *d)
 {
 	d->admit.states_of_uid = cpuhpd_states_of_uid;
 	d->hotplug.ended = cpuhpd_metrics_write;
-	cpuhpd_snapshot_plug(d, gauges, cpuhpd_notify_status_changed);
+	cpuhpd_snapshot_plug(d, gauges, cpuhpd_statusline_changed);
 	cpuhpd_view_plug(d, view_subscribers);
 	cpuhpd_gate_plug(d, gate_sources, sizeof(gate_sources) / sizeof(gate_sources[0]),
 	                 &gate_engine);
@@ -189,14 +189,14 @@ void cpuhpd_features_plug(struct cpuhpd *d)
  * and uevents come in.
  */
 static const cpuhpd_start_fn prepare[] = {
-    cpuhpd_fdstore_take,  cpuhpd_view_start,         cpuhpd_conns_init,
-    cpuhpd_watch_init,    cpuhpd_freeze_init,        cpuhpd_admit_init,
-    cpuhpd_lease_init,    cpuhpd_policy_init,        cpuhpd_hotplug_init,
-    cpuhpd_states_init,   cpuhpd_fastpath_start,     cpuhpd_worker_start,
-    cpuhpd_metrics_start, cpuhpd_notify_status_init, NULL,
+    cpuhpd_fdstore_take,  cpuhpd_view_start,      cpuhpd_conns_init,
+    cpuhpd_watch_init,    cpuhpd_freeze_init,     cpuhpd_admit_init,
+    cpuhpd_lease_init,    cpuhpd_policy_init,     cpuhpd_hotplug_init,
+    cpuhpd_states_init,   cpuhpd_fastpath_start,  cpuhpd_worker_start,
+    cpuhpd_metrics_start, cpuhpd_statusline_init, NULL,
 };
 static const cpuhpd_start_fn serve[] = {
-    cpuhpd_server_start, cpuhpd_fdstore_ready, cpuhpd_restart_start, cpuhpd_uevent_start, NULL,
+    cpuhpd_server_start, cpuhpd_fdstore_ready, cpuhpd_grace_start, cpuhpd_uevent_start, NULL,
 };
 
 /*
@@ -221,9 +221,9 @@ static const cpuhpd_daemon_fn handover[] = {
 };
 /* The stop's end, the clients closed: the fast-path and worker threads are joined here. */
 static const cpuhpd_daemon_fn close_steps[] = {
-    cpuhpd_admit_close,  cpuhpd_fastpath_close,      cpuhpd_uevent_stop,   cpuhpd_worker_stop,
-    cpuhpd_lease_close,  cpuhpd_policy_close,        cpuhpd_hotplug_close, cpuhpd_states_close,
-    cpuhpd_metrics_stop, cpuhpd_notify_status_close, cpuhpd_restart_close, NULL,
+    cpuhpd_admit_close,  cpuhpd_fastpath_close,   cpuhpd_uevent_stop,   cpuhpd_worker_stop,
+    cpuhpd_lease_close,  cpuhpd_policy_close,     cpuhpd_hotplug_close, cpuhpd_states_close,
+    cpuhpd_metrics_stop, cpuhpd_statusline_close, cpuhpd_grace_close,   NULL,
 };
 
 /*

@@ -14,7 +14,8 @@ and fails, naming the calls, when
      component) has more than MAX_CIRCLE files;
   3. more than MAX_MUTUAL pairs of files call each other both ways.
 
-A folder missing from LAYERS fails too: say where it belongs.  The same
+A folder missing from LAYERS fails too (say where it belongs), and so does
+a folder of LAYERS that holds no source file.  The same
 layers are drawn in daemon/cpuhpd/README.md.  --verbose lists every call
 between files; --selftest runs the rules on made-up trees that must fail.
 Exit 0 when every rule holds, 1 otherwise, 2 on bad usage.
@@ -339,6 +340,10 @@ def main(argv):
     for f in unknown:
         failed.append(f"folder {f}/ is in no layer: add it to LAYERS in {sys.argv[0]} "
                       f"and to the drawing in daemon/cpuhpd/README.md")
+    missing = sorted(set(rank) - {folder(f) for f in files})
+    for f in missing:
+        failed.append(f"LAYERS names {f}/, which holds no source file: the floor plan "
+                      f"and the daemon disagree")
 
     up = []
     for (a, b), names in sorted(edges.items()):

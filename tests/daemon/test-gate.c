@@ -16,7 +16,7 @@
 #include "../unit/check.h"
 
 #include "cpuhpd.h"
-#include "gate.h"
+#include "core/gate.h"
 
 static struct cpuhpd d;
 
