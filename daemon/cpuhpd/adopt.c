@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "cpuhpd.h"
-#include "adopt.h"
+#include "base/log.h"
 #include "core/conn.h"
-#include "leases/holders.h"
 #include "core/dispatch.h"
 #include "core/fdstore.h"
+#include "leases/holders.h"
+#include "adopt.h"
 #include "table.h"
-#include "base/log.h"
 
 static int claim(struct cpuhpd *d, const char *what, unsigned id)
 {

@@ -20,13 +20,13 @@
 #include <errno.h>
 
 #include "cpuhpd.h"
-#include "core/conn.h"
-#include "leases/holders.h"
-#include "table.h"
 #include "base/instance.h"
 #include "base/log.h"
 #include "base/notify.h"
+#include "core/conn.h"
+#include "leases/holders.h"
 #include "states/states.h"
+#include "table.h"
 
 /* How long a restart waits for clients to take their replies. */
 #define FLUSH_MS 1000

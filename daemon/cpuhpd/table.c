@@ -4,18 +4,14 @@
  * every hook list in its order.  The orders are the daemon's rules; each
  * says why.
  */
-#include <string.h>
-
 #include "cpuhpd.h"
 #include "core/conn.h"
 #include "core/dispatch.h"
-#include "table.h"
-#include "ops/hello.h"
 #include "leases/holders.h"
+#include "ops/hello.h"
 #include "ops/listing.h"
-#include "base/log.h"
-#include "base/notify.h"
 #include "ops/status.h"
+#include "table.h"
 
 /*
  * One row per request type (proto/cpuhp.proto's Request.body), indexed by

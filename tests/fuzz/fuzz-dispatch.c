@@ -79,7 +79,7 @@ static char tmpdir[64];
 static char sock_path[96];
 static bool log_on;
 
-/* ---- the log, replacing daemon/cpuhpd/log.c: every line is formatted, printed on demand ---- */
+/* ---- the log, instead of daemon/cpuhpd/base/log.c: each line formatted, printed on demand ---- */
 
 void cpuhpd_log_set_verbose(bool v)
 {

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 
 #include "cpuhpd.h"
-#include "auth.h"
 #include "core/conn.h"
+#include "auth.h"
 
 static bool in_groups(const gid_t *groups, size_t n, gid_t gid)
 {

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "admit.h"
 #include "conn.h"
-#include "base/log.h"
 
 /*
  * Hand memory back once what is buffered fell by at least this much, and

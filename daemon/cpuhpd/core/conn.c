@@ -16,12 +16,12 @@
 #include "errmap.h"
 
 #include "cpuhpd.h"
-#include "admit.h"
 #include "base/auth.h"
-#include "conn.h"
-#include "fdstore.h"
 #include "base/log.h"
 #include "base/scm.h"
+#include "admit.h"
+#include "conn.h"
+#include "fdstore.h"
 
 struct write_req {
 	uv_write_t req;

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "cpuhpd.h"
-#include "conn.h"
-#include "fdstore.h"
 #include "base/log.h"
 #include "base/notify.h"
+#include "conn.h"
+#include "fdstore.h"
 
 #define SD_LISTEN_FDS_START 3
 

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "cpuhpd.h"
-#include "conn.h"
 #include "base/instance.h"
 #include "base/log.h"
+#include "conn.h"
 
 /*
  * Return: the activation socket's fd (a socket unit's, or the one a

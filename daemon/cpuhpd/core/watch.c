@@ -4,9 +4,9 @@
 #include <inttypes.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "conn.h"
 #include "fdstore.h"
-#include "base/log.h"
 #include "watch.h"
 
 int cpuhpd_watch_init(struct cpuhpd *d)

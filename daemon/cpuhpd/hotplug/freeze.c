@@ -6,10 +6,10 @@
 #include <stdlib.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "freeze.h"
-#include "base/log.h"
 
 struct freeze {
 	struct cpuhpd_list node; /* in freezes.list */

@@ -17,12 +17,12 @@
 #include "errmap.h"
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "core/conn.h"
 #include "core/gate.h"
-#include "leases/holders.h"
-#include "base/log.h"
-#include "states/states.h"
 #include "core/watch.h"
+#include "leases/holders.h"
+#include "states/states.h"
 #include "request.h"
 static const char *verb(bool online)
 {

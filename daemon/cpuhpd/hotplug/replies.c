@@ -15,12 +15,12 @@
 
 #include "cpuhpd.h"
 #include "base/log.h"
+#include "sysfs/view.h"
 #include "core/conn.h"
 #include "core/counters.h"
 #include "core/snapshot.h"
 #include "core/watch.h"
 #include "states/states.h"
-#include "sysfs/view.h"
 #include "request.h"
 
 /*

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "cpuhpd.h"
-#include "core/conn.h"
 #include "sysfs/cpus.h"
+#include "core/conn.h"
 #include "hotplug.h"
 #include "request.h"
 

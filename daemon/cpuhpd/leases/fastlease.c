@@ -23,11 +23,11 @@
 #include <unistd.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "core/conn.h"
-#include "fastlease.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
-#include "base/log.h"
+#include "fastlease.h"
 
 #define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The restart grace; see grace.h. */
 #include "cpuhpd.h"
-#include "core/gate.h"
 #include "base/log.h"
+#include "core/gate.h"
 #include "grace.h"
 
 static void grace_cb(uv_timer_t *t)

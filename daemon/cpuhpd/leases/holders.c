@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "holders.h"
-#include "base/log.h"
 
 unsigned cpuhpd_holders_total(const struct cpuhpd *d)
 {

@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
-#include "base/log.h"
 
 struct lease_waiter {
 	struct cpuhpd_list node; /* in leases.waiters */

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
 #include "holders.h"
-#include "base/log.h"
 #include "policy.h"
 
 static void timer_cb(uv_timer_t *t);

@@ -6,9 +6,9 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "core/conn.h"
 #include "hello.h"
-#include "base/log.h"
 
 void cpuhpd_hello(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {

@@ -10,8 +10,8 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
-#include "core/conn.h"
 #include "base/log.h"
+#include "core/conn.h"
 #include "metrics.h"
 
 static const char *const result_names[CPUHPD_HP_NRESULTS] = {

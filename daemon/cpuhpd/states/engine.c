@@ -21,10 +21,10 @@
 
 #include "cpuhpd.h"
 #include "base/log.h"
+#include "sysfs/worker.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
-#include "sysfs/worker.h"
 #include "state.h"
 #include "states.h"
 #include "work.h"

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "cpuhpd.h"
-#include "cpus.h"
 #include "base/log.h"
+#include "cpus.h"
 #include "view.h"
 
 int cpuhpd_view_start(struct cpuhpd *d)
