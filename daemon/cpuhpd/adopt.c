@@ -40,12 +40,6 @@ static void raise_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
 		(*step)(d, s);
 }
 
-static void walk(struct cpuhpd *d, const cpuhpd_daemon_fn *step)
-{
-	for (; *step; step++)
-		(*step)(d);
-}
-
 int cpuhpd_adopt(struct cpuhpd *d)
 {
 	struct cpuhpd_saved *s = &d->fdstore.saved;
@@ -87,7 +81,7 @@ int cpuhpd_adopt(struct cpuhpd *d)
 	d->grace.adopted = true;
 	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d", n,
 	            cpuhpd_holders_total(d), (int)s->pid);
-	walk(d, cpuhpd_features.adopted);
+	cpuhpd_features_run(d, cpuhpd_features.adopted);
 	/* Then what was asked and not answered, in its order, before anything new. */
 	for (unsigned i = 0; i < s->nreqs; i++) {
 		struct cpuhpd_saved_conn *sc = cpuhpd_statetext_conn(s, s->reqs[i].conn);
@@ -97,7 +91,7 @@ int cpuhpd_adopt(struct cpuhpd *d)
 			cpuhpd_dispatch(c, s->reqs[i].req.data, s->reqs[i].req.len);
 	}
 	/* After the hotplugs that waiting acquires waited behind are queued again. */
-	walk(d, cpuhpd_features.replayed);
+	cpuhpd_features_run(d, cpuhpd_features.replayed);
 	for (unsigned i = 0; i < s->nconns; i++)
 		if (conns[i] && !conns[i]->closing)
 			cpuhpd_conn_resume(conns[i], &s->conns[i]);

@@ -9,25 +9,16 @@
 #include "adopt.h"
 #include "table.h"
 
-static int walk(struct cpuhpd *d, const cpuhpd_start_fn *step)
-{
-	int err = 0;
-
-	for (; *step && !err; step++)
-		err = (*step)(d);
-	return err;
-}
-
 int cpuhpd_start(struct cpuhpd *d)
 {
 	int err;
 
 	cpuhpd_features_plug(d);
-	err = walk(d, cpuhpd_features.prepare);
+	err = cpuhpd_features_start(d, cpuhpd_features.prepare);
 	/* The previous instance's clients, before anyone new can come in. */
 	if (!err)
 		err = cpuhpd_adopt(d);
 	if (!err)
-		err = walk(d, cpuhpd_features.serve);
+		err = cpuhpd_features_start(d, cpuhpd_features.serve);
 	return err;
 }

@@ -64,12 +64,6 @@ static void keep_poll(uv_timer_t *t)
 	cpuhpd_stop_finish(d);
 }
 
-static void walk(struct cpuhpd *d, const cpuhpd_daemon_fn *step)
-{
-	for (; *step; step++)
-		(*step)(d);
-}
-
 /* SIGTERM with the store on: see the top of this file. */
 static void stop_keep(struct cpuhpd *d)
 {
@@ -78,7 +72,7 @@ static void stop_keep(struct cpuhpd *d)
 	            d->nconns, cpuhpd_holders_total(d));
 	d->handover = true;
 	cpuhpd_notify("STOPPING=1");
-	walk(d, cpuhpd_features.handover);
+	cpuhpd_features_run(d, cpuhpd_features.handover);
 	d->handover_until = uv_now(d->loop) + FLUSH_MS;
 	if (keep_done(d)) {
 		cpuhpd_stop_finish(d);
@@ -114,7 +108,7 @@ void cpuhpd_stop(struct cpuhpd *d)
 	}
 	cpuhpd_info("stopping");
 	cpuhpd_notify("STOPPING=1");
-	walk(d, cpuhpd_features.stop);
+	cpuhpd_features_run(d, cpuhpd_features.stop);
 	if (cpuhpd_hotplug_in_worker(d))
 		cpuhpd_info("waiting for the hotplug in progress to finish");
 	else
@@ -145,7 +139,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 		cpuhpd_conn_send_error(c, 0, ECANCELED, "cpuhpd is shutting down");
 		cpuhpd_conn_close(c, NULL);
 	}
-	walk(d, cpuhpd_features.close);
+	cpuhpd_features_run(d, cpuhpd_features.close);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 }

@@ -176,6 +176,21 @@ void cpuhpd_features_plug(struct cpuhpd *d)
 	d->fdstore.savers = &savers;
 }
 
+void cpuhpd_features_run(struct cpuhpd *d, const cpuhpd_daemon_fn *steps)
+{
+	for (; *steps; steps++)
+		(*steps)(d);
+}
+
+int cpuhpd_features_start(struct cpuhpd *d, const cpuhpd_start_fn *steps)
+{
+	int err = 0;
+
+	for (; *steps && !err; steps++)
+		err = (*steps)(d);
+	return err;
+}
+
 /*
  * Start: first the fd store (LISTEN_FDS may hold a previous instance's
  * clients), then the view, the tables, the fast path (whose shared memory

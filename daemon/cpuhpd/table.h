@@ -44,7 +44,16 @@ struct cpuhpd_features {
 
 extern const struct cpuhpd_features cpuhpd_features;
 
-/* Plug the table into the core: request handlers, connection gone, the state text. */
+/*
+ * Plug the table into the core: request handlers, connection gone, the
+ * state text, the gate's sources, the snapshot's gauges, the view's
+ * subscribers, the admission and hotplug hooks.
+ */
 void cpuhpd_features_plug(struct cpuhpd *d);
+
+/* Run @steps in order. */
+void cpuhpd_features_run(struct cpuhpd *d, const cpuhpd_daemon_fn *steps);
+/* Run @steps in order up to the first that fails.  Return: 0 or its -errno. */
+int cpuhpd_features_start(struct cpuhpd *d, const cpuhpd_start_fn *steps);
 
 #endif /* CPUHPD_TABLE_H */
