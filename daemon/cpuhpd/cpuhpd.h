@@ -71,7 +71,8 @@ struct cpuhpd {
 	uv_loop_t *loop;
 	struct cpuhpd_options opt;
 	struct cpuhpd_server server;
-	int instance_fd;          /* the flock()ed lock file of our sysfs tree (instance.c) */
+	int instance_fd;        /* the flock()ed lock file of our sysfs tree (instance.c) */
+	long instance_prev_pid; /* the pid it named at start; 0: none, or a clean stop (grace.h) */
 	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
 	unsigned nconns;
 	unsigned next_conn_id;

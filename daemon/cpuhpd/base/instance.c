@@ -165,7 +165,7 @@ int cpuhpd_instance_lock(struct cpuhpd *d)
 		return err;
 	}
 	/* A pid left in it: the last cpuhpd here did not stop clean (grace.h). */
-	d->grace.prev_pid = holder_pid(fd);
+	d->instance_prev_pid = holder_pid(fd);
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
 		cpuhpd_warn("cannot write our pid into %s: %m", path);

@@ -21,13 +21,13 @@ int cpuhpd_grace_start(struct cpuhpd *d)
 	struct cpuhpd_grace *r = &d->grace;
 	int err;
 
-	if (!r->prev_pid || r->adopted)
+	if (!d->instance_prev_pid || r->adopted)
 		return 0;
 	if (!d->opt.restart_grace_ms) {
 		cpuhpd_warn("the previous cpuhpd (pid %ld) on this sysfs tree ended without "
 		            "handing its clients over; --restart-grace-ms 0: hotplugs may run at "
 		            "once",
-		            r->prev_pid);
+		            d->instance_prev_pid);
 		return 0;
 	}
 	err = uv_timer_init(d->loop, &r->timer);
@@ -41,7 +41,7 @@ int cpuhpd_grace_start(struct cpuhpd *d)
 	            "its clients over (a crash, or a stop with leases held and no fd store): "
 	            "holding every hotplug for %u ms (--restart-grace-ms) so that its lease "
 	            "holders notice first; leases are granted meanwhile",
-	            r->prev_pid, d->opt.restart_grace_ms);
+	            d->instance_prev_pid, d->opt.restart_grace_ms);
 	return 0;
 }
 

@@ -30,7 +30,6 @@ struct cpuhpd;
 struct cpuhpd_snapshot;
 
 struct cpuhpd_grace {
-	long prev_pid;  /* the pid the lock file named at start; 0: none (or a clean stop) */
 	bool adopted;   /* this start took clients back from the fd store */
 	bool holding;   /* the grace runs */
 	uint64_t until; /* uv_now() when it ends */

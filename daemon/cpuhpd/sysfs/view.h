@@ -3,10 +3,13 @@
  * The loop's view of the CPUs (d->view, cpus.h), and who hears that it
  * changed.  Read at start; after that only the worker reads sysfs, and
  * what it read comes here through cpuhpd_view_update(): after every
- * hotplug (hotplug/replies.c) and after uevents (uevent.c).  The subscribers (the
- * feature table lists them, table.c) hear of every update, in their order:
+ * hotplug (hotplug/replies.c) and after uevents (uevent.c).  The
+ * subscribers (the feature table lists them, table.c) hear of every
+ * update, in their order:
  * metrics count an external change, watchers get OnlineChanged, lease
- * holders hear of a bypass, hotplug states are reconciled.
+ * holders hear of a bypass, hotplug states are reconciled.  A hotplug's own
+ * change reaches the watchers from the hotplug, after its HotplugFinished,
+ * and the states when the hotplug ends (cpuhpd_states_hotplug_end()).
  *
  * Loop thread only.
  */
