@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The memory of the fast path, shared by cpuhpd (daemon/cpuhpd/fastlease.c)
+ * The memory of the fast path, shared by cpuhpd (daemon/cpuhpd/leases/fastlease.c)
  * and libcpuhp-client (libcpuhp/client/fastpath.c).  FASTPATH.md beside this
  * file is the protocol: who writes what, the barrier table (P-W) and the
  * security argument; FRAMING.md says how the two memfds travel.

@@ -10,11 +10,11 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
-#include "admit.h"
-#include "auth.h"
+#include "base/auth.h"
+#include "core/admit.h"
+#include "core/conn.h"
+#include "hotplug/hotplug.h"
 #include "config.h"
-#include "conn.h"
-#include "hotplug.h"
 #include "options.h"
 
 /* The default once, shared with the clients and the socket unit; no client code linked. */

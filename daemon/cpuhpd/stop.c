@@ -20,11 +20,13 @@
 #include <errno.h>
 
 #include "cpuhpd.h"
-#include "conn.h"
-#include "instance.h"
-#include "log.h"
-#include "notify.h"
-#include "states.h"
+#include "base/instance.h"
+#include "base/log.h"
+#include "base/notify.h"
+#include "core/conn.h"
+#include "leases/holders.h"
+#include "states/states.h"
+#include "table.h"
 
 /* How long a restart waits for clients to take their replies. */
 #define FLUSH_MS 1000
@@ -34,7 +36,7 @@
 static bool keep_done(struct cpuhpd *d)
 {
 	struct cpuhpd_list *pos, *tmp;
-	bool late = uv_now(d->loop) >= d->restart.keep_until;
+	bool late = uv_now(d->loop) >= d->handover_until;
 
 	if (cpuhpd_hotplug_in_worker(d) || cpuhpd_states_running(d))
 		return false;
@@ -54,7 +56,7 @@ static bool keep_done(struct cpuhpd *d)
 
 static void keep_poll(uv_timer_t *t)
 {
-	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, restart.keep_timer);
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, handover_timer);
 
 	if (!keep_done(d))
 		return;
@@ -67,19 +69,18 @@ static void stop_keep(struct cpuhpd *d)
 {
 	cpuhpd_info("stopping for a restart: %u client(s) and %u lease(s) stay in the fd store "
 	            "for the next cpuhpd",
-	            d->nconns, cpuhpd_lease_held_total(d));
-	d->restart.keep = true;
+	            d->nconns, cpuhpd_holders_total(d));
+	d->handover = true;
 	cpuhpd_notify("STOPPING=1");
-	cpuhpd_fastpath_stop(d);
-	cpuhpd_hotplug_hold(d);
-	d->restart.keep_until = uv_now(d->loop) + FLUSH_MS;
+	cpuhpd_features_run(d, cpuhpd_features.handover);
+	d->handover_until = uv_now(d->loop) + FLUSH_MS;
 	if (keep_done(d)) {
 		cpuhpd_stop_finish(d);
 		return;
 	}
 	/* Never closed: the process ends with the loop as it is (finish_keep). */
-	uv_timer_init(d->loop, &d->restart.keep_timer);
-	uv_timer_start(&d->restart.keep_timer, keep_poll, POLL_MS, POLL_MS);
+	uv_timer_init(d->loop, &d->handover_timer);
+	uv_timer_start(&d->handover_timer, keep_poll, POLL_MS, POLL_MS);
 }
 
 /* The last of a restart's stop: the last state text, then leave the loop as it is. */
@@ -88,33 +89,27 @@ static void finish_keep(struct cpuhpd *d)
 	cpuhpd_fdstore_changed(d);
 	d->fdstore.writing_off = true;
 	cpuhpd_info("state handed over to the fd store: %u client(s), %u lease(s)", d->nconns,
-	            cpuhpd_lease_held_total(d));
+	            cpuhpd_holders_total(d));
 	uv_stop(d->loop);
 }
 
 void cpuhpd_stop(struct cpuhpd *d)
 {
-	bool in_worker;
-
 	if (d->stopping) {
 		cpuhpd_info("already stopping: waiting for the hotplug in progress");
 		return;
 	}
 	d->stopping = true;
+	/* The hotplug in the worker finishes; the stop goes on when it is back. */
+	d->hotplug.settled = cpuhpd_stop_finish;
 	if (cpuhpd_fdstore_keeps(d)) {
 		stop_keep(d);
 		return;
 	}
 	cpuhpd_info("stopping");
 	cpuhpd_notify("STOPPING=1");
-	/* First: fast acquires go to the socket from now on, and get ECANCELED there. */
-	cpuhpd_fastpath_stop(d);
-	cpuhpd_server_stop(d);
-	in_worker = cpuhpd_hotplug_cancel(d);
-	cpuhpd_lease_cancel_waiters(d);
-	cpuhpd_freeze_cancel(d);
-	cpuhpd_states_cancel(d);
-	if (in_worker)
+	cpuhpd_features_run(d, cpuhpd_features.stop);
+	if (cpuhpd_hotplug_in_worker(d))
 		cpuhpd_info("waiting for the hotplug in progress to finish");
 	else
 		cpuhpd_stop_finish(d);
@@ -126,7 +121,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 
 	if (d->stopped)
 		return;
-	if (d->restart.keep) {
+	if (d->handover) {
 		if (keep_done(d)) {
 			d->stopped = true;
 			finish_keep(d);
@@ -144,17 +139,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 		cpuhpd_conn_send_error(c, 0, ECANCELED, "cpuhpd is shutting down");
 		cpuhpd_conn_close(c, NULL);
 	}
-	cpuhpd_admit_close(d);
-	cpuhpd_fastpath_close(d);
-	cpuhpd_uevent_stop(d);
-	cpuhpd_worker_stop(d);
-	cpuhpd_lease_close(d);
-	cpuhpd_policy_close(d);
-	cpuhpd_hotplug_close(d);
-	cpuhpd_states_close(d);
-	cpuhpd_metrics_stop(d);
-	cpuhpd_notify_status_close(d);
-	cpuhpd_restart_close(d);
+	cpuhpd_features_run(d, cpuhpd_features.close);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 }

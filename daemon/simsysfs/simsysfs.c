@@ -15,7 +15,7 @@
  *   DIR/devices/system/cpu/smt/{control,active}                likewise
  *
  * Nothing updates the masks when cpuN/online is written later: cpuhpd reads
- * per-CPU files first (see daemon/cpuhpd/cpus.h).  Nothing acts on a write
+ * per-CPU files first (see daemon/cpuhpd/sysfs/cpus.h).  Nothing acts on a write
  * to smt/control either: cpuhpd sees each sibling into the asked state
  * itself, and smt/active stays as written here (a test writes it).
  */

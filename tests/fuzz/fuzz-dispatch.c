@@ -16,7 +16,7 @@
  *
  * Input: byte 0 % 8 = how many of the next bytes give piece sizes (1..256,
  * cycled); the rest is the stream.  Byte 0 & 8: the client also writes into
- * its fast-path slots, as a forger would (issue 17): once a FastPathGranted
+ * its fast-path slots, as a forger would: once a FastPathGranted
  * came, before each piece it stores that piece's size byte, sign-extended
  * (0x7f: INT32_MAX), into the count (even byte) or the released word (odd)
  * of slot (byte % nslots).  A slot outside 0..16 must make the daemon close
@@ -63,8 +63,8 @@
 #include "frame.h"
 
 #include "cpuhpd.h"
-#include "conn.h"
-#include "log.h"
+#include "core/conn.h"
+#include "base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -79,7 +79,7 @@ static char tmpdir[64];
 static char sock_path[96];
 static bool log_on;
 
-/* ---- the log, replacing daemon/cpuhpd/log.c: every line is formatted, printed on demand ---- */
+/* ---- the log, instead of daemon/cpuhpd/base/log.c: each line formatted, printed on demand ---- */
 
 void cpuhpd_log_set_verbose(bool v)
 {
@@ -213,7 +213,7 @@ static void daemon_start(void)
 	d.opt.socket_mode = 0600;
 	d.opt.max_connections = 4;
 	/*
-	 * Admission (issue 17 §3, §4): a budget smaller than one frame, so that a
+	 * Admission: a budget smaller than one frame, so that a
 	 * request split across pieces can overrun it (ERR_EDQUOT, closed), and a
 	 * timeout no input lasts (its list is walked, its timer never fires).
 	 */
@@ -604,7 +604,7 @@ static void check_daemon_state(void)
 	const char *which;
 
 	FUZZ_CHECK(d.nconns == 0 && cpuhpd_list_empty(&d.conns));
-	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !d.leases.blocked);
+	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !cpuhpd_gate_closed(&d));
 	FUZZ_CHECK(d.hotplug.nqueued == 0 && cpuhpd_list_empty(&d.hotplug.queue));
 	FUZZ_CHECK(cpuhpd_list_empty(&d.watch.list));
 	FUZZ_CHECK(d.freezes.n == 0 && cpuhpd_list_empty(&d.freezes.list));

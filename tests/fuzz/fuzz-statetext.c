@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libFuzzer target: cpuhpd's state text parser (daemon/cpuhpd/statetext.h),
+ * libFuzzer target: cpuhpd's state text parser (daemon/cpuhpd/base/statetext.h),
  * what a restarted daemon reads from the fd store.  The first byte picks
  * the mode: odd, the rest is a body, sealed here with its length and hash
  * so that the fuzzer reaches the line grammar; even, the rest is a whole

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A Promela model of fast leases: the cross-process read side of the
- * hotplug lock, with cpuhpd as the writer (daemon/cpuhpd/fastlease.c,
+ * hotplug lock, with cpuhpd as the writer (daemon/cpuhpd/leases/fastlease.c,
  * libcpuhp/client/fastpath.c, proto/fastpath.h), checked with spin by
  * run.py beside this file.  README.md maps every part to the C code; the
  * protocol and its barrier letters (P, Q, T, W, R, S, U, V) are

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * states.pml: the hotplug-state callback protocol of cpuhpd (issue 12;
- * daemon/cpuhpd/states.c, "Hotplug states" in daemon/cpuhpd/README.md).
+ * states.pml: the hotplug-state callback protocol of cpuhpd
+ * (daemon/cpuhpd/states/, "Hotplug states" in daemon/cpuhpd/README.md).
  *
  * One CPU, online at the start, is taken offline and, if that worked,
  * brought back online, by one hotplug each.  NS states are registered,
