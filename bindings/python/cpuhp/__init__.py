@@ -5,7 +5,8 @@ Inside one process (libcpuhp):
 
 - ``RWSem()``: a reader/writer semaphore whose readers are almost free;
   ``with sem.read(): ...``, ``with sem.write(timeout=1.0): ...``,
-  ``sem.try_read()``.
+  ``sem.read(timeout=1.0)``, ``sem.try_read()``.  No exception leaves one
+  of these locks held, Ctrl-C's KeyboardInterrupt while it waits included.
 - ``online_cpus_held()``: ``with cpuhp.online_cpus_held(): ...`` keeps this
   process's ``hotplug_section()`` writers out.
 
