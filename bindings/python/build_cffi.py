@@ -7,15 +7,16 @@ meson to compile.
   build_cffi.py LOCK_CDEF CLIENT_CDEF OUTPUT.c  cpuhp._cpuhp_client
                                                 (libcpuhp-client)
 
-cffi in API mode, without setuptools: the declarations come from the cdef
-files, and the C file this writes includes the real headers, so compiling
-it checks every declaration against them and fills in the constants and
-struct layouts the cdef leaves as "...".  Both include hold.h too, the C of
-the binding's own that the lock context managers call.  The client module
-includes the lock module (ffi.include): the types of cpuhp.cdef, struct
-cpuhp_cpuset first, are one type in both, and the lock module is built and
-imported on its own, without the client library.  meson compiles the result with
-py.extension_module(); setup.py (pip) uses lock_ffi() and client_ffi().
+cffi in API mode: the declarations come from the cdef files, and the C
+file this writes includes the real headers, so compiling it checks every
+declaration against them and fills in the constants and struct layouts the
+cdef leaves as "...".  Both include hold.h too, the C of the binding's own
+that the lock context managers call.  The client module includes the lock
+module (ffi.include): the types of cpuhp.cdef, struct cpuhp_cpuset first,
+are one type in both, and the lock module is built and imported on its
+own, without the client library.  meson compiles the result with
+py.extension_module(); setup.py (pip) writes it with lock_ffi() and
+client_ffi() and compiles it with setuptools.
 """
 import contextlib
 import sys
@@ -39,21 +40,20 @@ def read(path):
         return f.read()
 
 
-def lock_ffi(cdef_path, **build_args):
-    """The FFI of cpuhp._cpuhp; *build_args* go to set_source() (compiler
-    and linker flags, for setuptools)."""
+def lock_ffi(cdef_path):
+    """The FFI of cpuhp._cpuhp."""
     ffi = cffi.FFI()
     ffi.cdef(read(cdef_path))
-    ffi.set_source('cpuhp._cpuhp', LOCK_PREAMBLE, **build_args)
+    ffi.set_source('cpuhp._cpuhp', LOCK_PREAMBLE)
     return ffi
 
 
-def client_ffi(lock, cdef_path, **build_args):
+def client_ffi(lock, cdef_path):
     """The FFI of cpuhp._cpuhp_client, which includes *lock*'s types."""
     ffi = cffi.FFI()
     ffi.include(lock)
     ffi.cdef(read(cdef_path))
-    ffi.set_source('cpuhp._cpuhp_client', CLIENT_PREAMBLE, **build_args)
+    ffi.set_source('cpuhp._cpuhp_client', CLIENT_PREAMBLE)
     return ffi
 
 
