@@ -87,3 +87,14 @@ def test_libcpuhp_3_points_at_every_public_header():
     assert not missing, missing
     for word in ('cpuhp_rwsem_read_lock', 'cpuhp_client_lease_acquire', 'FAST LEASES'):
         assert word in page
+
+
+@built
+@pytest.mark.parametrize('page', PAGES)
+def test_the_page_points_at_no_file_a_package_does_not_ship(page):
+    # A man page is read where only what `meson install` put is: no source
+    # file, README or example path of the source tree.  Headers are
+    # installed (<cpuhp/...h>), and so are the pages it names.
+    names = re.findall(r'[\w./-]*(?:README|\.md\b|\.c\b|\.py\b|\.txt\b|examples/|daemon/|'
+                       r'tests/|proto/|bindings/)[\w./-]*', text(page))
+    assert not names, names
