@@ -19,7 +19,7 @@
 static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl %s [--timeout MS] [--json] LIST\n"
+	        "Usage: cpuhpctl %s [--timeout T] [--json] LIST\n"
 	        "\n"
 	        "%s the CPUs in LIST in one hotplug: cpuhpd waits until no reader\n"
 	        "lease is held, then writes each CPU's online file.  LIST is a range\n"
@@ -27,14 +27,14 @@ static void usage(FILE *f, const char *cmd)
 	        "0-15:2/4 (2 of every 4).  Needs root or membership in cpuhpd's admin\n"
 	        "group.\n"
 	        "\n"
-	        "  -t, --timeout MS  wait at most MS ms for leases to be released, then\n"
-	        "                    give up with nothing changed (default %u; 0:\n"
-	        "                    fail at once, exit 75, if any lease is held)\n"
-
-	        "  -j, --json        one JSON object: the result of each CPU, or the\n"
-	        "                    error (schema in cpuhpctl(8))\n",
+	        "  -t, --timeout T  wait at most T (500ms, 5s, 2m; a bare number is ms)\n"
+	        "                   for leases to be released, then give up with nothing\n"
+	        "                   changed (default %us; 0: fail at once, exit 75, if\n"
+	        "                   any lease is held)\n"
+	        "  -J, --json       one JSON object: the result of each CPU, or the\n"
+	        "                   error (schema in cpuhpctl(8))\n",
 	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",
-	        CPUHPCTL_DEFAULT_TIMEOUT_MS);
+	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000);
 }
 
 /*
@@ -81,7 +81,7 @@ void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 		        r->cpu);
 	else
 		fprintf(stderr, "cpuhpctl: CPU %u %s failed: %s\n", r->cpu, verb,
-		        r->message[0] ? r->message : strerror(-r->error));
+		        r->message[0] ? cpuhpctl_safe(r->message) : strerror(-r->error));
 }
 
 /*
@@ -132,10 +132,10 @@ void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n)
 	putchar(']');
 }
 
-/* {"online":B,"results":[...]} */
+/* {"action":"online"|"offline","results":[...]} */
 static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
 {
-	printf("{\"online\":%s,", online ? "true" : "false");
+	printf("{\"action\":\"%s\",", online ? "online" : "offline");
 	cpuhpctl_json_results(r, n);
 	printf("}\n");
 }
@@ -169,10 +169,10 @@ static void read_files(const char *root, const struct cpuhp_cpuset *set, struct 
  */
 static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *set, bool online,
                        const struct cpuhp_cpuset *known_before,
-                       const struct cpuhp_cpuset *on_before, bool json)
+                       const struct cpuhp_cpuset *on_before)
 {
 	/* With --json, stdout has its one object (the error): the words go to stderr. */
-	FILE *out = json ? stderr : stdout;
+	FILE *out = ctl->json ? stderr : stdout;
 	const char *verb = online ? "enable" : "disable";
 	struct cpuhp_cpuset known, on;
 	unsigned n = 0, done = 0, changed = 0;
@@ -181,7 +181,7 @@ static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *se
 	fprintf(stderr,
 	        "cpuhpctl: cpuhpd went away during the hotplug; what %s/devices/system/cpu/cpuN/"
 	        "online say now:\n",
-	        ctl->sysfs_root);
+	        cpuhpctl_safe(ctl->sysfs_root));
 	for (int cpu = cpuhp_cpuset_next(set, -1); cpu >= 0; cpu = cpuhp_cpuset_next(set, cpu)) {
 		unsigned u = (unsigned)cpu;
 		bool now = cpuhp_cpuset_has(&on, u);
@@ -215,78 +215,75 @@ static int report_lost(const struct cpuhpctl *ctl, const struct cpuhp_cpuset *se
 	return CPUHPCTL_EXIT_PARTIAL;
 }
 
-/* The state callbacks run for one CPU, indented under its line, on stdout. */
-static void report_states(const struct cpuhp_client_cpu_result *r, size_t i)
+void cpuhpctl_report_states(const struct cpuhp_client_cpu_result *r, size_t i)
 {
 	size_t n, k;
 	const struct cpuhp_client_state_run *run = cpuhp_client_results_states(r, i, &n);
 
 	for (k = 0; k < n; k++, run++) {
 		printf("  %s%s of state %s (pid %d, %s): ", run->rollback ? "rollback " : "",
-		       run->teardown ? "teardown" : "startup", run->state, run->pid, run->comm);
+		       run->teardown ? "teardown" : "startup", cpuhpctl_safe(run->state), run->pid,
+		       cpuhpctl_safe(run->comm));
 		if (run->client_gone)
 			printf("its client is gone, counted as done after %.1f ms\n",
 			       (double)run->micros / 1000);
 		else if (run->error)
 			printf("failed after %.1f ms: %s\n", (double)run->micros / 1000,
-			       run->message[0] ? run->message : strerror(-run->error));
+			       run->message[0] ? cpuhpctl_safe(run->message)
+			                       : strerror(-run->error));
 		else
 			printf("%.1f ms\n", (double)run->micros / 1000);
 	}
 }
 
 /* Parse the options and LIST.  Return: -1 to go on, else the exit code. */
-static int parse_args(int argc, char **argv, unsigned *timeout_ms, const char **list,
-                      struct cpuhp_cpuset *set, bool *json)
+static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, unsigned *timeout_ms,
+                      const char **list, struct cpuhp_cpuset *set)
 {
 	static const struct option opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
-	    {"json", no_argument, NULL, 'j'},
+	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
+	const char *cmd = argv[0];
 	int opt, err;
 
-	while ((opt = cpuhpctl_getopt(argc, argv, "+:t:jh", opts, argv[0])) != -1) {
-		if (opt == 'j') {
-			*json = true;
-			continue;
-		}
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:Jjh", opts, cmd)) != -1) {
 		if (opt == 't') {
-			if (cpuhpctl_parse_timeout(optarg, timeout_ms) < 0)
-				return CPUHPCTL_EXIT_USAGE;
+			if ((err = cpuhpctl_parse_duration(ctl, cmd, "--timeout", optarg, 0,
+			                                   UINT32_MAX, timeout_ms)))
+				return err;
 			continue;
 		}
 		if (opt == 'h')
-			usage(stdout, argv[0]);
+			usage(stdout, cmd);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
 	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "cpuhpctl %s: %s\nTry 'cpuhpctl %s --help'.\n", argv[0],
-		        optind == argc ? "which CPUs? give a list such as 2-3,5"
-		                       : "give one CPU list (no spaces, e.g. 2-3,5)",
-		        argv[0]);
-		return CPUHPCTL_EXIT_USAGE;
-	}
+	if (argc - optind != 1)
+		return cpuhpctl_usage_error(ctl, cmd, true, "%s",
+		                            optind == argc
+		                                ? "which CPUs? give a list such as 2-3,5"
+		                                : "give one CPU list (no spaces, e.g. 2-3,5)");
 	*list = argv[optind];
 	/* Say what is wrong with the list here, before bothering the daemon. */
 	err = cpuhp_cpuset_parse(*list, set);
 	if (err == -ERANGE)
-		fprintf(stderr,
-		        "cpuhpctl %s: CPU list '%s' is out of range: CPU numbers and strides are "
-		        "below %d\n",
-		        argv[0], *list, CPUHP_CPUSET_MAX);
-	else if (err < 0)
-		fprintf(stderr,
-		        "cpuhpctl %s: '%s' is not a CPU list; expected e.g. 2-3,5 or 0-7:2\n",
-		        argv[0], *list);
-	else if (!cpuhp_cpuset_count(set))
-		fprintf(stderr, "cpuhpctl %s: '%s' names no CPU; give a list such as 2-3,5\n",
-		        argv[0], *list);
-	return err < 0 || !cpuhp_cpuset_count(set) ? CPUHPCTL_EXIT_USAGE : -1;
+		return cpuhpctl_usage_error(
+		    ctl, cmd, false,
+		    "CPU list '%s' is out of range: CPU numbers and strides "
+		    "are below %d",
+		    *list, CPUHP_CPUSET_MAX);
+	if (err < 0)
+		return cpuhpctl_usage_error(
+		    ctl, cmd, false, "'%s' is not a CPU list; expected e.g. 2-3,5 or 0-7:2", *list);
+	if (!cpuhp_cpuset_count(set))
+		return cpuhpctl_usage_error(ctl, cmd, false,
+		                            "'%s' names no CPU; give a list such as 2-3,5", *list);
+	return -1;
 }
 
-int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool online)
+static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 {
 	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
 	struct cpuhp_cpuset set, known, on;
@@ -294,12 +291,11 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	struct cpuhp_client_status *st;
 	struct cpuhp_client *c;
 	size_t n, i;
-	const char *list;
+	const char *list = NULL;
 	char what[128];
-	bool json = ctl->json;
 	int ret, err;
 
-	ret = parse_args(argc, argv, &timeout_ms, &list, &set, &json);
+	ret = parse_args(ctl, argc, argv, &timeout_ms, &list, &set);
 	if (ret >= 0)
 		return ret;
 	ret = cpuhpctl_connect(ctl, &c);
@@ -309,21 +305,21 @@ int cpuhpctl_set_online(const struct cpuhpctl *ctl, int argc, char **argv, bool 
 	err = cpuhp_client_set_online_results(c, list, online, timeout_ms, &r, &n);
 	if (err < 0) {
 		snprintf(what, sizeof(what), "%s %s", argv[0], list);
-		ret = json ? cpuhpctl_json_fail(c, err, what) : cpuhpctl_fail(c, err, what);
+		ret = cpuhpctl_fail(ctl, c, err, what);
 		cpuhp_client_close(c);
 		/* The connection died under the request: cpuhpd may have done part of it. */
 		if (err == -ECONNRESET || err == -EPIPE)
-			ret = report_lost(ctl, &set, online, &known, &on, json);
+			ret = report_lost(ctl, &set, online, &known, &on);
 		return ret;
 	}
 	st = cpuhpctl_status_if_needed(c, r, n);
-	if (json)
+	if (ctl->json)
 		print_json(r, n, online);
 	else
 		for (i = 0; i < n; i++) {
 			cpuhpctl_report_cpu(&r[i], online, st);
 			fflush(stderr);
-			report_states(r, i);
+			cpuhpctl_report_states(r, i);
 			fflush(stdout);
 		}
 	free(st);
@@ -342,4 +338,14 @@ int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n)
 	if (done == n)
 		return CPUHPCTL_EXIT_OK;
 	return done ? CPUHPCTL_EXIT_PARTIAL : CPUHPCTL_EXIT_FAILED;
+}
+
+int cpuhpctl_online(struct cpuhpctl *ctl, int argc, char **argv)
+{
+	return set_online(ctl, argc, argv, true);
+}
+
+int cpuhpctl_offline(struct cpuhpctl *ctl, int argc, char **argv)
+{
+	return set_online(ctl, argc, argv, false);
 }

@@ -114,8 +114,9 @@ class Daemon:
             os.close(pidfd)
 
     def log(self):
+        """The log as text; a byte that is not UTF-8 (a client's, quoted) as \\xHH."""
         try:
-            return self.logpath.read_text()
+            return self.logpath.read_text(errors='backslashreplace')
         except FileNotFoundError:
             return ''
 
