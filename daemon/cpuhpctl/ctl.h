@@ -174,6 +174,48 @@ void cpuhpctl_table_ms(struct cpuhpctl_table *t, int col, uint64_t ms);
 int cpuhpctl_table_print(struct cpuhpctl_table *t);
 void cpuhpctl_table_free(struct cpuhpctl_table *t);
 
+/*
+ * wait.c: a call that may wait (@call on @c: a hotplug behind leases, a
+ * lease or freeze behind hotplugs) runs on a thread of its own; meanwhile,
+ * on a terminal and without --json, a line says what it waits for, and
+ * Ctrl-C (SIGINT) cancels it by closing @c.
+ */
+enum cpuhpctl_wait_kind {
+	CPUHPCTL_WAIT_LEASES,   /* a hotplug of ours, behind leases and earlier hotplugs */
+	CPUHPCTL_WAIT_HOTPLUGS, /* a lease or freeze of ours, behind hotplugs */
+};
+
+struct cpuhpctl_wait {
+	const struct cpuhpctl *ctl;
+	struct cpuhp_client *c; /* the call's handle; NULL once Ctrl-C closed it */
+	int (*call)(struct cpuhp_client *c, void *arg);
+	void *arg;
+	const char *what; /* "offline 2-3", for the line and the messages */
+	enum cpuhpctl_wait_kind kind;
+	int result;     /* what @call returned; -ECANCELED after Ctrl-C */
+	bool cancelled; /* Ctrl-C: @c was closed */
+	/* cpuhpctl_wait_run()'s own */
+	int done_pipe[2];
+	struct cpuhp_client *obs; /* a second connection, to ask what is in the way */
+	bool obs_failed;
+	struct cpuhp_client_lease_list *list;
+	bool shown;
+};
+
+/* Run @w->call.  Return: 0 (see @w->result, @w->cancelled); a -errno if it could not start. */
+int cpuhpctl_wait_run(struct cpuhpctl_wait *w);
+/*
+ * After Ctrl-C cancelled a hotplug: wait until cpuhpd lists no request of
+ * this process (one that ran goes on to its end), then read its status.
+ * Return: 0; -EINTR after a second Ctrl-C; a connection -errno.
+ */
+int cpuhpctl_wait_settle(struct cpuhpctl_wait *w, struct cpuhp_client_status *after);
+/* Free what cpuhpctl_wait_run() and _settle() kept. */
+void cpuhpctl_wait_end(struct cpuhpctl_wait *w);
+
+/* Ctrl-C cancelled what cpuhpctl waited for: 128 + SIGINT, as a shell says it. */
+#define CPUHPCTL_EXIT_CANCELLED 130
+
 /* leases.c, for status too: the restart grace's line, if one runs. */
 void cpuhpctl_print_grace(unsigned ms);
 
@@ -183,6 +225,15 @@ void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 /* The state callbacks run for result @i, indented under its line, on stdout. */
 void cpuhpctl_report_states(const struct cpuhp_client_cpu_result *r, size_t i);
 void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n);
+/*
+ * After Ctrl-C cancelled a hotplug of the CPUs in @set toward @online:
+ * wait until cpuhpd is done with it, then say what is true, "cancelled:
+ * nothing was changed" or each CPU that changed.  @before: the status
+ * taken before the request (NULL: unknown).  Return: the exit code: 130
+ * if nothing changed, else 0 or 64 as for a hotplug that ran.
+ */
+int cpuhpctl_report_cancel(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online,
+                           const struct cpuhp_client_status *before);
 /* chcpu's exit code for @r: 0 every CPU got there, 64 some did, 1 none did. */
 int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n);
 /* The status, malloc()ed, if some result needs the present mask to be worded; else NULL. */

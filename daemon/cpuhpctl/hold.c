@@ -357,36 +357,90 @@ static int run_cmd(struct cpuhp_client *c, const char *name, char **cmd, struct 
 	return wait_child(c, pid, name, st);
 }
 
+/* The lease or the freeze, taken by wait.c's thread. */
+struct take_call {
+	const struct run_args *a;
+	uint64_t id;
+};
+
+static int call_lease(struct cpuhp_client *c, void *arg)
+{
+	struct take_call *t = arg;
+
+	return cpuhp_client_lease_acquire(c, t->a->timeout_ms, &t->id);
+}
+
+static int call_freeze(struct cpuhp_client *c, void *arg)
+{
+	struct take_call *t = arg;
+
+	return cpuhp_client_freeze(c, t->a->who, t->a->why, &t->id);
+}
+
+/*
+ * Take the lease or the freeze (@call), saying what it waits for and
+ * hearing Ctrl-C as wait.c does.  Return: -1 when taken (@w->c holds it),
+ * else the exit code, the handle closed.
+ */
+static int take(const struct cpuhpctl *ctl, struct cpuhpctl_wait *w, const char *name)
+{
+	int err = cpuhpctl_wait_run(w), ret;
+
+	cpuhpctl_wait_end(w);
+	if (err < 0 || w->cancelled) {
+		if (err < 0)
+			fprintf(stderr, "cpuhpctl %s: cannot wait: %s\n", name, strerror(-err));
+		else
+			fprintf(stderr,
+			        "cpuhpctl %s: cancelled: no %s is held and CMD was not run\n", name,
+			        !strcmp(name, "hold") ? "lease" : "freeze");
+		cpuhp_client_close(w->c);
+		return err < 0 ? CPUHPCTL_EXIT_FAILED : CPUHPCTL_EXIT_CANCELLED;
+	}
+	if (w->result < 0) {
+		ret = cpuhpctl_fail(ctl, w->c, w->result,
+		                    !strcmp(name, "hold") ? "hold: lease" : name);
+		cpuhp_client_close(w->c);
+		return ret;
+	}
+	return -1;
+}
+
 int cpuhpctl_hold(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	struct run_args a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS,
 	                     .grace_ms = CPUHPCTL_DEFAULT_GRACE_MS};
-	struct cpuhp_client *c;
+	struct take_call t = {.a = &a};
+	struct cpuhpctl_wait w = {.ctl = ctl,
+	                          .call = call_lease,
+	                          .arg = &t,
+	                          .what = "hold",
+	                          .kind = CPUHPCTL_WAIT_HOTPLUGS};
 	struct strict st = {0};
-	uint64_t lease;
 	int ret, err;
 
 	ret = parse_run_args(ctl, argc, argv, "hold", usage, &a);
 	if (ret >= 0)
 		return ret;
-	ret = cpuhpctl_connect(ctl, &c);
+	ret = cpuhpctl_connect(ctl, &w.c);
 	if (ret)
 		return ret;
 	/* The connection's name, so that the lease stays a fast one where it can. */
-	err = cpuhp_client_set_identity(c, a.who, a.why);
-	if (err == 0 || err == -EOPNOTSUPP) /* an older cpuhpd: unnamed, but held */
-		err = cpuhp_client_lease_acquire(c, a.timeout_ms, &lease);
-	if (err < 0) {
-		ret = cpuhpctl_fail(ctl, c, err, "hold: lease");
-		cpuhp_client_close(c);
+	err = cpuhp_client_set_identity(w.c, a.who, a.why);
+	if (err < 0 && err != -EOPNOTSUPP) { /* an older cpuhpd: unnamed, but held */
+		ret = cpuhpctl_fail(ctl, w.c, err, "hold: lease");
+		cpuhp_client_close(w.c);
 		return ret;
 	}
+	ret = take(ctl, &w, "hold");
+	if (ret >= 0)
+		return ret;
 	st.on = a.strict;
 	st.grace_ms = a.grace_ms;
-	ret = run_cmd(c, "hold", a.cmd, &st);
+	ret = run_cmd(w.c, "hold", a.cmd, &st);
 	/* Release explicitly when we can; closing would end it all the same. */
-	cpuhp_client_lease_release(c, lease);
-	cpuhp_client_close(c);
+	cpuhp_client_lease_release(w.c, t.id);
+	cpuhp_client_close(w.c);
 	return ret;
 }
 
@@ -417,24 +471,25 @@ static void freeze_usage(FILE *f)
 int cpuhpctl_freeze(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	struct run_args a = {0};
-	struct cpuhp_client *c;
-	uint64_t freeze;
-	int ret, err;
+	struct take_call t = {.a = &a};
+	struct cpuhpctl_wait w = {.ctl = ctl,
+	                          .call = call_freeze,
+	                          .arg = &t,
+	                          .what = "freeze",
+	                          .kind = CPUHPCTL_WAIT_HOTPLUGS};
+	int ret;
 
 	ret = parse_run_args(ctl, argc, argv, "freeze", freeze_usage, &a);
 	if (ret >= 0)
 		return ret;
-	ret = cpuhpctl_connect(ctl, &c);
+	ret = cpuhpctl_connect(ctl, &w.c);
 	if (ret)
 		return ret;
-	err = cpuhp_client_freeze(c, a.who, a.why, &freeze);
-	if (err < 0) {
-		ret = cpuhpctl_fail(ctl, c, err, "freeze");
-		cpuhp_client_close(c);
+	ret = take(ctl, &w, "freeze");
+	if (ret >= 0)
 		return ret;
-	}
-	ret = run_cmd(c, "freeze", a.cmd, &(struct strict){0});
-	cpuhp_client_thaw(c, freeze);
-	cpuhp_client_close(c);
+	ret = run_cmd(w.c, "freeze", a.cmd, &(struct strict){0});
+	cpuhp_client_thaw(w.c, t.id);
+	cpuhp_client_close(w.c);
 	return ret;
 }

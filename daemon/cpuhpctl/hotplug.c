@@ -283,49 +283,132 @@ static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, unsigned *tim
 	return -1;
 }
 
+int cpuhpctl_report_cancel(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online,
+                           const struct cpuhp_client_status *before)
+{
+	/* With --json, stdout has its one object (the error): the CPUs' lines go to stderr. */
+	FILE *out = w->ctl->json ? stderr : stdout;
+	const char *verb = online ? "enable" : "disable";
+	struct cpuhp_client_status *after = malloc(sizeof(*after));
+	unsigned changed = 0, there = 0, n = 0;
+	int err = after ? cpuhpctl_wait_settle(w, after) : -ENOMEM;
+	char msg[256];
+
+	if (err == -EINTR || err < 0 || !before) {
+		snprintf(msg, sizeof(msg),
+		         err == -EINTR ? "cancelled; not waiting for the hotplug that had started: "
+		                         "'cpuhpctl status' shows what it did"
+		                       : "cancelled; cannot tell whether the hotplug had started: "
+		                         "'cpuhpctl status' shows the CPUs");
+		free(after);
+		if (w->ctl->json)
+			cpuhpctl_json_error(-ECANCELED, msg);
+		fprintf(stderr, "cpuhpctl %s: %s\n", cpuhpctl_safe(w->what), msg);
+		return CPUHPCTL_EXIT_CANCELLED;
+	}
+	for (int cpu = cpuhp_cpuset_next(set, -1); cpu >= 0; cpu = cpuhp_cpuset_next(set, cpu)) {
+		unsigned u = (unsigned)cpu;
+		bool was = cpuhp_cpuset_has(&before->online, u),
+		     now = cpuhp_cpuset_has(&after->online, u);
+
+		n++;
+		there += now == online;
+		if (was != now) {
+			fprintf(out, "CPU %u %sd\n", u, now ? "enable" : "disable");
+			changed++;
+		}
+	}
+	free(after);
+	fflush(out);
+	if (!changed)
+		snprintf(msg, sizeof(msg), "cancelled: nothing was changed");
+	else
+		snprintf(msg, sizeof(msg),
+		         "cancelled too late: the hotplug had started and ran to its end (%u CPU%s "
+		         "%sd, above)",
+		         changed, changed == 1 ? "" : "s", verb);
+	if (w->ctl->json)
+		cpuhpctl_json_error(-ECANCELED, msg);
+	fprintf(stderr, "cpuhpctl %s: %s\n", cpuhpctl_safe(w->what), msg);
+	if (!changed)
+		return CPUHPCTL_EXIT_CANCELLED;
+	return there == n ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_PARTIAL;
+}
+
+/* The request, run by wait.c's thread. */
+struct set_online_call {
+	const char *list;
+	bool online;
+	unsigned timeout_ms;
+	struct cpuhp_client_cpu_result *r;
+	size_t n;
+};
+
+static int call_set_online(struct cpuhp_client *c, void *arg)
+{
+	struct set_online_call *a = arg;
+
+	return cpuhp_client_set_online_results(c, a->list, a->online, a->timeout_ms, &a->r, &a->n);
+}
+
 static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 {
-	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
+	struct set_online_call a = {.online = online, .timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
+	struct cpuhpctl_wait w = {
+	    .ctl = ctl, .call = call_set_online, .arg = &a, .kind = CPUHPCTL_WAIT_LEASES};
+	struct cpuhp_client_status *before, *st;
 	struct cpuhp_cpuset set, known, on;
-	struct cpuhp_client_cpu_result *r;
-	struct cpuhp_client_status *st;
-	struct cpuhp_client *c;
-	size_t n, i;
-	const char *list = NULL;
+	size_t i;
 	char what[128];
 	int ret, err;
 
-	ret = parse_args(ctl, argc, argv, &timeout_ms, &list, &set);
+	ret = parse_args(ctl, argc, argv, &a.timeout_ms, &a.list, &set);
 	if (ret >= 0)
 		return ret;
-	ret = cpuhpctl_connect(ctl, &c);
+	snprintf(what, sizeof(what), "%s %s", argv[0], a.list);
+	w.what = what;
+	ret = cpuhpctl_connect(ctl, &w.c);
 	if (ret)
 		return ret;
-	read_files(ctl->sysfs_root, &set, &known, &on);
-	err = cpuhp_client_set_online_results(c, list, online, timeout_ms, &r, &n);
-	if (err < 0) {
-		snprintf(what, sizeof(what), "%s %s", argv[0], list);
-		ret = cpuhpctl_fail(ctl, c, err, what);
-		cpuhp_client_close(c);
-		/* The connection died under the request: cpuhpd may have done part of it. */
-		if (err == -ECONNRESET || err == -EPIPE)
-			ret = report_lost(ctl, &set, online, &known, &on);
-		return ret;
+	/* What was online, to say what a Ctrl-C left changed (NULL: cannot say). */
+	before = malloc(sizeof(*before));
+	if (before && cpuhp_client_status(w.c, before) < 0) {
+		free(before);
+		before = NULL;
 	}
-	st = cpuhpctl_status_if_needed(c, r, n);
+	read_files(ctl->sysfs_root, &set, &known, &on);
+	err = cpuhpctl_wait_run(&w);
+	if (err < 0 || w.cancelled) {
+		if (err < 0)
+			fprintf(stderr, "cpuhpctl %s: cannot wait: %s\n", what, strerror(-err));
+		ret = err < 0 ? CPUHPCTL_EXIT_FAILED
+		              : cpuhpctl_report_cancel(&w, &set, online, before);
+		goto out;
+	}
+	if (w.result < 0) {
+		ret = cpuhpctl_fail(ctl, w.c, w.result, what);
+		/* The connection died under the request: cpuhpd may have done part of it. */
+		if (w.result == -ECONNRESET || w.result == -EPIPE)
+			ret = report_lost(ctl, &set, online, &known, &on);
+		goto out;
+	}
+	st = cpuhpctl_status_if_needed(w.c, a.r, a.n);
 	if (ctl->json)
-		print_json(r, n, online);
+		print_json(a.r, a.n, online);
 	else
-		for (i = 0; i < n; i++) {
-			cpuhpctl_report_cpu(&r[i], online, st);
+		for (i = 0; i < a.n; i++) {
+			cpuhpctl_report_cpu(&a.r[i], online, st);
 			fflush(stderr);
-			cpuhpctl_report_states(r, i);
+			cpuhpctl_report_states(a.r, i);
 			fflush(stdout);
 		}
 	free(st);
-	ret = cpuhpctl_results_exit(r, n);
-	cpuhp_client_results_free(r);
-	cpuhp_client_close(c);
+	ret = cpuhpctl_results_exit(a.r, a.n);
+	cpuhp_client_results_free(a.r);
+out:
+	cpuhpctl_wait_end(&w);
+	cpuhp_client_close(w.c);
+	free(before);
 	return ret;
 }
 

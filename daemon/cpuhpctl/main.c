@@ -62,11 +62,12 @@ static void usage(FILE *f)
 	        "  %d  partly done: some CPUs changed, some failed\n"
 	        "  %d  cpuhpd unreachable (not running, socket permissions, version)\n"
 	        "  %d  timed out: leases still held, or a hotplug in the way; nothing changed\n"
+	        "  %d Ctrl-C while waiting: cancelled, nothing changed (it says so)\n"
 	        "  hold: CMD's exit status, 128+N if a signal N killed it, 126/127 if it\n"
 	        "        could not be run\n",
 	        CPUHP_CLIENT_SOCKET_ENV, CPUHP_CLIENT_DEFAULT_SOCKET, CPUHPCTL_SYSFS_ROOT_ENV,
 	        CPUHPCTL_EXIT_OK, CPUHPCTL_EXIT_FAILED, CPUHPCTL_EXIT_USAGE, CPUHPCTL_EXIT_PARTIAL,
-	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT);
+	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT, CPUHPCTL_EXIT_CANCELLED);
 }
 
 /* The socket connect() will use, for messages. */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cpuhp/cpuset.h>
+
 #include "ctl.h"
 
 static void usage(FILE *f)
@@ -48,6 +50,22 @@ static bool machine_refused(int err, const char *msg)
 	return err == -ENODEV || err == -ENOENT || (err == -EPERM && strstr(msg, "forceoff"));
 }
 
+/* The request, run by wait.c's thread. */
+struct smt_call {
+	const char *word;
+	unsigned timeout_ms;
+	struct cpuhp_client_cpu_result *r;
+	size_t n;
+	char control[CPUHP_CLIENT_MESSAGE_MAX];
+};
+
+static int call_smt(struct cpuhp_client *c, void *arg)
+{
+	struct smt_call *a = arg;
+
+	return cpuhp_client_set_smt_results(c, a->word, a->timeout_ms, &a->r, &a->n, a->control);
+}
+
 int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -57,21 +75,22 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	unsigned timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS;
-	char control[CPUHP_CLIENT_MESSAGE_MAX], what[64];
-	struct cpuhp_client_cpu_result *r;
-	struct cpuhp_client_status *st;
-	struct cpuhp_client *c;
+	struct smt_call a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
+	struct cpuhpctl_wait w = {
+	    .ctl = ctl, .call = call_smt, .arg = &a, .kind = CPUHPCTL_WAIT_LEASES};
+	struct cpuhp_client_status *before, *st;
+	struct cpuhp_cpuset all;
 	bool force = false, online;
 	const char *word;
-	size_t n, i;
+	char what[64];
+	size_t i;
 	int opt, ret, err;
 
 	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fJjh", opts, "smt")) != -1) {
 		switch (opt) {
 		case 't':
 			if ((ret = cpuhpctl_parse_duration(ctl, "smt", "--timeout", optarg, 0,
-			                                   UINT32_MAX, &timeout_ms)))
+			                                   UINT32_MAX, &a.timeout_ms)))
 				return ret;
 			break;
 		case 'f':
@@ -101,44 +120,65 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 		    "refuses any later change); add --force if that is what "
 		    "you want");
 	online = !strcmp(word, "on");
-	ret = cpuhpctl_connect(ctl, &c);
+	a.word = word;
+	snprintf(what, sizeof(what), "smt %s", word);
+	w.what = what;
+	ret = cpuhpctl_connect(ctl, &w.c);
 	if (ret)
 		return ret;
-	err = cpuhp_client_set_smt_results(c, word, timeout_ms, &r, &n, control);
-	if (err < 0) {
-		snprintf(what, sizeof(what), "smt %s", word);
-		if (machine_refused(err, cpuhp_client_last_message(c))) {
+	/* What was online, to say what a Ctrl-C left changed (NULL: cannot say). */
+	before = malloc(sizeof(*before));
+	if (before && cpuhp_client_status(w.c, before) < 0) {
+		free(before);
+		before = NULL;
+	}
+	cpuhp_cpuset_zero(&all);
+	if (before)
+		all = before->possible;
+	err = cpuhpctl_wait_run(&w);
+	if (err < 0 || w.cancelled) {
+		if (err < 0)
+			fprintf(stderr, "cpuhpctl %s: cannot wait: %s\n", what, strerror(-err));
+		ret = err < 0 ? CPUHPCTL_EXIT_FAILED
+		              : cpuhpctl_report_cancel(&w, &all, online, before);
+		goto out;
+	}
+	if (w.result < 0) {
+		const char *msg = cpuhp_client_last_message(w.c);
+
+		if (machine_refused(w.result, msg)) {
 			/* No hint about rights or timeouts: it is the machine that says no. */
 			if (ctl->json)
-				cpuhpctl_json_error(err, cpuhp_client_last_message(c));
-			fprintf(stderr, "cpuhpctl: %s: %s\n", what,
-			        cpuhpctl_safe(cpuhp_client_last_message(c)));
+				cpuhpctl_json_error(w.result, msg);
+			fprintf(stderr, "cpuhpctl: %s: %s\n", what, cpuhpctl_safe(msg));
 			ret = CPUHPCTL_EXIT_FAILED;
 		} else {
-			ret = cpuhpctl_fail(ctl, c, err, what);
+			ret = cpuhpctl_fail(ctl, w.c, w.result, what);
 		}
-		cpuhp_client_close(c);
-		return ret;
+		goto out;
 	}
-	st = cpuhpctl_status_if_needed(c, r, n);
+	st = cpuhpctl_status_if_needed(w.c, a.r, a.n);
 	if (ctl->json) {
 		printf("{\"smt_control\":");
-		cpuhpctl_json_string(stdout, control);
+		cpuhpctl_json_string(stdout, a.control);
 		printf(",\"action\":\"%s\",", online ? "online" : "offline");
-		cpuhpctl_json_results(r, n);
+		cpuhpctl_json_results(a.r, a.n);
 		printf("}\n");
 	} else {
-		for (i = 0; i < n; i++) {
-			cpuhpctl_report_cpu(&r[i], online, st);
+		for (i = 0; i < a.n; i++) {
+			cpuhpctl_report_cpu(&a.r[i], online, st);
 			fflush(stderr);
-			cpuhpctl_report_states(r, i);
+			cpuhpctl_report_states(a.r, i);
 			fflush(stdout);
 		}
-		printf("SMT control: %s\n", cpuhpctl_safe(control));
+		printf("SMT control: %s\n", cpuhpctl_safe(a.control));
 	}
 	free(st);
-	ret = cpuhpctl_results_exit(r, n);
-	cpuhp_client_results_free(r);
-	cpuhp_client_close(c);
+	ret = cpuhpctl_results_exit(a.r, a.n);
+	cpuhp_client_results_free(a.r);
+out:
+	cpuhpctl_wait_end(&w);
+	cpuhp_client_close(w.c);
+	free(before);
 	return ret;
 }
