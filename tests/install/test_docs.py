@@ -13,7 +13,7 @@ import fixture
 from units import SERVICE, SOCKET, settings
 
 DOC = fixture.BUILD / 'doc'
-PAGES = ['cpuhpd.8', 'cpuhpctl.8', 'libcpuhp.3']
+PAGES = ['cpuhpd.8', 'cpuhpctl.8', 'libcpuhp.3', 'cpuhpd-simsysfs.1']
 built = pytest.mark.skipif(not (DOC / 'libcpuhp.3').exists(),
                            reason='skipped: the man pages were not built (apt-get install scdoc)')
 
@@ -76,6 +76,19 @@ def test_cpuhpctl_8_describes_every_command_and_option():
     missing |= {c for c in ('status', 'leases', 'online', 'offline', 'watch', 'hold', 'freeze',
                             'states', 'state NAME') if c not in page}
     assert not missing, missing
+
+
+@built
+def test_cpuhpd_simsysfs_is_installed_with_a_page_for_every_option():
+    # A test tool a packaged user runs: bindir, and its page says what --help says.
+    r = subprocess.run(['meson', 'introspect', '--installed', str(fixture.BUILD)],
+                       capture_output=True, text=True, check=True, timeout=fixture.GUARD_S)
+    assert any(d.endswith('/bin/cpuhpd-simsysfs') for d in json.loads(r.stdout).values())
+    page = text('cpuhpd-simsysfs.1')
+    opts = help_options([str(fixture.SIMSYSFS)])
+    assert {'--from', '--cpus', '--smt', '--smt-control', '--help', '--version'} <= opts, opts
+    missing = {o for o in opts if o not in page}
+    assert not missing and 'test tool' in page, missing
 
 
 @built
