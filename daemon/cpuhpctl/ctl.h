@@ -226,14 +226,13 @@ void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 void cpuhpctl_report_states(const struct cpuhp_client_cpu_result *r, size_t i);
 void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n);
 /*
- * After Ctrl-C cancelled a hotplug of the CPUs in @set toward @online:
- * wait until cpuhpd is done with it, then say what is true, "cancelled:
- * nothing was changed" or each CPU that changed.  @before: the status
- * taken before the request (NULL: unknown).  Return: the exit code: 130
- * if nothing changed, else 0 or 64 as for a hotplug that ran.
+ * online, offline and smt: connect @w->c, note the online CPUs, run @w's
+ * hotplug with wait.c, and after a Ctrl-C say what it changed among @set
+ * (NULL: every possible CPU).  Return: -1 when the call returned
+ * (@w->result), else the exit code; either way the caller ends with
+ * cpuhpctl_wait_end(@w) and closes @w->c (NULL once cancelled).
  */
-int cpuhpctl_report_cancel(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online,
-                           const struct cpuhp_client_status *before);
+int cpuhpctl_hotplug_wait(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online);
 /* chcpu's exit code for @r: 0 every CPU got there, 64 some did, 1 none did. */
 int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n);
 /* The status, malloc()ed, if some result needs the present mask to be worded; else NULL. */

@@ -283,8 +283,15 @@ static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, unsigned *tim
 	return -1;
 }
 
-int cpuhpctl_report_cancel(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online,
-                           const struct cpuhp_client_status *before)
+/*
+ * After Ctrl-C cancelled a hotplug of the CPUs in @set toward @online:
+ * wait until cpuhpd is done with it, then say what is true, "cancelled:
+ * nothing was changed" or each CPU that changed.  @before: the status
+ * taken before the request (NULL: unknown).  Return: the exit code: 130
+ * if nothing changed, else 0 or 64 as for a hotplug that ran.
+ */
+static int report_cancel(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online,
+                         const struct cpuhp_client_status *before)
 {
 	/* With --json, stdout has its one object (the error): the CPUs' lines go to stderr. */
 	FILE *out = w->ctl->json ? stderr : stdout;
@@ -335,6 +342,39 @@ int cpuhpctl_report_cancel(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *s
 	return there == n ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_PARTIAL;
 }
 
+int cpuhpctl_hotplug_wait(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online)
+{
+	struct cpuhp_client_status *before;
+	int ret, err;
+
+	ret = cpuhpctl_connect(w->ctl, &w->c);
+	if (ret)
+		return ret;
+	/* What was online, to say what a Ctrl-C left changed (NULL: cannot say). */
+	before = malloc(sizeof(*before));
+	if (before && cpuhp_client_status(w->c, before) < 0) {
+		free(before);
+		before = NULL;
+	}
+	err = cpuhpctl_wait_run(w);
+	if (err < 0)
+		fprintf(stderr, "cpuhpctl %s: cannot wait: %s\n", cpuhpctl_safe(w->what),
+		        strerror(-err));
+	ret = err < 0 ? CPUHPCTL_EXIT_FAILED : -1;
+	if (!err && w->cancelled) {
+		struct cpuhp_cpuset none;
+
+		cpuhp_cpuset_zero(&none);
+		ret = report_cancel(w,
+		                    set      ? set
+		                    : before ? &before->possible
+		                             : &none,
+		                    online, before);
+	}
+	free(before);
+	return ret;
+}
+
 /* The request, run by wait.c's thread. */
 struct set_online_call {
 	const char *list;
@@ -356,35 +396,22 @@ static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 	struct set_online_call a = {.online = online, .timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
 	struct cpuhpctl_wait w = {
 	    .ctl = ctl, .call = call_set_online, .arg = &a, .kind = CPUHPCTL_WAIT_LEASES};
-	struct cpuhp_client_status *before, *st;
+	struct cpuhp_client_status *st;
 	struct cpuhp_cpuset set, known, on;
 	size_t i;
 	char what[128];
-	int ret, err;
+	int ret;
 
 	ret = parse_args(ctl, argc, argv, &a.timeout_ms, &a.list, &set);
 	if (ret >= 0)
 		return ret;
 	snprintf(what, sizeof(what), "%s %s", argv[0], a.list);
 	w.what = what;
-	ret = cpuhpctl_connect(ctl, &w.c);
-	if (ret)
-		return ret;
-	/* What was online, to say what a Ctrl-C left changed (NULL: cannot say). */
-	before = malloc(sizeof(*before));
-	if (before && cpuhp_client_status(w.c, before) < 0) {
-		free(before);
-		before = NULL;
-	}
+	/* Before the request: if cpuhpd dies in it, these say what it had done. */
 	read_files(ctl->sysfs_root, &set, &known, &on);
-	err = cpuhpctl_wait_run(&w);
-	if (err < 0 || w.cancelled) {
-		if (err < 0)
-			fprintf(stderr, "cpuhpctl %s: cannot wait: %s\n", what, strerror(-err));
-		ret = err < 0 ? CPUHPCTL_EXIT_FAILED
-		              : cpuhpctl_report_cancel(&w, &set, online, before);
+	ret = cpuhpctl_hotplug_wait(&w, &set, online);
+	if (ret >= 0)
 		goto out;
-	}
 	if (w.result < 0) {
 		ret = cpuhpctl_fail(ctl, w.c, w.result, what);
 		/* The connection died under the request: cpuhpd may have done part of it. */
@@ -408,7 +435,6 @@ static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 out:
 	cpuhpctl_wait_end(&w);
 	cpuhp_client_close(w.c);
-	free(before);
 	return ret;
 }
 

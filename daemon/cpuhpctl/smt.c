@@ -78,13 +78,12 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	struct smt_call a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
 	struct cpuhpctl_wait w = {
 	    .ctl = ctl, .call = call_smt, .arg = &a, .kind = CPUHPCTL_WAIT_LEASES};
-	struct cpuhp_client_status *before, *st;
-	struct cpuhp_cpuset all;
+	struct cpuhp_client_status *st;
 	bool force = false, online;
 	const char *word;
 	char what[64];
 	size_t i;
-	int opt, ret, err;
+	int opt, ret;
 
 	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fJjh", opts, "smt")) != -1) {
 		switch (opt) {
@@ -123,26 +122,9 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	a.word = word;
 	snprintf(what, sizeof(what), "smt %s", word);
 	w.what = what;
-	ret = cpuhpctl_connect(ctl, &w.c);
-	if (ret)
-		return ret;
-	/* What was online, to say what a Ctrl-C left changed (NULL: cannot say). */
-	before = malloc(sizeof(*before));
-	if (before && cpuhp_client_status(w.c, before) < 0) {
-		free(before);
-		before = NULL;
-	}
-	cpuhp_cpuset_zero(&all);
-	if (before)
-		all = before->possible;
-	err = cpuhpctl_wait_run(&w);
-	if (err < 0 || w.cancelled) {
-		if (err < 0)
-			fprintf(stderr, "cpuhpctl %s: cannot wait: %s\n", what, strerror(-err));
-		ret = err < 0 ? CPUHPCTL_EXIT_FAILED
-		              : cpuhpctl_report_cancel(&w, &all, online, before);
+	ret = cpuhpctl_hotplug_wait(&w, NULL, online);
+	if (ret >= 0)
 		goto out;
-	}
 	if (w.result < 0) {
 		const char *msg = cpuhp_client_last_message(w.c);
 
@@ -179,6 +161,5 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 out:
 	cpuhpctl_wait_end(&w);
 	cpuhp_client_close(w.c);
-	free(before);
 	return ret;
 }

@@ -236,6 +236,15 @@ def daemon_as_nobody(tmp, sysfs_root, args=()):
         os.umask(old)
 
 
+def read_until(stream, prefix):
+    """Read lines of @stream (a process's, text) until one starts with @prefix;
+    Return: that line.  The process ending first is a failure."""
+    for line in stream:
+        if line.startswith(prefix):
+            return line
+    raise AssertionError(f'the stream ended before a line starting {prefix!r}')
+
+
 def error_code(r):
     """The ErrorCode name of an error answer, or None for any other answer."""
     return r['code'] if r.get('kind') == 'error' else None

@@ -93,11 +93,8 @@ def test_states_table_and_json(daemon4):
                              '--priority', '7', '--deadline', '2s', '--teardown', 'true'],
                             stdout=subprocess.PIPE, text=True)
     try:
-        for line in hook.stdout:   # the startups' lines, then the registration's
-            if line.startswith('state pool registered'):
-                break
-        else:
-            raise AssertionError(f'cpuhpctl state ended: {hook.wait()}')
+        # The startups' lines, then the registration's.
+        fixture.read_until(hook.stdout, 'state pool registered')
         r = ctl(daemon4, 'states')
         lines = r.stdout.splitlines()
         assert lines[0].split() == ['ID', 'NAME', 'PRIORITY', 'DEADLINE', 'PID', 'COMM', 'CPUS']

@@ -155,11 +155,8 @@ def test_smt_prints_the_state_callbacks_under_each_cpu_as_offline_does(smt_daemo
                             stdout=subprocess.PIPE, text=True)
     try:
         # The startups for CPUs 0-3 at registration, then the line saying it is registered.
-        for line in hook.stdout:   # the startups' lines, then the registration's
-            if line.startswith('state pool registered'):
-                break
-        else:
-            raise AssertionError(f'cpuhpctl state ended: {hook.wait()}')
+        # The startups' lines, then the registration's.
+        fixture.read_until(hook.stdout, 'state pool registered')
         for word, verb, phase in (('off', 'disabled', 'teardown'), ('on', 'enabled', 'startup')):
             r = ctl(d, 'smt', word)
             assert r.returncode == 0, r
