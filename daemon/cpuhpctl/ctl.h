@@ -4,7 +4,8 @@
  * command line and holds the helpers every command shares (connecting,
  * reporting a failed call or a bad command line, choosing the exit code);
  * json.c, table.c, text.c and duration.c are the output and the option
- * values every command shares; each other file is one or two commands.
+ * values every command shares, wait.c the waits that a terminal watches
+ * and Ctrl-C cancels; each other file is one or two commands.
  * All of it goes through <cpuhp/client.h>.
  */
 #ifndef CPUHPCTL_CTL_H
@@ -23,6 +24,8 @@
 #define CPUHPCTL_EXIT_PARTIAL     64 /* some CPUs done, some failed */
 #define CPUHPCTL_EXIT_UNREACHABLE 69 /* EX_UNAVAILABLE: cannot talk to cpuhpd */
 #define CPUHPCTL_EXIT_TIMEDOUT    75 /* EX_TEMPFAIL: timed out behind leases or a hotplug */
+/* Ctrl-C cancelled what cpuhpctl waited for: 128 + SIGINT, as a shell says it. */
+#define CPUHPCTL_EXIT_CANCELLED 130
 /* hold --strict: the lease was lost (revoked, bypassed, cpuhpd gone), so CMD was ended. */
 #define CPUHPCTL_EXIT_LEASE_LOST 70
 /* hold --strict: SIGTERM to CMD, then SIGKILL this long after, by default. */
@@ -212,9 +215,6 @@ int cpuhpctl_wait_run(struct cpuhpctl_wait *w);
 int cpuhpctl_wait_settle(struct cpuhpctl_wait *w, struct cpuhp_client_status *after);
 /* Free what cpuhpctl_wait_run() and _settle() kept. */
 void cpuhpctl_wait_end(struct cpuhpctl_wait *w);
-
-/* Ctrl-C cancelled what cpuhpctl waited for: 128 + SIGINT, as a shell says it. */
-#define CPUHPCTL_EXIT_CANCELLED 130
 
 /* leases.c, for status too: the restart grace's line, if one runs. */
 void cpuhpctl_print_grace(unsigned ms);

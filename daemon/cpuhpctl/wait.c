@@ -236,9 +236,13 @@ static void refresh(struct cpuhpctl_wait *w)
 static int sigint_catch(struct sigaction *old)
 {
 	struct sigaction sa = {.sa_handler = on_sigint};
+	char b;
 
 	if (sigint_pipe[0] < 0 && pipe2(sigint_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
+	/* A Ctrl-C that came with the end of an earlier wait cancels nothing now. */
+	while (read(sigint_pipe[0], &b, 1) == 1)
+		;
 	sigemptyset(&sa.sa_mask);
 	return sigaction(SIGINT, &sa, old) < 0 ? -errno : 0;
 }
