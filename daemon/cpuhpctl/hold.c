@@ -26,8 +26,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl hold [--timeout MS] [--who NAME] [--why TEXT] [--strict]\n"
-	        "                     [--grace MS] [--] CMD [ARGS...]\n"
+	        "Usage: cpuhpctl hold [--timeout T] [--who NAME] [--why TEXT] [--strict]\n"
+	        "                     [--grace T] [--] CMD [ARGS...]\n"
 	        "\n"
 	        "Take a reader lease from cpuhpd, run CMD, and release the lease when it\n"
 	        "exits: while CMD runs, the set of online CPUs does not change.  Exits with\n"
@@ -38,19 +38,22 @@ static void usage(FILE *f)
 	        "CPUs changed behind cpuhpd's back, or cpuhpd went away), a warning says so\n"
 	        "and CMD runs on; with --strict, CMD is ended instead and hold exits %d.\n"
 	        "\n"
-	        "  -t, --timeout MS  wait at most MS ms for a hotplug in progress to end\n"
-	        "                    (default %u; 0: fail at once, exit %d, if one\n"
-	        "                    is in progress)\n"
+	        "  -t, --timeout T   wait at most T (500ms, 5s, 2m; a bare number is ms)\n"
+	        "                    for a hotplug in progress to end (default %us; 0:\n"
+	        "                    fail at once, exit %d, if one is in progress)\n"
 	        "  -w, --who NAME    who holds the lease, for 'cpuhpctl leases' and for\n"
 	        "                    the message of a hotplug that times out behind it\n"
 	        "                    (default: CMD's name)\n"
 	        "  -y, --why TEXT    what the lease protects, likewise\n"
 	        "  -S, --strict      when the lease is lost, send CMD SIGTERM, then SIGKILL\n"
 	        "                    after the grace period if it still runs; exit %d\n"
-	        "  -g, --grace MS    the grace period of --strict (default %u)\n",
+	        "  -g, --grace T     the grace period of --strict (default %us)\n"
+	        "\n"
+	        "Options end at CMD: what follows is CMD's.  No --json: CMD's output is\n"
+	        "the output.\n",
 	        CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_TIMEDOUT, CPUHPCTL_EXIT_FAILED,
-	        CPUHPCTL_EXIT_LEASE_LOST, CPUHPCTL_DEFAULT_TIMEOUT_MS, CPUHPCTL_EXIT_TIMEDOUT,
-	        CPUHPCTL_EXIT_LEASE_LOST, CPUHPCTL_DEFAULT_GRACE_MS);
+	        CPUHPCTL_EXIT_LEASE_LOST, CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000,
+	        CPUHPCTL_EXIT_TIMEDOUT, CPUHPCTL_EXIT_LEASE_LOST, CPUHPCTL_DEFAULT_GRACE_MS / 1000);
 }
 
 static volatile sig_atomic_t child_pid;
@@ -101,7 +104,7 @@ static pid_t spawn(const char *name, char **cmd)
 		 * that died before prctl() took effect shows in getppid(): then
 		 * the lease is gone already and CMD does not start.
 		 */
-		int pdeath = prctl(PR_SET_PDEATHSIG, SIGTERM);
+		int pdeath = prctl(PR_SET_PDEATHSIG, SIGTERM), err;
 
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (pdeath < 0) {
@@ -113,13 +116,16 @@ static pid_t spawn(const char *name, char **cmd)
 			fprintf(stderr,
 			        "cpuhpctl %s: cpuhpctl died before %s started, and its "
 			        "%s with it: not running it\n",
-			        name, cmd[0], !strcmp(name, "hold") ? "lease" : "freeze");
+			        name, cpuhpctl_safe(cmd[0]),
+			        !strcmp(name, "hold") ? "lease" : "freeze");
 			_exit(128 + SIGTERM);
 		}
 		/* The client's socket is close-on-exec: CMD cannot end the lease early. */
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "cpuhpctl %s: cannot run %s: %s\n", name, cmd[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		err = errno;
+		fprintf(stderr, "cpuhpctl %s: cannot run %s: %s\n", name, cpuhpctl_safe(cmd[0]),
+		        strerror(err));
+		_exit(err == ENOENT ? 127 : 126);
 	}
 	if (pid > 0) {
 		child_pid = pid;
@@ -278,30 +284,29 @@ struct run_args {
 };
 
 /* Return: -1 to go on, else the exit code (after --help or an error, printed). */
-static int parse_run_args(int argc, char **argv, const char *name, void (*help)(FILE *),
-                          struct run_args *a)
+static int parse_run_args(struct cpuhpctl *ctl, int argc, char **argv, const char *name,
+                          void (*help)(FILE *), struct run_args *a)
 {
 	static const struct option hold_opts[] = {
-	    {"timeout", required_argument, NULL, 't'},
-	    {"strict", no_argument, NULL, 'S'},
-	    {"grace", required_argument, NULL, 'g'},
-	    {"who", required_argument, NULL, 'w'},
-	    {"why", required_argument, NULL, 'y'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"timeout", required_argument, NULL, 't'}, {"strict", no_argument, NULL, 'S'},
+	    {"grace", required_argument, NULL, 'g'},   {"who", required_argument, NULL, 'w'},
+	    {"why", required_argument, NULL, 'y'},     {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},          {0},
 	};
 	/* freeze has no --timeout (it waits only for the hotplugs queued before it) nor --strict.
 	 */
 	const struct option *freeze_opts = hold_opts + 3;
 	bool hold = !strcmp(name, "hold");
-	int opt;
+	int opt, ret;
 
-	while ((opt = cpuhpctl_getopt(argc, argv, hold ? "+:t:Sg:w:y:h" : "+:w:y:h",
+	/* '+': options end at CMD, whose own options they are. */
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, hold ? "+:t:Sg:w:y:Jjh" : "+:w:y:Jjh",
 	                              hold ? hold_opts : freeze_opts, name)) != -1) {
 		if (opt == 't' || opt == 'g') {
-			if (cpuhpctl_parse_ms(opt == 't' ? "--timeout" : "--grace", optarg,
-			                      opt == 't' ? &a->timeout_ms : &a->grace_ms) < 0)
-				return CPUHPCTL_EXIT_USAGE;
+			if ((ret = cpuhpctl_parse_duration(
+			         ctl, name, opt == 't' ? "--timeout" : "--grace", optarg, 0,
+			         UINT32_MAX, opt == 't' ? &a->timeout_ms : &a->grace_ms)))
+				return ret;
 			continue;
 		}
 		if (opt == 'S') {
@@ -309,11 +314,10 @@ static int parse_run_args(int argc, char **argv, const char *name, void (*help)(
 			continue;
 		}
 		if (opt == 'w' || opt == 'y') {
-			if (strlen(optarg) > CPUHP_CLIENT_IDENTITY_MAX) {
-				fprintf(stderr, "cpuhpctl %s: --%s is limited to %d bytes\n", name,
-				        opt == 'w' ? "who" : "why", CPUHP_CLIENT_IDENTITY_MAX);
-				return CPUHPCTL_EXIT_USAGE;
-			}
+			if (strlen(optarg) > CPUHP_CLIENT_IDENTITY_MAX)
+				return cpuhpctl_usage_error(
+				    ctl, name, false, "--%s is limited to %d bytes",
+				    opt == 'w' ? "who" : "why", CPUHP_CLIENT_IDENTITY_MAX);
 			*(opt == 'w' ? &a->who : &a->why) = optarg;
 			continue;
 		}
@@ -321,13 +325,15 @@ static int parse_run_args(int argc, char **argv, const char *name, void (*help)(
 			help(stdout);
 		return opt == 'h' ? CPUHPCTL_EXIT_OK : CPUHPCTL_EXIT_USAGE;
 	}
-	if (optind >= argc) {
-		fprintf(stderr,
-		        "cpuhpctl %s: which command? e.g. cpuhpctl %s -- ./job args\n"
-		        "Try 'cpuhpctl %s --help'.\n",
-		        name, name, name);
-		return CPUHPCTL_EXIT_USAGE;
-	}
+	if (ctl->json)
+		return cpuhpctl_usage_error(
+		    ctl, name, false,
+		    "--json: %s prints nothing of its own; CMD's output is "
+		    "the output ('cpuhpctl --json leases' lists what is held)",
+		    name);
+	if (optind >= argc)
+		return cpuhpctl_usage_error(ctl, name, true,
+		                            "which command? e.g. cpuhpctl %s -- ./job args", name);
 	a->cmd = argv + optind;
 	if (!a->who) {
 		const char *slash = strrchr(a->cmd[0], '/');
@@ -351,36 +357,90 @@ static int run_cmd(struct cpuhp_client *c, const char *name, char **cmd, struct 
 	return wait_child(c, pid, name, st);
 }
 
-int cpuhpctl_hold(const struct cpuhpctl *ctl, int argc, char **argv)
+/* The lease or the freeze, taken by wait.c's thread. */
+struct take_call {
+	const struct run_args *a;
+	uint64_t id;
+};
+
+static int call_lease(struct cpuhp_client *c, void *arg)
+{
+	struct take_call *t = arg;
+
+	return cpuhp_client_lease_acquire(c, t->a->timeout_ms, &t->id);
+}
+
+static int call_freeze(struct cpuhp_client *c, void *arg)
+{
+	struct take_call *t = arg;
+
+	return cpuhp_client_freeze(c, t->a->who, t->a->why, &t->id);
+}
+
+/*
+ * Take the lease or the freeze (@call), saying what it waits for and
+ * hearing Ctrl-C as wait.c does.  Return: -1 when taken (@w->c holds it),
+ * else the exit code, the handle closed.
+ */
+static int take(const struct cpuhpctl *ctl, struct cpuhpctl_wait *w, const char *name)
+{
+	int err = cpuhpctl_wait_run(w), ret;
+
+	cpuhpctl_wait_end(w);
+	if (err < 0 || w->cancelled) {
+		if (err < 0)
+			fprintf(stderr, "cpuhpctl %s: cannot wait: %s\n", name, strerror(-err));
+		else
+			fprintf(stderr,
+			        "cpuhpctl %s: cancelled: no %s is held and CMD was not run\n", name,
+			        !strcmp(name, "hold") ? "lease" : "freeze");
+		cpuhp_client_close(w->c);
+		return err < 0 ? CPUHPCTL_EXIT_FAILED : CPUHPCTL_EXIT_CANCELLED;
+	}
+	if (w->result < 0) {
+		ret = cpuhpctl_fail(ctl, w->c, w->result,
+		                    !strcmp(name, "hold") ? "hold: lease" : name);
+		cpuhp_client_close(w->c);
+		return ret;
+	}
+	return -1;
+}
+
+int cpuhpctl_hold(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	struct run_args a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS,
 	                     .grace_ms = CPUHPCTL_DEFAULT_GRACE_MS};
-	struct cpuhp_client *c;
+	struct take_call t = {.a = &a};
+	struct cpuhpctl_wait w = {.ctl = ctl,
+	                          .call = call_lease,
+	                          .arg = &t,
+	                          .what = "hold",
+	                          .kind = CPUHPCTL_WAIT_HOTPLUGS};
 	struct strict st = {0};
-	uint64_t lease;
 	int ret, err;
 
-	ret = parse_run_args(argc, argv, "hold", usage, &a);
+	ret = parse_run_args(ctl, argc, argv, "hold", usage, &a);
 	if (ret >= 0)
 		return ret;
-	ret = cpuhpctl_connect(ctl, &c);
+	ret = cpuhpctl_connect(ctl, &w.c);
 	if (ret)
 		return ret;
 	/* The connection's name, so that the lease stays a fast one where it can. */
-	err = cpuhp_client_set_identity(c, a.who, a.why);
-	if (err == 0 || err == -EOPNOTSUPP) /* an older cpuhpd: unnamed, but held */
-		err = cpuhp_client_lease_acquire(c, a.timeout_ms, &lease);
-	if (err < 0) {
-		ret = cpuhpctl_fail(c, err, "hold: lease");
-		cpuhp_client_close(c);
+	err = cpuhp_client_set_identity(w.c, a.who, a.why);
+	if (err < 0 && err != -EOPNOTSUPP) { /* an older cpuhpd: unnamed, but held */
+		ret = cpuhpctl_fail(ctl, w.c, err, "hold: lease");
+		cpuhp_client_close(w.c);
 		return ret;
 	}
+	ret = take(ctl, &w, "hold");
+	if (ret >= 0)
+		return ret;
 	st.on = a.strict;
 	st.grace_ms = a.grace_ms;
-	ret = run_cmd(c, "hold", a.cmd, &st);
+	ret = run_cmd(w.c, "hold", a.cmd, &st);
 	/* Release explicitly when we can; closing would end it all the same. */
-	cpuhp_client_lease_release(c, lease);
-	cpuhp_client_close(c);
+	cpuhp_client_lease_release(w.c, t.id);
+	cpuhp_client_close(w.c);
 	return ret;
 }
 
@@ -401,31 +461,35 @@ static void freeze_usage(FILE *f)
 	        "\n"
 	        "  -w, --who NAME  who holds the freeze, for 'cpuhpctl leases' and for the\n"
 	        "                  message of the hotplugs it refuses (default: CMD's name)\n"
-	        "  -y, --why TEXT  what the freeze protects, likewise\n",
+	        "  -y, --why TEXT  what the freeze protects, likewise\n"
+	        "\n"
+	        "Options end at CMD: what follows is CMD's.  No --json: CMD's output is\n"
+	        "the output.\n",
 	        CPUHPCTL_EXIT_FAILED, CPUHPCTL_EXIT_UNREACHABLE, CPUHPCTL_EXIT_FAILED);
 }
 
-int cpuhpctl_freeze(const struct cpuhpctl *ctl, int argc, char **argv)
+int cpuhpctl_freeze(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	struct run_args a = {0};
-	struct cpuhp_client *c;
-	uint64_t freeze;
-	int ret, err;
+	struct take_call t = {.a = &a};
+	struct cpuhpctl_wait w = {.ctl = ctl,
+	                          .call = call_freeze,
+	                          .arg = &t,
+	                          .what = "freeze",
+	                          .kind = CPUHPCTL_WAIT_HOTPLUGS};
+	int ret;
 
-	ret = parse_run_args(argc, argv, "freeze", freeze_usage, &a);
+	ret = parse_run_args(ctl, argc, argv, "freeze", freeze_usage, &a);
 	if (ret >= 0)
 		return ret;
-	ret = cpuhpctl_connect(ctl, &c);
+	ret = cpuhpctl_connect(ctl, &w.c);
 	if (ret)
 		return ret;
-	err = cpuhp_client_freeze(c, a.who, a.why, &freeze);
-	if (err < 0) {
-		ret = cpuhpctl_fail(c, err, "freeze");
-		cpuhp_client_close(c);
+	ret = take(ctl, &w, "freeze");
+	if (ret >= 0)
 		return ret;
-	}
-	ret = run_cmd(c, "freeze", a.cmd, &(struct strict){0});
-	cpuhp_client_thaw(c, freeze);
-	cpuhp_client_close(c);
+	ret = run_cmd(w.c, "freeze", a.cmd, &(struct strict){0});
+	cpuhp_client_thaw(w.c, t.id);
+	cpuhp_client_close(w.c);
 	return ret;
 }

@@ -3,8 +3,10 @@
  * cpuhpd-simsysfs: build a simulated CPU-hotplug sysfs tree for cpuhpd
  * --sysfs-root, mirroring this machine's CPUs (or a given CPU list).
  *
- * One tool shared by the daemon tests and the demo, in C so that it reads
- * and writes CPU lists with libcpuhp's one parser and formatter.  The tree:
+ * One tool shared by the daemon tests and the demo, and installed, so that
+ * a packaged cpuhpd can be tried (or another project's CI run) without
+ * root; in C so that it reads and writes CPU lists with libcpuhp's one
+ * parser and formatter.  The tree:
  *
  *   DIR/devices/system/cpu/{possible,present,online,offline}   range lists
  *   DIR/devices/system/cpu/cpuN/                               each possible CPU
@@ -27,6 +29,7 @@
 #include <sys/stat.h>
 
 #include <cpuhp/cpuset.h>
+#include <cpuhp/version.h>
 
 static int mkdirs(const char *path)
 {
@@ -76,7 +79,14 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "Usage: cpuhpd-simsysfs [--from ROOT | --cpus LIST [--smt N]] [--smt-control WORD] "
 	        "DIR\n"
-	        "Create a simulated CPU-hotplug sysfs tree under DIR for cpuhpd --sysfs-root.\n"
+	        "Create a simulated CPU-hotplug sysfs tree under DIR for cpuhpd --sysfs-root:\n"
+	        "a test tool, so that cpuhpd, cpuhpctl and their clients can be tried, or\n"
+	        "tested in CI, without root and without touching the real CPUs.  Writes to\n"
+	        "its cpuN/online files are what cpuhpd's hotplugs change.\n"
+	        "\n"
+	        "  cpuhpd-simsysfs --cpus 0-3 /tmp/sim\n"
+	        "  cpuhpd --socket /tmp/sim.sock --sysfs-root /tmp/sim &\n"
+	        "  cpuhpctl --socket /tmp/sim.sock offline 2\n"
 	        "\n"
 	        "  --from ROOT         mirror the CPUs of the sysfs at ROOT (default /sys): the\n"
 	        "                      same possible, present and online CPUs, an online file\n"
@@ -90,7 +100,11 @@ static void usage(FILE *f)
 	        "                      writes smt/control 'on' and smt/active\n"
 	        "  --smt-control WORD  write WORD into smt/control instead (on, off, forceoff,\n"
 	        "                      notsupported, notimplemented), creating smt/ if needed\n"
-	        "  -h, --help          this help\n");
+	        "  -h, --help          this help\n"
+	        "  -V, --version       print the version\n"
+	        "\n"
+	        "Exit status: 0 done, 1 the tree could not be written or ROOT read, 2 a bad\n"
+	        "command line.  See cpuhpd-simsysfs(1).\n");
 }
 
 /* smt/control and smt/active under @dir. */
@@ -121,9 +135,13 @@ static int write_siblings(const char *cpudir, const struct cpuhp_cpuset *sibling
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"from", required_argument, NULL, 'f'}, {"cpus", required_argument, NULL, 'c'},
-	    {"smt", required_argument, NULL, 's'},  {"smt-control", required_argument, NULL, 'C'},
-	    {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+	    {"from", required_argument, NULL, 'f'},
+	    {"cpus", required_argument, NULL, 'c'},
+	    {"smt", required_argument, NULL, 's'},
+	    {"smt-control", required_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct cpuhp_cpuset possible, present, online, offline;
 	const char *from = NULL, *cpus = NULL, *smt_control = NULL;
@@ -132,7 +150,7 @@ int main(int argc, char **argv)
 	bool mirror_smt = false, active = false;
 	int opt, cpu, err, first;
 
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			from = optarg;
@@ -164,13 +182,21 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("cpuhpd-simsysfs %s\n", CPUHP_VERSION_STRING);
+			return 0;
 		default:
-			usage(stderr);
+			/* getopt_long said which option. */
+			fprintf(stderr, "Try 'cpuhpd-simsysfs --help'.\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1 || (from && cpus) || (threads && !cpus)) {
-		usage(stderr);
+		fprintf(stderr, "cpuhpd-simsysfs: %s\nTry 'cpuhpd-simsysfs --help'.\n",
+		        from && cpus       ? "--from and --cpus exclude each other"
+		        : threads && !cpus ? "--smt needs --cpus"
+		        : optind == argc   ? "which DIR? the tree goes there"
+		                           : "one DIR only");
 		return 2;
 	}
 	if (cpus) {

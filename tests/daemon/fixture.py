@@ -114,8 +114,9 @@ class Daemon:
             os.close(pidfd)
 
     def log(self):
+        """The log as text; a byte that is not UTF-8 (a client's, quoted) as \\xHH."""
         try:
-            return self.logpath.read_text()
+            return self.logpath.read_text(errors='backslashreplace')
         except FileNotFoundError:
             return ''
 
@@ -233,6 +234,15 @@ def daemon_as_nobody(tmp, sysfs_root, args=()):
         return d.start(argv=NOBODY + d.argv())
     finally:
         os.umask(old)
+
+
+def read_until(stream, prefix):
+    """Read lines of @stream (a process's, text) until one starts with @prefix;
+    Return: that line.  The process ending first is a failure."""
+    for line in stream:
+        if line.startswith(prefix):
+            return line
+    raise AssertionError(f'the stream ended before a line starting {prefix!r}')
 
 
 def error_code(r):

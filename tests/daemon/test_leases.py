@@ -208,12 +208,12 @@ def test_status_json(daemon4, probe):
 def test_online_offline_json_per_cpu_and_errors(daemon4, sim4, probe):
     rc, out = ctl_json(daemon4, 'offline', '2-3')
     assert rc == 0, out
-    assert out == {'online': False, 'results': [
+    assert out == {'action': 'offline', 'results': [
         {'cpu': 2, 'ok': True, 'changed': True, 'error': None, 'message': '', 'states': []},
         {'cpu': 3, 'ok': True, 'changed': True, 'error': None, 'message': '', 'states': []}]}, out
     rc, out = ctl_json(daemon4, 'online', '3,7')
     assert rc == 64, out
-    assert out['online'] is True and out['results'][0]['changed'] is True, out
+    assert out['action'] == 'online' and out['results'][0]['changed'] is True, out
     assert out['results'][1]['cpu'] == 7 and out['results'][1]['ok'] is False, out
     assert out['results'][1]['error'].startswith('E') and out['results'][1]['message'], out
     probe.connect('a')
@@ -235,8 +235,8 @@ def test_watch_json_one_object_per_event(daemon4):
     finally:
         w.kill()
     assert events == [
-        {'event': 'hotplug_started', 'online': False, 'cpus': [2]},
-        {'event': 'hotplug_finished', 'online': False, 'cpus': [2], 'ok': True, 'failed': []},
+        {'event': 'hotplug_started', 'action': 'offline', 'cpus': [2]},
+        {'event': 'hotplug_finished', 'action': 'offline', 'cpus': [2], 'ok': True, 'failed': []},
     ], events
 
 

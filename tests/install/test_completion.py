@@ -115,3 +115,17 @@ def test_hold_completes_the_command_to_run():
     assert {'--strict', '--grace'} <= set(complete('cpuhpctl hold --'))
     assert '--strict' not in complete('cpuhpctl freeze --')
     assert 'true' in complete('cpuhpctl freeze --why x -- tru')
+
+
+def test_output_columns_come_from_the_commands_help():
+    prog = str(fixture.CPUHPCTL)
+    assert complete(f'{prog} leases -o W') == ['WHO', 'WHY']
+    assert complete(f'{prog} leases --output WHO,P') == ['WHO,PID']
+    assert complete(f'{prog} states -o +CP') == ['+CPUS']
+    assert '-o' in complete(f'{prog} states -') and '--noheadings' in complete(f'{prog} leases --')
+
+
+def test_the_renamed_letters_are_offered():
+    assert {'-c', '--count'} <= set(complete('cpuhpctl watch -'))
+    assert {'-N', '-T'} <= set(complete('cpuhpctl state x -'))
+    assert '-J' in complete('cpuhpctl status -')
