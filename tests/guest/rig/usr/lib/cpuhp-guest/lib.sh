@@ -10,8 +10,10 @@ CPU=/sys/devices/system/cpu
 TMPD=/run/cpuhp-guest
 mkdir -p "$TMPD"
 
+# say KIND TEXT: one line on the results port (TEXT's newlines as " | ").
 say() {
-	printf '@@ %s\n' "$*" >&3
+	local line="$*"
+	printf '@@ %s\n' "${line//$'\n'/ | }" >&3
 }
 
 ok() { say ok "$*"; }
