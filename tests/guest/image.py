@@ -98,26 +98,25 @@ def candidate(package):
     return m.group(1)
 
 
-def download(package, version, into):
-    """The .deb of @package=@version, fetched by apt-get into @into."""
-    run(['apt-get', 'download', '-q', f'{package}={version}'], cwd=into)
-    debs = list(pathlib.Path(into).glob(f'{package}_*.deb'))
-    if len(debs) != 1:
-        raise Error(f'apt-get download {package}={version} left {debs} in {into}')
-    return debs[0]
-
-
 @contextlib.contextmanager
-def deb_data(deb):
-    """@deb's data archive, as a tar stream (members in order, each read once)."""
-    proc = subprocess.Popen(['dpkg-deb', '--fsys-tarfile', str(deb)], stdout=subprocess.PIPE)
-    try:
-        with tarfile.open(fileobj=proc.stdout, mode='r|') as tar:
-            yield tar
-    finally:
-        proc.stdout.close()
-        proc.kill()
-        proc.wait()
+def package_data(cache, package, version):
+    """The data archive of @package=@version, fetched by apt-get, as a tar stream
+    (members in order, each read once)."""
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        os.chmod(tmp, 0o755)  # apt-get's _apt user downloads into it
+        run(['apt-get', 'download', '-q', f'{package}={version}'], cwd=tmp)
+        debs = list(pathlib.Path(tmp).glob(f'{package}_*.deb'))
+        if len(debs) != 1:
+            raise Error(f'apt-get download {package}={version} left {debs}')
+        proc = subprocess.Popen(['dpkg-deb', '--fsys-tarfile', str(debs[0])],
+                                stdout=subprocess.PIPE)
+        try:
+            with tarfile.open(fileobj=proc.stdout, mode='r|') as tar:
+                yield tar
+        finally:
+            proc.stdout.close()
+            proc.kill()
+            proc.wait()
 
 
 def find_member(tar, pattern):
@@ -128,30 +127,31 @@ def find_member(tar, pattern):
     return None
 
 
-def kernel(cache):
-    """The path of the vmlinuz of linux-image-amd64's kernel, downloaded once."""
+def kernel_package():
+    """The kernel package linux-image-amd64 depends on, and the version apt would take."""
     out = run(['apt-cache', 'depends', 'linux-image-amd64'])
     names = re.findall(r'Depends:\s*(linux-image-\S+-amd64)\b', out)
     if not names:
         raise Error('apt-cache depends linux-image-amd64 names no kernel: run '
                     '"apt-get update"')
-    package = names[0]
-    version = candidate(package)
+    return names[0], candidate(names[0])
+
+
+def kernel(cache):
+    """The path of the vmlinuz of linux-image-amd64's kernel, downloaded once."""
+    package, version = kernel_package()
     path = cache / 'kernel' / f'{package}_{version}' / 'vmlinuz'
     if path.exists():
         return path
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        os.chmod(tmp, 0o755)  # apt-get's _apt user downloads into it
-        deb = download(package, version, tmp)
-        with deb_data(deb) as tar:
-            m = find_member(tar, r'boot/vmlinuz-.*')
-            if m is None:
-                raise Error(f'{deb.name} holds no boot/vmlinuz-*')
-            data = tar.extractfile(m).read()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / 'vmlinuz.tmp').write_bytes(data)
-        os.replace(path.parent / 'vmlinuz.tmp', path)
+    with package_data(cache, package, version) as tar:
+        m = find_member(tar, r'boot/vmlinuz-.*')
+        if m is None:
+            raise Error(f'{package} {version} holds no boot/vmlinuz-*')
+        data = tar.extractfile(m).read()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / 'vmlinuz.tmp').write_bytes(data)
+    os.replace(path.parent / 'vmlinuz.tmp', path)
     log(f'kernel {package} {version}: downloaded in {time.monotonic() - t0:.1f} s')
     return path
 
@@ -202,30 +202,23 @@ def selftest_script(cache):
 
 def fetch_selftest(cache):
     """Take cpu-on-off-test.sh from Debian's linux-source of the guest's kernel series."""
-    out = run(['apt-cache', 'depends', 'linux-image-amd64'])
-    series = re.search(r'linux-image-(\d+\.\d+)\.', out)
-    if not series:
-        raise Error('apt-cache depends linux-image-amd64 names no kernel: run '
-                    '"apt-get update"')
+    series = re.match(r'linux-image-(\d+\.\d+)\.', kernel_package()[0])
     package = f'linux-source-{series.group(1)}'
     version = candidate(package)
     have = selftest_script(cache)
     if have and have[1] == f'{package} {version}':
         return have[0]
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        os.chmod(tmp, 0o755)
-        deb = download(package, version, tmp)
-        data = None
-        # The source tarball inside the package is xz: streamed, never unpacked
-        # (about a GB), and left at the script.
-        with deb_data(deb) as outer:
-            m = find_member(outer, r'usr/src/linux-source-[^/]*\.tar\.xz')
-            if m is not None:
-                with lzma.open(outer.extractfile(m)) as xz, \
-                        tarfile.open(fileobj=xz, mode='r|') as tar:
-                    m = find_member(tar, r'[^/]+/' + re.escape(SELFTEST))
-                    data = tar.extractfile(m).read() if m else None
+    data = None
+    # The source tarball inside the package is xz: streamed, never unpacked
+    # (about a GB), and left at the script.
+    with package_data(cache, package, version) as outer:
+        m = find_member(outer, r'usr/src/linux-source-[^/]*\.tar\.xz')
+        if m is not None:
+            with lzma.open(outer.extractfile(m)) as xz, \
+                    tarfile.open(fileobj=xz, mode='r|') as tar:
+                m = find_member(tar, r'[^/]+/' + re.escape(SELFTEST))
+                data = tar.extractfile(m).read() if m else None
     if data is None:
         raise Error(f'{package} {version} has no {SELFTEST}')
     d = cache / 'kselftest'
