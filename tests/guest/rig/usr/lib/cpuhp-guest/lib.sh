@@ -196,13 +196,19 @@ status_is() { cpuhpctl status --json | jq -e "$1" >/dev/null; }
 leases_is() { cpuhpctl leases --json | jq -e "$1" >/dev/null; }
 states_is() { cpuhpctl states --json | jq -e "$1" >/dev/null; }
 
+# watched JQ: whether an event of $TMPD/watch.out (cpuhpctl watch --json)
+# makes the jq expression true (for wait_for).
+watched() {
+	grep -h '^{.*}$' "$TMPD/watch.out" | jq -s -e "any(.[]; $1)" >/dev/null
+}
+
 # What a restart must keep, in one line: the leases (ids, kinds, counts,
 # names), the hotplugs waiting (CPUs, state, who asked), the freezes (a
 # pending one is asked again of the next cpuhpd, under a new id: its client
 # learns the id only when it is held), the states (ids, names, CPUs).
 held_summary() {
 	cpuhpctl leases --json | jq -c '[[.leases[] | [.lease_id, .kind, .count, .who]],
-		[.hotplugs[] | [.online, .cpus, .state, .pid]],
+		[.hotplugs[] | [.action, .cpus, .state, .pid]],
 		[.freezes[] | [.state, .who, .pid]]]'
 	cpuhpctl states --json | jq -c '[.states[] | [.id, .name, .pid, .cpus]]'
 }

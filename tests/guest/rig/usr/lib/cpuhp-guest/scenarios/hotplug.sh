@@ -12,7 +12,7 @@ state_hook guest-hot 0 --nocalls
 state=$STATE_PID
 bg watch cpuhpctl watch --json
 watch=$BG_PID
-wait_line 30 "$TMPD/watch.out" '"watching"' || fail "cpuhpctl watch did not start"
+wait_for 30 watched '.event == "watching"' || fail "cpuhpctl watch did not start"
 
 # --- hot-add of a new core's first thread ---
 t=$(date +%s%N)
@@ -26,7 +26,7 @@ check "cpuhpctl online 4 brings it up" cpuhpctl online 4
 expect "CPU 4 is online" "$(cat $CPU/cpu4/online)" 1
 expect "the state's startup ran for CPU 4" "$(cat "$TMPD/guest-hot.log")" \
 	"startup 4 online=1 smt=on external=0 rollback=0"
-wait_line 30 "$TMPD/watch.out" '"online_changed","online_cpus":\[0,1,2,3,4\],"external":false' &&
+wait_for 30 watched '.event == "online_changed" and .online == [0,1,2,3,4] and .external == false' &&
 	ok "watchers hear CPU 4 come online" || fail "watchers did not hear CPU 4 come online"
 
 # --- its sibling thread, hot-added while SMT is off: never booted ---
@@ -65,7 +65,7 @@ expect "CPU 4 is no longer present" "$(cat $CPU/present)" 0-3
 wait_for 30 status_is '.present == [0,1,2,3] and .online == [0,1,2,3]' &&
 	ok "cpuhpd sees CPU 4 gone" ||
 	fail "cpuhpd's view: $(cpuhpctl status --json | jq -c '{present, online}')"
-wait_line 30 "$TMPD/watch.out" '"online_changed","online_cpus":\[0,1,2,3\],"external":true' &&
+wait_for 30 watched '.event == "online_changed" and .online == [0,1,2,3] and .external == true' &&
 	ok "watchers hear CPU 4 go, as a change behind cpuhpd's back" ||
 	fail "watchers did not hear CPU 4 go"
 wait_for 30 test -s "$TMPD/guest-hot.log"
