@@ -203,11 +203,11 @@ watched() {
 }
 
 # What a restart must keep, in one line: the leases (ids, kinds, counts,
-# names), the hotplugs waiting (CPUs, state, who asked), the freezes (a
+# names; by name, since a new cpuhpd may list them in another order), the hotplugs waiting (CPUs, state, who asked), the freezes (a
 # pending one is asked again of the next cpuhpd, under a new id: its client
 # learns the id only when it is held), the states (ids, names, CPUs).
 held_summary() {
-	cpuhpctl leases --json | jq -c '[[.leases[] | [.lease_id, .kind, .count, .who]],
+	cpuhpctl leases --json | jq -c '[[.leases[] | [.lease_id, .kind, .count, .who]] | sort_by(.[3]),
 		[.hotplugs[] | [.action, .cpus, .state, .pid]],
 		[.freezes[] | [.state, .who, .pid]]]'
 	cpuhpctl states --json | jq -c '[.states[] | [.id, .name, .pid, .cpus]]'
