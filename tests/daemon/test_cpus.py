@@ -174,8 +174,8 @@ def test_an_offline_cpu_shows_the_topology_it_had(tmp, numa, daemon_numa):
     assert shape(cpus(daemon_numa)[3]) == (True, 'live', 1, 1, 9, [3, 7])
 
 
-@pytest.mark.parametrize('how', ['SIGTERM', 'SIGKILL'])
-def test_the_topology_is_remembered_across_a_restart(tmp, numa, how):
+def offline_3_then_stop(tmp, numa, how='SIGTERM'):
+    """A cpuhpd that saw CPU 3 online, then took it offline, and stopped (@how)."""
     d = fixture.Daemon(tmp, numa.root).start()
     ctl(d, 'offline', 3)
     play_kernel_offline(numa, 3)
@@ -183,21 +183,33 @@ def test_the_topology_is_remembered_across_a_restart(tmp, numa, how):
         d.kill()
     else:
         assert d.stop() == 0
-    d2 = fixture.Daemon(tmp, numa.root).start()
-    try:
+
+
+class Next:
+    """The next cpuhpd on the same tree and runtime directory, stopped clean at the end."""
+
+    def __init__(self, tmp, numa):
+        self.d = fixture.Daemon(tmp, numa.root)
+
+    def __enter__(self):
+        return self.d.start()
+
+    def __exit__(self, *exc):
+        self.d.stop_clean()
+
+
+@pytest.mark.parametrize('how', ['SIGTERM', 'SIGKILL'])
+def test_the_topology_is_remembered_across_a_restart(tmp, numa, how):
+    offline_3_then_stop(tmp, numa, how)
+    with Next(tmp, numa) as d2:
         rows = cpus(d2)
         assert shape(rows[3]) == REMEMBERED3
         assert shape(rows[5]) == UNKNOWN
         assert 'topology: 7 CPU(s) remembered from' in d2.log()
-    finally:
-        d2.stop_clean()
 
 
 def test_a_reboot_forgets_what_was_not_seen_online_since(tmp, numa):
-    d = fixture.Daemon(tmp, numa.root).start()
-    ctl(d, 'offline', 3)
-    play_kernel_offline(numa, 3)
-    assert d.stop() == 0
+    offline_3_then_stop(tmp, numa)
     (saved,) = tmp.glob('cpuhpd-*.topology')
     text = saved.read_text()
     assert text.splitlines()[0] == 'cpuhpd-topology 1'
@@ -205,29 +217,20 @@ def test_a_reboot_forgets_what_was_not_seen_online_since(tmp, numa):
     # Written in another boot: the file names the boot_id it was written in.
     saved.write_text(re.sub(r'(?m)^boot .*$', 'boot 00000000-0000-4000-8000-000000000000',
                             text))
-    d2 = fixture.Daemon(tmp, numa.root).start()
-    try:
+    with Next(tmp, numa) as d2:
         rows = cpus(d2)
         assert shape(rows[3]) == UNKNOWN
         assert shape(rows[7]) == (True, 'live', 1, 1, 1, [3, 7])
         assert 'was written before the last boot' in d2.log()
-    finally:
-        d2.stop_clean()
 
 
 def test_a_topology_file_that_does_not_parse_is_forgotten_whole(tmp, numa):
-    d = fixture.Daemon(tmp, numa.root).start()
-    ctl(d, 'offline', 3)
-    play_kernel_offline(numa, 3)
-    assert d.stop() == 0
+    offline_3_then_stop(tmp, numa)
     (saved,) = tmp.glob('cpuhpd-*.topology')
     saved.write_text(saved.read_text() + 'cpu 5 1 1 1 \x1b[31m\n')
-    d2 = fixture.Daemon(tmp, numa.root).start()
-    try:
+    with Next(tmp, numa) as d2:
         assert shape(cpus(d2)[3]) == UNKNOWN
         assert 'not a topology file' in d2.log()
-    finally:
-        d2.stop_clean()
     # The new cpuhpd wrote what it saw: the next one reads it.
     assert saved.read_text().startswith('cpuhpd-topology 1\n')
 
