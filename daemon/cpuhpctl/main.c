@@ -27,6 +27,8 @@ static void usage(FILE *f)
 	        "Commands:\n"
 	        "  status                        CPU masks, leases, the writer's state\n"
 	        "  leases [-o COLS] [-r] [-n]    who holds leases, and the hotplugs waiting\n"
+	        "  cpus [-o COLS] [-r] [-n]      each CPU: topology (offline ones' as last\n"
+	        "                                seen), states, hotplugs\n"
 	        "  online [--timeout T] LIST     bring the CPUs in LIST (e.g. 2-3,5) online\n"
 	        "  offline [--timeout T] LIST    take them offline\n"
 	        "  watch [--count N]             print hotplug events as they happen\n"
@@ -287,11 +289,11 @@ int main(int argc, char **argv)
 		int (*run)(struct cpuhpctl *ctl, int argc, char **argv);
 	} commands[] = {
 	    {"status", cpuhpctl_status},   {"leases", cpuhpctl_leases},
-	    {"states", cpuhpctl_states},   {"state", cpuhpctl_state},
-	    {"online", cpuhpctl_online},   {"offline", cpuhpctl_offline},
-	    {"smt", cpuhpctl_smt},         {"watch", cpuhpctl_watch},
-	    {"hold", cpuhpctl_hold},       {"freeze", cpuhpctl_freeze},
-	    {"metrics", cpuhpctl_metrics},
+	    {"cpus", cpuhpctl_cpus},       {"states", cpuhpctl_states},
+	    {"state", cpuhpctl_state},     {"online", cpuhpctl_online},
+	    {"offline", cpuhpctl_offline}, {"smt", cpuhpctl_smt},
+	    {"watch", cpuhpctl_watch},     {"hold", cpuhpctl_hold},
+	    {"freeze", cpuhpctl_freeze},   {"metrics", cpuhpctl_metrics},
 	};
 	struct cpuhpctl ctl = {.sysfs_root = getenv(CPUHPCTL_SYSFS_ROOT_ENV)};
 	const char *cmd;
@@ -322,7 +324,7 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return cpuhpctl_usage_error(
 		    &ctl, NULL, true,
-		    "which command? (status, leases, states, state, online, "
+		    "which command? (status, leases, cpus, states, state, online, "
 		    "offline, smt, watch, hold, freeze, metrics)");
 	cmd = argv[optind];
 	argc -= optind;

@@ -19,6 +19,7 @@
 /* Every module's state is a member: the layers are about calls, not data. */
 #include "base/list.h"
 #include "sysfs/cpus.h"
+#include "sysfs/topology.h"
 #include "sysfs/uevent.h"
 #include "sysfs/view.h"
 #include "sysfs/worker.h"
@@ -73,6 +74,8 @@ struct cpuhpd {
 	struct cpuhpd_server server;
 	int instance_fd;        /* the flock()ed lock file of our sysfs tree (instance.c) */
 	long instance_prev_pid; /* the pid it named at start; 0: none, or a clean stop (grace.h) */
+	/* "DIR/cpuhpd-DEV-INO": the lock file's path but ".lock", for files of the tree; or NULL */
+	char *instance_stem;
 	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
 	unsigned nconns;
 	unsigned next_conn_id;
@@ -98,6 +101,8 @@ struct cpuhpd {
 	/* Last view read by the worker; status answers from it, never from sysfs (view.h). */
 	struct cpuhpd_cpus view;
 	const cpuhpd_view_fn *view_subscribers;
+	/* Each CPU's topology, read while online and remembered (topology.h): loop and worker. */
+	struct cpuhpd_topology topology;
 	uv_signal_t sigterm, sigint;
 	bool stopping; /* cpuhpd_stop() ran: refuse new work */
 	bool stopped;  /* cpuhpd_stop_finish() ran: handles are closing */

@@ -7,7 +7,7 @@
  * the asynchronous calls) and held.c (what a handle holds on such
  * connections); then one file per request family: lease.c with
  * fastpath.c, identity.c, hotplug.c, status.c, metrics.c, list.c,
- * freeze.c, events.c, state.c.  life.c and fork.c keep a handle safe from
+ * freeze.c, events.c, state.c, cpus.c.  life.c and fork.c keep a handle safe from
  * close on another thread and from fork().  Not installed.
  */
 #ifndef CPUHP_CLIENT_INTERNAL_H
@@ -396,5 +396,9 @@ void cpuhp__client_events_free(struct cpuhp_client *c);
  */
 extern _Thread_local bool cpuhp__client_in_state_cb;
 int cpuhp__client_deadlk(struct cpuhp_client *c);
+
+/* state.c: cpuhp_client_list_states() under ->lock, for cpus.c's listing too. */
+int cpuhp__client_list_states_locked(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                                     size_t *n);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

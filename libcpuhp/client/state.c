@@ -343,8 +343,8 @@ static int take_states(struct cpuhp_client *c, const Cpuhp__Response *resp, void
 	return 0;
 }
 
-int cpuhp_client_list_states(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
-                             size_t *n)
+int cpuhp__client_list_states_locked(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                                     size_t *n)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
@@ -352,5 +352,16 @@ int cpuhp_client_list_states(struct cpuhp_client *c, struct cpuhp_client_state_i
 
 	req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
 	req.list_states = &ls;
-	return cpuhp__client_request(c, &req, CPUHP__RESPONSE__BODY_STATE_LIST, take_states, &o);
+	return cpuhp__client_request_locked(c, &req, CPUHP__RESPONSE__BODY_STATE_LIST, take_states,
+	                                    &o);
+}
+
+int cpuhp_client_list_states(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                             size_t *n)
+{
+	int ret = cpuhp__client_enter(c);
+
+	if (ret < 0)
+		return ret;
+	return cpuhp__client_leave(c, cpuhp__client_list_states_locked(c, out, n));
 }

@@ -22,12 +22,12 @@ from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms
 from ._session import (DEFAULT_SOCKET, SOCKET_ENV, Call, Session, identity, lease_args,
                        set_online_args, socket_path)
 from ._states import State
-from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
+from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
                      HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
                      LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
 
 # The public names, importable as cpuhp._client.X too, as before.
-__all__ = ['Client', 'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'CpuResult', 'Event',
+__all__ = ['Client', 'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'CpuInfo', 'CpuResult', 'Event',
            'EventsLost', 'Freeze', 'FreezeInfo', 'HotplugFinished', 'HotplugInfo',
            'HotplugResult', 'HotplugStarted', 'Lease', 'LeaseBypassed', 'LeaseInfo', 'LeaseList',
            'LeaseRevoked', 'LeasesLost', 'OnlineChanged', 'Status', 'WriterState']
@@ -170,6 +170,17 @@ class Client:
         or running, with who holds or asked: like ``systemd-inhibit --list``.
         One round trip on this Client's connection."""
         return self._s.leases()
+
+    def cpus(self) -> list[CpuInfo]:
+        """Each possible CPU, ascending, like ``lscpu -e``: online, node,
+        socket, core, SMT siblings, the hotplug states started on it and the
+        hotplug requests that name it.  For an offline CPU, whose topology
+        the kernel no longer shows, the one cpuhpd read when it was last
+        online (``topology == 'remembered'``); 'unknown' if it was not seen
+        online since boot.  A round trip per page of CPUs (a frame holds
+        some thousands) and one for the states, on this Client's
+        connection, each answered at once."""
+        return self._s.cpus()
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None) -> Lease:

@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterator
 
 from ._cpuhp import lib as _locklib
 from ._cpuhp_client import ffi, lib
-from ._cpuset import CPUs, format_cset, from_cset, to_cset
+from ._cpuset import CPUs, format_cset, from_cset, parse_cpulist, to_cset
 from ._errors import UINT_MS_MAX, error, timeout_ms
-from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
+from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
                      HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
                      LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
 
@@ -145,6 +145,35 @@ def _lease_list_freed(p) -> LeaseList:
         return _lease_list(p)
     finally:
         lib.cpuhp_client_lease_list_free(p)
+
+
+_TOPOLOGY = {lib.CPUHP_CLIENT_TOPOLOGY_UNKNOWN: 'unknown', lib.CPUHP_CLIENT_TOPOLOGY_LIVE: 'live',
+             lib.CPUHP_CLIENT_TOPOLOGY_REMEMBERED: 'remembered'}
+
+
+def _cpu_info(ci) -> CpuInfo:
+    known = ci.topology != lib.CPUHP_CLIENT_TOPOLOGY_UNKNOWN
+    busy = ci.hotplugs > 0
+    return CpuInfo(
+        cpu=int(ci.cpu), online=bool(ci.online), present=bool(ci.present),
+        topology=_TOPOLOGY.get(ci.topology, 'unknown'),
+        core=int(ci.core) if known else None,
+        socket=int(ci.socket) if known else None,
+        node=int(ci.node) if known and ci.node >= 0 else None,
+        siblings=parse_cpulist(_text(ci.siblings)) if known else frozenset(),
+        states=tuple(_text(ci.states[k].name) for k in range(ci.n_states)),
+        hotplugs=int(ci.hotplugs),
+        hotplug_seq=int(ci.hotplug_seq) if busy else None,
+        hotplug_online=bool(ci.hotplug_online) if busy else None,
+        hotplug_state=WriterState(ci.hotplug_state) if busy else None)
+
+
+def _cpu_list_freed(p) -> list[CpuInfo]:
+    """The CPUs of what libcpuhp-client allocated, which it then frees."""
+    try:
+        return [_cpu_info(p.cpus[i]) for i in range(p.n_cpus)]
+    finally:
+        lib.cpuhp_client_cpu_list_free(p)
 
 
 def _status(out) -> Status:
@@ -442,6 +471,11 @@ class Session:
     def leases_end(call: Call) -> LeaseList:
         return _lease_list_freed(call.result('struct cpuhp_client_lease_list **',
                                              lib.cpuhp_client_call_list_leases)[0])
+
+    def cpus(self) -> list[CpuInfo]:
+        out = ffi.new('struct cpuhp_client_cpu_list **')
+        self._short(lambda c: lib.cpuhp_client_list_cpus(c, out))
+        return _cpu_list_freed(out[0])
 
     def lease_now(self, ms: int, ident: tuple | None) -> Lease | None:
         """A fast lease taken at once, or None: a lease with names of its own

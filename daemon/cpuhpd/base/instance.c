@@ -146,6 +146,10 @@ int cpuhpd_instance_lock(struct cpuhpd *d)
 		return err;
 	if (n >= (int)sizeof(path))
 		return -ENAMETOOLONG;
+	/* The files of this tree (the remembered topology) are named as the lock is. */
+	d->instance_stem = strndup(path, (size_t)n - strlen(".lock"));
+	if (!d->instance_stem)
+		return -ENOMEM;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		err = -errno;

@@ -33,7 +33,8 @@ int cpuhpd_mkdir_p(const char *dir, const char *what);
  * (--runtime-dir, else $RUNTIME_DIRECTORY, else the socket's directory),
  * named for the tree's devices/system/cpu directory, and writes our pid
  * into it (what it held before, a previous instance's pid, goes into
- * d->instance_prev_pid).  Held until the process exits.
+ * d->instance_prev_pid; its path but ".lock" into d->instance_stem, for
+ * the tree's other files).  Held until the process exits.
  * Return: 0, or a negative errno, logged (-EBUSY: another cpuhpd holds
  * it; the message names its pid).
  */

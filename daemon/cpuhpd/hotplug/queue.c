@@ -484,6 +484,34 @@ void cpuhpd_hotplug_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
 	                                     : CPUHP__WRITER_STATE__WRITER_WAITING;
 }
 
+/* @h's state as listings name it. */
+static Cpuhp__WriterState listed_state(const struct hotplug_req *h)
+{
+	return h->state == HP_QUEUED    ? CPUHP__WRITER_STATE__WRITER_IDLE
+	       : h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
+	                                : CPUHP__WRITER_STATE__WRITER_WAITING;
+}
+
+void cpuhpd_hotplug_cpu_info(const struct cpuhpd *d, Cpuhp__CpuInfo *ci)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		const struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		/* SMT: the worker writes ->job.cpus until "started"; it only reads them after. */
+		if ((h->kind == CPUHPD_HP_SMT && !h->started) ||
+		    !cpuhp_cpuset_has(&h->job.cpus, ci->cpu))
+			continue;
+		if (!ci->hotplugs++) {
+			ci->hotplug_seq = h->seq;
+			ci->hotplug_online = h->job.online;
+			ci->hotplug_state = listed_state(h);
+		}
+	}
+}
+
 int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
 {
 	const struct cpuhpd_list *pos;
@@ -507,9 +535,7 @@ int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
 		hi->seq = h->seq;
 		hi->cpus = h->cpus_str;
 		hi->online = h->job.online;
-		hi->state = h->state == HP_QUEUED    ? CPUHP__WRITER_STATE__WRITER_IDLE
-		            : h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
-		                                     : CPUHP__WRITER_STATE__WRITER_WAITING;
+		hi->state = listed_state(h);
 		hi->pid = (uint32_t)h->peer.pid;
 		hi->uid = (uint32_t)h->peer.uid;
 		hi->comm = (char *)h->peer.comm;

@@ -444,6 +444,12 @@ static void worker_main(void *arg)
 			run_smt(w, job);
 		else
 			run_refresh(w, job);
+		/*
+		 * Before "done": a client told that its CPU came online finds that
+		 * CPU's topology read when it asks next.
+		 */
+		if (job->view_ok)
+			cpuhpd_topology_learn(w->topology, w->root, &job->view.online);
 		post(w, &job->msg_done);
 
 		uv_mutex_lock(&w->lock);
@@ -489,6 +495,7 @@ int cpuhpd_worker_start(struct cpuhpd *d)
 	int err;
 
 	w->root = d->opt.sysfs_root;
+	w->topology = &d->topology;
 	cpuhpd_list_init(&w->jobs);
 	cpuhpd_list_init(&w->msgs);
 	err = uv_mutex_init(&w->lock);

@@ -32,6 +32,7 @@
 
 struct cpuhpd;
 struct cpuhpd_job;
+struct cpuhpd_topology;
 
 enum cpuhpd_job_kind {
 	CPUHPD_JOB_HOTPLUG, /* take the hotplug lock, write cpuN/online, read back */
@@ -120,6 +121,8 @@ struct cpuhpd_worker {
 	bool stop;               /* under lock */
 	uv_async_t async;
 	const char *root;
+	/* Learns the topology of the CPUs each view finds online (topology.h). */
+	struct cpuhpd_topology *topology;
 	bool running;
 };
 

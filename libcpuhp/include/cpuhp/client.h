@@ -491,6 +491,61 @@ struct cpuhp_client_state_info {
 CPUHP_EXPORT int cpuhp_client_list_states(struct cpuhp_client *c,
                                           struct cpuhp_client_state_info **out, size_t *n);
 
+/* Where a CPU's topology in a cpuhp_client_cpu_info comes from. */
+enum cpuhp_client_topology {
+	CPUHP_CLIENT_TOPOLOGY_UNKNOWN = 0, /* not seen online since boot: core...siblings unset */
+	CPUHP_CLIENT_TOPOLOGY_LIVE = 1,    /* read from sysfs since the CPU last came online */
+	/* Read when it was last online (the kernel has no topology/ for an offline CPU). */
+	CPUHP_CLIENT_TOPOLOGY_REMEMBERED = 2,
+};
+
+/* A possible CPU, as cpuhp_client_list_cpus() gives it. */
+struct cpuhp_client_cpu_info {
+	unsigned cpu;
+	bool online, present;
+	enum cpuhp_client_topology topology;
+	int core;   /* topology/core_id, its core within its package (0 when UNKNOWN) */
+	int socket; /* topology/physical_package_id (-1 where the platform has none) */
+	int node;   /* its NUMA node; -1 if none, or UNKNOWN */
+	/* topology/thread_siblings_list, the threads of its core online then ("" when UNKNOWN). */
+	const char *siblings;
+	/* The hotplug states started on it: pointers into the list's ->states. */
+	size_t n_states;
+	const struct cpuhp_client_state_info *const *states;
+	/* The hotplug requests queued or running that name it, and the first of them. */
+	unsigned hotplugs;
+	uint64_t hotplug_seq; /* "hotplug #N" in cpuhpd's log */
+	bool hotplug_online;
+	enum cpuhp_client_writer_state hotplug_state; /* as in struct cpuhp_client_hotplug_info */
+};
+
+struct cpuhp_client_cpu_list {
+	size_t n_cpus;
+	struct cpuhp_client_cpu_info *cpus; /* each possible CPU, ascending */
+	size_t n_states;
+	struct cpuhp_client_state_info *states; /* as cpuhp_client_list_states() gives them */
+};
+
+/**
+ * cpuhp_client_list_cpus() - each possible CPU as a row, like `lscpu -e`:
+ * online, present, core, socket, NUMA node, SMT siblings, the hotplug
+ * states started on it and the hotplug requests that name it.
+ * @out: to free with cpuhp_client_cpu_list_free().
+ *
+ * The kernel has no topology for an offline CPU: cpuhpd gives the one it
+ * read when the CPU was last online (CPUHP_CLIENT_TOPOLOGY_REMEMBERED),
+ * across its restarts but not across a reboot.  A machine with many CPUs
+ * takes a request per page of them (each page is answered at once; the
+ * list is not one snapshot), then one for the states.
+ * Context: blocks for those round trips, under @c's mutex.
+ * Return: 0; -EOPNOTSUPP from an older cpuhpd; -EPROTO (a reply that does
+ * not add up); -ENOMEM; -ECHILD; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_list_cpus(struct cpuhp_client *c, struct cpuhp_client_cpu_list **out);
+
+/** cpuhp_client_cpu_list_free() - free what list_cpus gave (NULL: no-op). */
+CPUHP_EXPORT void cpuhp_client_cpu_list_free(struct cpuhp_client_cpu_list *list);
+
 /**
  * cpuhp_client_set_online() - cpuhp_client_set_online_results() for callers
  * that only want to know whether every CPU got there.
