@@ -117,8 +117,8 @@ as() {
 # may hotplug too (cpuhp-admin), bob is in neither.
 add_users() {
 	id alice >/dev/null 2>&1 && return 0
-	useradd -G cpuhp alice &&
-		useradd -G cpuhp,cpuhp-admin carol &&
+	useradd alice && usermod -aG cpuhp alice &&
+		useradd carol && usermod -aG cpuhp,cpuhp-admin carol &&
 		useradd bob
 }
 
@@ -126,7 +126,7 @@ add_users() {
 # without the systemd scenario before it; that one checks each step.
 deploy() {
 	systemctl is-enabled --quiet cpuhpd.socket && id alice >/dev/null 2>&1 && return 0
-	systemd-sysusers &&
+	systemd-sysusers cpuhpd.conf &&
 		systemctl daemon-reload &&
 		systemctl enable --now cpuhpd.socket &&
 		add_users

@@ -10,7 +10,7 @@ check "installed: /usr/sbin/cpuhpd, /usr/bin/cpuhpctl, the units, sysusers.d, /e
 	test -x /usr/sbin/cpuhpd -a -x /usr/bin/cpuhpctl \
 	-a -f /usr/lib/systemd/system/cpuhpd.service -a -f /usr/lib/systemd/system/cpuhpd.socket \
 	-a -f /usr/lib/sysusers.d/cpuhpd.conf -a -f /etc/cpuhpd.conf
-check "step 1: systemd-sysusers" systemd-sysusers
+check "step 1: systemd-sysusers cpuhpd.conf" systemd-sysusers cpuhpd.conf
 for g in cpuhp cpuhp-admin; do
 	gid=$(getent group $g | cut -d: -f3)
 	if [ -n "$gid" ] && [ "$gid" -lt 1000 ]; then
@@ -27,7 +27,7 @@ expect "cpuhpd.service waits for the first connection" "$(systemctl is-active cp
 	inactive
 expect "the socket: root:cpuhp 0660" "$(stat -c '%U:%G %a %F' /run/cpuhpd/cpuhpd.sock)" \
 	"root:cpuhp 660 socket"
-check "step 4: useradd -G cpuhp alice; useradd -G cpuhp,cpuhp-admin carol (and bob, in neither)" \
+check "step 4: usermod -aG cpuhp alice; usermod -aG cpuhp,cpuhp-admin carol (and bob, in neither)" \
 	add_users
 
 # --- socket activation, READY=1, STATUS= ---
