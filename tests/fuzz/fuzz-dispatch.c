@@ -61,6 +61,7 @@
 #include "errmap.h"
 #include "fastpath.h"
 #include "frame.h"
+#include "strfields.h"
 
 #include "cpuhpd.h"
 #include "core/conn.h"
@@ -447,6 +448,7 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 	struct cpuhp__frame_decoder dec;
 	size_t pos = 0;
 	bool hello = false;
+	char why[128];
 
 	ref->clean = false;
 	cpuhp__frame_decoder_init(&dec, 0);
@@ -468,12 +470,26 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		ref->nrequests++;
 		ic = idc(ref, req->id);
 		ic->requests++;
-		/*
-		 * A Hello of an unsupported version, or anything but a Hello
-		 * first, is answered with its id, then the connection closes.
+		/* Anything but a Hello first is answered with its id, then the connection closes.
 		 */
-		closes =
-		    req->body_case == CPUHP__REQUEST__BODY_HELLO ? req->hello->version < 1 : !hello;
+		if (req->body_case != CPUHP__REQUEST__BODY_HELLO && !hello) {
+			cpuhp__request__free_unpacked(req, NULL);
+			goto out;
+		}
+		/*
+		 * A string field with a NUL or bytes that are not UTF-8: refused
+		 * whole (EINVAL), the connection kept; a Hello so refused is none.
+		 */
+		if (cpuhp__strfields_check(&cpuhp__request__descriptor, payload, plen, why,
+		                           sizeof(why))) {
+			if (req->body_case != CPUHP__REQUEST__BODY_STATE_ANSWER &&
+			    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE)
+				ic->must_answer++;
+			cpuhp__request__free_unpacked(req, NULL);
+			continue;
+		}
+		/* A Hello of an unsupported version: answered, then the connection closes. */
+		closes = req->body_case == CPUHP__REQUEST__BODY_HELLO && req->hello->version < 1;
 		if (closes) {
 			cpuhp__request__free_unpacked(req, NULL);
 			goto out;
