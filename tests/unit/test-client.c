@@ -1312,6 +1312,10 @@ static void client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handl
 	CHECK_EQ_INT(cpuhp_client_thaw(c, 5), 0);
 
 	CHECK_EQ_INT(cpuhp_client_set_identity(c, "pools", "sizing"), 0);
+	/* Bytes that are not UTF-8 are refused before anything is sent (cpuhpd would too). */
+	CHECK_EQ_INT(cpuhp_client_set_identity(c, "bad\xff", NULL), -EINVAL);
+	CHECK(strstr(cpuhp_client_last_message(c), "UTF-8") != NULL);
+	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, "cut \xc3", &call), -EINVAL);
 	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, NULL, &call), 0);
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), 0);
