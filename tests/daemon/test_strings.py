@@ -73,3 +73,22 @@ def test_a_state_answer_that_is_not_utf8_is_ignored_and_logged(daemon, probe):
     assert r['id'] == reg and error_code(r) == 'ERR_ETIMEDOUT', r
     assert 'StateAnswer.message is not valid UTF-8' in daemon.log()
 
+
+def test_log_lines_escape_what_they_quote(daemon, probe):
+    """ESC, BEL, CR, LF and a backslash-x in who/why reach the log as \\xHH:
+    no colour, no forged line, and the log stays valid UTF-8."""
+    probe.connect('c')
+    who = b'\x1b]0;title\x07evil'
+    why = b'a\r\ncpuhpd: error: forged \\x41 \xc3\xa9'
+    r = raw_call(probe, 'c', 9006, IDENTIFY, pb((1, who), (2, why)))
+    assert r['kind'] == 'identified', r
+    probe.lease('c')
+    probe.connect('admin')
+    r = probe.call('admin', 'offline', 1, 50)  # times out behind the lease, naming it
+    assert error_code(r) == 'ERR_ETIMEDOUT', r
+    raw = daemon.logpath.read_bytes()
+    text = raw.decode('utf-8')  # valid UTF-8: raises otherwise
+    assert b'\x1b' not in raw and b'\x07' not in raw and b'\r' not in raw
+    assert not any(line.startswith('cpuhpd: error: forged') for line in text.splitlines())
+    assert '\\x1b]0;title\\x07evil' in text, text
+    assert 'a\\x0d\\x0acpuhpd: error: forged \\x5cx41 é' in text, text
