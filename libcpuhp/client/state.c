@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "errmap.h"
+#include "text.h"
 
 #include "client-internal.h"
 
@@ -55,6 +56,7 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	    .rollback = sc->rollback,
 	};
 	cpuhp_client_state_fn fn = call.teardown ? s->teardown : s->startup;
+	char shown[4 * sizeof(call.message)];
 	int ret = 0;
 
 	if (fn) {
@@ -69,6 +71,12 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	if (ret < 0 && !call.message[0])
 		snprintf(call.message, sizeof(call.message), "%s", strerror(-ret));
 	ans.message = call.message;
+	/* cpuhpd ignores an answer whose string is not UTF-8: the answer must count. */
+	if (!cpuhp__text_utf8_valid(call.message, strlen(call.message))) {
+		cpuhp__text_escape(shown, sizeof(shown), call.message, strlen(call.message),
+		                   CPUHP__TEXT_UTF8);
+		ans.message = shown;
+	}
 	req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 	req.state_answer = &ans;
 	return cpuhp__client_send_request(s->conn, &req);
