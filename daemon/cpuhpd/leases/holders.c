@@ -43,11 +43,16 @@ void cpuhpd_holders_identify(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	cpuhpd_conn_send(c, &r);
 }
 
+/* Oldest first; then by lease id and connection, so that the order is total (page.h). */
 static int by_since(const void *a, const void *b)
 {
 	const struct cpuhpd_holder *x = a, *y = b;
 
-	return x->since < y->since ? -1 : x->since > y->since;
+	if (x->since != y->since)
+		return x->since < y->since ? -1 : 1;
+	if (x->lease_id != y->lease_id)
+		return x->lease_id < y->lease_id ? -1 : 1;
+	return x->conn->id < y->conn->id ? -1 : x->conn->id > y->conn->id;
 }
 
 ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
