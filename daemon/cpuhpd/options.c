@@ -30,7 +30,8 @@ static void usage(FILE *f)
 	    "  --config FILE          read options from FILE first, one 'name = value' a\n"
 	    "                         line (names as below, without the dashes; 'yes' or\n"
 	    "                         'no' for those without a value); the command line\n"
-	    "                         wins.  cpuhpd.service passes " CPUHPD_CONFIG_FILE "\n"
+	    "                         wins (default " CPUHPD_CONFIG_FILE ",\n"
+	    "                         if it exists; a FILE given must exist)\n"
 	    "  --socket PATH          listen on PATH (default " DEFAULT_SOCKET ");\n"
 	    "                         ignored under systemd socket activation (LISTEN_FDS)\n"
 	    "  --socket-mode OCTAL    permissions of the socket (default 0660): who may\n"
@@ -215,7 +216,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL;
-	long reserved = -1; /* not given: the default, within an eighth */
+	bool only_asks = false; /* --help or --version: no config file is read */
+	long reserved = -1;     /* not given: the default, within an eighth */
 	unsigned long v;
 	int c;
 
@@ -225,12 +227,20 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	 * line's, so that the command line overrides them.
 	 */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		if (c == O_CONFIG)
 			config = optarg;
+		only_asks |= c == 'h' || c == 'V';
+	}
 	opterr = 1;
 	optind = 0; /* glibc: a full restart */
-	if (config && cpuhpd_config_argv(config, longopts, &argc, &argv))
+	/*
+	 * Without --config, the default file if there is one: a deleted
+	 * /etc/cpuhpd.conf means the defaults, not a service that cannot start.
+	 * A file named on the command line must be there.
+	 */
+	if (!only_asks && cpuhpd_config_argv(config ? config : CPUHPD_CONFIG_FILE, !config,
+	                                     longopts, &argc, &argv))
 		return -1;
 
 	o->socket_path = DEFAULT_SOCKET;

@@ -73,8 +73,9 @@ class Daemon:
         self.rc = None
 
     def argv(self):
-        argv = [str(CPUHPD), '--socket', self.socket, '--sysfs-root', self.sysfs_root,
-                '--verbose']
+        # --config /dev/null: whatever this machine's SYSCONFDIR/cpuhpd.conf says.
+        argv = [str(CPUHPD), '--config', '/dev/null', '--socket', self.socket,
+                '--sysfs-root', self.sysfs_root, '--verbose']
         if self.uevent_socket:
             # A simulated tree: its uevents come from the test, and the real
             # kernel's (another test hotplugging for real) would only add noise.
