@@ -267,7 +267,12 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		case O_GROUP:
 			o->admin_group = optarg;
 			if (cpuhpd_auth_group(optarg, &o->admin_gid)) {
-				fprintf(stderr, "cpuhpd: --admin-group: no group '%s'\n", optarg);
+				fprintf(stderr,
+				        "cpuhpd: --admin-group: no group '%s'. Create the groups "
+				        "with 'systemd-sysusers cpuhpd.conf' (the sysusers.d file "
+				        "installed with cpuhpd makes cpuhp and cpuhp-admin), or "
+				        "'groupadd --system %s'\n",
+				        optarg, optarg);
 				return -1;
 			}
 			break;

@@ -153,3 +153,12 @@ def test_help_and_version_read_no_config_file(tmp):
     for arg in ('--help', '--version'):
         r = cpuhpd('--config', conf, arg)
         assert r.returncode == 0 and 'cpuhpd' in r.stdout, r
+
+
+def test_a_missing_admin_group_says_how_to_create_it(tmp):
+    """A package that never ran sysusers: the service exits 2 saying what to run."""
+    r = cpuhpd('--config', '/dev/null', '--admin-group', 'cpuhp-no-such-group',
+               '--socket', tmp / 's', '--sysfs-root', tmp)
+    assert r.returncode == 2, r
+    assert "no group 'cpuhp-no-such-group'" in r.stderr, r.stderr
+    assert 'systemd-sysusers' in r.stderr and 'groupadd --system cpuhp-no-such-group' in r.stderr

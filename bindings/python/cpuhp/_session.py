@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import grp
 import os
 import threading
 import weakref
@@ -51,12 +52,21 @@ def socket_path() -> str:
 _CONNECT_HINTS = {
     errno.ENOENT: 'no socket there; is cpuhpd running? Or pass path=, or set {env}',
     errno.ECONNREFUSED: 'nobody listens on that socket: start cpuhpd',
-    errno.EACCES: 'no permission to use the socket: ask for cpuhpd\'s group',
+    errno.EACCES: 'no permission to use the socket: run as root or join its group {group} '
+                  '(then log in again)',
     errno.EPROTONOSUPPORT: 'cpuhpd speaks another protocol version: update one of them',
     errno.EUSERS: 'cpuhpd has too many connections: try again later',
     errno.EPERM: 'the process serving it is neither root nor you, so it is not trusted; '
                  'set {daemon_env}=UID to trust that uid',
 }
+
+
+def _socket_group(path: str) -> str:
+    """The socket's group, which a user it keeps out should join, quoted."""
+    try:
+        return repr(grp.getgrgid(os.stat(path).st_gid).gr_name)
+    except (OSError, KeyError):
+        return '(see ls -l ' + path + ')'
 
 
 # --- arguments: checked before anything is sent ------------------------------------------
@@ -284,7 +294,8 @@ class Session:
         rc = lib.cpuhp_client_connect(cpath, out)
         if rc < 0:
             hint = _CONNECT_HINTS.get(-rc, '').format(env=SOCKET_ENV,
-                                                      daemon_env=_DAEMON_UID_ENV)
+                                                      daemon_env=_DAEMON_UID_ENV,
+                                                      group=_socket_group(self.path))
             raise error(rc, f'cannot connect to cpuhpd ({os.strerror(-rc)})'
                         + (f': {hint}' if hint else ''), self.path)
         self._c = ffi.gc(out[0], lib.cpuhp_client_close)
