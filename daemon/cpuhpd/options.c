@@ -34,6 +34,9 @@ static void usage(FILE *f)
 	    "                         if it exists; a FILE given must exist)\n"
 	    "  --socket PATH          listen on PATH (default " DEFAULT_SOCKET ");\n"
 	    "                         ignored under systemd socket activation (LISTEN_FDS)\n"
+	    "  --socket-group GROUP   the socket's group, when cpuhpd binds it (without\n"
+	    "                         systemd; cpuhpd.socket's SocketGroup= otherwise):\n"
+	    "                         its members may connect under --socket-mode 0660\n"
 	    "  --socket-mode OCTAL    permissions of the socket (default 0660): who may\n"
 	    "                         connect, hence take leases and read status\n"
 	    "  --admin-group GROUP    members of GROUP may hotplug too (default: root only)\n"
@@ -116,6 +119,19 @@ static int parse_uint(const char *opt, const char *s, int base, unsigned long ma
 	return 0;
 }
 
+/* A group by name or number; a missing one is told how to make (sysusers). */
+static int group(const char *opt, const char *name, gid_t *out)
+{
+	if (cpuhpd_auth_group(name, out) == 0)
+		return 0;
+	fprintf(stderr,
+	        "cpuhpd: %s: no group '%s'. Create the groups with 'systemd-sysusers "
+	        "cpuhpd.conf' (the sysusers.d file installed with cpuhpd makes cpuhp and "
+	        "cpuhp-admin), or 'groupadd --system %s'\n",
+	        opt, name, name);
+	return -ENOENT;
+}
+
 /* A number of connections: 1 to a million (0 would refuse every client). */
 static int parse_count(const char *opt, const char *s, unsigned *out)
 {
@@ -168,6 +184,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	enum {
 		O_SOCKET = 256,
 		O_MODE,
+		O_SOCKGROUP,
 		O_GROUP,
 		O_ROOT,
 		O_MAXCONN,
@@ -191,6 +208,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
 	    {"socket-mode", required_argument, NULL, O_MODE},
+	    {"socket-group", required_argument, NULL, O_SOCKGROUP},
 	    {"admin-group", required_argument, NULL, O_GROUP},
 	    {"sysfs-root", required_argument, NULL, O_ROOT},
 	    {"max-connections", required_argument, NULL, O_MAXCONN},
@@ -264,17 +282,15 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 				return -1;
 			o->socket_mode = (mode_t)v;
 			break;
+		case O_SOCKGROUP:
+			o->socket_group = optarg;
+			if (group("--socket-group", optarg, &o->socket_gid))
+				return -1;
+			break;
 		case O_GROUP:
 			o->admin_group = optarg;
-			if (cpuhpd_auth_group(optarg, &o->admin_gid)) {
-				fprintf(stderr,
-				        "cpuhpd: --admin-group: no group '%s'. Create the groups "
-				        "with 'systemd-sysusers cpuhpd.conf' (the sysusers.d file "
-				        "installed with cpuhpd makes cpuhp and cpuhp-admin), or "
-				        "'groupadd --system %s'\n",
-				        optarg, optarg);
+			if (group("--admin-group", optarg, &o->admin_gid))
 				return -1;
-			}
 			break;
 		case O_ROOT:
 			o->sysfs_root = optarg;
