@@ -328,6 +328,15 @@ static void print_response(const Cpuhp__Response *r)
 			printf("\"event\":\"online_changed\",\"external\":%s,\"online\":",
 			       e->online_changed->external ? "true" : "false");
 			jstr(e->online_changed->online);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_PRESENT_CHANGED) {
+			printf("\"event\":\"present_changed\",\"present\":");
+			jstr(e->present_changed->present);
+			printf(",\"added\":");
+			jstr(e->present_changed->added);
+			printf(",\"removed\":");
+			jstr(e->present_changed->removed);
+			printf(",\"online\":");
+			jstr(e->present_changed->online);
 		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
 			printf("\"event\":\"lease_revoked\",\"lease_id\":%" PRIu64
 			       ",\"held_ms\":%" PRIu64 ",\"max_lease_ms\":%u",

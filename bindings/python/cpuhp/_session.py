@@ -33,7 +33,8 @@ from ._cpuset import CPUs, format_cset, from_cset, to_cset
 from ._errors import UINT_MS_MAX, error, timeout_ms
 from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
                      HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
+                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, PresentChanged, Status,
+                     WriterState)
 
 #: Where cpuhpd listens unless $CPUHP_SOCKET or Client(path=...) says otherwise.
 DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
@@ -118,6 +119,9 @@ def _event(ev) -> Event:
                                bool(ev.ok), from_cset(ffi.addressof(ev, 'failed')))
     if t == lib.CPUHP_CLIENT_EVENT_ONLINE_CHANGED:
         return OnlineChanged(from_cset(ffi.addressof(ev, 'online_cpus')), bool(ev.external))
+    if t == lib.CPUHP_CLIENT_EVENT_PRESENT_CHANGED:
+        return PresentChanged(*(from_cset(ffi.addressof(ev, f))
+                                for f in ('present_cpus', 'added', 'removed', 'online_cpus')))
     if t == lib.CPUHP_CLIENT_EVENT_LOST:
         return EventsLost(int(ev.lost))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_REVOKED:
