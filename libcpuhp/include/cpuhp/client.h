@@ -152,9 +152,8 @@ enum cpuhp_client_event_type {
 	 * The online set changed behind cpuhpd's back (sysfs written directly,
 	 * chcpu, firmware) while @leases leases of @c were held: what they
 	 * protected may be stale.  @online_cpus: the new online set.  The
-	 * release of each socket lease held then fails with -ESTALE (the lease
-	 * is released all the same); a fast lease's release never asks cpuhpd,
-	 * so this event is all its holder gets.
+	 * release of each lease held then, socket or fast, fails with -ESTALE
+	 * (the lease is released all the same).
 	 */
 	CPUHP_CLIENT_EVENT_LEASE_BYPASSED = 6,
 	/*
@@ -285,7 +284,7 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  * blocks (it may write one frame).
  * Return: 0; -ESRCH if @c holds no such lease (also in a fork child, for
  * its parent's leases); -ECONNRESET if the lease died with the connection;
- * -ETIME (revoked), -ESTALE (bypassed) for socket leases; another -errno if
+ * -ETIME (revoked, socket leases), -ESTALE (bypassed); another -errno if
  * the connection failed otherwise; -ECANCELED (cpuhp_client_close()).
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
