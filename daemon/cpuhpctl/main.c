@@ -6,10 +6,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cpuhp/cpuset.h>
 #include <cpuhp/version.h>
@@ -78,6 +80,15 @@ static const char *socket_path(const struct cpuhpctl *ctl)
 	return ctl->socket ? ctl->socket : cpuhp_client_socket_path();
 }
 
+/* The group of the socket at @path, which a user kept out should join; NULL if unknown. */
+static const char *socket_group(const char *path)
+{
+	struct stat st;
+	struct group *g;
+
+	return stat(path, &st) == 0 && (g = getgrgid(st.st_gid)) ? g->gr_name : NULL;
+}
+
 int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out)
 {
 	const char *path = socket_path(ctl);
@@ -99,8 +110,14 @@ int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out)
 		        CPUHP_CLIENT_SOCKET_ENV);
 		break;
 	case -EACCES:
-		fprintf(stderr, "cpuhpctl: the socket's permissions keep you out: run as root or "
-		                "join the socket's group.\n");
+		if (socket_group(path))
+			fprintf(stderr,
+			        "cpuhpctl: the socket's permissions keep you out: run as root or "
+			        "join its group '%s' (then log in again).\n",
+			        socket_group(path));
+		else
+			fprintf(stderr, "cpuhpctl: the socket's permissions keep you out: run as "
+			                "root or join the socket's group.\n");
 		break;
 	case -EPROTONOSUPPORT:
 		fprintf(stderr, "cpuhpctl: cpuhpd speaks another protocol version; use the "

@@ -48,6 +48,8 @@ struct cpuhpd_options {
 	const char *admin_group; /* NULL: only uid 0 may hotplug */
 	gid_t admin_gid;
 	mode_t socket_mode;
+	const char *socket_group; /* NULL: the socket keeps the group bind() gives it */
+	gid_t socket_gid;
 	unsigned max_connections;
 	/* admit.c: connection and memory bounds, the request timeout (0: none) */
 	unsigned reserved_connections;

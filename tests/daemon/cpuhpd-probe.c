@@ -16,12 +16,15 @@
  *   send NAME REQ...        send a request, print its id; REQ is one of
  *                           hello VERSION | acquire MS | release ID | status | watch
  *                           | online CPUS MS | offline CPUS MS | empty
- *                           | identify WHO WHY | acquireas MS WHO WHY | leases
+ *                           | identify WHO WHY | acquireas MS WHO WHY
  *                           | freeze WHO WHY | thaw ID
  *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *                           | register STATE PRIO DEADLINE_MS [nocalls] | remove ID [nocalls]
- *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...] | states
+ *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...]
+ *                           | states [LIMIT [AFTER]] | leases [LIMIT [AFTER]]
+ *                           (a page of the listing: at most LIMIT rows, 0 as many as
+ *                           fit; AFTER: a page's "next", in hex, as printed)
  *                           (StateCall events, which carry the register's id, are
  *                           never taken as the reply of a call: recv them)
  *   call NAME REQ...        send, then wait for the reply with that id (other
@@ -88,6 +91,15 @@ static size_t nconns, capconns;
 static const char *sock_path;
 
 /* ---- JSON output ---- */
+
+/* A page of a listing: the rows after it and the cursor for the next ("" if none). */
+static void page_out(uint32_t more, ProtobufCBinaryData next)
+{
+	printf(",\"more\":%u,\"next\":\"", more);
+	for (size_t i = 0; i < next.len; i++)
+		printf("%02x", next.data[i]);
+	putchar('"');
+}
 
 static void jstr(const char *s)
 {
@@ -288,6 +300,7 @@ static void print_response(const Cpuhp__Response *r)
 			printf("}");
 		}
 		printf("]");
+		page_out(l->more, l->next);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_FROZEN:
@@ -315,6 +328,15 @@ static void print_response(const Cpuhp__Response *r)
 			printf("\"event\":\"online_changed\",\"external\":%s,\"online\":",
 			       e->online_changed->external ? "true" : "false");
 			jstr(e->online_changed->online);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_PRESENT_CHANGED) {
+			printf("\"event\":\"present_changed\",\"present\":");
+			jstr(e->present_changed->present);
+			printf(",\"added\":");
+			jstr(e->present_changed->added);
+			printf(",\"removed\":");
+			jstr(e->present_changed->removed);
+			printf(",\"online\":");
+			jstr(e->present_changed->online);
 		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
 			printf("\"event\":\"lease_revoked\",\"lease_id\":%" PRIu64
 			       ",\"held_ms\":%" PRIu64 ",\"max_lease_ms\":%u",
@@ -369,6 +391,7 @@ static void print_response(const Cpuhp__Response *r)
 			printf("}");
 		}
 		printf("]");
+		page_out(r->state_list->more, r->state_list->next);
 		break;
 	default:
 		printf("\"kind\":\"unknown\"");
@@ -577,6 +600,29 @@ static char *identity_word(char *w)
 	return w;
 }
 
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* @hex as bytes in @buf (cut to @size). */
+static ProtobufCBinaryData unhex(const char *hex, uint8_t *buf, size_t size)
+{
+	ProtobufCBinaryData b = {0, buf};
+
+	while (hex[2 * b.len] && hex[2 * b.len + 1] && b.len < size) {
+		buf[b.len] = (uint8_t)(hexval(hex[2 * b.len]) << 4 | hexval(hex[2 * b.len + 1]));
+		b.len++;
+	}
+	return b;
+}
+
 /* Build and send the request in @argv; Return: its id, or 0 on error (printed). */
 static uint64_t send_req(struct conn *c, int argc, char **argv)
 {
@@ -596,6 +642,7 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
 	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
 	char msg[1024] = "";
+	uint8_t cursor[128];
 	Cpuhp__SetSmt smt = CPUHP__SET_SMT__INIT;
 	Cpuhp__MetricsRequest mr = CPUHP__METRICS_REQUEST__INIT;
 	const char *k = argc > 0 ? argv[0] : "";
@@ -642,6 +689,10 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		req.body_case = CPUHP__REQUEST__BODY_METRICS;
 		req.metrics = &mr;
 	} else if (!strcmp(k, "leases")) {
+		if (argc >= 2)
+			ll.limit = (uint32_t)strtoul(argv[1], NULL, 10);
+		if (argc >= 3)
+			ll.after = unhex(argv[2], cursor, sizeof(cursor));
 		req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
 		req.list_leases = &ll;
 	} else if (!strcmp(k, "release") && argc >= 2) {
@@ -686,6 +737,10 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 		req.state_answer = &ans;
 	} else if (!strcmp(k, "states")) {
+		if (argc >= 2)
+			ls.limit = (uint32_t)strtoul(argv[1], NULL, 10);
+		if (argc >= 3)
+			ls.after = unhex(argv[2], cursor, sizeof(cursor));
 		req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
 		req.list_states = &ls;
 	} else if (strcmp(k, "empty")) {
@@ -719,17 +774,6 @@ static void print_end(int err)
 		printf("{\"ok\":false,\"eof\":true}\n");
 	else
 		reply_err("recv", err);
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 static void cmd_many(const char *prefix, unsigned n, const char *ms)

@@ -13,7 +13,9 @@
  * daemon's side of the bargain: every reply must answer a request of this
  * connection that is still unanswered.  A reply to an id never sent or
  * already answered (a request answered twice) is an anomaly: it prints
- * "anomaly: ..." and exits 3.
+ * "anomaly: ..." and exits 3.  Under cpuhpd --max-lease-ms a lease may be
+ * revoked: its LeaseRevoked notice (id 0) is noted ("got 0 revoked ID"), and
+ * then, only then, its release may be answered ERR_ETIME.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,7 +44,17 @@ struct client {
 	uint8_t buf[8192];
 	size_t have, off;
 	unsigned long requests, replies;
+	uint64_t revoked[MAX_OUT]; /* the last leases revoked (LeaseRevoked notices) */
+	unsigned nrevoked;
 };
+
+static bool was_revoked(const struct client *c, uint64_t lease_id)
+{
+	for (unsigned i = 0; i < MAX_OUT && i < c->nrevoked; i++)
+		if (c->revoked[i] == lease_id)
+			return true;
+	return false;
+}
 
 static void die(const char *what, int err)
 {
@@ -112,6 +124,16 @@ static Cpuhp__Response *recv_reply(struct client *c)
 				continue;
 			if (cpuhp__frame_unpack_response(payload, plen, &r))
 				anomaly("a frame that is not a Response (%zu bytes)", plen);
+			/* A notice, no reply: a lease of ours held past --max-lease-ms. */
+			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT &&
+			    r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
+				uint64_t id = r->event->lease_revoked->lease_id;
+
+				printf("got 0 revoked %" PRIu64 "\n", id);
+				c->revoked[c->nrevoked++ % MAX_OUT] = id;
+				cpuhp__response__free_unpacked(r, NULL);
+				continue;
+			}
 			for (i = 0; i < c->nout && c->out[i] != r->id; i++)
 				;
 			if (i == c->nout)
@@ -222,10 +244,14 @@ static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
 	}
 	for (unsigned i = 0; i < granted; i++) {
 		Cpuhp__Response *r = recv_reply(c);
+		/* Releases are answered in order, so this one is leases[i]'s. */
+		bool revoked = r->body_case == CPUHP__RESPONSE__BODY_ERROR &&
+		               r->error->code == CPUHP__ERROR_CODE__ERR_ETIME &&
+		               was_revoked(c, leases[i]);
 
 		printf("got %" PRIu64 " %s\n", r->id, kind(r));
-		/* Our own lease, held until now: anything but LeaseReleased is wrong. */
-		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED)
+		/* Our own lease, held until now (or revoked, as a notice said). */
+		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED && !revoked)
 			anomaly("release %" PRIu64 " of a held lease was refused", r->id);
 		cpuhp__response__free_unpacked(r, NULL);
 	}
@@ -327,9 +353,10 @@ static int fast_rounds(const char *path, unsigned k, unsigned timeout_ms, unsign
 		}
 		for (unsigned j = 0; j < granted; j++) {
 			err = cpuhp_client_lease_release(cl, leases[j]);
-			if (err)
+			/* -ETIME: a socket lease revoked at --max-lease-ms (no fast path then). */
+			if (err && !(err == -ETIME && !(leases[j] & CPUHP_CLIENT_FAST_LEASE)))
 				anomaly("release of a held lease failed: %s", strerror(-err));
-			printf("got - released\n");
+			printf(err ? "got - revoked\n" : "got - released\n");
 		}
 	}
 	cpuhp_client_close(cl);

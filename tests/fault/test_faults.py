@@ -501,6 +501,73 @@ def test_nobody_flood_stops_at_its_per_uid_caps_and_root_is_served(rig, row):
     check_invariants(rig, rnd, row)
 
 
+# ---- 5b. the limits an administrator sets on lease holders ----
+
+MAX_LEASE_MS = 1500   # longer than any check holds a lease, so only the holder below is revoked
+
+
+def test_clients_sigkilled_under_max_lease_ms_and_max_leases_per_uid(rig, row):
+    """SIGKILL of root's and nobody's lease clients under --max-lease-ms and --max-leases-per-uid."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        import pytest
+        pytest.skip('needs root and setpriv to run clients as nobody: skipped')
+    rnd = faultlib.rng('limits')
+    tmp = rig.tmp / 'limits'
+    tmp.mkdir(mode=0o755)
+    lim = faultlib.Rig(tmp).start(extra=['--max-lease-ms', str(MAX_LEASE_MS),
+                                         '--max-leases-per-uid', '2'])
+    rounds, kills, refused, revoked = 8, 0, 0, 0
+    try:
+        for _ in range(rounds):
+            procs = [lim.churn(rnd.choice(('lease', 'fast')), rnd.randint(1, 4), 2000, 10**6)
+                     for _ in range(rnd.randint(1, 2))]
+            procs += [lim.churn('lease', rnd.randint(1, 4), 2000, 10**6, prefix=fixture.NOBODY)
+                      for _ in range(rnd.randint(1, 2))]
+            if rnd.random() < 0.5:
+                procs.append(lim.churn('hotplug', '1-3', 2000, 10**6))
+            outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
+            for everything in outputs:
+                bad = [x for x in everything.splitlines() if x.startswith(('anomaly', 'error:'))]
+                assert not bad, f'cpuhpd-churn: {bad}'
+                assert 'fast path on' not in everything, 'a fast path under --max-lease-ms'
+                refused += everything.count(' ERR_EDQUOT')
+                revoked += everything.count(' revoked')
+                kills += 1
+            check_invariants(lim, rnd, row)
+        # The limits themselves, seen: nobody's third lease is refused, its two
+        # are revoked at the limit (a notice each), and their releases say so.
+        nob = fixture.Probe(lim.daemon.socket, fixture.NOBODY)
+        try:
+            nob.connect('n')
+            held = [nob.lease('n'), nob.lease('n')]
+            r = nob.call('n', 'acquire', 0)
+            assert error_code(r) == 'ERR_EDQUOT' and '--max-leases-per-uid 2' in r['message'], r
+            notices = [nob.recv('n') for _ in held]
+            assert sorted(ev['lease_id'] for ev in notices) == sorted(held), notices
+            assert all(ev['event'] == 'lease_revoked' and ev['id'] == 0 for ev in notices)
+            for lease in held:
+                assert error_code(nob.call('n', 'release', lease)) == 'ERR_ETIME'
+        finally:
+            nob.kill()
+        check_invariants(lim, rnd, row)
+    finally:
+        lim.stop()
+    row['injected'].append(f'{rounds} rounds on a cpuhpd of its own with --max-lease-ms '
+                           f'{MAX_LEASE_MS} --max-leases-per-uid 2: 1-2 root lease clients '
+                           '(socket, or libcpuhp-client), 1-2 of nobody (1-4 pipelined '
+                           'acquires), half the time a hotplug client, each SIGKILLed after '
+                           'a random 0-40 steps; then nobody holding two leases past the limit')
+    row['checked'] += ['no reply to an id not outstanding; a release answered ERR_ETIME only '
+                       'after its LeaseRevoked notice (cpuhpd-churn)',
+                       'no fast path is offered', 'invariants after every round',
+                       "nobody's third lease is ERR_EDQUOT naming the limit; its two are "
+                       'revoked with a notice each and their releases are ERR_ETIME']
+    row['numbers']['SIGKILLs'] = kills
+    row['numbers']['acquires refused at the per-uid limit'] = refused
+    row['numbers']['revocations seen by the churn clients'] = revoked
+
+
 # ---- 6. forged, double and inherited releases (issue 17) ----
 
 FAST_BIT = 1 << 63

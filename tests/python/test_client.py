@@ -463,6 +463,20 @@ def test_fileno_polls_readable_when_an_event_arrives(cpuhp, client, observer):
     assert isinstance(client.next_event(0), cpuhp.HotplugStarted)
 
 
+def test_a_hot_added_cpu_is_a_present_changed_event(cpuhp, daemon, sim, client):
+    """A vCPU plugged in: the present set grows, the new CPU waits offline."""
+    client.watch()
+    (sim.cpu / 'cpu4').mkdir()
+    sim.write_online(4, 0)
+    (sim.cpu / 'possible').write_text('0-4\n')
+    (sim.cpu / 'present').write_text('0-4\n')
+    daemon.inject_uevent('add', '/devices/system/cpu/cpu4')
+    ev = client.next_event(GUARD_S)
+    assert ev == cpuhp.PresentChanged(present_cpus=frozenset(range(5)), added=frozenset({4}),
+                                      removed=frozenset(), online_cpus=frozenset(range(4)))
+    assert isinstance(ev, cpuhp.Event)
+
+
 def test_a_stopping_daemon_ends_the_watch_with_an_oserror(cpuhp, tmp, sim):
     d = fixture.Daemon(tmp, sim.root).start()
     try:

@@ -56,7 +56,7 @@ __all__ = [
     # a build with the client (HAVE_CLIENT), and else dropped below.
     'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult', 'CpuInfo',
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
-    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
+    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'PresentChanged', 'EventsLost',
     'LeaseRevoked', 'LeaseBypassed', 'LeasesLost',
     'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State',
 ]
@@ -77,7 +77,8 @@ else:
     from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuInfo, CpuResult, Event,
                           EventsLost, Freeze, FreezeInfo, HotplugFinished, HotplugInfo,
                           HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                          LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status,
+                          LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, PresentChanged,
+                          Status,
                           WriterState, socket_path)
     from ._states import State
 

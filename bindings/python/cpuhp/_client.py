@@ -24,13 +24,15 @@ from ._session import (DEFAULT_SOCKET, SOCKET_ENV, Call, Session, identity, leas
 from ._states import State
 from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
                      HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
+                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, PresentChanged, Status,
+                     WriterState)
 
 # The public names, importable as cpuhp._client.X too, as before.
 __all__ = ['Client', 'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'CpuInfo', 'CpuResult', 'Event',
            'EventsLost', 'Freeze', 'FreezeInfo', 'HotplugFinished', 'HotplugInfo',
            'HotplugResult', 'HotplugStarted', 'Lease', 'LeaseBypassed', 'LeaseInfo', 'LeaseList',
-           'LeaseRevoked', 'LeasesLost', 'OnlineChanged', 'Status', 'WriterState']
+           'LeaseRevoked', 'LeasesLost', 'OnlineChanged', 'PresentChanged', 'Status',
+           'WriterState']
 
 _R = TypeVar('_R')
 
@@ -257,7 +259,7 @@ class Client:
     def watch(self, timeout: float | None = None) -> Iterator[Event]:
         """Subscribe to events (at once, not at the first iteration) and
         return an iterator of them, oldest first: HotplugStarted,
-        HotplugFinished, OnlineChanged, EventsLost.
+        HotplugFinished, OnlineChanged, PresentChanged, EventsLost.
 
         *timeout*: seconds to wait for each event; the iteration ends when
         none comes in time.  None: wait as long as it takes (a signal ends

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import grp
 import os
 import threading
 import weakref
@@ -32,7 +33,8 @@ from ._cpuset import CPUs, format_cset, from_cset, parse_cpulist, to_cset
 from ._errors import UINT_MS_MAX, error, timeout_ms
 from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
                      HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
+                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, PresentChanged, Status,
+                     WriterState)
 
 #: Where cpuhpd listens unless $CPUHP_SOCKET or Client(path=...) says otherwise.
 DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
@@ -51,12 +53,21 @@ def socket_path() -> str:
 _CONNECT_HINTS = {
     errno.ENOENT: 'no socket there; is cpuhpd running? Or pass path=, or set {env}',
     errno.ECONNREFUSED: 'nobody listens on that socket: start cpuhpd',
-    errno.EACCES: 'no permission to use the socket: ask for cpuhpd\'s group',
+    errno.EACCES: 'no permission to use the socket: run as root or join its group {group} '
+                  '(then log in again)',
     errno.EPROTONOSUPPORT: 'cpuhpd speaks another protocol version: update one of them',
     errno.EUSERS: 'cpuhpd has too many connections: try again later',
     errno.EPERM: 'the process serving it is neither root nor you, so it is not trusted; '
                  'set {daemon_env}=UID to trust that uid',
 }
+
+
+def _socket_group(path: str) -> str:
+    """The socket's group, which a user it keeps out should join, quoted."""
+    try:
+        return repr(grp.getgrgid(os.stat(path).st_gid).gr_name)
+    except (OSError, KeyError):
+        return '(see ls -l ' + path + ')'
 
 
 # --- arguments: checked before anything is sent ------------------------------------------
@@ -108,6 +119,9 @@ def _event(ev) -> Event:
                                bool(ev.ok), from_cset(ffi.addressof(ev, 'failed')))
     if t == lib.CPUHP_CLIENT_EVENT_ONLINE_CHANGED:
         return OnlineChanged(from_cset(ffi.addressof(ev, 'online_cpus')), bool(ev.external))
+    if t == lib.CPUHP_CLIENT_EVENT_PRESENT_CHANGED:
+        return PresentChanged(*(from_cset(ffi.addressof(ev, f))
+                                for f in ('present_cpus', 'added', 'removed', 'online_cpus')))
     if t == lib.CPUHP_CLIENT_EVENT_LOST:
         return EventsLost(int(ev.lost))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_REVOKED:
@@ -313,7 +327,8 @@ class Session:
         rc = lib.cpuhp_client_connect(cpath, out)
         if rc < 0:
             hint = _CONNECT_HINTS.get(-rc, '').format(env=SOCKET_ENV,
-                                                      daemon_env=_DAEMON_UID_ENV)
+                                                      daemon_env=_DAEMON_UID_ENV,
+                                                      group=_socket_group(self.path))
             raise error(rc, f'cannot connect to cpuhpd ({os.strerror(-rc)})'
                         + (f': {hint}' if hint else ''), self.path)
         self._c = ffi.gc(out[0], lib.cpuhp_client_close)

@@ -261,6 +261,18 @@ class OnlineChanged(Event):
 
 
 @dataclass(frozen=True)
+class PresentChanged(Event):
+    """The present CPUs changed behind cpuhpd (never its doing): *added* were
+    hot-added (a vCPU plugged in; it usually comes offline), *removed* are
+    gone (ejected).  *present_cpus* and *online_cpus*: the sets now.  An
+    OnlineChanged follows if the online set changed too."""
+    present_cpus: frozenset[int]
+    added: frozenset[int]
+    removed: frozenset[int]
+    online_cpus: frozenset[int]
+
+
+@dataclass(frozen=True)
 class EventsLost(Event):
     """*lost* events were dropped while a call waited for its answer: read
     Client.status() again."""

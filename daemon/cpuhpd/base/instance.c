@@ -11,8 +11,9 @@
  * (the file stays, unlocked: unlinking it could race with a new holder).
  *
  * A directory that another user may write is one in which that user can
- * rename our socket away and bind a fake daemon in its place, or swap our
- * lock file: such directories are refused.
+ * rename our socket away and bind a fake daemon in its place, swap our
+ * lock file, or put a FIFO or a file of theirs where we write the metrics:
+ * such directories are refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,34 +30,46 @@
 #include "instance.h"
 #include "log.h"
 
-int cpuhpd_dir_check(const char *dir, const char *what)
+int cpuhpd_dir_trusted(const char *dir, const char *what, char *why, size_t size)
 {
 	struct stat st;
 
 	if (stat(dir, &st) < 0) {
 		int err = -errno;
 
-		cpuhpd_err("cannot use %s as the directory of %s: %s", dir, what, strerror(errno));
+		snprintf(why, size, "cannot use %s as the directory of %s: %s", dir, what,
+		         strerror(errno));
 		return err;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		cpuhpd_err("%s (for %s) is not a directory", dir, what);
+		snprintf(why, size, "%s (for %s) is not a directory", dir, what);
 		return -ENOTDIR;
 	}
 	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		cpuhpd_err(
-		    "refusing %s as the directory of %s: it belongs to uid %u, which could "
-		    "replace what we put there; use a directory owned by root (or by uid %u)",
-		    dir, what, (unsigned)st.st_uid, (unsigned)geteuid());
+		snprintf(why, size,
+		         "refusing %s as the directory of %s: it belongs to uid %u, which could "
+		         "replace what we put there; use a directory owned by root (or by uid %u)",
+		         dir, what, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-		cpuhpd_err("refusing %s as the directory of %s: mode %04o lets others rename or "
-		           "replace what we put there; chmod go-w %s",
-		           dir, what, (unsigned)(st.st_mode & 07777), dir);
+		snprintf(why, size,
+		         "refusing %s as the directory of %s: mode %04o lets others rename or "
+		         "replace what we put there; chmod go-w %s",
+		         dir, what, (unsigned)(st.st_mode & 07777), dir);
 		return -EPERM;
 	}
 	return 0;
+}
+
+int cpuhpd_dir_check(const char *dir, const char *what)
+{
+	char why[PATH_MAX + 256];
+	int err = cpuhpd_dir_trusted(dir, what, why, sizeof(why));
+
+	if (err)
+		cpuhpd_err("%s", why);
+	return err;
 }
 
 char *cpuhpd_dirname(const char *path)

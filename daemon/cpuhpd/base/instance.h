@@ -6,6 +6,8 @@
 #ifndef CPUHPD_INSTANCE_H
 #define CPUHPD_INSTANCE_H
 
+#include <stddef.h>
+
 struct cpuhpd;
 
 /**
@@ -19,6 +21,9 @@ struct cpuhpd;
  * Return: 0, or a negative errno (-EPERM: untrusted).
  */
 int cpuhpd_dir_check(const char *dir, const char *what);
+
+/* cpuhpd_dir_check() that says why not in @why instead of the log. */
+int cpuhpd_dir_trusted(const char *dir, const char *what, char *why, size_t size);
 
 /* The directory part of @path ("." for none), malloc()ed; NULL on ENOMEM. */
 char *cpuhpd_dirname(const char *path);

@@ -678,6 +678,20 @@ static void snapshot(const struct cpuhpd *d, unsigned *held, unsigned *holders)
 	}
 }
 
+void cpuhpd_fastpath_bypassed(struct cpuhpd *d)
+{
+	struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->fast.regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+
+		/* A flag for the client's release, with no data behind it (fastpath.h). */
+		atomic_fetch_add_explicit(&r->map->head.bypasses, 1, memory_order_relaxed);
+	}
+}
+
 unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c)
 {
 	return c->fast ? region_snapshot(c->fast) : 0;

@@ -133,6 +133,12 @@ void cpuhpd_fastpath_police(struct cpuhpd *d);
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
 /* The same snapshot for one connection's region (0 without the fast path). */
 unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c);
+
+/*
+ * The online set changed behind cpuhpd's back: bump every region's
+ * ->bypasses, so that the release of each fast lease held now says -ESTALE.
+ */
+void cpuhpd_fastpath_bypassed(struct cpuhpd *d);
 /*
  * A restart: @fd is adopted @c's region memfd from the previous cpuhpd
  * (the fd store), of @nslots slots.  Its counts go on being summed: the

@@ -46,6 +46,18 @@ static const char *explain(int err, bool online)
 	case EPERM:
 		return "the kernel does not allow it (not hot pluggable, or an SMT sibling "
 		       "while SMT is off)";
+	case ECANCELED:
+		/*
+		 * The kernel boots an SMT sibling that never ran once, to set it
+		 * up, then parks it again while SMT is off, and answers that first
+		 * try ECANCELED (later ones EPERM).  Not cpuhpd's stop, whose
+		 * cancels say so.
+		 */
+		return online ? "the kernel canceled it: while SMT is off, an SMT sibling that "
+		                "never ran is booted once and parked again (later tries answer "
+		                "EPERM); turn SMT on first (cpuhpctl smt on)"
+		              : "the kernel canceled it (a hotplug callback refused, and the "
+		                "kernel rolled back)";
 	case EACCES:
 		return "permission denied: cpuhpd must run as root to hotplug";
 	case EOPNOTSUPP:

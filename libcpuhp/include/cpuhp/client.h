@@ -152,9 +152,8 @@ enum cpuhp_client_event_type {
 	 * The online set changed behind cpuhpd's back (sysfs written directly,
 	 * chcpu, firmware) while @leases leases of @c were held: what they
 	 * protected may be stale.  @online_cpus: the new online set.  The
-	 * release of each socket lease held then fails with -ESTALE (the lease
-	 * is released all the same); a fast lease's release never asks cpuhpd,
-	 * so this event is all its holder gets.
+	 * release of each lease held then, socket or fast, fails with -ESTALE
+	 * (the lease is released all the same).
 	 */
 	CPUHP_CLIENT_EVENT_LEASE_BYPASSED = 6,
 	/*
@@ -169,6 +168,14 @@ enum cpuhp_client_event_type {
 	 * Not sent when the connection ends with no lease held.
 	 */
 	CPUHP_CLIENT_EVENT_LEASES_LOST = 7,
+	/*
+	 * The present CPUs changed behind cpuhpd (never its doing): @added
+	 * were hot-added (a vCPU plugged in: it usually comes offline),
+	 * @removed are gone (ejected).  @present_cpus: the present set now,
+	 * @online_cpus: the online set now.  An ONLINE_CHANGED follows if the
+	 * online set changed too.
+	 */
+	CPUHP_CLIENT_EVENT_PRESENT_CHANGED = 8,
 };
 
 struct cpuhp_client_event {
@@ -179,11 +186,15 @@ struct cpuhp_client_event {
 	unsigned lost;                   /* LOST */
 	struct cpuhp_cpuset cpus;        /* HOTPLUG_*: the CPUs asked for */
 	struct cpuhp_cpuset failed;      /* HOTPLUG_FINISHED: those that did not get there */
-	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED: the new online set */
+	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED, PRESENT_CHANGED: the
+	                                    new online set */
 	uint64_t lease_id;               /* LEASE_REVOKED */
 	uint64_t held_ms;                /* LEASE_REVOKED */
 	unsigned max_lease_ms;           /* LEASE_REVOKED */
 	unsigned leases; /* LEASE_BYPASSED, LEASES_LOST: leases of this handle held then */
+	struct cpuhp_cpuset present_cpus; /* PRESENT_CHANGED: the present set now */
+	struct cpuhp_cpuset added;        /* PRESENT_CHANGED: CPUs that became present */
+	struct cpuhp_cpuset removed;      /* PRESENT_CHANGED: CPUs no longer present */
 };
 
 /**
@@ -273,7 +284,7 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  * blocks (it may write one frame).
  * Return: 0; -ESRCH if @c holds no such lease (also in a fork child, for
  * its parent's leases); -ECONNRESET if the lease died with the connection;
- * -ETIME (revoked), -ESTALE (bypassed) for socket leases; another -errno if
+ * -ETIME (revoked, socket leases), -ESTALE (bypassed); another -errno if
  * the connection failed otherwise; -ECANCELED (cpuhp_client_close()).
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
