@@ -263,6 +263,23 @@ static bool step_needed(const struct cpuhpd *d, const struct state_step *st)
 
 static void timer_cb(uv_timer_t *t);
 
+/*
+ * A call's id is the CLOCK_MONOTONIC nanosecond it is sent at, made to
+ * increase.  That clock is the boot's, shared by every process, and a
+ * cpuhpd starts only once the last one on its tree is gone (instance.c's
+ * lock): every id it sends is above every id an earlier cpuhpd sent, even
+ * one SIGKILLed before it could write its ids down.  So a late answer to a
+ * killed daemon's call never completes a call of ours, whichever of the
+ * connection's states it came from, and no write is needed per call.
+ */
+static uint64_t next_call_id(struct cpuhpd_states *S, uint64_t now)
+{
+	uint64_t id = now > S->next_call_id ? now : S->next_call_id;
+
+	S->next_call_id = id + 1;
+	return id;
+}
+
 static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step *st)
 {
 	struct cpuhpd_states *S = &d->states;
@@ -271,8 +288,8 @@ static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step
 	struct cpuhpd_state *s = st->s;
 
 	S->in_flight = true;
-	S->call_id = ++S->next_call_id;
 	S->call_t0_ns = now_ns();
+	S->call_id = next_call_id(S, S->call_t0_ns);
 	call.state_id = s->id;
 	call.cpu = st->cpu;
 	call.phase =

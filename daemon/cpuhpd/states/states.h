@@ -69,7 +69,8 @@ struct cpuhpd_states {
 	struct cpuhpd_list works;   /* struct state_work.node; the head one runs */
 	struct cpuhpd_list waiting; /* REGISTER/REMOVE works waiting for the gate */
 	unsigned holds;             /* readers (REGISTER/REMOVE works) in the FIFO */
-	uint64_t next_state_id, next_call_id;
+	uint64_t next_state_id;
+	uint64_t next_call_id; /* the lowest id the next call may have (engine.c) */
 	uv_timer_t timer; /* the deadline of the call in flight */
 	bool kicking, kick_again;
 	bool hotplug_active;   /* a hotplug job is in the worker: reconcile after it */
@@ -165,8 +166,9 @@ int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
 void cpuhpd_states_adopted(struct cpuhpd *d);
 
 /*
- * The state text's next state and call ids, and a restart's: an answer to
- * a call the last cpuhpd made must not pass for one of ours.
+ * The state text's next state and call ids, and a restart's.  Call ids
+ * are times (engine.c), above every id an earlier cpuhpd sent whether it
+ * wrote them down or not; the saved one only keeps them increasing.
  */
 void cpuhpd_states_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids);
 void cpuhpd_states_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s);
