@@ -106,6 +106,8 @@ struct cpuhpd {
 	 * next cpuhpd; requests read meanwhile are kept for it (dispatch.c).
 	 */
 	bool handover;
+	/* adopt.c replays the hotplug a SIGKILLed cpuhpd had in its worker (worker.h's resume) */
+	bool resuming;
 	uv_timer_t handover_timer; /* looks whether the work the stop lets finish is done */
 	uint64_t handover_until;   /* uv_now() when clients that read no replies are closed */
 };

@@ -87,3 +87,46 @@ def test_a_late_answer_of_one_state_never_completes_another_states_call(tmp, sim
     finally:
         p.kill()
         d.stop()
+
+
+def test_a_kill_inside_a_failed_startups_rollback_still_ends_offline(tmp, sim4, manager):
+    """online 1: a starts, b refuses (EBUSY), and the rollback's teardown of a
+    is cut by the kill.  Without the kill CPU 1 ends offline with EBUSY
+    naming b; the next cpuhpd must end there too: it runs the online again
+    from where the states are (b's startup, refused again, then the rollback
+    of every state started there), not "already online"."""
+    d = manager.start(fixture.Daemon(tmp, sim4.root))
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('s')
+        p.connect('admin')
+        a = register(p, 's', 'a', 10, deadline=60000)
+        b = register(p, 's', 'b', 20, deadline=60000)
+        hp = p.send('admin', 'offline', 1, 60000)
+        for sid in (b, a):
+            call = expect_call(p, 's', state_id=sid, cpu=1, phase='teardown')
+            p.send('s', 'answer', call['call_id'], 'ok')
+        assert p.recv('admin')['id'] == hp and sim4.read_online(1) == '0'
+        hp = p.send('admin', 'online', 1, 60000)
+        call = expect_call(p, 's', state_id=a, cpu=1, phase='startup', rollback=False)
+        p.send('s', 'answer', call['call_id'], 'ok')
+        call = expect_call(p, 's', state_id=b, cpu=1, phase='startup', rollback=False)
+        p.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'b', 'refuses')
+        old = expect_call(p, 's', state_id=a, cpu=1, phase='teardown', rollback=True)
+        assert sim4.read_online(1) == '1'
+        d = kill_and_restart(manager, d)
+        call = expect_call(p, 's', state_id=b, cpu=1, phase='startup', rollback=False,
+                           external=False)
+        p.send('s', 'answer', old['call_id'], 'ok')     # late: ignored
+        p.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'b', 'refuses')
+        call = expect_call(p, 's', state_id=a, cpu=1, phase='teardown', rollback=True)
+        p.send('s', 'answer', call['call_id'], 'ok')
+        r = p.recv('admin')
+        assert r['id'] == hp and r['kind'] == 'set_online', r
+        res = r['results'][0]
+        assert not res['ok'] and res['code'] == 'ERR_EBUSY' and res['failed_state'] == 'b', r
+        assert sim4.read_online(1) == '0', r
+        assert [s['cpus'] for s in p.call('admin', 'states')['states']] == ['0,2-3'] * 2
+    finally:
+        p.kill()
+        d.stop()

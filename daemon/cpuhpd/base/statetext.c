@@ -398,6 +398,7 @@ static int req_line(struct parser *p)
 	if (!r)
 		return p->err;
 	r->conn = c->id;
+	r->running = !strcmp(p->fields[0], "run");
 	if (blob(p, 2, CPUHPD_STATETEXT_MAX_BLOB, &r->req.data, &r->req.len))
 		return p->err;
 	if (!r->req.len)
@@ -439,7 +440,7 @@ static int parse_body(struct parser *p, char *body)
 	} kinds[] = {
 	    {"daemon", daemon_line}, {"conn", conn_line},       {"lease", lease_line},
 	    {"wait", wait_line},     {"state", state_line},     {"freeze", freeze_line},
-	    {"req", req_line},       {"partial", partial_line},
+	    {"req", req_line},       {"run", req_line},         {"partial", partial_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;

@@ -14,6 +14,8 @@
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
  *   req CONN PAYLOAD                   a request not answered yet: handled again, in
  *                                      the order of these lines, before anything new
+ *   run CONN PAYLOAD                   as req, for the hotplug that was in the worker:
+ *                                      it runs again from where its CPUs' states are
  *   partial CONN BYTES                 the start of a frame read, not yet complete
  *   end
  *
@@ -95,6 +97,7 @@ struct cpuhpd_saved_conn {
 
 struct cpuhpd_saved_req {
 	unsigned conn;
+	bool running; /* a "run" line */
 	struct cpuhpd_saved_blob req;
 };
 

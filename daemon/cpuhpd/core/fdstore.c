@@ -342,14 +342,15 @@ static char *conn_chunk(const struct cpuhpd_conn *c, size_t *len)
 	return buf;
 }
 
-void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq)
+void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq,
+                                bool running)
 {
 	uint8_t *frame;
 	size_t len;
 
 	if (cpuhp__frame_pack_request(rq, &frame, &len))
 		return; /* out of memory: the text misses it, and the daemon says so at the write */
-	fprintf(f, "req %u", conn_id);
+	fprintf(f, "%s %u", running ? "run" : "req", conn_id);
 	cpuhpd_statetext_bytes(f, frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR);
 	fputc('\n', f);
 	free(frame);

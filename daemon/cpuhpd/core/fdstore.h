@@ -120,8 +120,12 @@ void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c);
 void cpuhpd_fdstore_changed(struct cpuhpd *d);
 void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c);
 
-/* A request still to answer, as a "req" line of connection @conn_id (the modules' writers). */
-void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq);
+/*
+ * A request still to answer, as a "req" line of connection @conn_id (the
+ * modules' writers); @running: the hotplug in the worker, a "run" line.
+ */
+void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq,
+                                bool running);
 
 /* Whether SIGTERM keeps the clients (the store holds them for the next cpuhpd). */
 bool cpuhpd_fdstore_keeps(const struct cpuhpd *d);

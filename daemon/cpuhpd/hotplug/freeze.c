@@ -267,7 +267,7 @@ static void save_pending(FILE *out, const struct freeze *f)
 	rq.id = f->req_id;
 	rq.body_case = CPUHP__REQUEST__BODY_FREEZE;
 	rq.freeze = &fq;
-	cpuhpd_fdstore_put_request(out, f->conn->id, &rq);
+	cpuhpd_fdstore_put_request(out, f->conn->id, &rq, false);
 }
 
 void cpuhpd_freeze_save(const struct cpuhpd_conn *c, FILE *out)

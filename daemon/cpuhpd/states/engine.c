@@ -142,8 +142,15 @@ static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 	{
 		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-		if (s->live && !cpuhp_cpuset_has(&s->cpus, cpu) &&
-		    (err = add_step(w, s, cpu, false, a->rollback, false)))
+		if (!s->live)
+			continue;
+		if (!cpuhp_cpuset_has(&s->cpus, cpu))
+			err = add_step(w, s, cpu, false, a->rollback, false);
+		else if (w->job->resume && !a->rollback && !(err = add_step(w, s, cpu, false,
+		                                                             false, false)))
+			/* Started before the kill: no call, but a refusal after it undoes it. */
+			w->steps[w->nsteps - 1].assumed = w->steps[w->nsteps - 1].done_ok = true;
+		if (err)
 			break;
 	}
 	/* A rollback of a refused write is not rolled back in turn. */
@@ -253,7 +260,7 @@ static bool step_needed(const struct cpuhpd *d, const struct state_step *st)
 {
 	const struct cpuhpd_state *s = st->s;
 
-	if (!cpuhpd_state_alive(s))
+	if (st->assumed || !cpuhpd_state_alive(s))
 		return false;
 	if (st->external)
 		return s->live && cpuhp_cpuset_has(&s->cpus, st->cpu) == st->teardown &&

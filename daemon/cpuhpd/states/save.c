@@ -60,7 +60,7 @@ static void save_waiting(FILE *f, const struct state_work *w)
 		rq.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
 		rq.remove_state = &rm;
 	}
-	cpuhpd_fdstore_put_request(f, w->conn->id, &rq);
+	cpuhpd_fdstore_put_request(f, w->conn->id, &rq, false);
 }
 
 void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f)

@@ -160,8 +160,9 @@ void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f);
 int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
 /*
- * Every connection adopted: states whose CPUs differ from the files (a
- * hotplug the last cpuhpd was killed in) get their external calls.
+ * Every connection adopted and its requests replayed: states whose CPUs
+ * differ from the files get their external calls (after the hotplug the
+ * last cpuhpd was killed in, if it runs again now).
  */
 void cpuhpd_states_adopted(struct cpuhpd *d);
 
