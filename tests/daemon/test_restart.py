@@ -138,6 +138,45 @@ def test_fast_leases_survive_a_restart(tmp, sim, manager, sig):
 
 
 @pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
+def test_a_full_fd_store_keeps_a_lease_or_ends_its_connection_never_half(tmp, sim, manager, sig):
+    """--fd-store-max 3: the state memfd, the socket cpuhpd bound and one
+    connection fill it.  That connection's fast-lease region would not fit:
+    it gets no fast path, so its lease is a socket lease the next cpuhpd
+    keeps.  A connection the store cannot take sees EOF at the restart, so
+    that its client knows its lease is gone."""
+    d = start(manager, tmp, sim, ['--fd-store-max', '3'])
+    client = fastlib.FastClient(d.socket)
+    probe = fixture.Probe(d.socket)
+    try:
+        r = client('connect h')
+        assert r['ret'] == 0 and not r['fast'], r
+        client.thread('t', 'h')
+        client.lease('t', fast=False)
+        assert sorted(manager.names()) == ['conn-1', 'listen', 'state']
+        probe.connect('lost')
+        probe.lease('lost')
+        assert 'fd store full' in d.log() and 'conn-2' in d.log(), d.log()
+        # Said at start: the default --max-connections 4096 needs 2 x 4096 + 2.
+        assert 'but --max-connections 4096 needs 8194' in d.log(), d.log()
+        d = restart(manager, d, sig)
+        assert 'took over 1 client(s) holding 1 lease(s)' in d.log(), d.log()
+        r = probe('eof lost')
+        assert r['end'] == 'eof' and r['responses'] == [], r
+        probe.connect('admin')
+        hp = probe.send('admin', 'offline', 1, 60000)
+        s = probe.status('admin')
+        assert s['leases_held'] == 1 and s['writer'] == 'WRITER_WAITING', s
+        assert sim.read_online(1) == '1'
+        client.unlease('t')
+        r = probe.recv('admin')
+        assert r['id'] == hp and r['results'][0]['ok'] and sim.read_online(1) == '0', r
+    finally:
+        client.kill()
+        probe.kill()
+        d.stop()
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
 def test_a_hotplug_state_still_gets_its_teardown_after_a_restart(tmp, sim, manager, sig):
     d = start(manager, tmp, sim)
     st = fixture.Lines([fixture.BUILD / 'tests' / 'daemon' / 'state-client', d.socket,

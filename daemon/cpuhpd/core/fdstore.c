@@ -200,6 +200,29 @@ static void unstore(struct cpuhpd *d, const char *name)
 		d->fdstore.stored--;
 }
 
+/*
+ * Two descriptors a client (its socket, its fast-lease region), the state
+ * memfd and a socket we bound: a store smaller than that for
+ * --max-connections keeps what fits, and says so now rather than at the
+ * restart.
+ */
+static void check_size(struct cpuhpd *d)
+{
+	const struct cpuhpd_fdstore *s = &d->fdstore;
+	uint64_t fixed = 1 + !d->server.activated,
+	         need = 2 * (uint64_t)d->opt.max_connections + fixed;
+
+	if (s->max >= need)
+		return;
+	cpuhpd_warn("the fd store keeps %u descriptors, but --max-connections %u needs %" PRIu64
+	            " (2 a client and %" PRIu64 "): past %" PRIu64 " clients a new one gets no "
+	            "fast path, and past %" PRIu64 " a restart ends it (it sees EOF); raise "
+	            "FileDescriptorStoreMax= and FDSTORE= (or --fd-store-max) to %" PRIu64,
+	            s->max, d->opt.max_connections, need, fixed,
+	            s->max > fixed ? (s->max - fixed) / 2 : 0, s->max > fixed ? s->max - fixed : 0,
+	            need);
+}
+
 int cpuhpd_fdstore_ready(struct cpuhpd *d)
 {
 	struct cpuhpd_fdstore *s = &d->fdstore;
@@ -250,6 +273,7 @@ int cpuhpd_fdstore_ready(struct cpuhpd *d)
 	if (!d->server.activated && !uv_fileno((uv_handle_t *)&d->server.pipe, &listen_fd))
 		store(d, listen_fd, "listen");
 	cpuhpd_info("fd store on (at most %u descriptors): a restart keeps every lease", s->max);
+	check_size(d);
 	cpuhpd_fdstore_changed(d);
 	return 0;
 }
@@ -263,6 +287,13 @@ void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c)
 		return;
 	snprintf(name, sizeof(name), "conn-%u", c->id);
 	c->stored = store(c->d, fd, name);
+}
+
+bool cpuhpd_fdstore_has_room(const struct cpuhpd_conn *c)
+{
+	const struct cpuhpd_fdstore *s = &c->d->fdstore;
+
+	return !s->on || !c->stored || s->stored < s->max;
 }
 
 void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd, unsigned nslots)

@@ -99,6 +99,13 @@ int cpuhpd_fdstore_listen_fd(struct cpuhpd *d);
  */
 int cpuhpd_fdstore_ready(struct cpuhpd *d);
 
+/*
+ * Whether a restart would keep one more descriptor of @c, for the fast
+ * path to grant a region only where it survives (or where nothing does: no
+ * store, or @c not in it, so that its client sees EOF at a restart).
+ */
+bool cpuhpd_fdstore_has_room(const struct cpuhpd_conn *c);
+
 /* Store connection @c's socket ("conn-N"), and its fast-lease region of @nslots slots. */
 void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c);
 void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd, unsigned nslots);
