@@ -71,8 +71,13 @@ struct cpuhpd {
 	uv_loop_t *loop;
 	struct cpuhpd_options opt;
 	struct cpuhpd_server server;
-	int instance_fd;        /* the flock()ed lock file of our sysfs tree (instance.c) */
-	long instance_prev_pid; /* the pid it named at start; 0: none, or a clean stop (grace.h) */
+	int instance_fd; /* the flock()ed lock file of our sysfs tree (instance.c) */
+	/* What it said at start: the last cpuhpd's pid (0: none, or a clean stop; grace.h). */
+	struct cpuhpd_instance_prev {
+		long pid;
+		bool handover; /* a restart's stop left these in the fd store */
+		unsigned clients, leases;
+	} instance_prev;
 	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
 	unsigned nconns;
 	unsigned next_conn_id;

@@ -231,7 +231,7 @@ def test_sigterm_lets_a_running_hotplug_finish_and_keeps_what_arrives_meanwhile(
         r = p.recv('w')                      # the gate opened behind it
         assert r['id'] == lw and r['kind'] == 'lease_granted', r
         assert d.wait() == 0, d.log()
-        assert 'stopping for a restart' in d.log() and sim.read_online(1) == '0'
+        assert 'stopping' in d.log() and sim.read_online(1) == '0'
         d = manager.start(d)
         r = p.recv('s')                      # answered by the next cpuhpd
         assert r['id'] == ls and r['kind'] == 'lease_granted', r
@@ -294,6 +294,58 @@ def test_python_lease_and_state_survive_a_restart(tmp, sim, manager, sig):
         assert py('calls')['calls'] == [['teardown', 1]]
     finally:
         py.kill()
+        probe.kill()
+        d.stop()
+
+
+# --- a stop, not a restart, with the fd store on -----------------------------------------
+
+def test_a_stop_with_nothing_held_costs_the_next_start_no_grace(tmp, sim, manager):
+    """SIGTERM with the store on, a client connected but nothing held, then
+    what systemd does at `systemctl stop` (the store is emptied): the next
+    socket-activated cpuhpd adopts nothing and must not hold hotplugs."""
+    d = start(manager, tmp, sim, ['--restart-grace-ms', '3600000'])
+    probe = fixture.Probe(d.socket)
+    try:
+        probe.connect('idle')
+        d.send_signal(signal.SIGTERM)
+        assert d.wait() == 0, d.log()
+        log = d.log()
+        # Said as it is: which of the two happens is the service manager's choice.
+        assert 'a restart hands them to the next cpuhpd' in log and 'a stop' in log, log
+        assert 'stopping for a restart' not in log, log
+        manager.discard()
+        assert probe('eof idle')['end'] == 'eof'
+        d = manager.start(d)
+        probe.connect('h')
+        assert probe.status('h')['restart_grace_ms'] == 0, d.log()
+        assert 'without handing its clients over' not in d.log(), d.log()
+    finally:
+        probe.kill()
+        d.stop()
+
+
+def test_a_stop_with_a_lease_held_is_told_and_the_next_start_waits_the_grace(tmp, sim,
+                                                                            manager):
+    """The same with a lease held: its holder sees EOF when the store is
+    emptied, and the next cpuhpd, given nothing back, holds hotplugs for the
+    grace and says why."""
+    d = start(manager, tmp, sim, ['--restart-grace-ms', '3600000'])
+    probe = fixture.Probe(d.socket)
+    try:
+        probe.connect('a')
+        probe.lease('a')
+        d.send_signal(signal.SIGTERM)
+        assert d.wait() == 0, d.log()
+        manager.discard()
+        assert probe('eof a')['end'] == 'eof'
+        d = manager.start(d)
+        probe.connect('h')
+        assert probe.status('h')['restart_grace_ms'] > 0
+        log = d.log()
+        assert 'left 1 client(s) holding 1 lease(s) in the fd store' in log, log
+        assert 'got none of them back' in log, log
+    finally:
         probe.kill()
         d.stop()
 
