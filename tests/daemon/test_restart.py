@@ -450,3 +450,22 @@ def test_the_grace_shows_in_the_status_line_systemctl_shows(tmp, sim, manager):
         assert line.startswith('STATUS='), line
     finally:
         d.stop_clean()
+
+
+def test_the_status_line_counts_connections_as_they_come_and_go(tmp, sim, manager):
+    """`systemctl show -p StatusText` must not say "2 connections" after both left."""
+    d = manager.start(fixture.Daemon(tmp, sim.root))
+    probe = fixture.Probe(d.socket)
+    try:
+        manager.wait_for('no hotplug pending; 0 connections')
+        probe.connect('a')
+        probe.connect('b')
+        manager.wait_for('no hotplug pending; 2 connections')
+        probe('close a')
+        probe('close b')
+        probe.connect('c')
+        probe.status('c')      # cpuhpd has seen a and b go: it read c after them
+        manager.wait_for('no hotplug pending; 1 connection')
+    finally:
+        probe.kill()
+        d.stop()
