@@ -120,8 +120,8 @@ static long holder_pid_handover(int fd, struct cpuhpd_instance_prev *prev)
 	buf[n] = '\0';
 	pid = strtol(buf, NULL, 10);
 	if (prev)
-		prev->handover = sscanf(buf, "%*d handover %u %u", &prev->clients,
-		                        &prev->leases) == 2;
+		prev->handover =
+		    sscanf(buf, "%*d handover %u %u", &prev->clients, &prev->leases) == 2;
 	return pid;
 }
 
@@ -187,11 +187,11 @@ int cpuhpd_instance_lock(struct cpuhpd *d)
 void cpuhpd_instance_handover(struct cpuhpd *d, unsigned clients, unsigned leases)
 {
 	char line[80];
-	int n = snprintf(line, sizeof(line), "%ld handover %u %u\n", (long)getpid(), clients,
-	                 leases);
+	int n =
+	    snprintf(line, sizeof(line), "%ld handover %u %u\n", (long)getpid(), clients, leases);
 
-	if (d->instance_fd > 0 && (ftruncate(d->instance_fd, 0) < 0 ||
-	                           pwrite(d->instance_fd, line, (size_t)n, 0) != n))
+	if (d->instance_fd > 0 &&
+	    (ftruncate(d->instance_fd, 0) < 0 || pwrite(d->instance_fd, line, (size_t)n, 0) != n))
 		cpuhpd_warn("cannot write the lock file: %m");
 }
 

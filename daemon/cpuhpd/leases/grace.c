@@ -26,11 +26,12 @@ int cpuhpd_grace_start(struct cpuhpd *d)
 	if (!prev->pid || r->adopted)
 		return 0;
 	if (prev->handover)
-		snprintf(why, sizeof(why),
-		         "the previous cpuhpd (pid %ld) on this sysfs tree left %u client(s) "
-		         "holding %u lease(s) in the fd store, and this start got none of them back "
-		         "(a stop rather than a restart, or a store lost): they saw EOF",
-		         prev->pid, prev->clients, prev->leases);
+		snprintf(
+		    why, sizeof(why),
+		    "the previous cpuhpd (pid %ld) on this sysfs tree left %u client(s) "
+		    "holding %u lease(s) in the fd store, and this start got none of them back "
+		    "(a stop rather than a restart, or a store lost): they saw EOF",
+		    prev->pid, prev->clients, prev->leases);
 	else
 		snprintf(why, sizeof(why),
 		         "the previous cpuhpd (pid %ld) on this sysfs tree ended without handing "

@@ -146,8 +146,8 @@ static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 			continue;
 		if (!cpuhp_cpuset_has(&s->cpus, cpu))
 			err = add_step(w, s, cpu, false, a->rollback, false);
-		else if (w->job->resume && !a->rollback && !(err = add_step(w, s, cpu, false,
-		                                                             false, false)))
+		else if (w->job->resume && !a->rollback &&
+		         !(err = add_step(w, s, cpu, false, false, false)))
 			/* Started before the kill: no call, but a refusal after it undoes it. */
 			w->steps[w->nsteps - 1].assumed = w->steps[w->nsteps - 1].done_ok = true;
 		if (err)

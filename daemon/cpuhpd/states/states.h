@@ -71,7 +71,7 @@ struct cpuhpd_states {
 	unsigned holds;             /* readers (REGISTER/REMOVE works) in the FIFO */
 	uint64_t next_state_id;
 	uint64_t next_call_id; /* the lowest id the next call may have (engine.c) */
-	uv_timer_t timer; /* the deadline of the call in flight */
+	uv_timer_t timer;      /* the deadline of the call in flight */
 	bool kicking, kick_again;
 	bool hotplug_active;   /* a hotplug job is in the worker: reconcile after it */
 	bool reconcile_queued; /* a RECONCILE work is queued, not yet planned */
