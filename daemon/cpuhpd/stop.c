@@ -99,8 +99,7 @@ static void stop_keep(struct cpuhpd *d)
 /* The last of a restart's stop: the last state text, then leave the loop as it is. */
 static void finish_keep(struct cpuhpd *d)
 {
-	cpuhpd_fdstore_changed(d);
-	d->fdstore.writing_off = true;
+	cpuhpd_fdstore_finish(d);
 	/* A stop that empties the store then ends nothing anyone counts on: no grace next. */
 	if (holds_anything(d))
 		cpuhpd_instance_handover(d, d->nconns, cpuhpd_holders_total(d));

@@ -121,12 +121,18 @@ int cpuhpd_statetext_parse(const char *text, size_t len, struct cpuhpd_saved *ou
                            size_t whylen);
 void cpuhpd_statetext_free(struct cpuhpd_saved *s);
 
+/* The same for @len bytes of body alone (the lines after the first; journal.c's). */
+int cpuhpd_statetext_parse_body(const char *text, size_t len, struct cpuhpd_saved *out, char *why,
+                                size_t whylen);
+
 /* Find conn @id in @s; NULL if absent. */
 struct cpuhpd_saved_conn *cpuhpd_statetext_conn(struct cpuhpd_saved *s, unsigned id);
 
 /* Writing: one value as a field (" " and the hex of @s, or " -"). */
 void cpuhpd_statetext_str(FILE *f, const char *s);
 void cpuhpd_statetext_bytes(FILE *f, const void *p, size_t len);
+/* @len bytes as lower-case hex, nothing before them. */
+void cpuhpd_statetext_hex(FILE *f, const void *p, size_t len);
 
 /* A 64-bit hash of @len bytes (FNV-1a over 8-byte words): the text's first line. */
 uint64_t cpuhpd_statetext_hash(const char *p, size_t len);

@@ -52,7 +52,6 @@ static void close_cb(uv_handle_t *h)
 	for (unsigned i = 0; i < c->ndeferred; i++)
 		free(c->deferred[i].data);
 	free(c->deferred);
-	free(c->st_chunk);
 	/* After the write callbacks (libuv runs them first): every byte is uncharged. */
 	cpuhpd_admit_conn_freed(c);
 	free(c);
@@ -470,7 +469,7 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 	cpuhpd_debug("client %u connected (pid %d, uid %u%s)", c->id, (int)c->peer.pid,
 	             (unsigned)c->peer.uid, c->peer.admin ? ", admin" : "");
 	cpuhpd_fdstore_conn_new(c);
-	cpuhpd_fdstore_changed(d);
+	cpuhpd_fdstore_conn_changed(c);
 	err = uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
 	if (err) {
 		snprintf(why, sizeof(why), "cannot read: %s", uv_strerror(err));
