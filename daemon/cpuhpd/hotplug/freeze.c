@@ -7,6 +7,7 @@
 
 #include "cpuhpd.h"
 #include "base/log.h"
+#include "core/admit.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "freeze.h"
@@ -55,6 +56,7 @@ static void drop(struct cpuhpd *d, struct freeze *f)
 	free(f->who);
 	free(f->why);
 	free(f);
+	cpuhpd_admit_dropped(d);
 	if (granted)
 		cpuhpd_fdstore_conn_changed(c);
 	else
