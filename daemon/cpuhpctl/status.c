@@ -241,8 +241,9 @@ static void print_leases_text(const struct cpuhp_client_lease_list *l)
 	for (size_t i = 0; i < l->n_leases; i++) {
 		const struct cpuhp_client_lease_info *li = &l->leases[i];
 
-		printf("%-16s %7u %6u %-7s %5u ", li->who[0] ? li->who : li->comm, li->pid, li->uid,
-		       li->fast ? "fast" : "socket", li->count);
+		printf("%-16s %7u %6u %-7s %5u%s", li->who[0] ? li->who : li->comm, li->pid,
+		       li->uid, li->fast ? "fast" : "socket", li->count, li->fast ? ">" : " ");
+		/* Fast: since cpuhpd first saw them, so at least that long. */
 		print_duration(li->held_ms);
 		printf("  %s\n", li->why);
 	}

@@ -103,12 +103,14 @@ static int describe_one(const struct cpuhpd_holder *h, uint64_t now, char *buf, 
 	const char *name = h->who[0] ? h->who : h->conn->peer.comm;
 	char what[40] = "";
 
+	/* A fast lease's age is from cpuhpd's first look: it was taken then or before. */
 	if (!h->lease_id)
 		snprintf(what, sizeof(what), ", %u fast lease%s", h->count,
 		         h->count == 1 ? "" : "s");
-	return snprintf(buf, size, "pid %d (%s)%s%s%s%s, held %" PRIu64 ".%" PRIu64 " s",
+	return snprintf(buf, size, "pid %d (%s)%s%s%s%s, held %s%" PRIu64 ".%" PRIu64 " s",
 	                (int)h->conn->peer.pid, name, h->why[0] ? " '" : "", h->why,
-	                h->why[0] ? "'" : "", what, ms / 1000, ms % 1000 / 100);
+	                h->why[0] ? "'" : "", what, h->lease_id ? "" : "at least ", ms / 1000,
+	                ms % 1000 / 100);
 }
 
 void cpuhpd_holders_describe(struct cpuhpd *d, char *buf, size_t size)
