@@ -17,8 +17,10 @@
  *
  * The store is on when $NOTIFY_SOCKET is set and either --fd-store-max or
  * systemd's $FDSTORE (its FileDescriptorStoreMax=, systemd 254 and later)
- * is above 0; more descriptors than that are not stored (those
- * connections are told at a restart, as without a store).
+ * is above 0; more descriptors than that are not stored: a connection
+ * whose region would not fit gets no fast path (cpuhpd_fdstore_has_room()),
+ * and one that does not fit itself ends at a restart, its client seeing
+ * EOF, as without a store.
  *
  * At start, the descriptors come back in LISTEN_FDS/LISTEN_FDNAMES;
  * adopt.c rebuilds connections from them and the state text.
