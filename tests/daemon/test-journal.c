@@ -164,7 +164,7 @@ static void teardown(void)
 		if (conns[i])
 			close_conn(i);
 	close(d.fdstore.state_fd);
-	free(d.fdstore.body);
+	cpuhpd_buf_free(&d.fdstore.body);
 	free(d.fdstore.gone);
 }
 

@@ -24,6 +24,24 @@ def manager(tmp):
     m.close()
 
 
+@pytest.fixture
+def two(tmp, sim4, manager):
+    """A cpuhpd with the store, and on the probe's connection s the states
+    a (priority 10) and b (20), each started on CPUs 0-3 (answered ok);
+    connection admin asks hotplugs.  Yields (daemon, probe, a, b)."""
+    d = manager.start(fixture.Daemon(tmp, sim4.root))
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('s')
+        p.connect('admin')
+        a = register(p, 's', 'a', 10, deadline=60000)
+        b = register(p, 's', 'b', 20, deadline=60000)
+        yield d, p, a, b
+    finally:
+        p.kill()
+        d.stop()
+
+
 def kill_and_restart(manager, d):
     d.send_signal(signal.SIGKILL)
     assert d.wait() == -signal.SIGKILL
@@ -57,76 +75,58 @@ def test_a_late_answer_to_the_killed_daemons_call_is_ignored(tmp, sim4, manager)
         d.stop()
 
 
-def test_a_late_answer_of_one_state_never_completes_another_states_call(tmp, sim4, manager):
+def test_a_late_answer_of_one_state_never_completes_another_states_call(two, sim4, manager):
     """Two states on one connection: a removal of state b is cut by the kill
     inside its second teardown call, whose failure is answered while the
     next cpuhpd waits for state a's teardown."""
-    d = manager.start(fixture.Daemon(tmp, sim4.root))
-    p = fixture.Probe(d.socket)
-    try:
-        p.connect('s')
-        p.connect('admin')
-        a = register(p, 's', 'a', 10, deadline=60000)
-        b = register(p, 's', 'b', 20, deadline=60000)
-        p.send('s', 'remove', b)
-        call = expect_call(p, 's', state_id=b, cpu=3, phase='teardown')
-        p.send('s', 'answer', call['call_id'], 'ok')
-        old = expect_call(p, 's', state_id=b, cpu=2, phase='teardown')
-        d = kill_and_restart(manager, d)
-        # The removal was never answered: b is still registered, and called first.
-        hp = p.send('admin', 'offline', 1, 60000)
-        call = expect_call(p, 's', state_id=b, cpu=1, phase='teardown')
-        p.send('s', 'answer', call['call_id'], 'ok')
-        new = expect_call(p, 's', state_id=a, cpu=1, phase='teardown')
-        assert new['call_id'] != old['call_id'], (old, new)
-        p.send('s', 'answer', old['call_id'], 'ERR_EBUSY', 'late', 'answer')
-        p.send('s', 'answer', new['call_id'], 'ok')
-        r = p.recv('admin')
-        assert r['id'] == hp and r['results'][0]['ok'] and sim4.read_online(1) == '0', r
-        assert [run['name'] for run in r['results'][0]['states']] == ['b', 'a'], r
-    finally:
-        p.kill()
-        d.stop()
+    d, p, a, b = two
+    p.send('s', 'remove', b)
+    call = expect_call(p, 's', state_id=b, cpu=3, phase='teardown')
+    p.send('s', 'answer', call['call_id'], 'ok')
+    old = expect_call(p, 's', state_id=b, cpu=2, phase='teardown')
+    kill_and_restart(manager, d)
+    # The removal was never answered: b is still registered, and called first.
+    hp = p.send('admin', 'offline', 1, 60000)
+    call = expect_call(p, 's', state_id=b, cpu=1, phase='teardown')
+    p.send('s', 'answer', call['call_id'], 'ok')
+    new = expect_call(p, 's', state_id=a, cpu=1, phase='teardown')
+    assert new['call_id'] != old['call_id'], (old, new)
+    p.send('s', 'answer', old['call_id'], 'ERR_EBUSY', 'late', 'answer')
+    p.send('s', 'answer', new['call_id'], 'ok')
+    r = p.recv('admin')
+    assert r['id'] == hp and r['results'][0]['ok'] and sim4.read_online(1) == '0', r
+    assert [run['name'] for run in r['results'][0]['states']] == ['b', 'a'], r
 
 
-def test_a_kill_inside_a_failed_startups_rollback_still_ends_offline(tmp, sim4, manager):
+def test_a_kill_inside_a_failed_startups_rollback_still_ends_offline(two, sim4, manager):
     """online 1: a starts, b refuses (EBUSY), and the rollback's teardown of a
     is cut by the kill.  Without the kill CPU 1 ends offline with EBUSY
     naming b; the next cpuhpd must end there too: it runs the online again
     from where the states are (b's startup, refused again, then the rollback
     of every state started there), not "already online"."""
-    d = manager.start(fixture.Daemon(tmp, sim4.root))
-    p = fixture.Probe(d.socket)
-    try:
-        p.connect('s')
-        p.connect('admin')
-        a = register(p, 's', 'a', 10, deadline=60000)
-        b = register(p, 's', 'b', 20, deadline=60000)
-        hp = p.send('admin', 'offline', 1, 60000)
-        for sid in (b, a):
-            call = expect_call(p, 's', state_id=sid, cpu=1, phase='teardown')
-            p.send('s', 'answer', call['call_id'], 'ok')
-        assert p.recv('admin')['id'] == hp and sim4.read_online(1) == '0'
-        hp = p.send('admin', 'online', 1, 60000)
-        call = expect_call(p, 's', state_id=a, cpu=1, phase='startup', rollback=False)
+    d, p, a, b = two
+    hp = p.send('admin', 'offline', 1, 60000)
+    for sid in (b, a):
+        call = expect_call(p, 's', state_id=sid, cpu=1, phase='teardown')
         p.send('s', 'answer', call['call_id'], 'ok')
-        call = expect_call(p, 's', state_id=b, cpu=1, phase='startup', rollback=False)
-        p.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'b', 'refuses')
-        old = expect_call(p, 's', state_id=a, cpu=1, phase='teardown', rollback=True)
-        assert sim4.read_online(1) == '1'
-        d = kill_and_restart(manager, d)
-        call = expect_call(p, 's', state_id=b, cpu=1, phase='startup', rollback=False,
-                           external=False)
-        p.send('s', 'answer', old['call_id'], 'ok')     # late: ignored
-        p.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'b', 'refuses')
-        call = expect_call(p, 's', state_id=a, cpu=1, phase='teardown', rollback=True)
-        p.send('s', 'answer', call['call_id'], 'ok')
-        r = p.recv('admin')
-        assert r['id'] == hp and r['kind'] == 'set_online', r
-        res = r['results'][0]
-        assert not res['ok'] and res['code'] == 'ERR_EBUSY' and res['failed_state'] == 'b', r
-        assert sim4.read_online(1) == '0', r
-        assert [s['cpus'] for s in p.call('admin', 'states')['states']] == ['0,2-3'] * 2
-    finally:
-        p.kill()
-        d.stop()
+    assert p.recv('admin')['id'] == hp and sim4.read_online(1) == '0'
+    hp = p.send('admin', 'online', 1, 60000)
+    call = expect_call(p, 's', state_id=a, cpu=1, phase='startup', rollback=False)
+    p.send('s', 'answer', call['call_id'], 'ok')
+    call = expect_call(p, 's', state_id=b, cpu=1, phase='startup', rollback=False)
+    p.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'b', 'refuses')
+    old = expect_call(p, 's', state_id=a, cpu=1, phase='teardown', rollback=True)
+    assert sim4.read_online(1) == '1'
+    kill_and_restart(manager, d)
+    call = expect_call(p, 's', state_id=b, cpu=1, phase='startup', rollback=False,
+                       external=False)
+    p.send('s', 'answer', old['call_id'], 'ok')     # late: ignored
+    p.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'b', 'refuses')
+    call = expect_call(p, 's', state_id=a, cpu=1, phase='teardown', rollback=True)
+    p.send('s', 'answer', call['call_id'], 'ok')
+    r = p.recv('admin')
+    assert r['id'] == hp and r['kind'] == 'set_online', r
+    res = r['results'][0]
+    assert not res['ok'] and res['code'] == 'ERR_EBUSY' and res['failed_state'] == 'b', r
+    assert sim4.read_online(1) == '0', r
+    assert [s['cpus'] for s in p.call('admin', 'states')['states']] == ['0,2-3'] * 2

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "journal.h"
 
 /* The record hash: the text's, with the generation folded in. */
@@ -41,8 +42,7 @@ void cpuhpd_journal_slot(char slot[CPUHPD_JOURNAL_SLOT], uint64_t gen, uint64_t 
 
 struct sect {
 	unsigned id;
-	char *text;
-	size_t len, cap;
+	struct cpuhpd_buf b;
 };
 
 struct text {
@@ -52,27 +52,6 @@ struct text {
 	bool in_reqs;
 	struct sect *cur; /* the conn whose lines follow */
 };
-
-static int sect_put(struct sect *s, const char *p, size_t len)
-{
-	if (!len)
-		return 0;
-	if (s->len + len > s->cap) {
-		size_t cap = s->cap ? s->cap : 256;
-		char *t;
-
-		while (cap < s->len + len)
-			cap *= 2;
-		t = realloc(s->text, cap);
-		if (!t)
-			return -ENOMEM;
-		s->text = t;
-		s->cap = cap;
-	}
-	memcpy(s->text + s->len, p, len);
-	s->len += len;
-	return 0;
-}
 
 /* The index of conn @id, or where it would go (*@found false). */
 static unsigned conn_find(const struct text *t, unsigned id, bool *found)
@@ -115,7 +94,7 @@ static struct sect *conn_reset(struct text *t, unsigned id)
 		t->conns[i] = (struct sect){.id = id};
 		t->n++;
 	}
-	t->conns[i].len = 0;
+	t->conns[i].b.len = 0;
 	return &t->conns[i];
 }
 
@@ -126,7 +105,7 @@ static void conn_drop(struct text *t, unsigned id)
 
 	if (!found)
 		return;
-	free(t->conns[i].text);
+	cpuhpd_buf_free(&t->conns[i].b);
 	memmove(&t->conns[i], &t->conns[i + 1], (t->n - i - 1) * sizeof(*t->conns));
 	t->n--;
 }
@@ -134,10 +113,10 @@ static void conn_drop(struct text *t, unsigned id)
 static void text_free(struct text *t)
 {
 	for (unsigned i = 0; i < t->n; i++)
-		free(t->conns[i].text);
+		cpuhpd_buf_free(&t->conns[i].b);
 	free(t->conns);
-	free(t->daemon.text);
-	free(t->reqs.text);
+	cpuhpd_buf_free(&t->daemon.b);
+	cpuhpd_buf_free(&t->reqs.b);
 }
 
 /* The second field of @line (up to @end) as a conn id; Return: 0, or -EINVAL. */
@@ -176,13 +155,13 @@ static int apply_line(struct text *t, const char *line, size_t len, char *why, s
 	if (is(line, wlen, "daemon")) {
 		t->cur = NULL;
 		t->in_reqs = false;
-		t->daemon.len = 0;
-		return sect_put(&t->daemon, line, len);
+		t->daemon.b.len = 0;
+		return cpuhpd_buf_put(&t->daemon.b, line, len);
 	}
 	if (is(line, wlen, "reqs") && wlen == (size_t)(end - line)) {
 		t->cur = NULL;
 		t->in_reqs = true;
-		t->reqs.len = 0;
+		t->reqs.b.len = 0;
 		return 0;
 	}
 	if (is(line, wlen, "req") || is(line, wlen, "run") || is(line, wlen, "partial")) {
@@ -190,7 +169,7 @@ static int apply_line(struct text *t, const char *line, size_t len, char *why, s
 			snprintf(why, whylen, "a request outside the 'reqs' section");
 			return -EINVAL;
 		}
-		return sect_put(&t->reqs, line, len);
+		return cpuhpd_buf_put(&t->reqs.b, line, len);
 	}
 	if (field_id(line, end, &id)) {
 		snprintf(why, whylen, "a line that names no conn: '%.*s'",
@@ -200,7 +179,7 @@ static int apply_line(struct text *t, const char *line, size_t len, char *why, s
 	if (is(line, wlen, "conn")) {
 		t->in_reqs = false;
 		t->cur = conn_reset(t, id);
-		return t->cur ? sect_put(t->cur, line, len) : -ENOMEM;
+		return t->cur ? cpuhpd_buf_put(&t->cur->b, line, len) : -ENOMEM;
 	}
 	if (is(line, wlen, "gone")) {
 		t->cur = NULL;
@@ -214,7 +193,7 @@ static int apply_line(struct text *t, const char *line, size_t len, char *why, s
 			snprintf(why, whylen, "a record of conn %u outside its section", id);
 			return -EINVAL;
 		}
-		return sect_put(t->cur, line, len);
+		return cpuhpd_buf_put(&t->cur->b, line, len);
 	}
 	snprintf(why, whylen, "an unknown line '%.*s'", (int)(wlen < 20 ? wlen : 20), line);
 	return -EINVAL;
@@ -243,13 +222,13 @@ static int apply(struct text *t, const char *body, size_t len, char *why, size_t
 }
 
 /* The text the sections make; requests of connections that closed are left out. */
-static int assemble(struct text *t, struct sect *out)
+static int assemble(struct text *t, struct cpuhpd_buf *out)
 {
-	const char *p = t->reqs.text, *end = p ? p + t->reqs.len : NULL;
-	int err = sect_put(out, t->daemon.text, t->daemon.len);
+	const char *p = t->reqs.b.p, *end = p ? p + t->reqs.b.len : NULL;
+	int err = cpuhpd_buf_put(out, t->daemon.b.p, t->daemon.b.len);
 
 	for (unsigned i = 0; i < t->n && !err; i++)
-		err = sect_put(out, t->conns[i].text, t->conns[i].len);
+		err = cpuhpd_buf_put(out, t->conns[i].b.p, t->conns[i].b.len);
 	while (!err && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		unsigned id;
@@ -258,10 +237,10 @@ static int assemble(struct text *t, struct sect *out)
 		if (!field_id(p, nl, &id))
 			conn_find(t, id, &found);
 		if (found)
-			err = sect_put(out, p, (size_t)(nl + 1 - p));
+			err = cpuhpd_buf_put(out, p, (size_t)(nl + 1 - p));
 		p = nl + 1;
 	}
-	return err ? err : sect_put(out, "end\n", 4);
+	return err ? err : cpuhpd_buf_put(out, "end\n", 4);
 }
 
 /* ------------------------------------------------------------- reading */
@@ -353,7 +332,7 @@ int cpuhpd_journal_read(const char *buf, size_t len, struct cpuhpd_saved *out,
 	uint64_t gen[2] = {0, 0}, off[2], end = 0;
 	char scratch[200];
 	struct text t = {0};
-	struct sect whole = {0};
+	struct cpuhpd_buf whole = {0};
 	unsigned first;
 	int err;
 
@@ -396,8 +375,8 @@ int cpuhpd_journal_read(const char *buf, size_t len, struct cpuhpd_saved *out,
 	if (err == -ENOMEM)
 		snprintf(why, whylen, "out of memory");
 	if (!err)
-		err = cpuhpd_statetext_parse_body(whole.text, whole.len, out, why, whylen);
-	free(whole.text);
+		err = cpuhpd_statetext_parse_body(whole.p, whole.len, out, why, whylen);
+	cpuhpd_buf_free(&whole);
 	if (!err && pos)
 		*pos = (struct cpuhpd_journal_pos){
 		    .gen = gen[first], .slot = first, .off = off[first], .end = end};

@@ -377,24 +377,9 @@ bool cpuhpd_fdstore_keeps(const struct cpuhpd *d)
 /* A build buffer larger than this is given back after a base is written. */
 #define BODY_KEEP (256u << 10)
 
-/* Append @len bytes to the body being built; Return: 0 or -ENOMEM. */
 static int put(struct cpuhpd_fdstore *s, const char *p, size_t len)
 {
-	if (s->body_len + len > s->body_cap) {
-		size_t cap = s->body_cap ? s->body_cap : 4096;
-		char *b;
-
-		while (cap < s->body_len + len)
-			cap *= 2;
-		b = realloc(s->body, cap);
-		if (!b)
-			return -ENOMEM;
-		s->body = b;
-		s->body_cap = cap;
-	}
-	memcpy(s->body + s->body_len, p, len);
-	s->body_len += len;
-	return 0;
+	return cpuhpd_buf_put(&s->body, p, len);
 }
 
 /* Run @fn writing into a memory stream, then append what it wrote. */
@@ -546,11 +531,11 @@ static int write_at(int fd, const struct iovec *iov0, int n, uint64_t off)
 static int64_t write_record(struct cpuhpd_fdstore *s, uint64_t gen, uint64_t off)
 {
 	char hdr[CPUHPD_JOURNAL_REC_HEADER_MAX];
-	int n = cpuhpd_journal_rec_header(hdr, gen, s->body, s->body_len);
-	struct iovec iov[2] = {{hdr, (size_t)n}, {s->body, s->body_len}};
+	int n = cpuhpd_journal_rec_header(hdr, gen, s->body.p, s->body.len);
+	struct iovec iov[2] = {{hdr, (size_t)n}, {s->body.p, s->body.len}};
 	int err = write_at(s->state_fd, iov, 2, off);
 
-	return err ? err : (int64_t)n + (int64_t)s->body_len;
+	return err ? err : (int64_t)n + (int64_t)s->body.len;
 }
 
 /*
@@ -567,7 +552,7 @@ static int compact(struct cpuhpd *d, bool final)
 	int64_t len;
 	int err;
 
-	s->body_len = 0;
+	s->body.len = 0;
 	err = put_daemon(d, true);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
@@ -581,7 +566,7 @@ static int compact(struct cpuhpd *d, bool final)
 	if (err)
 		return err;
 	/* Where it overlaps nothing the valid slot names. */
-	off = CPUHPD_JOURNAL_DATA + s->body_len + CPUHPD_JOURNAL_REC_HEADER_MAX <= s->live_off
+	off = CPUHPD_JOURNAL_DATA + s->body.len + CPUHPD_JOURNAL_REC_HEADER_MAX <= s->live_off
 	          ? CPUHPD_JOURNAL_DATA
 	          : s->end;
 	len = write_record(s, gen, off);
@@ -612,11 +597,8 @@ static int compact(struct cpuhpd *d, bool final)
 	s->ngone = 0;
 	s->reqs_dirty = false;
 	s->broken = false;
-	if (s->body_cap > BODY_KEEP) {
-		free(s->body);
-		s->body = NULL;
-		s->body_cap = 0;
-	}
+	if (s->body.cap > BODY_KEEP)
+		cpuhpd_buf_free(&s->body);
 	return 0;
 }
 
@@ -633,7 +615,7 @@ static void flush(struct cpuhpd *d)
 		err = compact(d, false);
 		goto out;
 	}
-	s->body_len = 0;
+	s->body.len = 0;
 	err = put_daemon(d, false);
 	for (unsigned i = 0; i < s->ngone && !err; i++) {
 		char line[32];
@@ -650,11 +632,11 @@ static void flush(struct cpuhpd *d)
 	}
 	if (!err && s->reqs_dirty)
 		err = put_stream(d, reqs_lines, NULL);
-	if (err || !s->body_len)
+	if (err || !s->body.len)
 		goto out;
 	s->ngone = 0;
 	s->reqs_dirty = false;
-	if (s->since_base + s->body_len > (s->base_len > COMPACT_MIN ? s->base_len : COMPACT_MIN)) {
+	if (s->since_base + s->body.len > (s->base_len > COMPACT_MIN ? s->base_len : COMPACT_MIN)) {
 		err = compact(d, false);
 		goto out;
 	}

@@ -36,6 +36,7 @@
 
 #include "cpuhp.pb-c.h"
 
+#include "base/buf.h"
 #include "base/journal.h"
 #include "base/list.h"
 #include "base/statetext.h"
@@ -79,10 +80,9 @@ struct cpuhpd_fdstore {
 	struct cpuhpd_list dirty;      /* connections whose lines changed, not yet written */
 	unsigned *gone;                /* connections closed, not yet written */
 	unsigned ngone, gone_cap;
-	bool reqs_dirty;       /* the requests still to answer changed */
-	char daemon_line[160]; /* as last written */
-	char *body;            /* the record being built */
-	size_t body_len, body_cap;
+	bool reqs_dirty;        /* the requests still to answer changed */
+	char daemon_line[160];  /* as last written */
+	struct cpuhpd_buf body; /* the record being built */
 	/* From LISTEN_FDS at start, until adopt.c is done with them. */
 	struct cpuhpd_fdstore_taken *taken;
 	unsigned ntaken;
