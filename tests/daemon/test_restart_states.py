@@ -130,3 +130,25 @@ def test_a_kill_inside_a_failed_startups_rollback_still_ends_offline(two, sim4, 
     assert not res['ok'] and res['code'] == 'ERR_EBUSY' and res['failed_state'] == 'b', r
     assert sim4.read_online(1) == '0', r
     assert [s['cpus'] for s in p.call('admin', 'states')['states']] == ['0,2-3'] * 2
+
+
+def test_a_startup_cut_by_the_kill_counts_as_run(two, sim4, manager):
+    """offline 1: b tears down, a refuses, and the rollback's startup of b is
+    cut by the kill.  Its client may still run it (the call is in its
+    socket): the next cpuhpd must count b as started on CPU 1 and tear it
+    down again, or CPU 1 goes offline with b set up there."""
+    d, p, a, b = two
+    hp = p.send('admin', 'offline', 1, 60000)
+    call = expect_call(p, 's', state_id=b, cpu=1, phase='teardown')
+    p.send('s', 'answer', call['call_id'], 'ok')
+    call = expect_call(p, 's', state_id=a, cpu=1, phase='teardown')
+    p.send('s', 'answer', call['call_id'], 'ERR_EBUSY', 'a', 'refuses')
+    old = expect_call(p, 's', state_id=b, cpu=1, phase='startup', rollback=True)
+    kill_and_restart(manager, d)
+    p.send('s', 'answer', old['call_id'], 'ok')     # it ran: late, ignored
+    for sid in (b, a):
+        call = expect_call(p, 's', state_id=sid, cpu=1, phase='teardown', rollback=False)
+        p.send('s', 'answer', call['call_id'], 'ok')
+    r = p.recv('admin')
+    assert r['id'] == hp and r['results'][0]['ok'] and sim4.read_online(1) == '0', r
+    assert [s['cpus'] for s in p.call('admin', 'states')['states']] == ['0,2-3'] * 2

@@ -307,6 +307,17 @@ static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step
 	r.id = s->reg_req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
 	r.state_call = &call;
+	/*
+	 * A startup counts from its sending: cut by a kill, it may still run
+	 * (it is in its client's socket), so a restart must see the CPU as
+	 * started and tear it down again rather than leave it set up.  A
+	 * teardown counts only once answered, for the same reason.
+	 */
+	if (!st->teardown && !cpuhp_cpuset_has(&s->cpus, st->cpu)) {
+		cpuhp_cpuset_add(&s->cpus, st->cpu);
+		if (s->live && cpuhpd_state_alive(s))
+			cpuhpd_fdstore_conn_changed(s->conn);
+	}
 	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64, s->name, s->conn_id,
 	             st->external ? "external " : "", st->rollback ? "rollback " : "",
 	             phase_name(st->teardown), st->cpu, S->call_id);
@@ -382,16 +393,19 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 	uv_timer_stop(&S->timer);
 	record(d, w, st, err, msg, timed_out, gone);
 	st->timed_out = timed_out;
-	if (!err) {
+	if (!err)
 		st->done_ok = !gone;
-		if (st->teardown)
-			cpuhp_cpuset_del(&st->s->cpus, st->cpu);
-		else
-			cpuhp_cpuset_add(&st->s->cpus, st->cpu);
-		/* What a restart would call teardown for next. */
+	/*
+	 * What a restart would call teardown for next: a teardown done, or a
+	 * startup refused (it changed nothing; one that missed its deadline
+	 * may have, and stays counted until a teardown is done).
+	 */
+	if (st->teardown ? !err : err && !timed_out) {
+		cpuhp_cpuset_del(&st->s->cpus, st->cpu);
 		if (st->s->live && cpuhpd_state_alive(st->s))
 			cpuhpd_fdstore_conn_changed(st->s->conn);
-	} else if (!st->rollback && !w->rolled_back) {
+	}
+	if (err && !st->rollback && !w->rolled_back) {
 		if (!w->err) {
 			w->err = err;
 			snprintf(w->failed_state, sizeof(w->failed_state), "%s", st->s->name);
