@@ -14,7 +14,7 @@
  * same section of the text:
  *
  *   daemon ...                       the daemon line
- *   conn ID ...  then the lease, wait, state and freeze lines of ID:
+ *   conn ID ...  then the lease, wait, state, call and freeze lines of ID:
  *                                    all of connection ID
  *   gone ID                          connection ID closed: none of it
  *   reqs  then req, run and partial lines:   the requests still to answer

@@ -384,6 +384,27 @@ static int state_line(struct parser *p)
 	return 0;
 }
 
+static int call_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	uint64_t id, cpu;
+
+	if (!c || want(p, 4) || num(p, 2, UINT64_MAX, &id) || num(p, 3, 65535, &cpu))
+		return p->err;
+	for (unsigned i = 0; i < c->nstates; i++) {
+		struct cpuhpd_saved_state *st = &c->states[i];
+
+		if (st->id != id)
+			continue;
+		if (st->unsure)
+			return bad(p, "a second call in flight for state %" PRIu64, id);
+		st->unsure = true;
+		st->unsure_cpu = (unsigned)cpu;
+		return 0;
+	}
+	return bad(p, "a call of state %" PRIu64 ", which no earlier line of its conn gave", id);
+}
+
 static int freeze_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
@@ -455,9 +476,10 @@ static int parse_body(struct parser *p, char *body)
 		const char *word;
 		int (*fn)(struct parser *);
 	} kinds[] = {
-	    {"daemon", daemon_line}, {"conn", conn_line},   {"lease", lease_line},
-	    {"wait", wait_line},     {"state", state_line}, {"freeze", freeze_line},
-	    {"req", req_line},       {"run", req_line},     {"partial", partial_line},
+	    {"daemon", daemon_line},   {"conn", conn_line},   {"lease", lease_line},
+	    {"wait", wait_line},       {"state", state_line}, {"freeze", freeze_line},
+	    {"call", call_line},       {"req", req_line},     {"run", req_line},
+	    {"partial", partial_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;

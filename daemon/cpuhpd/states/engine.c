@@ -119,6 +119,18 @@ static unsigned cpus_of(const struct cpuhp_cpuset *set, unsigned *out)
 	return n;
 }
 
+/*
+ * Whether a call of that phase is due for @s on @cpu: a teardown where it
+ * started, a startup where it did not; both where a call was sent and not
+ * answered (a cpuhpd killed meanwhile): the client may have run it.
+ */
+static bool due(const struct cpuhpd_state *s, unsigned cpu, bool teardown)
+{
+	if (s->unsure && s->unsure_cpu == cpu)
+		return true;
+	return cpuhp_cpuset_has(&s->cpus, cpu) == teardown;
+}
+
 static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 {
 	const struct cpuhpd_states_ask *a = &w->job->sc;
@@ -132,7 +144,7 @@ static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && cpuhp_cpuset_has(&s->cpus, cpu))
+			if (s->live && due(s, cpu, true))
 				err = add_step(w, s, cpu, true, false, false);
 		}
 		w->may_rollback = true;
@@ -144,7 +156,7 @@ static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 
 		if (!s->live)
 			continue;
-		if (!cpuhp_cpuset_has(&s->cpus, cpu))
+		if (due(s, cpu, false))
 			err = add_step(w, s, cpu, false, a->rollback, false);
 		else if (w->job->resume && !a->rollback &&
 		         !(err = add_step(w, s, cpu, false, false, false)))
@@ -215,7 +227,7 @@ static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && cpuhp_cpuset_has(&s->cpus, cpu))
+			if (s->live && due(s, cpu, true))
 				err = add_step(w, s, cpu, true, false, true);
 		}
 	}
@@ -225,7 +237,7 @@ static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && !cpuhp_cpuset_has(&s->cpus, (unsigned)cpu) &&
+			if (s->live && due(s, (unsigned)cpu, false) &&
 			    (err = add_step(w, s, (unsigned)cpu, false, false, true)))
 				break;
 		}
@@ -263,7 +275,7 @@ static bool step_needed(const struct cpuhpd *d, const struct state_step *st)
 	if (st->assumed || !cpuhpd_state_alive(s))
 		return false;
 	if (st->external)
-		return s->live && cpuhp_cpuset_has(&s->cpus, st->cpu) == st->teardown &&
+		return s->live && due(s, st->cpu, st->teardown) &&
 		       cpuhp_cpuset_has(&d->view.online, st->cpu) != st->teardown;
 	return true;
 }
@@ -308,16 +320,15 @@ static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step
 	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
 	r.state_call = &call;
 	/*
-	 * A startup counts from its sending: cut by a kill, it may still run
-	 * (it is in its client's socket), so a restart must see the CPU as
-	 * started and tear it down again rather than leave it set up.  A
-	 * teardown counts only once answered, for the same reason.
+	 * Written down before it goes out: cut by a kill, it may still run from
+	 * its client's socket, so the next cpuhpd makes it again whichever way
+	 * its re-run goes (due()), after it there: a teardown before the CPU
+	 * leaves, a startup after a stale teardown.
 	 */
-	if (!st->teardown && !cpuhp_cpuset_has(&s->cpus, st->cpu)) {
-		cpuhp_cpuset_add(&s->cpus, st->cpu);
-		if (s->live && cpuhpd_state_alive(s))
-			cpuhpd_fdstore_conn_changed(s->conn);
-	}
+	s->unsure = true;
+	s->unsure_cpu = st->cpu;
+	if (s->live && cpuhpd_state_alive(s))
+		cpuhpd_fdstore_conn_changed(s->conn);
 	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64, s->name, s->conn_id,
 	             st->external ? "external " : "", st->rollback ? "rollback " : "",
 	             phase_name(st->teardown), st->cpu, S->call_id);
@@ -393,18 +404,17 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 	uv_timer_stop(&S->timer);
 	record(d, w, st, err, msg, timed_out, gone);
 	st->timed_out = timed_out;
-	if (!err)
+	st->s->unsure = false;
+	if (!err) {
 		st->done_ok = !gone;
-	/*
-	 * What a restart would call teardown for next: a teardown done, or a
-	 * startup refused (it changed nothing; one that missed its deadline
-	 * may have, and stays counted until a teardown is done).
-	 */
-	if (st->teardown ? !err : err && !timed_out) {
-		cpuhp_cpuset_del(&st->s->cpus, st->cpu);
-		if (st->s->live && cpuhpd_state_alive(st->s))
-			cpuhpd_fdstore_conn_changed(st->s->conn);
+		if (st->teardown)
+			cpuhp_cpuset_del(&st->s->cpus, st->cpu);
+		else
+			cpuhp_cpuset_add(&st->s->cpus, st->cpu);
 	}
+	/* What a restart would call teardown for next, and no call in flight. */
+	if (st->s->live && cpuhpd_state_alive(st->s))
+		cpuhpd_fdstore_conn_changed(st->s->conn);
 	if (err && !st->rollback && !w->rolled_back) {
 		if (!w->err) {
 			w->err = err;
