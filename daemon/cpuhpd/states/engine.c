@@ -404,7 +404,8 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 	uv_timer_stop(&S->timer);
 	record(d, w, st, err, msg, timed_out, gone);
 	st->timed_out = timed_out;
-	st->s->unsure = false;
+	/* One that missed its deadline may still run: due again, as one cut by a kill. */
+	st->s->unsure = timed_out;
 	if (!err) {
 		st->done_ok = !gone;
 		if (st->teardown)
