@@ -223,7 +223,7 @@ static void every_change_reads_back_and_compactions_of_both_kinds_happen(void)
 	uint64_t max_size = 0, max_text = 0;
 
 	setup();
-	for (unsigned n = 0; n < 6000; n++) {
+	for (unsigned n = 0; n < 4000; n++) {
 		uint64_t gen = d.fdstore.gen;
 		size_t len;
 		char *buf;
@@ -277,7 +277,7 @@ static void a_change_cut_anywhere_reads_back_as_before_it(void)
 	unsigned seed = 17, cuts = 0, compactions = 0;
 
 	setup();
-	for (unsigned n = 0; n < 1500; n++) {
+	for (unsigned n = 0; n < 1000; n++) {
 		size_t olen, nlen;
 		char *old = image(&olen), *new, *mix, why[200];
 		uint64_t gen = d.fdstore.gen, old_end = d.fdstore.end, start, stop;
@@ -345,10 +345,41 @@ static void a_version_1_text_is_still_read(void)
 	free(text);
 }
 
+/* An upgrade: the memfd holds an older cpuhpd's version 1 text; the journal goes on from it. */
+static void the_journal_goes_on_from_a_version_1_text(void)
+{
+	static const char body[] = "daemon 7 3 5 1 1 9\n"
+	                           "conn 1 100 0 0 1 1 - - - 0 0\n"
+	                           "end\n";
+	size_t len, ilen;
+	char *text = cpuhpd_statetext_seal(body, sizeof(body) - 1, &len), *img;
+
+	setup();
+	CHECK(text);
+	CHECK(!ftruncate(d.fdstore.state_fd, 0));
+	CHECK(pwrite(d.fdstore.state_fd, text, len, 0) == (ssize_t)len);
+	/* As cpuhpd_fdstore_ready() leaves it after reading that text. */
+	d.fdstore.gen = 0;
+	d.fdstore.slot = 1;
+	d.fdstore.live_off = 0;
+	d.fdstore.end = len > CPUHPD_JOURNAL_DATA ? len : CPUHPD_JOURNAL_DATA;
+	d.fdstore.broken = true;
+	open_conn(0);
+	records[0] = 3;
+	cpuhpd_fdstore_conn_changed(conns[0]);
+	CHECK_EQ_INT(d.fdstore.gen, 1);
+	img = image(&ilen);
+	check_reads(img, ilen);
+	free(img);
+	free(text);
+	teardown();
+}
+
 int main(void)
 {
 	RUN_TEST(every_change_reads_back_and_compactions_of_both_kinds_happen);
 	RUN_TEST(a_change_cut_anywhere_reads_back_as_before_it);
 	RUN_TEST(a_version_1_text_is_still_read);
+	RUN_TEST(the_journal_goes_on_from_a_version_1_text);
 	return 0;
 }
