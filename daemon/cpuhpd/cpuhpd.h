@@ -74,8 +74,13 @@ struct cpuhpd {
 	uv_loop_t *loop;
 	struct cpuhpd_options opt;
 	struct cpuhpd_server server;
-	int instance_fd;        /* the flock()ed lock file of our sysfs tree (instance.c) */
-	long instance_prev_pid; /* the pid it named at start; 0: none, or a clean stop (grace.h) */
+	int instance_fd; /* the flock()ed lock file of our sysfs tree (instance.c) */
+	/* What it said at start: the last cpuhpd's pid (0: none, or a clean stop; grace.h). */
+	struct cpuhpd_instance_prev {
+		long pid;
+		bool handover; /* a restart's stop left these in the fd store */
+		unsigned clients, leases;
+	} instance_prev;
 	/* "DIR/cpuhpd-DEV-INO": the lock file's path but ".lock", for files of the tree; or NULL */
 	char *instance_stem;
 	struct cpuhpd_list conns; /* struct cpuhpd_conn.node */
@@ -113,6 +118,8 @@ struct cpuhpd {
 	 * next cpuhpd; requests read meanwhile are kept for it (dispatch.c).
 	 */
 	bool handover;
+	/* adopt.c replays the hotplug a SIGKILLed cpuhpd had in its worker (worker.h's resume) */
+	bool resuming;
 	uv_timer_t handover_timer; /* looks whether the work the stop lets finish is done */
 	uint64_t handover_until;   /* uv_now() when clients that read no replies are closed */
 };

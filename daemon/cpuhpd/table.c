@@ -252,10 +252,11 @@ static const cpuhpd_daemon_fn close_steps[] = {
 /*
  * A restart (adopt.c): each connection's leases first, so that whatever
  * runs after finds every lease in its way, then its fast-lease region,
- * states, freezes and watch.  Once all are back, states whose CPUs differ
- * from the files are reconciled; once the requests left unanswered ran
- * again (a hotplug among them blocks the gate again), the acquires that
- * came back waiting are granted unless it does.
+ * states, freezes and watch.  Once the requests left unanswered ran again
+ * (a hotplug among them blocks the gate again), states whose CPUs differ
+ * from the files are reconciled (after that hotplug if it went to the
+ * worker: it resumes their calls on its own CPUs first), and the acquires
+ * that came back waiting are granted unless the gate is closed.
  */
 static const cpuhpd_adopt_ids_fn adopt_ids[] = {
     cpuhpd_lease_adopt_ids,
@@ -267,11 +268,8 @@ static const cpuhpd_adopt_conn_fn adopt_conn[] = {
     cpuhpd_lease_adopt,  cpuhpd_fastpath_adopt_conn, cpuhpd_states_adopt,
     cpuhpd_freeze_adopt, cpuhpd_watch_adopt,         NULL,
 };
-static const cpuhpd_daemon_fn adopted[] = {
-    cpuhpd_states_adopted,
-    NULL,
-};
 static const cpuhpd_daemon_fn replayed[] = {
+    cpuhpd_states_adopted,
     cpuhpd_lease_adopted,
     NULL,
 };
@@ -284,6 +282,5 @@ const struct cpuhpd_features cpuhpd_features = {
     .close = close_steps,
     .adopt_ids = adopt_ids,
     .adopt_conn = adopt_conn,
-    .adopted = adopted,
     .replayed = replayed,
 };

@@ -46,6 +46,8 @@
  *                           announcing LEN payload bytes and only SENT of them
  *   eofmany PREFIX          read each of those to its end, count the last error
  *                           codes, close them
+ *   readmany PREFIX N       wait until cpuhpd has read every byte written on the
+ *                           first N of those (SIOCOUTQ 0 on each)
  *   drip NAME HEX MS        write HEX a byte at a time; before each next byte wait up
  *                           to MS for the connection to become readable (an answer
  *                           or its end), and stop there
@@ -951,6 +953,25 @@ static void cmd_halfmany(const char *prefix, unsigned n, uint32_t want, size_t s
 	printf("{\"ok\":true,\"opened\":%u}\n", n);
 }
 
+static void cmd_readmany(const char *prefix, unsigned n)
+{
+	char name[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c;
+		int q = 0;
+
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		if (!(c = find(name))) {
+			printf("{\"ok\":false,\"what\":\"no connection %s\"}\n", name);
+			return;
+		}
+		while (ioctl(c->fd, SIOCOUTQ, &q) == 0 && q > 0)
+			poll(NULL, 0, 1);
+	}
+	printf("{\"ok\":true}\n");
+}
+
 static void cmd_eofmany(const char *prefix)
 {
 	size_t plen = strlen(prefix);
@@ -1064,6 +1085,8 @@ static void run(int argc, char **argv)
 	} else if (!strcmp(cmd, "halfmany") && argc >= 5) {
 		cmd_halfmany(argv[1], (unsigned)strtoul(argv[2], NULL, 10),
 		             (uint32_t)strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10));
+	} else if (!strcmp(cmd, "readmany") && argc >= 3) {
+		cmd_readmany(argv[1], (unsigned)strtoul(argv[2], NULL, 10));
 	} else if (!strcmp(cmd, "eofmany") && argc >= 2) {
 		cmd_eofmany(argv[1]);
 	} else if (!c) {

@@ -145,6 +145,25 @@ def test_a_hotplug_that_times_out_names_the_holders_to_the_caller_and_the_log(da
     assert sim4.read_online(2) == '1'
 
 
+def test_a_fast_leases_age_is_said_to_be_a_lower_bound(daemon4):
+    """cpuhpd sees a fast lease's count, not when it was taken: its age counts
+    from cpuhpd's first look, and every word about it says "at least"."""
+    import fastlib
+    client = fastlib.FastClient(daemon4.socket)
+    try:
+        client.connect('h')
+        client.thread('t', 'h')
+        client.lease('t')
+        r = ctl(daemon4, 'offline', '--timeout', 10, 2)
+        assert r.returncode == 75, r
+        assert ', 1 fast lease, held at least ' in r.stderr, r
+        text = ctl(daemon4, 'leases')
+        [row] = [line for line in text.stdout.splitlines() if ' fast ' in line]
+        assert row.split()[4] == '1' and row.split()[5].startswith('>'), row
+    finally:
+        client.kill()
+
+
 def test_an_unnamed_holder_is_named_by_its_command(daemon4, probe):
     probe.connect('a')
     probe.lease('a')

@@ -1151,3 +1151,93 @@ def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig,
     row['numbers']['leases kept'] = kept
     row['numbers']['of them fast'] = fast_kept
     row['numbers']['acquires kept waiting'] = waited
+
+
+def test_cpuhpd_restarted_with_an_fd_store_too_small_keeps_each_lease_or_ends_it(rig, row):
+    """cpuhpd restarted (SIGKILL or SIGTERM) with an fd store too small for its clients."""
+    from fastlib import FastClient
+    import fdstore
+    rnd = faultlib.rng('fullstore')
+    rounds, kept, ended, fast_kept = 4, 0, 0, 0
+    for i in range(rounds):
+        tmp = rig.tmp / f'fullstore{i}'
+        tmp.mkdir()
+        sim = fixture.SimSysfs(tmp / 'sys', cpus=faultlib.CPUS)
+        manager = fdstore.Manager(tmp)
+        size = rnd.randint(3, 9)
+        d = manager.start(fixture.Daemon(tmp, sim.root, args=['--fd-store-max', str(size)]))
+        probe = fixture.Probe(d.socket)
+        holders = []     # [probe connection name or FastClient, leases held]
+        try:
+            # Socket and fast holders interleaved, so that the store fills at any point.
+            for k in range(rnd.randint(3, 6)):
+                if rnd.random() < 0.5:
+                    n = f's{k}'
+                    probe.connect(n)
+                    holders.append([n, [probe.lease(n) for _ in range(rnd.randint(1, 2))]])
+                else:
+                    c = FastClient(d.socket)
+                    r = c('connect h')
+                    assert r['ret'] == 0, r
+                    c.thread('t', 'h')
+                    c.fast = r['fast']
+                    holders.append([c, [c.lease('t', fast=r['fast'])]])
+            sig = rnd.choice((signal.SIGKILL, signal.SIGTERM))
+            d.send_signal(sig)
+            d.wait()
+            manager.sync()
+            d = manager.start(d)
+            # Each holder is either still served, with its leases counted, or told the end.
+            alive = []
+            for h, leases in holders:
+                if isinstance(h, str):
+                    r = probe.call(h, 'status')
+                    ok = r.get('kind') == 'status'
+                    assert ok or r.get('eof') or r.get('errno') in ('EPIPE', 'ECONNRESET'), r
+                else:
+                    r = h('status h')
+                    ok = r['ret'] == 0
+                    if not ok:
+                        h.release('t', leases[0])
+                        r = h.wait('t')
+                        assert r['ret'] == -errno.ECONNRESET, r
+                    fast_kept += ok and h.fast
+                if ok:
+                    alive.append((h, leases))
+                    kept += len(leases)
+                else:
+                    ended += len(leases)
+            want = sum(len(leases) for _, leases in alive)
+            probe.connect('admin')
+            s = probe.status('admin')
+            assert s['leases_held'] == want, (s, holders, d.log()[-3000:])
+            if want:
+                hp = probe.send('admin', 'offline', 1, 60000)
+                for h, leases in alive:
+                    s = probe.status('admin')
+                    assert s['pending_hotplugs'] == 1 and sim.read_online(1) == '1', s
+                    if isinstance(h, str):
+                        for lease in leases:
+                            probe.call(h, 'release', lease)
+                    else:
+                        h.unlease('t')
+                r = probe.recv('admin')
+                assert r['id'] == hp and r['results'][0]['ok'], r
+        finally:
+            for h, _ in holders:
+                if not isinstance(h, str):
+                    h.kill()
+            probe.kill()
+            d.stop()
+            manager.close()
+    row['injected'].append(f'{rounds} rounds, each on a cpuhpd of its own with --fd-store-max '
+                           '3-9: 3-6 holders of socket leases (1-2) or a libcpuhp-client lease '
+                           '(fast where granted), interleaved; cpuhpd SIGKILLed or SIGTERMed, '
+                           'then started again with the store')
+    row['checked'] += ['each holder is either still served with its leases counted, or sees '
+                       'the end (EOF; its release ECONNRESET): never kept without its leases',
+                       'leases_held equals the leases of the holders kept',
+                       'a hotplug waits until the last kept lease is released']
+    row['numbers']['leases kept'] = kept
+    row['numbers']['of them fast'] = fast_kept
+    row['numbers']['leases ended with their connection'] = ended

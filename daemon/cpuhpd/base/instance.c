@@ -121,16 +121,26 @@ static char *runtime_dir(const struct cpuhpd *d)
 	return cpuhpd_dirname(d->opt.socket_path);
 }
 
-/* The pid a holder wrote, or 0. */
-static long holder_pid(int fd)
+/* The pid a holder wrote, or 0; and what a restart's stop left in the store, if it says. */
+static long holder_pid_handover(int fd, struct cpuhpd_instance_prev *prev)
 {
-	char buf[32];
+	char buf[80];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	long pid;
 
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	return strtol(buf, NULL, 10);
+	pid = strtol(buf, NULL, 10);
+	if (prev)
+		prev->handover =
+		    sscanf(buf, "%*d handover %u %u", &prev->clients, &prev->leases) == 2;
+	return pid;
+}
+
+static long holder_pid(int fd)
+{
+	return holder_pid_handover(fd, NULL);
 }
 
 int cpuhpd_instance_lock(struct cpuhpd *d)
@@ -182,13 +192,24 @@ int cpuhpd_instance_lock(struct cpuhpd *d)
 		return err;
 	}
 	/* A pid left in it: the last cpuhpd here did not stop clean (grace.h). */
-	d->instance_prev_pid = holder_pid(fd);
+	d->instance_prev.pid = holder_pid_handover(fd, &d->instance_prev);
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
 		cpuhpd_warn("cannot write our pid into %s: %m", path);
 	/* Kept open (and locked) until we exit. */
 	d->instance_fd = fd;
 	return 0;
+}
+
+void cpuhpd_instance_handover(struct cpuhpd *d, unsigned clients, unsigned leases)
+{
+	char line[80];
+	int n =
+	    snprintf(line, sizeof(line), "%ld handover %u %u\n", (long)getpid(), clients, leases);
+
+	if (d->instance_fd > 0 &&
+	    (ftruncate(d->instance_fd, 0) < 0 || pwrite(d->instance_fd, line, (size_t)n, 0) != n))
+		cpuhpd_warn("cannot write the lock file: %m");
 }
 
 void cpuhpd_instance_clean(struct cpuhpd *d)

@@ -111,6 +111,8 @@ static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
 	/* No registration runs now (they are readers): the set of states is that of the job. */
 	h->job.with_states = cpuhpd_states_any(d);
 	cpuhpd_states_hotplug_begin(d);
+	/* A kill from now on cuts it mid-way: the next cpuhpd resumes it ("run"). */
+	cpuhpd_fdstore_changed(d);
 	cpuhpd_debug("hotplug #%" PRIu64 ": no lease held; to the worker (%u ms left)", h->seq,
 	             h->job.timeout_ms);
 	cpuhpd_worker_submit(d, &h->job);
@@ -296,6 +298,7 @@ void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotpl
 	h->job.started = job_started;
 	h->job.done = job_done;
 	h->job.states = cpuhpd_states_hotplug_cpu;
+	h->job.resume = d->resuming;
 	atomic_init(&h->job.cancel, false);
 	cpuhpd_list_add_tail(&d->hotplug.queue, &h->node);
 	d->hotplug.nqueued++;
@@ -584,7 +587,7 @@ static void save_req(struct cpuhpd *d, FILE *f, const struct hotplug_req *h)
 		rq.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		rq.set_online = &so;
 	}
-	cpuhpd_fdstore_put_request(f, h->conn->id, &rq);
+	cpuhpd_fdstore_put_request(f, h->conn->id, &rq, h->state >= HP_WORKER);
 }
 
 void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f)

@@ -549,6 +549,17 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       "this connection already has the fast path");
 		return;
 	}
+	/* A region a restart would drop while keeping its connection: a lease lost unseen. */
+	if (!cpuhpd_fdstore_has_room(c)) {
+		cpuhpd_warn("client %u: no fast path: the fd store is full (%u descriptors, "
+		            "--fd-store-max / FileDescriptorStoreMax=); its leases are socket "
+		            "leases, which a restart keeps",
+		            c->id, d->fdstore.max);
+		cpuhpd_conn_send_error(c, req_id, ENOSPC,
+		                       "cpuhpd's fd store is full, so a restart would lose a fast "
+		                       "lease: use socket leases");
+		return;
+	}
 	if (n < 1)
 		n = 1;
 	if (n > CPUHP__FAST_MAX_SLOTS)

@@ -108,6 +108,7 @@ static int describe_one(const struct cpuhpd_holder *h, uint64_t now, char *buf, 
 	const char *name = h->who[0] ? h->who : h->conn->peer.comm;
 	char what[40] = "";
 
+	/* A fast lease's age is from cpuhpd's first look: it was taken then or before. */
 	if (!h->lease_id)
 		snprintf(what, sizeof(what), ", %u fast lease%s", h->count,
 		         h->count == 1 ? "" : "s");

@@ -151,6 +151,14 @@ static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 	if (cpuhp_cpuset_has(&before->online, r->cpu) == online) {
 		snprintf(r->msg, sizeof(r->msg), "CPU %u is already %s", r->cpu,
 		         online ? "online" : "offline");
+		/*
+		 * Resumed: the startups the kill cut short run now, a refusal
+		 * rolling back every state started there and taking the CPU
+		 * offline, as without the kill.  (An offline's teardowns all end
+		 * before its write, so one found offline has nothing left.)
+		 */
+		if (online && job->resume && job->with_states)
+			startup_after(w, job, r);
 		return;
 	}
 	/* Teardown before the CPU goes; a failure rolled back keeps it online. */

@@ -94,6 +94,11 @@ struct cpuhpd_job {
 	unsigned timeout_ms;                     /* for in-process readers of the hotplug lock */
 	atomic_bool cancel; /* set by the loop; checked once the lock is held */
 	bool with_states;   /* states are registered: ask for their calls per CPU */
+	/*
+	 * Run again after a SIGKILLed cpuhpd cut it in the worker: a CPU found
+	 * online already may have had its startups cut short, so they go on.
+	 */
+	bool resume;
 	/* Loop thread: run the state calls ->sc asks for, then cpuhpd_worker_states_done(). */
 	void (*states)(struct cpuhpd *d, struct cpuhpd_job *job);
 	struct cpuhpd_states_ask sc;
