@@ -34,7 +34,20 @@ import vm
 # of it).  Each is a test; a scenario may hold the checks of more tests
 # (lib.sh's section), named in TESTS.
 SCENARIOS = ['systemd', 'restart', 'smt', 'hotplug', 'selftest']
-TESTS = SCENARIOS + []
+# Promises judged apart, each in the situation its scenario made (the
+# section in the scenario's script says what it checks).
+TESTS = SCENARIOS + [
+    'systemd-refusal-names-group',      # the refusal names the socket's group
+    'systemd-options-after-cpus',       # offline 3 --timeout 2000
+    'systemd-bypass-held-time',         # the bypass warning's "held 0.0 s"
+    'restart-kill-in-teardown',         # the killed daemon's late answer taken
+    'restart-clean-stop-no-grace',      # a clean stop costs the next start a grace
+    'restart-status-connections',       # a stale STATUS= connection count
+    'restart-stop-logged',              # every stop logged as a restart
+    'smt-teardown-lines',               # smt off/on print no teardown/startup lines
+    'hotplug-present-watched',          # present changes invisible to watchers
+    'hotplug-ecanceled-explained',      # ECANCELED on a never-booted sibling
+]
 
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', image.SOURCE / 'build'))
 WORK = BUILD / 'tests' / 'guest'

@@ -21,6 +21,16 @@ fail() { say fail "$*"; }
 note() { say note "$*"; }
 skip() { say skip "$*"; }
 
+# section NAME: the checks from here to end_section are the test guest-NAME's,
+# not the scenario's: a promise judged apart in the situation the scenario
+# made.
+section() {
+	say test "$1"
+}
+end_section() {
+	say test "$SCENARIO"
+}
+
 # log PREFIX < lines: show lines on the host (they go into the test's output).
 log() {
 	local line

@@ -7,6 +7,21 @@
 # state's teardown runs (external), a lease held meanwhile is told it was
 # bypassed.  (Every hot-add comes before the first eject: see hotadd.)
 . /usr/lib/cpuhp-guest/lib.sh
+
+# heard_present_change CPU WHAT LINES: test guest-hotplug-present-watched's
+# checks that watchers and the journal heard that CPU WHAT (LINES: the
+# length of $TMPD/watch.out before).
+heard_present_change() {
+	local cpu=$1 what=$2 lines=$3
+	section hotplug-present-watched
+	wait_for 10 sh -c "[ \$(wc -l <$TMPD/watch.out) -gt $lines ]" &&
+		ok "a watcher hears that CPU $cpu $what: $(tail -n +$((lines + 1)) "$TMPD/watch.out")" ||
+		fail "a watcher (cpuhpctl watch --json) heard nothing of CPU $cpu that $what"
+	wait_for 10 logged_since_mark "CPU $cpu\b" -p info && ok "cpuhpd logs that CPU $cpu $what" ||
+		fail "cpuhpd logged nothing above debug about CPU $cpu that $what" \
+			"(journalctl -p info: $(journal_since_mark | tr '\n' '|'))"
+	end_section
+}
 fresh
 state_hook guest-hot 0 --nocalls
 state=$STATE_PID
@@ -15,9 +30,12 @@ watch=$BG_PID
 wait_for 30 watched '.event == "watching"' || fail "cpuhpctl watch did not start"
 
 # --- hot-add of a new core's first thread ---
+lines=$(wc -l <"$TMPD/watch.out")
+mark_journal
 t=$(date +%s%N)
 hotadd 2 0 || exit 1
 note "hot-add: CPU $NEW_CPU present $(ms_since "$t") ms after device_add was asked"
+heard_present_change 4 "became present" "$lines"
 expect "the hot-added vCPU is CPU 4 and waits offline" "$NEW_CPU $(cat $CPU/cpu4/online)" "4 0"
 wait_for 30 status_is '.present == [0,1,2,3,4] and .online == [0,1,2,3]' &&
 	ok "cpuhpd sees CPU 4 present and offline" ||
@@ -37,15 +55,25 @@ wait_for 30 status_is '.present == [0,1,2,3,4,5]' && ok "cpuhpd sees CPU 5 prese
 	fail "cpuhpd's view: $(cpuhpctl status --json | jq -c '{present, online}')"
 cpuhpctl online 5 >"$TMPD/first.out" 2>&1
 expect "its first online while SMT is off fails: exit 1" "$?" 1
+section hotplug-ecanceled-explained
+# The kernel boots a never-booted sibling once and parks it: ECANCELED.
+expect_match "the first refusal is explained: an SMT sibling while SMT is off" \
+	"$(cat "$TMPD/first.out")" 'SMT is off'
+expect_no_match "... not as a bare 'Operation canceled' or a shutdown" "$(cat "$TMPD/first.out")" \
+	': Operation canceled \(|shutting down'
+end_section
 expect "... and it stays offline" "$(cat $CPU/cpu5/online)" 0
 cpuhpctl online 5 >"$TMPD/second.out" 2>&1
 expect "a second try fails too: exit 1" "$?" 1
 expect_match "... explained: an SMT sibling while SMT is off" "$(cat "$TMPD/second.out")" \
 	'SMT is off'
 : >"$TMPD/guest-hot.log"
+lines=$(wc -l <"$TMPD/watch.out")
+mark_journal
 t=$(date +%s%N)
 eject 2 1 && ok "QEMU ejected the offline vCPU 5"
 note "eject of an offline vCPU: $(ms_since "$t") ms"
+heard_present_change 5 "was removed while offline" "$lines"
 expect "CPU 5 is no longer present" "$(cat $CPU/present)" 0-4
 wait_for 30 status_is '.present == [0,1,2,3,4]' && ok "cpuhpd sees CPU 5 gone" ||
 	fail "cpuhpd's view: $(cpuhpctl status --json | jq -c '{present, online}')"

@@ -95,3 +95,81 @@ expect "the state's teardown ran for CPU 3 before it went" \
 	"$(tail -n 1 "$TMPD/guest-restart.log")" "teardown 3 online=1 smt=on external=0 rollback=0"
 stop_bg $state
 cpuhpctl online 3 >/dev/null
+
+# --- SIGKILL during a state's teardown ---
+section restart-kill-in-teardown
+# The next cpuhpd runs the offline again and calls the teardown again; the
+# killed one's late answer must not count for it (cpuhpd's README, Restart).
+# The teardown lasts 8 s, so that the next cpuhpd is up before it ends (a
+# restart took up to 7.8 s at load average 13).
+state_hook guest-slow 8 --nocalls
+slow=$STATE_PID
+bg offline cpuhpctl offline --timeout 120000 3
+offline=$BG_PID
+wait_line 30 "$TMPD/guest-slow.log" '^teardown 3' || fail "the teardown did not begin"
+pid=$(daemon_pid)
+check "systemctl kill -s KILL cpuhpd while the state's 8 s teardown of CPU 3 runs" \
+	systemctl kill -s KILL cpuhpd.service
+wait_for 60 daemon_replaced "$pid" || fail "Restart= did not bring cpuhpd back within 60 s"
+grep -q '^end teardown' "$TMPD/guest-slow.log" &&
+	fail "the situation was not made: the first teardown ended before the next cpuhpd was up" ||
+	ok "the next cpuhpd is up while the killed one's teardown call still runs"
+wait $offline
+expect "the offline asked before the kill succeeds" "$?" 0
+log "the state's calls" <"$TMPD/guest-slow.log"
+expect_no_match "no teardown ended with CPU 3 already offline" "$(cat "$TMPD/guest-slow.log")" \
+	'^end teardown 3 online=0'
+expect "CPU 3 went offline only after the last teardown ended" \
+	"$(tail -n 1 "$TMPD/guest-slow.log") / online $(cat $CPU/cpu3/online)" \
+	"end teardown 3 online=1 / online 0"
+stop_bg $slow
+cpuhpctl online 3 >/dev/null
+end_section
+
+# --- a clean stop with nothing held ---
+section restart-clean-stop-no-grace
+check "systemctl stop cpuhpd, nothing held" systemctl stop cpuhpd.service
+mark_journal
+expect "the next cpuhpd (socket activation) holds no hotplug for a restart grace" \
+	"$(cpuhpctl status --json | jq .restart_grace_ms)" 0
+check "cpuhpctl offline --timeout 2000 3 runs at once" cpuhpctl offline --timeout 2000 3
+cpuhpctl online 3 >/dev/null
+expect_no_match "... and it does not warn that the last cpuhpd left its clients behind" \
+	"$(journal_since_mark)" 'without handing'
+end_section
+
+# --- STATUS= after a client leaves ---
+section restart-status-connections
+bg watch cpuhpctl watch --json
+watch=$BG_PID
+wait_for 30 watched '.event == "watching"' || fail "cpuhpctl watch did not start"
+# A socket lease: a change STATUS= is made again for, with the watcher connected.
+CPUHP_CLIENT_FAST_PATH=0 cpuhpctl hold -- true
+status_counts_some() {
+	systemctl show -p StatusText --value cpuhpd.service | grep -Eq '[1-9][0-9]* connection'
+}
+status_counts_none() {
+	! status_counts_some
+}
+wait_for 10 status_counts_some &&
+	ok "with the watcher connected, STATUS= counts it: $(systemctl show -p StatusText --value cpuhpd.service)" ||
+	fail "STATUS= counts no connection with the watcher connected: $(systemctl show -p StatusText --value cpuhpd.service)"
+stop_bg $watch
+wait_for 10 status_counts_none && ok "once the watcher left, STATUS= counts no connection" ||
+	fail "STATUS= still says '$(systemctl show -p StatusText --value cpuhpd.service)' with no client"
+end_section
+
+# --- what a stop is logged as ---
+section restart-stop-logged
+bg hold cpuhpctl hold --who guest-stop -- sleep 600
+hold=$BG_PID
+wait_for 30 status_is '.leases_held == 1' || fail "the lease was not granted"
+mark_journal
+check "systemctl stop cpuhpd, a lease held" systemctl stop cpuhpd.service
+journal=$(journal_since_mark)
+printf '%s\n' "$journal" | log "the stop"
+# systemd empties the fd store after a stop: the lease ended, the log must say so.
+expect_match "the journal says the stop ended the lease" "$journal" \
+	'lease.*\b(end|ended|ends|lost|gone)\b|\b(end|ended|ends|lose|lost)\b.*lease'
+stop_bg $hold
+end_section

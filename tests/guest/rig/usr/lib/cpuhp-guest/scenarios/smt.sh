@@ -33,6 +33,13 @@ expect "smt off says which CPUs it took" \
 expect_match "... and the control word" "$(cat "$TMPD/smt.out")" 'SMT control: off'
 : >"$TMPD/guest-smt.log"
 check "smt on" cpuhpctl smt on
+section smt-teardown-lines
+# cpuhpctl(8): the output is as for offline, whose lines name each call.
+expect "smt off prints the teardown of state guest-smt for each sibling, as offline does" \
+	"$(grep -c 'teardown of state guest-smt' "$TMPD/smt.out")" 2
+expect "smt on prints the startup of state guest-smt for each sibling, as online does" \
+	"$(grep -c 'startup of state guest-smt' "$TMPD/check.out")" 2
+end_section
 expect "smt/control says on, every CPU online" "$(cat $CPU/smt/control) $(cat $CPU/online)" "on 0-3"
 expect "a startup for each sibling after it came back (with SMT on)" \
 	"$(cat "$TMPD/guest-smt.log")" \

@@ -48,6 +48,9 @@ check "alice takes a lease (cpuhpctl hold -- true)" as alice cpuhpctl hold -- tr
 out=$(as bob cpuhpctl status 2>&1)
 expect "bob (in no group) cannot connect: exit 69" "$?" 69
 expect_match "bob is told about the socket's permissions" "$out" 'permission'
+section systemd-refusal-names-group
+expect_match "bob's refusal names the group that may connect, cpuhp" "$out" "group .?cpuhp\b"
+end_section
 out=$(as alice cpuhpctl offline 3 2>&1)
 expect "alice (cpuhp, not cpuhp-admin) may not hotplug: exit 1" "$?" 1
 expect_match "alice's refusal names the group cpuhp-admin" "$out" "cpuhp-admin"
@@ -59,6 +62,12 @@ check "carol (cpuhp-admin) takes CPU 3 offline: the unit writes cpuN/online" \
 expect "CPU 3 is offline" "$(cat $CPU/cpu3/online)" 0
 check "root brings CPU 3 back" cpuhpctl online 3
 expect "CPU 3 is online" "$(cat $CPU/cpu3/online)" 1
+section systemd-options-after-cpus
+check "cpuhpctl offline 3 --timeout 2000: options after the CPU list, as getopt_long allows" \
+	cpuhpctl offline 3 --timeout 2000
+check "cpuhpctl online 3 --timeout 2000" cpuhpctl online 3 --timeout 2000
+end_section
+[ "$(cat $CPU/cpu3/online)" = 1 ] || cpuhpctl online 3 >/dev/null
 check "root: cpuhpctl smt off (the unit writes smt/control)" cpuhpctl smt off
 expect "smt/control says off" "$(cat $CPU/smt/control)" off
 check "root: cpuhpctl smt on" cpuhpctl smt on
@@ -78,6 +87,7 @@ bg hold cpuhpctl hold --who guest-bypass -- sleep 600
 hold=$BG_PID
 wait_for 30 status_is '.leases_held == 1' ||
 	fail "the lease of 'cpuhpctl hold' was not granted"
+sleep 2 # the lease's age when bypassed (systemd-bypass-held-time), not a wait
 echo 0 >$CPU/cpu3/online # behind cpuhpd's back: a bypass of the lease
 wait_for 30 logged_since_mark "behind cpuhpd's back" -p warning ||
 	fail "no warning about the change behind cpuhpd's back came"
@@ -93,3 +103,8 @@ expect_match "journalctl -p warning -u cpuhpd shows the bypass" "$warnings" \
 expect_no_match "journalctl -p warning -u cpuhpd shows no info line" "$warnings" \
 	'hotplug #[0-9]+ done'
 expect_match "journalctl -p info -u cpuhpd shows the hotplugs" "$infos" 'hotplug #[0-9]+ done'
+section systemd-bypass-held-time
+expect_match "the bypass warning gives the 2 s old lease its age (or says 'since at least')" \
+	"$(printf '%s\n' "$warnings" | grep "behind cpuhpd's back")" \
+	'held since at least|held ([2-9]|[1-9][0-9]+)\.[0-9] s'
+end_section
