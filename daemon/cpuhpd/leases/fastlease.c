@@ -708,6 +708,34 @@ unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c)
 	return c->fast ? region_snapshot(c->fast) : 0;
 }
 
+unsigned cpuhpd_fastpath_conn_look(struct cpuhpd_conn *c, uint64_t now)
+{
+	unsigned held = cpuhpd_fastpath_conn_held(c);
+
+	if (!held)
+		c->fast_since = 0;
+	else if (!c->fast_since)
+		c->fast_since = now ? now : 1;
+	return held;
+}
+
+void cpuhpd_fastpath_look(struct cpuhpd *d)
+{
+	uint64_t now = uv_now(d->loop);
+	struct cpuhpd_list *pos;
+
+	if (d->fast.mode == CPUHPD_FAST_OFF)
+		return;
+	cpuhpd_list_for_each(pos, &d->fast.regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+
+		if (r->conn)
+			cpuhpd_fastpath_conn_look(r->conn, now);
+	}
+}
+
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d)
 {
 	unsigned held, holders;

@@ -75,7 +75,7 @@ ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
 		const char *who = c->who ? c->who : "", *why = c->why ? c->why : "";
-		unsigned fast = cpuhpd_fastpath_conn_held(c);
+		unsigned fast = cpuhpd_fastpath_conn_look(c, now);
 
 		for (unsigned i = 0; i < c->nleases; i++) {
 			const struct cpuhpd_lease *l = &c->leases[i];
@@ -87,12 +87,8 @@ ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 			                                .who = l->who ? l->who : who,
 			                                .why = l->why ? l->why : why};
 		}
-		if (!fast) {
-			c->fast_since = 0;
+		if (!fast)
 			continue;
-		}
-		if (!c->fast_since)
-			c->fast_since = now ? now : 1;
 		v[n++] = (struct cpuhpd_holder){
 		    .conn = c, .count = fast, .since = c->fast_since, .who = who, .why = why};
 	}
