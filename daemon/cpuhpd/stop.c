@@ -80,9 +80,11 @@ static bool holds_anything(struct cpuhpd *d)
  */
 static void stop_keep(struct cpuhpd *d)
 {
-	cpuhpd_info("stopping: %u client(s) holding %u lease(s) go to the fd store: a restart "
-	            "hands them to the next cpuhpd, a stop empties the store and they see EOF",
-	            d->nconns, cpuhpd_holders_total(d));
+	cpuhpd_info(
+	    "stopping: %u client(s) holding %u lease(s) go to the fd store: a restart "
+	    "hands them to the next cpuhpd; a stop empties the store, and then their leases "
+	    "end (the clients see EOF)",
+	    d->nconns, cpuhpd_holders_total(d));
 	d->handover = true;
 	cpuhpd_notify("STOPPING=1");
 	cpuhpd_features_run(d, cpuhpd_features.handover);

@@ -78,7 +78,13 @@ class Boot:
         # offline can be lost, and the 8250 driver then waits for it forever.
         cmdline = ('console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 irqaffinity=0 systemd.show_status=error '
                    f'cpuhp.scenarios={",".join(self.scenarios)} {self.append}').strip()
-        return ['qemu-system-x86_64', '-accel', 'tcg', '-cpu', CPU_MODEL, '-smp', SMP,
+        # tb-size: TCG splits its code buffer into 8 regions per possible vCPU
+        # and a hot-added vCPU's thread must get a free one at once; QEMU 7.2
+        # aborts (tcg_region_initial_alloc__locked) when the running vCPUs hold
+        # them all, which they do just before a flush.  The default 1 GiB buffer
+        # was full by the hotplug scenario once; 4 GiB (only what is translated
+        # becomes resident) leaves a boot's translations four times the room.
+        return ['qemu-system-x86_64', '-accel', 'tcg,tb-size=4096', '-cpu', CPU_MODEL, '-smp', SMP,
                 '-m', str(MEMORY_MB), '-nodefaults', '-display', 'none', '-no-reboot',
                 '-kernel', str(self.vmlinuz), '-initrd', str(self.cpio), '-append', cmdline,
                 '-chardev', f'file,id=console,path={self.console}', '-serial', 'chardev:console',
