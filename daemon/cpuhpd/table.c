@@ -7,6 +7,7 @@
 #include "cpuhpd.h"
 #include "core/conn.h"
 #include "core/dispatch.h"
+#include "core/route.h"
 #include "leases/holders.h"
 #include "ops/hello.h"
 #include "ops/listing.h"
@@ -52,13 +53,10 @@ static const struct cpuhpd_request_type requests[] = {
  * its own leases go.
  */
 static void (*const conn_gone_steps[])(struct cpuhpd_conn *c) = {
-    cpuhpd_states_conn_gone,
-    cpuhpd_hotplug_conn_gone,
-    cpuhpd_watch_conn_gone,
-    cpuhpd_freeze_conn_gone,
-    cpuhpd_fastpath_conn_gone,
-    cpuhpd_lease_conn_gone,
-    NULL,
+    cpuhpd_route_conn_gone,   cpuhpd_states_conn_gone,
+    cpuhpd_hotplug_conn_gone, cpuhpd_watch_conn_gone,
+    cpuhpd_freeze_conn_gone,  cpuhpd_fastpath_conn_gone,
+    cpuhpd_lease_conn_gone,   NULL,
 };
 
 static void conn_gone(struct cpuhpd_conn *c)
@@ -200,11 +198,10 @@ int cpuhpd_features_start(struct cpuhpd *d, const cpuhpd_start_fn *steps)
  * and uevents come in.
  */
 static const cpuhpd_start_fn prepare[] = {
-    cpuhpd_fdstore_take,  cpuhpd_view_start,      cpuhpd_conns_init,
-    cpuhpd_watch_init,    cpuhpd_freeze_init,     cpuhpd_admit_init,
-    cpuhpd_lease_init,    cpuhpd_policy_init,     cpuhpd_hotplug_init,
-    cpuhpd_states_init,   cpuhpd_fastpath_start,  cpuhpd_worker_start,
-    cpuhpd_metrics_start, cpuhpd_statusline_init, NULL,
+    cpuhpd_fdstore_take, cpuhpd_view_start,    cpuhpd_conns_init,      cpuhpd_watch_init,
+    cpuhpd_freeze_init,  cpuhpd_admit_init,    cpuhpd_lease_init,      cpuhpd_policy_init,
+    cpuhpd_revoke_init,  cpuhpd_hotplug_init,  cpuhpd_states_init,     cpuhpd_fastpath_start,
+    cpuhpd_worker_start, cpuhpd_metrics_start, cpuhpd_statusline_init, NULL,
 };
 static const cpuhpd_start_fn serve[] = {
     cpuhpd_server_start, cpuhpd_fdstore_ready, cpuhpd_grace_start, cpuhpd_uevent_start, NULL,
@@ -232,9 +229,19 @@ static const cpuhpd_daemon_fn handover[] = {
 };
 /* The stop's end, the clients closed: the fast-path and worker threads are joined here. */
 static const cpuhpd_daemon_fn close_steps[] = {
-    cpuhpd_admit_close,  cpuhpd_fastpath_close,   cpuhpd_uevent_stop,   cpuhpd_worker_stop,
-    cpuhpd_lease_close,  cpuhpd_policy_close,     cpuhpd_hotplug_close, cpuhpd_states_close,
-    cpuhpd_metrics_stop, cpuhpd_statusline_close, cpuhpd_grace_close,   NULL,
+    cpuhpd_admit_close,
+    cpuhpd_fastpath_close,
+    cpuhpd_uevent_stop,
+    cpuhpd_worker_stop,
+    cpuhpd_lease_close,
+    cpuhpd_policy_close,
+    cpuhpd_revoke_close,
+    cpuhpd_hotplug_close,
+    cpuhpd_states_close,
+    cpuhpd_metrics_stop,
+    cpuhpd_statusline_close,
+    cpuhpd_grace_close,
+    NULL,
 };
 
 /*

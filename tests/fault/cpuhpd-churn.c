@@ -13,7 +13,8 @@
  * daemon's side of the bargain: every reply must answer a request of this
  * connection that is still unanswered.  A reply to an id never sent or
  * already answered (a request answered twice) is an anomaly: it prints
- * "anomaly: ..." and exits 3.
+ * "anomaly: ..." and exits 3.  Notices to a lease holder (Response id 0,
+ * an Event) answer nothing: a line "notice" each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -112,6 +113,13 @@ static Cpuhp__Response *recv_reply(struct client *c)
 				continue;
 			if (cpuhp__frame_unpack_response(payload, plen, &r))
 				anomaly("a frame that is not a Response (%zu bytes)", plen);
+			/* A notice to a lease holder (a hotplug pending, a lease revoked): no
+			 * reply. */
+			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT) {
+				printf("notice\n");
+				cpuhp__response__free_unpacked(r, NULL);
+				continue;
+			}
 			for (i = 0; i < c->nout && c->out[i] != r->id; i++)
 				;
 			if (i == c->nout)

@@ -63,6 +63,13 @@ def _killed_client_hotplug_never_runs(rig, rnd):
     # victim go (its lease ends then): after our reply, the victim's fate is known.
     mine = led.call(h, 'offline', '1', GUARD_MS)
     assert mine['kind'] == 'set_online', mine
+    # Its hotplug was announced pending (it waited for the victim's own lease),
+    # then cancelled when the victim went.
+    pend, canc = led.recv(wt), led.recv(wt)
+    assert pend['event'] == 'hotplug_pending' and \
+        parse_cpus(pend['cpus']) == set(cpus), pend
+    assert (canc['event'], canc['hotplug_id'], canc['code']) == \
+        ('hotplug_cancelled', pend['hotplug_id'], 'ERR_ECANCELED'), canc
     first = led.recv(wt)
     assert first['event'] == 'hotplug_started' and first['cpus'] == '1' and not first['online'], \
         f'the hotplug of a killed client ran: {first}'
@@ -324,7 +331,7 @@ def test_connection_flood_past_the_limit_gets_eusers_and_service_goes_on(rig, ro
         hp = led.send(h, 'online', '1', GUARD_MS)   # waits for fillers and mine
         led.release(h, mine)
         assert fill(f'closemany f {room - k}')['closed'] == room - k
-        r = led.recv(h)
+        r = led.reply(h)   # past the notice that it waits for h's own lease
         assert r['id'] == hp and r['kind'] == 'set_online', r
         s = led.status(h)
         assert s['leases_held'] == 0 and s['connections'] <= limit - room, s
@@ -567,7 +574,7 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
             if raw and bad:
                 # The hotplug's count judged the slot: the connection is closed.
                 r = raw('closed')
-                assert r['code'] == 'ERR_EPROTO' and r['revoked'] == 1, r
+                assert r['code'] == 'ERR_EPROTO' and r['live'] == 0xfffffffe, r  # closed
                 closed += 1
             for lease in held:
                 c.unlease('t0', lease)
@@ -702,6 +709,10 @@ def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row
     victim.kill()
     mine = led.call(h, 'offline', '1', GUARD_MS)
     assert mine['kind'] == 'set_online', mine
+    pend, canc = led.recv(wt), led.recv(wt)
+    assert (pend['event'], pend['cpus'], pend['smt']) == ('hotplug_pending', '', 'off'), pend
+    assert (canc['event'], canc['hotplug_id'], canc['smt']) == \
+        ('hotplug_cancelled', pend['hotplug_id'], 'off'), canc
     first = led.recv(wt)
     assert first['event'] == 'hotplug_started' and first['cpus'] == '1', \
         f'the SMT request of a killed client ran: {first}'
@@ -959,7 +970,12 @@ def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, ro
     conns = {n for n, _ in waiting} | {holder, watcher, idle}
     for n in conns:
         rest = led.finish(n)
-        assert [(x['id'], x.get('code')) for x in rest] == [(0, 'ERR_ECANCELED')], (n, rest)
+        # The holder and the watcher were told the first hotplug was pending, then cancelled.
+        told = [(x['event'], x.get('code')) for x in rest if x['kind'] == 'event']
+        assert told == ([('hotplug_pending', None), ('hotplug_cancelled', 'ERR_ECANCELED')]
+                        if n in (holder, watcher) else []), (n, rest)
+        assert [(x['id'], x.get('code')) for x in rest if x['kind'] != 'event'] == \
+            [(0, 'ERR_ECANCELED')], (n, rest)
     assert sim_online(sim) == before, 'a cancelled hotplug changed a CPU'
     # A daemon started again on the same path serves a fresh client.
     again = fixture.Daemon(rig.tmp, sim.root, socket_path=d.socket)
@@ -1048,7 +1064,7 @@ def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig,
                     fast.unlease(lease)
                 else:
                     led.release(n, lease)
-            r = led.recv(hpn)
+            r = led.reply(hpn)
             assert r['id'] == hp and r['kind'] == 'set_online', r
             assert all(x['ok'] for x in r['results']), r
             for n, rid in waiters:

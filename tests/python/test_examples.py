@@ -156,9 +156,13 @@ def test_lease_example_says_what_to_do_when_the_daemon_is_not_there(tmp):
 def check_hotplug_py_story(out, cpu):
     lines = [line.removeprefix('hotplug.py: ') for line in out.splitlines()]
     i = lines.index(f'admin: CPU {cpu} went offline')
+    assert lines[i - 4] == (f'told: hotplug #1 of CPUs {cpu} offline pending: it waits for the '
+                            'leases held'), lines
     assert lines[i - 2].startswith(f'admin asked to take CPU {cpu} offline: writer waiting, '
                                    '1 lease held'), lines
-    assert lines[i + 1:i + 4] == [f'watcher: hotplug of CPUs {cpu} offline started',
+    assert lines[i + 1:i + 5] == [f'watcher: hotplug #1 of CPUs {cpu} offline pending: it waits '
+                                  'for the leases held',
+                                  f'watcher: hotplug of CPUs {cpu} offline started',
                                   f'watcher: hotplug of CPUs {cpu} finished: ok',
                                   'watcher: online CPUs now ' + ('0-2' if cpu == 3 else
                                                                  '0-1,3')], lines

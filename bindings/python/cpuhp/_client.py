@@ -22,15 +22,17 @@ from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms
 from ._session import (DEFAULT_SOCKET, SOCKET_ENV, Call, Session, identity, lease_args,
                        set_online_args, socket_path)
 from ._states import State
-from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
-                     HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
+from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
+                     HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
+                     Lease, LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                     OnlineChanged, Status, WriterState)
 
 # The public names, importable as cpuhp._client.X too, as before.
 __all__ = ['Client', 'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'CpuResult', 'Event',
-           'EventsLost', 'Freeze', 'FreezeInfo', 'HotplugFinished', 'HotplugInfo',
-           'HotplugResult', 'HotplugStarted', 'Lease', 'LeaseBypassed', 'LeaseInfo', 'LeaseList',
-           'LeaseRevoked', 'LeasesLost', 'OnlineChanged', 'Status', 'WriterState']
+           'EventsLost', 'Freeze', 'FreezeInfo', 'HotplugCancelled', 'HotplugFinished',
+           'HotplugInfo', 'HotplugPending', 'HotplugResult', 'HotplugStarted', 'Lease',
+           'LeaseBypassed', 'LeaseInfo', 'LeaseList', 'LeaseRevoked', 'LeasesLost',
+           'OnlineChanged', 'Status', 'WriterState']
 
 _R = TypeVar('_R')
 

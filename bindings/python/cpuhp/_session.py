@@ -30,9 +30,10 @@ from ._cpuhp import lib as _locklib
 from ._cpuhp_client import ffi, lib
 from ._cpuset import CPUs, format_cset, from_cset, to_cset
 from ._errors import UINT_MS_MAX, error, timeout_ms
-from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
-                     HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
+from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
+                     HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
+                     Lease, LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                     OnlineChanged, Status, WriterState)
 
 #: Where cpuhpd listens unless $CPUHP_SOCKET or Client(path=...) says otherwise.
 DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
@@ -111,7 +112,18 @@ def _event(ev) -> Event:
     if t == lib.CPUHP_CLIENT_EVENT_LOST:
         return EventsLost(int(ev.lost))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_REVOKED:
-        return LeaseRevoked(int(ev.lease_id), int(ev.held_ms) / 1000, int(ev.max_lease_ms) / 1000)
+        reason = {lib.CPUHP_CLIENT_REVOKED_DELAY: 'delay',
+                  lib.CPUHP_CLIENT_REVOKED_FORCED: 'forced'}.get(ev.revoke_reason, 'max_lease')
+        return LeaseRevoked(None if ev.fast else int(ev.lease_id), int(ev.held_ms) / 1000,
+                            int(ev.max_lease_ms) / 1000, reason, int(ev.hotplug_id),
+                            int(ev.count), int(ev.delay_ms) / 1000)
+    if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_PENDING:
+        return HotplugPending(int(ev.hotplug_id), from_cset(ffi.addressof(ev, 'cpus')),
+                              bool(ev.online), _text(ev.smt), int(ev.timeout_ms) / 1000,
+                              bool(ev.force), int(ev.force_grace_ms) / 1000)
+    if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED:
+        return HotplugCancelled(int(ev.hotplug_id), from_cset(ffi.addressof(ev, 'cpus')),
+                                bool(ev.online), _text(ev.smt), -int(ev.error), _text(ev.message))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_BYPASSED:
         return LeaseBypassed(from_cset(ffi.addressof(ev, 'online_cpus')), int(ev.leases))
     if t == lib.CPUHP_CLIENT_EVENT_LEASES_LOST:

@@ -235,12 +235,20 @@ class EventsLost(Event):
 
 @dataclass(frozen=True)
 class LeaseRevoked(Event):
-    """A notice (watching or not): socket lease *lease_id* of this Client was
-    held *held* seconds, past cpuhpd's ``--max-lease-ms`` (*max_lease*
-    seconds), and is no longer held; its release raises OSError(ETIME)."""
-    lease_id: int
+    """A notice (watching or not): a lease of this Client was revoked and is
+    no longer held; its release raises OSError(ETIME).  *reason*:
+    ``"max_lease"`` (held *held* seconds, past cpuhpd's ``--max-lease-ms``,
+    *max_lease* seconds), ``"delay"`` (a delay lease, whose *delay* seconds
+    after hotplug *hotplug_id*'s notice are over) or ``"forced"`` (hotplug
+    *hotplug_id* was forced and its grace is over).  *lease_id* is None for
+    fast leases: then *count* of them, all this Client's fast leases."""
+    lease_id: int | None
     held: float
     max_lease: float
+    reason: str = 'max_lease'
+    hotplug_id: int = 0
+    count: int = 1
+    delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -252,6 +260,37 @@ class LeaseBypassed(Event):
     (it is released all the same)."""
     online_cpus: frozenset[int]
     leases: int
+
+
+@dataclass(frozen=True)
+class HotplugPending(Event):
+    """A hotplug became the next to run and waits: to a watcher, and as a
+    notice to a Client that holds a lease (watching or not), once.  A holder
+    that can let go now should: the hotplug runs as soon as nothing holds
+    it.  *id*: "hotplug #N" in cpuhpd's log.  *cpus* (empty for SMT: *smt*
+    is its word, "off"...), *online*; *timeout*: seconds until it gives up;
+    *force*: leases still held *force_grace* seconds after this are revoked
+    (a delay lease: its delay after this)."""
+    id: int
+    cpus: frozenset[int]
+    online: bool
+    smt: str
+    timeout: float
+    force: bool
+    force_grace: float
+
+
+@dataclass(frozen=True)
+class HotplugCancelled(Event):
+    """The hotplug of a HotplugPending ended without running: it timed out
+    (*errno* ETIMEDOUT, or EAGAIN) or was withdrawn (ECANCELED: its client
+    left, or cpuhpd stops); *message* says which, in cpuhpd's words."""
+    id: int
+    cpus: frozenset[int]
+    online: bool
+    smt: str
+    errno: int
+    message: str
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,26 @@ static int want(struct parser *p, unsigned n)
 	return 0;
 }
 
+/* @n fields, or @n + 1 with a last one that a newer writer added. */
+static int want_or_one_more(struct parser *p, unsigned n)
+{
+	if (p->nfields != n && p->nfields != n + 1)
+		return bad(p, "'%s' has %u fields, not %u or %u", p->fields[0], p->nfields, n,
+		           n + 1);
+	return 0;
+}
+
+/* A delay lease's delay, the optional field @i: 0 when absent. */
+static int delay_field(struct parser *p, unsigned i, uint32_t *v)
+{
+	uint64_t x = 0;
+
+	if (p->nfields > i && num(p, i, UINT32_MAX, &x))
+		return p->err;
+	*v = (uint32_t)x;
+	return 0;
+}
+
 /* The conn line a record names: it must exist already. */
 static struct cpuhpd_saved_conn *owner(struct parser *p)
 {
@@ -307,9 +327,10 @@ static int lease_line(struct parser *p)
 	struct cpuhpd_saved_lease *l;
 	uint64_t id, since;
 	bool bypassed;
+	uint32_t delay = 0;
 
-	if (!c || want(p, 7) || num(p, 2, UINT64_MAX, &id) || num(p, 3, UINT64_MAX, &since) ||
-	    flag(p, 4, &bypassed))
+	if (!c || want_or_one_more(p, 7) || num(p, 2, UINT64_MAX, &id) ||
+	    num(p, 3, UINT64_MAX, &since) || flag(p, 4, &bypassed) || delay_field(p, 7, &delay))
 		return p->err;
 	if (!id)
 		return bad(p, "lease id 0");
@@ -322,6 +343,7 @@ static int lease_line(struct parser *p)
 	l->id = id;
 	l->since = since;
 	l->bypassed = bypassed;
+	l->delay_ms = delay;
 	return str(p, 5, &l->who) || str(p, 6, &l->why) ? p->err : 0;
 }
 
@@ -330,9 +352,11 @@ static int wait_line(struct parser *p)
 	struct cpuhpd_saved_conn *c = owner(p);
 	struct cpuhpd_saved_wait *w;
 	uint64_t req, deadline, timeout;
+	uint32_t delay = 0;
 
-	if (!c || want(p, 7) || num(p, 2, UINT64_MAX, &req) || num(p, 3, UINT64_MAX, &deadline) ||
-	    num(p, 4, UINT32_MAX, &timeout))
+	if (!c || want_or_one_more(p, 7) || num(p, 2, UINT64_MAX, &req) ||
+	    num(p, 3, UINT64_MAX, &deadline) || num(p, 4, UINT32_MAX, &timeout) ||
+	    delay_field(p, 7, &delay))
 		return p->err;
 	w = push(p, (void **)&c->waits, &c->nwaits, sizeof(*w));
 	if (!w)
@@ -340,6 +364,7 @@ static int wait_line(struct parser *p)
 	w->req_id = req;
 	w->deadline = deadline;
 	w->timeout_ms = (uint32_t)timeout;
+	w->delay_ms = delay;
 	return str(p, 5, &w->who) || str(p, 6, &w->why) ? p->err : 0;
 }
 

@@ -8,8 +8,8 @@
  *                                      cpuhpd_statetext_hash(), 16 hex digits
  *   daemon PID NEXT_CONN NEXT_LEASE NEXT_STATE NEXT_FREEZE NEXT_CALL
  *   conn ID PID UID GID ADMIN HELLO COMM WHO WHY FAST_SLOTS WATCH_ID
- *   lease CONN ID SINCE BYPASSED WHO WHY
- *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY
+ *   lease CONN ID SINCE BYPASSED WHO WHY [DELAY_MS]
+ *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY [DELAY_MS]
  *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
  *   req CONN PAYLOAD                   a request not answered yet: handled again, in
@@ -46,13 +46,15 @@
 struct cpuhpd_saved_lease {
 	uint64_t id, since;
 	bool bypassed;
-	char *who, *why; /* NULL: none */
+	char *who, *why;   /* NULL: none */
+	uint32_t delay_ms; /* a delay lease's delay; 0 (or no field): a block lease */
 };
 
 struct cpuhpd_saved_wait {
 	uint64_t req_id, deadline;
 	uint32_t timeout_ms;
 	char *who, *why;
+	uint32_t delay_ms; /* as a lease's */
 };
 
 struct cpuhpd_saved_state {
