@@ -80,7 +80,8 @@ ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 			                                .count = 1,
 			                                .since = l->since,
 			                                .who = l->who ? l->who : who,
-			                                .why = l->why ? l->why : why};
+			                                .why = l->why ? l->why : why,
+			                                .delay_ms = l->delay_ms};
 		}
 		if (!fast) {
 			c->fast_since = 0;
@@ -88,8 +89,12 @@ ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 		}
 		if (!c->fast_since)
 			c->fast_since = now ? now : 1;
-		v[n++] = (struct cpuhpd_holder){
-		    .conn = c, .count = fast, .since = c->fast_since, .who = who, .why = why};
+		v[n++] = (struct cpuhpd_holder){.conn = c,
+		                                .count = fast,
+		                                .since = c->fast_since,
+		                                .who = who,
+		                                .why = why,
+		                                .delay_ms = cpuhpd_fastpath_conn_delay(c)};
 	}
 	qsort(v, n, sizeof(*v), by_since);
 	*out = v;

@@ -57,6 +57,9 @@ void cpuhpd_listing_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		li->why = (char *)v[i].why;
 		li->held_ms = now > v[i].since ? now - v[i].since : 0;
 		li->connection = v[i].conn->id;
+		li->mode =
+		    v[i].delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+		li->delay_ms = v[i].delay_ms;
 	}
 	if (cpuhpd_hotplug_list(d, &ll) || cpuhpd_freeze_list(d, &ll))
 		goto oom;
