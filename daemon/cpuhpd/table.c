@@ -77,10 +77,7 @@ static const struct cpuhpd_conn_hooks conn_hooks = {
  * for those queued before it.
  */
 static const cpuhpd_save_conn_fn save_conn[] = {
-    cpuhpd_lease_save,
-    cpuhpd_states_save,
-    cpuhpd_freeze_save,
-    NULL,
+    cpuhpd_lease_save, cpuhpd_states_save, cpuhpd_freeze_save, cpuhpd_notice_save, NULL,
 };
 static const cpuhpd_save_requests_fn save_requests[] = {
     cpuhpd_hotplug_save,
@@ -92,6 +89,7 @@ static const cpuhpd_save_ids_fn save_ids[] = {
     cpuhpd_lease_save_ids,
     cpuhpd_states_save_ids,
     cpuhpd_freeze_save_ids,
+    cpuhpd_hotplug_save_ids,
     NULL,
 };
 static const struct cpuhpd_store_savers savers = {
@@ -256,17 +254,24 @@ static const cpuhpd_adopt_ids_fn adopt_ids[] = {
     cpuhpd_lease_adopt_ids,
     cpuhpd_states_adopt_ids,
     cpuhpd_freeze_adopt_ids,
+    cpuhpd_hotplug_adopt_ids,
     NULL,
 };
 static const cpuhpd_adopt_conn_fn adopt_conn[] = {
-    cpuhpd_lease_adopt,  cpuhpd_fastpath_adopt_conn, cpuhpd_states_adopt,
-    cpuhpd_freeze_adopt, cpuhpd_watch_adopt,         NULL,
+    cpuhpd_lease_adopt,
+    cpuhpd_fastpath_adopt_conn,
+    cpuhpd_states_adopt,
+    cpuhpd_freeze_adopt,
+    cpuhpd_watch_adopt,
+    cpuhpd_notice_adopt,
+    NULL,
 };
 static const cpuhpd_daemon_fn adopted[] = {
     cpuhpd_states_adopted,
     NULL,
 };
 static const cpuhpd_daemon_fn replayed[] = {
+    cpuhpd_hotplug_replayed,
     cpuhpd_lease_adopted,
     NULL,
 };

@@ -10,6 +10,7 @@ order, and a notice is awaited as a probe recv."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -408,3 +409,85 @@ def test_a_hotplugs_client_and_its_holders_gone_at_once_leave_cpuhpd_standing(da
         assert (s['leases_held'], s['pending_hotplugs']) == (0, 0), s
     finally:
         q.kill()
+
+
+# ---- a restart (the fd store) keeps the notices and the delay leases ----
+
+@pytest.fixture
+def manager(tmp):
+    import fdstore
+    m = fdstore.Manager(tmp)
+    yield m
+    m.close()
+
+
+def restarted(manager, d, sig):
+    d.send_signal(sig)
+    assert d.wait() == (0 if sig == signal.SIGTERM else -signal.SIGKILL), d.log()
+    manager.sync()
+    return manager.start(d)
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
+def test_a_pending_hotplug_and_its_notices_survive_a_restart(tmp, sim4, manager, sig):
+    """Told before the restart, not told again after; its number kept; the
+    cancel reaches those told, through the routes kept too; new numbers go
+    on above it; a delay lease comes back a delay lease."""
+    d = manager.start(fixture.Daemon(tmp, sim4.root, args=['--max-delay-ms', '600000']))
+    p = fixture.Probe(d.socket)
+    try:
+        main = p.connect('main')['connection']
+        p('rawconnect side')
+        assert p.call('side', 'hellofrom', 1, main)['kind'] == 'hello'
+        p.lease('side')
+        p.connect('d')
+        delay = p.call('d', 'acquiredelay', 0, 600000)['lease_id']
+        p.connect('w')
+        wid = p.send('w', 'watch')
+        assert p.recv('w')['kind'] == 'watch_started'
+        p.connect('admin')
+        p.send('admin', 'offline', 2, LONG)
+        seq = p.recv('main')['hotplug_id']
+        assert p.recv('d')['hotplug_id'] == seq and p.recv('w')['hotplug_id'] == seq
+        d = restarted(manager, d, sig)
+        s = p.status('main')
+        assert (s['pending_hotplugs'], s['leases_held'], s['writer']) == \
+            (1, 2, 'WRITER_WAITING'), s
+        rows = {x['lease_id']: x for x in p.call('main', 'leases')['leases']}
+        assert (rows[delay]['mode'], rows[delay]['delay_ms']) == ('delay', 600000), rows
+        p('close admin')                 # withdrawn after the restart
+        for n, rid in (('main', 0), ('d', 0), ('w', wid)):
+            ev = p.recv(n)
+            assert (ev['id'], ev['event'], ev['hotplug_id'], ev['code']) == \
+                (rid, 'hotplug_cancelled', seq, 'ERR_ECANCELED'), (n, ev)
+        assert p.status('side') and p('queued side')['queued'] == 0
+        # The next hotplug gets the next number.
+        p.connect('admin2')
+        p.send('admin2', 'offline', 2, 100)
+        assert p.recv('d')['hotplug_id'] == seq + 1
+    finally:
+        p.kill()
+        d.stop()
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
+def test_a_delay_lease_is_revoked_after_a_restart_for_the_hotplug_announced_before(
+        tmp, sim4, manager, sig):
+    d = manager.start(fixture.Daemon(tmp, sim4.root))
+    p = fixture.Probe(d.socket)
+    try:
+        p.connect('d')
+        lease = p.call('d', 'acquiredelay', 0, 1500)['lease_id']
+        p.connect('admin')
+        hp = p.send('admin', 'offline', 2, LONG)
+        seq = p.recv('d')['hotplug_id']
+        d = restarted(manager, d, sig)
+        ev = p.recv('d')                 # the delay runs on in the next cpuhpd
+        assert (ev['event'], ev['lease_id'], ev['reason'], ev['hotplug_id']) == \
+            ('lease_revoked', lease, 'delay', seq), ev
+        r = p.recv('admin')
+        assert r['id'] == hp and r['results'][0]['changed'], r
+        assert fixture.error_code(p.call('d', 'release', lease)) == 'ERR_ETIME'
+    finally:
+        p.kill()
+        d.stop()

@@ -279,9 +279,10 @@ static int daemon_line(struct parser *p)
 	struct cpuhpd_saved *s = p->out;
 	uint64_t v[5];
 
-	if (want(p, 7) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
+	if (want_or_one_more(p, 7) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
 	    num(p, 3, UINT64_MAX, &v[1]) || num(p, 4, UINT64_MAX, &v[2]) ||
-	    num(p, 5, UINT64_MAX, &v[3]) || num(p, 6, UINT64_MAX, &v[4]))
+	    num(p, 5, UINT64_MAX, &v[3]) || num(p, 6, UINT64_MAX, &v[4]) ||
+	    (p->nfields > 7 && num(p, 7, UINT64_MAX, &s->next_hotplug_seq)))
 		return p->err;
 	s->next_call_id = v[4];
 	s->next_conn_id = (unsigned)v[0];
@@ -412,6 +413,39 @@ static int freeze_line(struct parser *p)
 	return str(p, 6, &f->who) || str(p, 7, &f->why) ? p->err : 0;
 }
 
+static int ready_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	uint64_t to, told, delay;
+
+	if (!c || want(p, 5) || num(p, 2, UINT32_MAX, &to) || num(p, 3, UINT64_MAX, &told) ||
+	    num(p, 4, UINT32_MAX, &delay))
+		return p->err;
+	c->notices_to = (unsigned)to;
+	c->told_seq = told;
+	c->fast_delay_ms = (uint32_t)delay;
+	return 0;
+}
+
+static int hotplug_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	struct cpuhpd_saved_hotplug *h;
+	uint64_t req, seq, at;
+
+	if (!c || want(p, 5) || num(p, 2, UINT64_MAX, &req) || num(p, 3, UINT64_MAX, &seq) ||
+	    num(p, 4, UINT64_MAX, &at))
+		return p->err;
+	h = push(p, (void **)&p->out->hotplugs, &p->out->nhotplugs, sizeof(*h));
+	if (!h)
+		return p->err;
+	h->conn = c->id;
+	h->req_id = req;
+	h->seq = seq;
+	h->noticed_at = at;
+	return 0;
+}
+
 static int req_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
@@ -462,9 +496,10 @@ static int parse_body(struct parser *p, char *body)
 		const char *word;
 		int (*fn)(struct parser *);
 	} kinds[] = {
-	    {"daemon", daemon_line}, {"conn", conn_line},       {"lease", lease_line},
-	    {"wait", wait_line},     {"state", state_line},     {"freeze", freeze_line},
-	    {"req", req_line},       {"partial", partial_line},
+	    {"daemon", daemon_line},   {"conn", conn_line},       {"lease", lease_line},
+	    {"wait", wait_line},       {"state", state_line},     {"freeze", freeze_line},
+	    {"req", req_line},         {"partial", partial_line}, {"ready", ready_line},
+	    {"hotplug", hotplug_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;
@@ -603,6 +638,7 @@ void cpuhpd_statetext_free(struct cpuhpd_saved *s)
 	for (unsigned i = 0; i < s->nreqs; i++)
 		free(s->reqs[i].req.data);
 	free(s->reqs);
+	free(s->hotplugs);
 	free(s->conns);
 	memset(s, 0, sizeof(*s));
 }

@@ -429,7 +429,7 @@ static int build(struct cpuhpd *d)
 	struct cpuhpd_fdstore *s = &d->fdstore;
 	struct cpuhpd_saved ids = {.next_conn_id = d->next_conn_id};
 	struct cpuhpd_list *pos;
-	char line[160], *tail;
+	char line[192], *tail;
 	size_t tail_len;
 	int n, err;
 
@@ -437,9 +437,9 @@ static int build(struct cpuhpd *d)
 		(*save)(d, &ids);
 	s->body_len = 0;
 	n = snprintf(line, sizeof(line),
-	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
 	             (int)getpid(), ids.next_conn_id, ids.next_lease_id, ids.next_state_id,
-	             ids.next_freeze_id, ids.next_call_id);
+	             ids.next_freeze_id, ids.next_call_id, ids.next_hotplug_seq);
 	err = put(s, line, (size_t)n);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
@@ -512,6 +512,11 @@ void cpuhpd_fdstore_changed(struct cpuhpd *d)
 	}
 	if (off == len && ftruncate(s->state_fd, (off_t)len) < 0)
 		cpuhpd_err("cannot cut the restart state: %m");
+}
+
+void cpuhpd_fdstore_conn_stale(struct cpuhpd_conn *c)
+{
+	c->st_dirty = true;
 }
 
 void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c)

@@ -119,6 +119,12 @@ void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c);
  */
 void cpuhpd_fdstore_changed(struct cpuhpd *d);
 void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c);
+/*
+ * @c's lines change with the next rewrite, which the caller makes
+ * (cpuhpd_fdstore_changed()) once it has marked every connection it
+ * changed: one write for a change that touches many.
+ */
+void cpuhpd_fdstore_conn_stale(struct cpuhpd_conn *c);
 
 /* A request still to answer, as a "req" line of connection @conn_id (the modules' writers). */
 void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq);

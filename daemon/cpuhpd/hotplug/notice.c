@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "errmap.h"
@@ -18,6 +19,7 @@
 #include "cpuhpd.h"
 #include "base/log.h"
 #include "core/conn.h"
+#include "core/fdstore.h"
 #include "core/route.h"
 #include "core/watch.h"
 #include "leases/fastlease.h"
@@ -34,40 +36,49 @@ static void what(const struct hotplug_req *h, char **cpus, protobuf_c_boolean *o
 }
 
 /*
- * Send @ev with id 0 to each connection that holds a lease and does not
- * watch (a watcher had it already), at most once per hotplug @h:
- * Return: how many were told.
+ * Send @ev with id 0 to @n connections @to.  Marked first (->told_seq) and
+ * the state text written once, before any of them hears it; a send can
+ * close connections (ours, and through what that ends, others), whose
+ * memory stays until the loop iteration ends: a closed one is skipped.
  */
-static unsigned tell_holders(struct cpuhpd *d, const struct hotplug_req *h, Cpuhp__Event *ev)
+static void tell(struct cpuhpd *d, const struct hotplug_req *h, Cpuhp__Event *ev,
+                 struct cpuhpd_conn **to, unsigned n)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	struct cpuhpd_list *pos;
-	unsigned told = 0, n;
 
 	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
 	r.event = ev;
-	/* A send can close connections (ours, and through what that ends, others): walk again. */
-again:
-	n = d->nconns;
+	if (n)
+		cpuhpd_fdstore_changed(d);
+	for (unsigned i = 0; i < n && !h->gone; i++)
+		cpuhpd_conn_send(to[i], &r);
+}
+
+/*
+ * The connections to tell of @h: where the notices of each one that holds
+ * a lease go, if it does not watch (a watcher had it already) and was not
+ * told of @h yet (a client's several connections, a restart).
+ * Return: how many, in @to (nconns entries); ->told_seq is set.
+ */
+static unsigned holders(struct cpuhpd *d, const struct hotplug_req *h, struct cpuhpd_conn **to)
+{
+	struct cpuhpd_list *pos;
+	unsigned n = 0;
+
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
-		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node), *to;
+		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node), *t;
 
 		if (!c->nleases && !cpuhpd_fastpath_conn_waited(c))
 			continue;
-		to = cpuhpd_route_target(c);
-		if (to->watching || to->told_seq == h->seq)
+		t = cpuhpd_route_target(c);
+		if (t->watching || t->told_seq == h->seq)
 			continue;
-		to->told_seq = h->seq;
-		told++;
-		cpuhpd_conn_send(to, &r);
-		/* Its client left with what closed (queue.c keeps @h until we return). */
-		if (h->gone)
-			break;
-		if (d->nconns != n)
-			goto again;
+		t->told_seq = h->seq;
+		cpuhpd_fdstore_conn_stale(t);
+		to[n++] = t;
 	}
-	return told;
+	return n;
 }
 
 void cpuhpd_notice_pending(struct cpuhpd *d, struct hotplug_req *h)
@@ -75,7 +86,8 @@ void cpuhpd_notice_pending(struct cpuhpd *d, struct hotplug_req *h)
 	Cpuhp__Event ev = CPUHP__EVENT__INIT;
 	Cpuhp__HotplugPending hp = CPUHP__HOTPLUG_PENDING__INIT;
 	uint64_t now = uv_now(d->loop);
-	unsigned told;
+	struct cpuhpd_conn **to = calloc(d->nconns + 1, sizeof(*to));
+	unsigned told = 0;
 
 	hp.hotplug_id = h->seq;
 	what(h, &hp.cpus, &hp.online, &hp.smt);
@@ -84,8 +96,15 @@ void cpuhpd_notice_pending(struct cpuhpd *d, struct hotplug_req *h)
 	hp.force_grace_ms = h->force_grace_ms;
 	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_PENDING;
 	ev.hotplug_pending = &hp;
-	cpuhpd_watch_event(d, &ev);
-	told = tell_holders(d, h, &ev);
+	/* Told by the cpuhpd before a restart: the holders not told yet are, below. */
+	if (!h->resumed)
+		cpuhpd_watch_event(d, &ev);
+	if (!to)
+		cpuhpd_err("hotplug #%" PRIu64 ": out of memory telling its lease holders it waits",
+		           h->seq);
+	else if (!h->gone)
+		tell(d, h, &ev, to, told = holders(d, h, to));
+	free(to);
 	cpuhpd_debug("hotplug #%" PRIu64 ": pending, %u holder connection(s) told", h->seq, told);
 }
 
@@ -93,9 +112,9 @@ void cpuhpd_notice_cancelled(struct cpuhpd *d, struct hotplug_req *h, int err, c
 {
 	Cpuhp__Event ev = CPUHP__EVENT__INIT;
 	Cpuhp__HotplugCancelled hc = CPUHP__HOTPLUG_CANCELLED__INIT;
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	struct cpuhpd_conn **to;
 	struct cpuhpd_list *pos;
-	unsigned n;
+	unsigned n = 0;
 
 	if (!h->noticed || h->cancel_told)
 		return;
@@ -107,11 +126,13 @@ void cpuhpd_notice_cancelled(struct cpuhpd *d, struct hotplug_req *h, int err, c
 	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_CANCELLED;
 	ev.hotplug_cancelled = &hc;
 	cpuhpd_watch_event(d, &ev);
-	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
-	r.event = &ev;
-	/* Those told of it that do not watch; whatever they hold now. */
-again:
-	n = d->nconns;
+	/* Those told of it that do not watch, whatever they hold now. */
+	to = calloc(d->nconns + 1, sizeof(*to));
+	if (!to) {
+		cpuhpd_err("hotplug #%" PRIu64 ": out of memory telling its lease holders it ended",
+		           h->seq);
+		return;
+	}
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
@@ -119,10 +140,29 @@ again:
 		if (c->told_seq != h->seq)
 			continue;
 		c->told_seq = 0;
-		if (c->watching)
-			continue;
-		cpuhpd_conn_send(c, &r);
-		if (d->nconns != n)
-			goto again;
+		cpuhpd_fdstore_conn_stale(c);
+		if (!c->watching)
+			to[n++] = c;
 	}
+	tell(d, h, &ev, to, n);
+	free(to);
+}
+
+void cpuhpd_notice_save(const struct cpuhpd_conn *c, FILE *f)
+{
+	unsigned to = cpuhpd_route_saved(c);
+	uint32_t delay = cpuhpd_fastpath_conn_delay(c);
+
+	if (to || c->told_seq || delay)
+		fprintf(f, "ready %u %u %" PRIu64 " %" PRIu32 "\n", c->id, to, c->told_seq, delay);
+}
+
+int cpuhpd_notice_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
+{
+	c->told_seq = sc->told_seq;
+	/* Connections come back in the order they were accepted, the one named first. */
+	if (sc->notices_to && cpuhpd_route_link(c, sc->notices_to))
+		cpuhpd_debug("client %u: its notices stay here: client %u did not come back", c->id,
+		             sc->notices_to);
+	return 0;
 }

@@ -372,6 +372,53 @@ bool cpuhpd_hotplug_allowed(struct cpuhpd_conn *c, uint64_t req_id)
 	return cpuhpd_conn_may_wait(c, req_id);
 }
 
+/*
+ * A request that the previous cpuhpd had queued, handled again after a
+ * restart: it keeps its number, and the time of its notice (the delays and
+ * a forced grace count from there; those told are not told again).
+ */
+static void resume(struct cpuhpd *d, struct hotplug_req *h)
+{
+	for (unsigned i = 0; i < d->hotplug.nresume; i++) {
+		const struct cpuhpd_saved_hotplug *r = &d->hotplug.resume[i];
+
+		if (r->conn != h->conn->id || r->req_id != h->req_id || !r->seq)
+			continue;
+		d->hotplug.next_seq--; /* the one just given */
+		h->seq = r->seq;
+		if (r->seq >= d->hotplug.next_seq)
+			d->hotplug.next_seq = r->seq + 1;
+		h->noticed_at = r->noticed_at;
+		h->resumed = r->noticed_at != 0;
+		return;
+	}
+}
+
+void cpuhpd_hotplug_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids)
+{
+	ids->next_hotplug_seq = d->hotplug.next_seq;
+}
+
+void cpuhpd_hotplug_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
+{
+	if (s->next_hotplug_seq > d->hotplug.next_seq)
+		d->hotplug.next_seq = s->next_hotplug_seq;
+	if (!s->nhotplugs)
+		return;
+	d->hotplug.resume = calloc(s->nhotplugs, sizeof(*d->hotplug.resume));
+	if (!d->hotplug.resume)
+		return; /* they get new numbers, and are announced again */
+	memcpy(d->hotplug.resume, s->hotplugs, s->nhotplugs * sizeof(*d->hotplug.resume));
+	d->hotplug.nresume = s->nhotplugs;
+}
+
+void cpuhpd_hotplug_replayed(struct cpuhpd *d)
+{
+	free(d->hotplug.resume);
+	d->hotplug.resume = NULL;
+	d->hotplug.nresume = 0;
+}
+
 /* Queue a checked request: @h's kind, desc, cpus_str and job "in" fields are filled. */
 void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *h,
                             uint32_t timeout_ms)
@@ -385,6 +432,7 @@ void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotpl
 	h->arrived_ns = uv_hrtime();
 	h->req_id = req_id;
 	h->seq = d->hotplug.next_seq++;
+	resume(d, h);
 	h->state = HP_QUEUED;
 	h->timeout_ms = timeout_ms;
 	h->deadline = uv_now(d->loop) + timeout_ms;
@@ -659,15 +707,22 @@ static void save_req(struct cpuhpd *d, FILE *f, const struct hotplug_req *h)
 	if (h->kind == CPUHPD_HP_SMT) {
 		ss.control = (char *)h->job.smt_control;
 		ss.timeout_ms = h->timeout_ms ? left : 0;
+		ss.force = h->force;
+		ss.force_grace_ms = h->force_grace_ms;
 		rq.body_case = CPUHP__REQUEST__BODY_SET_SMT;
 		rq.set_smt = &ss;
 	} else {
 		so.cpus = h->cpus_str;
 		so.online = h->job.online;
 		so.timeout_ms = h->timeout_ms ? left : 0;
+		so.force = h->force;
+		so.force_grace_ms = h->force_grace_ms;
 		rq.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		rq.set_online = &so;
 	}
+	/* Its number and its notice, which the next cpuhpd keeps (resume()). */
+	fprintf(f, "hotplug %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", h->conn->id, h->req_id,
+	        h->seq, h->noticed ? h->noticed_at : 0);
 	cpuhpd_fdstore_put_request(f, h->conn->id, &rq);
 }
 

@@ -46,6 +46,7 @@ struct hotplug_req {
 	 * notice); HotplugCancelled too once it ended without running.
 	 */
 	bool noticed, cancel_told;
+	bool resumed; /* announced by the previous cpuhpd already: watchers were told */
 	uint64_t noticed_at;
 	/* SetOnline.force: once the grace after the notice is over, every lease is revoked. */
 	bool force, forced;

@@ -950,6 +950,11 @@ int cpuhpd_fastpath_adopt_conn(struct cpuhpd_conn *c, const struct cpuhpd_saved_
 
 	if (!sc->fast_slots)
 		return 0;
+	int err;
+
 	snprintf(name, sizeof(name), "region-%u", sc->id);
-	return cpuhpd_fastpath_adopt(c, cpuhpd_fdstore_claim(c->d, name), sc->fast_slots);
+	err = cpuhpd_fastpath_adopt(c, cpuhpd_fdstore_claim(c->d, name), sc->fast_slots);
+	if (!err)
+		c->fast->delay_ms = sc->fast_delay_ms; /* the notice.c "ready" line's */
+	return err;
 }
