@@ -98,6 +98,14 @@ class LeaseInfo:
     held: float
     #: The connection's number in cpuhpd's log.
     connection: int
+    #: A delay lease's delay in seconds (Client(delay=...)); 0: a block lease.
+    delay: float = 0.0
+
+    @property
+    def mode(self) -> str:
+        """"delay" (revoked *delay* seconds after a hotplug's notice) or
+        "block" (holds a hotplug up to its timeout)."""
+        return 'delay' if self.delay else 'block'
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,12 @@ class HotplugInfo:
     waited: float
     #: Its timeout, in seconds.
     timeout: float
+    #: Forced (set_online(force=...)): leases still held *force_grace*
+    #: seconds after its notice are revoked.
+    force: bool = False
+    force_grace: float = 0.0
+    #: An SMT change's word ("off"...); "" for CPUs.
+    smt: str = ''
 
 
 @dataclass(frozen=True)
@@ -167,9 +181,11 @@ class CpuResult:
 
 @dataclass(frozen=True)
 class HotplugResult:
-    """What Client.set_online() did, CPU by CPU (in ascending order)."""
+    """What Client.set_online() did, CPU by CPU (in ascending order), and,
+    forced, the leases it revoked (*revoked*: held after its grace)."""
     online: bool
     results: tuple[CpuResult, ...]
+    revoked: tuple[LeaseInfo, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -321,7 +337,8 @@ def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) 
 
 class Lease:
     """A reader lease from cpuhpd: the set of online CPUs does not change
-    until it is released, or its Client is closed, or its process dies.
+    until it is released, or its Client is closed, or its process dies (or,
+    for a delay lease, until cpuhpd revokes it: see Client(delay=...)).
 
     A context manager: ``with client.lease(): ...`` releases it on the way
     out, exceptions included.  If the lease did not hold for the whole
@@ -341,6 +358,23 @@ class Lease:
     def __repr__(self) -> str:
         return f'<cpuhp.Lease id={self.id} {"released" if self.released else "held"}>'
 
+    @property
+    def on_pending(self) -> Callable[..., object] | None:
+        """Called as ``on_pending(lease, event)`` when a hotplug that this
+        lease holds up becomes the next to run (a HotplugPending): let go
+        of what the lease protects and release it, and the hotplug runs at
+        once instead of at the lease's natural end.  Set it here or with
+        Client.lease(on_pending=...); None removes it.  cpuhp.Client calls
+        it on a thread of the binding's (one per Client, started with the
+        first such lease), cpuhp.aio.Client in its event loop (a coroutine
+        function's result is run as a task).  Once per hotplug per Client,
+        for every held lease that has one."""
+        return self._session.pending_callback(self)
+
+    @on_pending.setter
+    def on_pending(self, callback: Callable[..., object] | None) -> None:
+        self._session.set_pending_callback(self, callback)
+
     def release(self) -> None:
         """End the lease.  Does nothing if it already ended (released, or
         its Client closed).  ConnectionResetError if it died with the
@@ -348,10 +382,7 @@ class Lease:
         CPUs may have changed while it was believed held.  OSError ETIME
         (revoked) and ESTALE (bypassed) say the same of a lease that cpuhpd
         ended or could not protect."""
-        if self.released:
-            return
-        self.released = True
-        self._session.release(self.id)
+        self._session.release(self)
 
     def __enter__(self) -> Lease:
         return self
