@@ -49,10 +49,10 @@ static void usage(FILE *f)
 	        "  -S, --strict      when the lease is lost, send CMD SIGTERM, then SIGKILL\n"
 	        "                    after the grace period if it still runs; exit %d\n"
 	        "  -g, --grace T     the grace period of --strict (default %us)\n"
-	        "  -d, --delay T     a delay lease: a hotplug that becomes pending waits for\n"
+	        "  -D, --delay T     a delay lease: a hotplug that becomes pending waits for\n"
 	        "                    it at most T after its notice, then revokes it (at most\n"
 	        "                    cpuhpd's --max-delay-ms; a longer T is cut, and said)\n"
-	        "  -p, --on-pending HOOK\n"
+	        "  -P, --on-pending HOOK\n"
 	        "                    when a hotplug becomes pending (the notice, printed on\n"
 	        "                    stderr), run HOOK with sh -c, not waited for; it gets\n"
 	        "                    CPUHP_CPUS (the CPUs, e.g. 2-3), CPUHP_ACTION (online,\n"
@@ -393,8 +393,8 @@ static int parse_run_args(struct cpuhpctl *ctl, int argc, char **argv, const cha
 	    {"timeout", required_argument, NULL, 't'},
 	    {"strict", no_argument, NULL, 'S'},
 	    {"grace", required_argument, NULL, 'g'},
-	    {"delay", required_argument, NULL, 'd'},
-	    {"on-pending", required_argument, NULL, 'p'},
+	    {"delay", required_argument, NULL, 'D'},
+	    {"on-pending", required_argument, NULL, 'P'},
 	    {"who", required_argument, NULL, 'w'},
 	    {"why", required_argument, NULL, 'y'},
 	    {"json", no_argument, NULL, 'J'},
@@ -410,22 +410,22 @@ static int parse_run_args(struct cpuhpctl *ctl, int argc, char **argv, const cha
 	int opt, ret;
 
 	/* '+': options end at CMD, whose own options they are. */
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, hold ? "+:t:Sg:d:p:w:y:Jjh" : "+:w:y:Jjh",
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, hold ? "+:t:Sg:D:P:w:y:Jjh" : "+:w:y:Jjh",
 	                              hold ? hold_opts : freeze_opts, name)) != -1) {
-		if (opt == 't' || opt == 'g' || opt == 'd') {
+		if (opt == 't' || opt == 'g' || opt == 'D') {
 			if ((ret = cpuhpctl_parse_duration(ctl, name,
 			                                   opt == 't'   ? "--timeout"
 			                                   : opt == 'g' ? "--grace"
 			                                                : "--delay",
-			                                   optarg, opt == 'd' ? 1 : 0, UINT32_MAX,
+			                                   optarg, opt == 'D' ? 1 : 0, UINT32_MAX,
 			                                   opt == 't'   ? &a->timeout_ms
 			                                   : opt == 'g' ? &a->grace_ms
 			                                                : &a->delay_ms)))
 				return ret;
-			a->delay |= opt == 'd';
+			a->delay |= opt == 'D';
 			continue;
 		}
-		if (opt == 'p') {
+		if (opt == 'P') {
 			a->hook = optarg;
 			continue;
 		}

@@ -310,7 +310,7 @@ static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, struct hotplu
 	const char *cmd = argv[0];
 	int opt, err;
 
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:f::Jjh", opts, cmd)) != -1) {
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:f::F::Jjh", opts, cmd)) != -1) {
 		if (opt == 't') {
 			if ((err = cpuhpctl_parse_duration(ctl, cmd, "--timeout", optarg, 0,
 			                                   UINT32_MAX, &o->timeout_ms)))
