@@ -75,7 +75,8 @@ static int notices(struct cpuhp_client *c, uint64_t *seq)
 			pending = 1;
 			*seq = ev.hotplug_id;
 		} else if (ev.type == CPUHP_CLIENT_EVENT_LEASE_REVOKED) {
-			printf("ready: cpuhpd revoked our lease (its delay was over): stopping now\n");
+			printf(
+			    "ready: cpuhpd revoked our lease (its delay was over): stopping now\n");
 			pending = 1;
 		}
 	}
@@ -157,8 +158,10 @@ int main(int argc, char **argv)
 			arg = opt == 'H' ? &hold_ms : opt == 'b' ? &batches : &delay_ms;
 			errno = 0;
 			*arg = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || *optarg == '-' || *arg > 0xffffffffUL) {
-				fprintf(stderr, "ready: -%c wants a number, not '%s'\n", opt, optarg);
+			if (errno || end == optarg || *end || *optarg == '-' ||
+			    *arg > 0xffffffffUL) {
+				fprintf(stderr, "ready: -%c wants a number, not '%s'\n", opt,
+				        optarg);
 				return 2;
 			}
 			break;
