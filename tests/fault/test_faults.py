@@ -744,6 +744,74 @@ def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row
 
 
 
+# ---- 6c. a hotplug's notices, delay leases, forced hotplugs (issue 31) ----
+
+def test_clients_killed_while_hotplugs_are_pending_forced_or_delayed(rig, row):
+    """Holders of block, delay and fast leases, and plain and forced hotplugs, SIGKILLed.
+
+    Killed at random points: notices and revocations go to dead and dying
+    clients."""
+    rnd = faultlib.rng('ready')
+    rounds = 15
+    steps = collections.Counter()
+    notices = revoked = kills = 0
+    row['injected'].append(f'{rounds} rounds: 1-3 lease clients (block socket leases, delay '
+                           'leases of 5 ms, fast leases; 1-4 pipelined acquires) and a client '
+                           'taking CPUs 1-3 off and on, forced (grace 5 ms) two times in three, '
+                           'each SIGKILLed after a random 0-40 of its steps; then a forced '
+                           'hotplug whose client is killed in its grace')
+    row['checked'] += ['no reply to an id not outstanding, notices apart (cpuhpd-churn); a '
+                       'release refused ETIME only after a LeaseRevoked notice',
+                       'invariants after every round',
+                       'a forced hotplug withdrawn in its grace revokes nothing, and its '
+                       'holders hear it cancelled']
+    for _ in range(rounds):
+        procs = [rig.churn(rnd.choice(('lease', 'delay', 'fast')), rnd.randint(1, 4), 2000,
+                           10**6) for _ in range(rnd.randint(1, 3))]
+        procs.append(rig.churn('forced' if rnd.random() < 2 / 3 else 'hotplug', '1-3', 2000,
+                               10**6))
+        outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
+        for everything in outputs:
+            lines = everything.splitlines()
+            bad = [x for x in lines if x.startswith(('anomaly', 'error:'))]
+            assert not bad, f'cpuhpd-churn: {bad}'
+            steps[_step(lines[-1] if lines else '')] += 1
+            notices += sum(x == 'notice' for x in lines)
+            revoked += sum(x == 'got - revoked' or 'ERR_ETIME' in x for x in lines)
+            kills += 1
+        check_invariants(rig, rnd, row)
+    _forced_hotplug_withdrawn_in_its_grace_revokes_nothing(rig, rnd)
+    row['numbers']['SIGKILLs'] = kills
+    row['numbers']['notices read before the kills'] = notices
+    row['numbers']['releases of revoked leases'] = revoked
+    row['numbers']['killed at'] = '/'.join(f'{k} {v}' for k, v in sorted(steps.items()))
+
+
+def _forced_hotplug_withdrawn_in_its_grace_revokes_nothing(rig, rnd):
+    led = rig.ledger
+    holder, wt = rig.name('hold'), rig.name('wt')
+    led.connect(holder)
+    led.connect(wt)
+    assert led.call(wt, 'watch')['kind'] == 'watch_started'
+    lease = led.lease(holder)
+    victim = fixture.Probe(rig.daemon.socket)
+    victim.connect('v')
+    cpus = ','.join(map(str, sorted(rnd.sample(faultlib.HOTPLUGGABLE, rnd.randint(1, 3)))))
+    victim.send('v', 'forceoffline', cpus, GUARD_MS, GUARD_MS)
+    pend = led.recv(holder)
+    assert (pend['event'], pend['force']) == ('hotplug_pending', True), pend
+    victim.kill()
+    for n in (holder, wt):
+        ev = led.recv(n)
+        if ev['event'] == 'hotplug_pending':   # the watcher's own copy came first
+            ev = led.recv(n)
+        assert (ev['event'], ev['hotplug_id'], ev['code']) == \
+            ('hotplug_cancelled', pend['hotplug_id'], 'ERR_ECANCELED'), (n, ev)
+    led.release(holder, lease)                  # still held: nothing was revoked
+    led.finish(holder)
+    led.finish(wt)
+
+
 # ---- 7. SIGTERM with requests waiting (last: it ends the daemon) ----
 
 # ---- hotplug states (issue 12): each on a daemon of its own ----
