@@ -87,6 +87,7 @@ void cpuhpd_notice_pending(struct cpuhpd *d, struct hotplug_req *h)
 	Cpuhp__HotplugPending hp = CPUHP__HOTPLUG_PENDING__INIT;
 	uint64_t now = uv_now(d->loop);
 	struct cpuhpd_conn **to = calloc(d->nconns + 1, sizeof(*to));
+	uint64_t t0 = uv_hrtime();
 	unsigned told = 0;
 
 	hp.hotplug_id = h->seq;
@@ -105,7 +106,8 @@ void cpuhpd_notice_pending(struct cpuhpd *d, struct hotplug_req *h)
 	else if (!h->gone)
 		tell(d, h, &ev, to, told = holders(d, h, to));
 	free(to);
-	cpuhpd_debug("hotplug #%" PRIu64 ": pending, %u holder connection(s) told", h->seq, told);
+	cpuhpd_debug("hotplug #%" PRIu64 ": pending, %u holder connection(s) told in %.3f ms",
+	             h->seq, told, (double)(uv_hrtime() - t0) / 1e6);
 }
 
 void cpuhpd_notice_cancelled(struct cpuhpd *d, struct hotplug_req *h, int err, const char *msg)
