@@ -103,6 +103,13 @@ struct cpuhp__fast_region_head {
 	 */
 	_Atomic uint32_t live;
 	uint32_t nslots;
+	/*
+	 * Bumped each time cpuhpd notices the online set changed behind its
+	 * back (a bypass): a fast lease held across a bump may be stale, and
+	 * its release says so (-ESTALE), as a socket lease's does.  A flag with
+	 * no data behind it (relaxed); 0 for ever from a daemon that predates it.
+	 */
+	_Atomic uint32_t bypasses;
 };
 
 struct cpuhp__fast_slot {

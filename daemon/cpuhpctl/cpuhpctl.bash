@@ -23,7 +23,7 @@ _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
-	local commands='status leases states state online offline smt watch hold freeze metrics help'
+	local commands='status leases cpus states state online offline smt watch hold freeze metrics help'
 
 	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -125,7 +125,7 @@ _cpuhpctl()
 	status)
 		COMPREPLY=($(compgen -W '-J --json -h --help' -- "$cur"))
 		;;
-	leases | states)
+	leases | states | cpus)
 		if [[ $prev == -o || $prev == --output ]]; then
 			# The columns --help lists, after the last ',' (and a leading '+').
 			local cols pre=

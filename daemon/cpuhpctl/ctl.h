@@ -128,7 +128,7 @@ void cpuhpctl_json_action(FILE *f, bool online, const char *smt);
 void cpuhpctl_json_notice(FILE *f, const struct cpuhp_client_event *ev);
 
 /*
- * table.c: a listing (leases, states) as util-linux prints one: a
+ * table.c: a listing (leases, states, cpus) as util-linux prints one: a
  * libsmartcols table with -o/--output, --raw and --noheadings, or with
  * --json an array of one object per row, keyed by the columns' lower-case
  * names, as lscpu -J prints.
@@ -172,6 +172,10 @@ int cpuhpctl_table_row(struct cpuhpctl_table *t);
 void cpuhpctl_table_str(struct cpuhpctl_table *t, int col, const char *s);
 void cpuhpctl_table_num(struct cpuhpctl_table *t, int col, long long v);
 void cpuhpctl_table_cpus(struct cpuhpctl_table *t, int col, const struct cpuhp_cpuset *set);
+void cpuhpctl_table_bool(struct cpuhpctl_table *t, int col, bool v); /* yes/no; true/false */
+void cpuhpctl_table_none(struct cpuhpctl_table *t, int col);         /* "-"; null */
+/* @n strings: joined by ',' in the table, an array of strings in JSON. */
+void cpuhpctl_table_strs(struct cpuhpctl_table *t, int col, const char *const *v, size_t n);
 /* A duration: cpuhpctl_format_duration() in the table, milliseconds in JSON. */
 void cpuhpctl_table_ms(struct cpuhpctl_table *t, int col, uint64_t ms);
 /*
@@ -261,6 +265,7 @@ int cpuhpctl_offline(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_hold(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_freeze(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_states(struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_cpus(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_state(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_metrics(struct cpuhpctl *ctl, int argc, char **argv);

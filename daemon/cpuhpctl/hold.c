@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text.h"
+
 #include "ctl.h"
 
 static void usage(FILE *f)
@@ -456,9 +458,15 @@ static int parse_run_args(struct cpuhpctl *ctl, int argc, char **argv, const cha
 		                            "which command? e.g. cpuhpctl %s -- ./job args", name);
 	a->cmd = argv + optind;
 	if (!a->who) {
+		static char shown[CPUHP_CLIENT_IDENTITY_MAX + 1];
 		const char *slash = strrchr(a->cmd[0], '/');
 
 		a->who = slash ? slash + 1 : a->cmd[0];
+		/* A file name may hold any bytes; who is UTF-8 (cpuhpd refuses other bytes). */
+		if (!cpuhp__text_utf8_valid(a->who, strlen(a->who))) {
+			cpuhp__text_escape(shown, sizeof(shown), a->who, strlen(a->who), 0);
+			a->who = shown;
+		}
 	}
 	return -1;
 }

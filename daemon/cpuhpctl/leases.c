@@ -97,7 +97,16 @@ static int fill_table(struct cpuhpctl_table *t, const struct cpuhp_client_lease_
 		cpuhpctl_table_num(t, COL_UID, li->uid);
 		cpuhpctl_table_str(t, COL_KIND, li->fast ? "fast" : "socket");
 		cpuhpctl_table_num(t, COL_COUNT, li->count);
-		cpuhpctl_table_ms(t, COL_HELD, li->held_ms);
+		if (li->fast && !json) {
+			/* cpuhpd knows only when it first saw them: at least that long. */
+			char buf[CPUHPCTL_DURATION_MAX], held[CPUHPCTL_DURATION_MAX + 1];
+
+			snprintf(held, sizeof(held), ">%s",
+			         cpuhpctl_format_duration(buf, li->held_ms));
+			cpuhpctl_table_str(t, COL_HELD, held);
+		} else {
+			cpuhpctl_table_ms(t, COL_HELD, li->held_ms);
+		}
 		cpuhpctl_table_str(t, COL_WHY, li->why);
 		cpuhpctl_table_str(t, COL_COMM, li->comm);
 		if (!li->fast)

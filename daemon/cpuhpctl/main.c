@@ -6,10 +6,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cpuhp/cpuset.h>
 #include <cpuhp/version.h>
@@ -27,6 +29,8 @@ static void usage(FILE *f)
 	        "Commands:\n"
 	        "  status                        CPU masks, leases, the writer's state\n"
 	        "  leases [-o COLS] [-r] [-n]    who holds leases, and the hotplugs waiting\n"
+	        "  cpus [-o COLS] [-r] [-n]      each CPU: topology (offline ones' as last\n"
+	        "                                seen), states, hotplugs\n"
 	        "  online [--timeout T] LIST     bring the CPUs in LIST (e.g. 2-3,5) online\n"
 	        "  offline [--timeout T] LIST    take them offline\n"
 	        "  watch [--count N]             print hotplug events as they happen\n"
@@ -76,6 +80,15 @@ static const char *socket_path(const struct cpuhpctl *ctl)
 	return ctl->socket ? ctl->socket : cpuhp_client_socket_path();
 }
 
+/* The group of the socket at @path, which a user kept out should join; NULL if unknown. */
+static const char *socket_group(const char *path)
+{
+	struct stat st;
+	struct group *g;
+
+	return stat(path, &st) == 0 && (g = getgrgid(st.st_gid)) ? g->gr_name : NULL;
+}
+
 int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out)
 {
 	const char *path = socket_path(ctl);
@@ -97,8 +110,14 @@ int cpuhpctl_connect(const struct cpuhpctl *ctl, struct cpuhp_client **out)
 		        CPUHP_CLIENT_SOCKET_ENV);
 		break;
 	case -EACCES:
-		fprintf(stderr, "cpuhpctl: the socket's permissions keep you out: run as root or "
-		                "join the socket's group.\n");
+		if (socket_group(path))
+			fprintf(stderr,
+			        "cpuhpctl: the socket's permissions keep you out: run as root or "
+			        "join its group '%s' (then log in again).\n",
+			        socket_group(path));
+		else
+			fprintf(stderr, "cpuhpctl: the socket's permissions keep you out: run as "
+			                "root or join the socket's group.\n");
 		break;
 	case -EPROTONOSUPPORT:
 		fprintf(stderr, "cpuhpctl: cpuhpd speaks another protocol version; use the "
@@ -287,11 +306,11 @@ int main(int argc, char **argv)
 		int (*run)(struct cpuhpctl *ctl, int argc, char **argv);
 	} commands[] = {
 	    {"status", cpuhpctl_status},   {"leases", cpuhpctl_leases},
-	    {"states", cpuhpctl_states},   {"state", cpuhpctl_state},
-	    {"online", cpuhpctl_online},   {"offline", cpuhpctl_offline},
-	    {"smt", cpuhpctl_smt},         {"watch", cpuhpctl_watch},
-	    {"hold", cpuhpctl_hold},       {"freeze", cpuhpctl_freeze},
-	    {"metrics", cpuhpctl_metrics},
+	    {"cpus", cpuhpctl_cpus},       {"states", cpuhpctl_states},
+	    {"state", cpuhpctl_state},     {"online", cpuhpctl_online},
+	    {"offline", cpuhpctl_offline}, {"smt", cpuhpctl_smt},
+	    {"watch", cpuhpctl_watch},     {"hold", cpuhpctl_hold},
+	    {"freeze", cpuhpctl_freeze},   {"metrics", cpuhpctl_metrics},
 	};
 	struct cpuhpctl ctl = {.sysfs_root = getenv(CPUHPCTL_SYSFS_ROOT_ENV)};
 	const char *cmd;
@@ -322,7 +341,7 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return cpuhpctl_usage_error(
 		    &ctl, NULL, true,
-		    "which command? (status, leases, states, state, online, "
+		    "which command? (status, leases, cpus, states, state, online, "
 		    "offline, smt, watch, hold, freeze, metrics)");
 	cmd = argv[optind];
 	argc -= optind;

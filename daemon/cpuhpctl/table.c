@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Listings (leases, states) the way util-linux prints them: -o/--output
+ * Listings (leases, states, cpus) the way util-linux prints them: -o/--output
  * picks the columns (a list, or +LIST to add to the default ones),
  * --raw and --noheadings print for scripts, and --help lists the
  * columns.  The table is libsmartcols', which shows control characters
@@ -272,6 +272,49 @@ void cpuhpctl_table_cpus(struct cpuhpctl_table *t, int col, const struct cpuhp_c
 		}
 	}
 	set(t, col, NULL, json);
+}
+
+void cpuhpctl_table_bool(struct cpuhpctl_table *t, int col, bool v)
+{
+	set(t, col, v ? "yes" : "no", t->json ? strdup(v ? "true" : "false") : NULL);
+}
+
+void cpuhpctl_table_none(struct cpuhpctl_table *t, int col)
+{
+	set(t, col, "-", t->json ? strdup("null") : NULL);
+}
+
+void cpuhpctl_table_strs(struct cpuhpctl_table *t, int col, const char *const *v, size_t n)
+{
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f) {
+		if (t->json)
+			putc('[', f);
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				putc(',', f);
+			if (t->json)
+				cpuhpctl_json_string(f, v[i]);
+			else
+				fputs(v[i], f);
+		}
+		if (t->json)
+			putc(']', f);
+		if (fclose(f)) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	if (t->json) {
+		set(t, col, NULL, buf);
+		return;
+	}
+	t->nomem |= !buf;
+	set(t, col, buf ? buf : "", NULL);
+	free(buf);
 }
 
 void cpuhpctl_table_ms(struct cpuhpctl_table *t, int col, uint64_t ms)

@@ -15,12 +15,32 @@ static void watch_usage(FILE *f)
 	           "Print one line per event: a hotplug pending (the next to run, waiting\n"
 	           "for leases), cancelled (it ended without running), started or finished,\n"
 	           "the online set changed (\"external\" when done behind cpuhpd's back, e.g.\n"
-	           "by chcpu).\n"
+	           "by chcpu), the present set changed (a CPU hot-added or removed).\n"
 	           "The first line says the subscription is active.\n"
 	           "\n"
 	           "  -c, --count N  exit 0 after N events (default: run until killed)\n"
 	           "  -J, --json     one JSON object per line, flushed per event (schema in\n"
 	           "                 cpuhpctl(8)); the first is {\"event\":\"watching\"}\n");
+}
+
+/* "present changed: 0-4 (added 4; online 0-3)". */
+static void print_present(const struct cpuhp_client_event *ev)
+{
+	char *present = cpuhpctl_format(&ev->present_cpus), *added = cpuhpctl_format(&ev->added);
+	char *removed = cpuhpctl_format(&ev->removed), *online = cpuhpctl_format(&ev->online_cpus);
+
+	if (present && added && removed && online)
+		printf("present changed: %s (%s%s%s%s%s%sonline %s)\n",
+		       present[0] ? present : "(none)", added[0] ? "added " : "", added,
+		       added[0] ? "; " : "", removed[0] ? "removed " : "",
+		       removed[0] ? removed : "", removed[0] ? "; " : "",
+		       online[0] ? online : "(none)");
+	else
+		printf("event (out of memory formatting it)\n");
+	free(present);
+	free(added);
+	free(removed);
+	free(online);
 }
 
 static void print_event(const struct cpuhp_client_event *ev)
@@ -43,6 +63,8 @@ static void print_event(const struct cpuhp_client_event *ev)
 	} else if (ev->type == CPUHP_CLIENT_EVENT_ONLINE_CHANGED) {
 		printf("online changed: %s%s\n", other[0] ? other : "(none)",
 		       ev->external ? " (external)" : "");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_PRESENT_CHANGED) {
+		print_present(ev);
 	} else if (ev->type == CPUHP_CLIENT_EVENT_LOST) {
 		printf("events lost: %u (run 'cpuhpctl status' for the current state)\n", ev->lost);
 	} else if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_PENDING) {
@@ -83,6 +105,17 @@ static void print_event_json(const struct cpuhp_client_event *ev)
 		printf("{\"event\":\"online_changed\",\"online\":");
 		cpuhpctl_json_cpus(stdout, &ev->online_cpus);
 		printf(",\"external\":%s}\n", ev->external ? "true" : "false");
+		break;
+	case CPUHP_CLIENT_EVENT_PRESENT_CHANGED:
+		printf("{\"event\":\"present_changed\",\"present\":");
+		cpuhpctl_json_cpus(stdout, &ev->present_cpus);
+		printf(",\"added\":");
+		cpuhpctl_json_cpus(stdout, &ev->added);
+		printf(",\"removed\":");
+		cpuhpctl_json_cpus(stdout, &ev->removed);
+		printf(",\"online\":");
+		cpuhpctl_json_cpus(stdout, &ev->online_cpus);
+		printf("}\n");
 		break;
 	case CPUHP_CLIENT_EVENT_LOST:
 		printf("{\"event\":\"lost\",\"lost\":%u}\n", ev->lost);

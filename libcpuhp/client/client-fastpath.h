@@ -44,6 +44,12 @@ struct cpuhp_client;
 struct cpuhp__fast_table {
 	_Alignas(CPUHP__FAST_LINE) _Atomic uint64_t id[CPUHP__FAST_SLOT_MAX_LEASES];
 	_Atomic uint64_t seq; /* numbers the ids of this slot */
+	/*
+	 * The region's ->bypasses when entry k's lease was granted: written
+	 * before X publishes the id, read by the release after its
+	 * compare-and-swap took the id (which pairs with X).
+	 */
+	uint32_t bypasses[CPUHP__FAST_SLOT_MAX_LEASES];
 };
 
 /*
@@ -138,6 +144,15 @@ unsigned cpuhp__fast_lost(struct cpuhp__fast *f);
 /* A failed attempt: undo the count like a release, the daemon may have seen it (out of line). */
 void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
                           const struct cpuhp__fast_tls *t, unsigned entry);
+
+/*
+ * The end of a release whose state was not "open" (cpuhp__fast_after_release)
+ * or whose lease was held across a bypass (@bypasses, the region's count at
+ * its acquire, differs from it now: -ESTALE with a message, released all
+ * the same).  Out of line.
+ */
+int cpuhp__fast_released_late(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id,
+                              uint32_t bypasses);
 
 /* A release the table refused: -ESRCH with a message, nothing changed (out of line). */
 int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id);
@@ -243,6 +258,9 @@ static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast
 		}
 		id = CPUHP_CLIENT_FAST_LEASE | (f->serial & 0x7fff) << 48 |
 		     (uint64_t)t->slot << 42 | (uint64_t)k << 38 | (seq & CPUHP__FAST_ID_SEQ_MASK);
+		/* The bypasses so far: one noticed from now on makes this lease stale. */
+		t->table->bypasses[k] =
+		    atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed);
 		/*
 		 * X: release, the count before the id; pairs with the acquire of
 		 * the compare-and-swap that releases it (cpuhp__fast_release), so
@@ -267,6 +285,7 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	unsigned s = CPUHP__FAST_ID_SLOT(id), k = CPUHP__FAST_ID_ENTRY(id);
 	struct cpuhp__fast_tls *t = &cpuhp__fast_tls[f->serial % CPUHP__FAST_TLS_WAYS];
 	uint64_t want = id;
+	uint32_t bypasses;
 
 	if (__builtin_expect(
 	        CPUHP__FAST_ID_SERIAL(id) != (f->serial & 0x7fff) || s >= f->nslots ||
@@ -276,6 +295,8 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	                                                     memory_order_relaxed),
 	        0))
 		return cpuhp__fast_release_refused(c, f, id);
+	/* Ours since the compare-and-swap; before the entry is free again (Y). */
+	bypasses = f->table[s].bypasses[k];
 	if (__builtin_expect(t->serial == f->serial && t->slot == s, 1))
 		cpuhp__fast_add(t, -1); /* R */
 	else if (s == 0)
@@ -286,10 +307,13 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	/* Y: release, the decrement before the entry is free (cpuhp__fast_entry_claim). */
 	atomic_store_explicit(&f->table[s].id[k], 0, memory_order_release);
 	cpuhp__fast_order(f); /* T */
-	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
-	                         atomic_load_explicit(&f->reg->head.live, memory_order_relaxed),
-	                     0))
-		return cpuhp__fast_after_release(c, f, id);
+	/* Out of line, rarely: the state is not "open", or a bypass was noticed meanwhile. */
+	if (__builtin_expect(
+	        atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
+	                atomic_load_explicit(&f->reg->head.live, memory_order_relaxed) ||
+	            atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed) != bypasses,
+	        0))
+		return cpuhp__fast_released_late(c, f, id, bypasses);
 	return 0;
 }
 

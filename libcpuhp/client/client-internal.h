@@ -7,7 +7,7 @@
  * the asynchronous calls) and held.c (what a handle holds on such
  * connections); then one file per request family: lease.c with
  * fastpath.c, identity.c, hotplug.c, status.c, metrics.c, list.c,
- * freeze.c, events.c, state.c.  life.c and fork.c keep a handle safe from
+ * freeze.c, events.c, state.c, cpus.c.  life.c and fork.c keep a handle safe from
  * close on another thread and from fork().  Not installed.
  */
 #ifndef CPUHP_CLIENT_INTERNAL_H
@@ -284,6 +284,38 @@ int cpuhp__client_request_locked(struct cpuhp_client *c, Cpuhp__Request *req,
 int cpuhp__client_request(struct cpuhp_client *c, Cpuhp__Request *req,
                           Cpuhp__Response__BodyCase expect, cpuhp__client_take_fn take, void *arg);
 
+/*
+ * A listing that comes in pages (ListLeases, ListStates): given a page,
+ * send the request for the next one on @c (its id into *@id).  Return: 1
+ * sent; 0 @resp was the last page; -EPROTO (set on @c) for a cursor with
+ * no row before it, which would never end; a connection -errno.
+ */
+typedef int (*cpuhp__client_again_fn)(struct cpuhp_client *c, const Cpuhp__Response *resp,
+                                      uint64_t *id);
+
+/*
+ * cpuhp__client_next_page() - the again function's common part: after a
+ * page of @rows rows whose cursor is @next, send @req (the next page's
+ * request, asking from @next) unless the listing is complete.  Return: as
+ * cpuhp__client_again_fn.
+ */
+int cpuhp__client_next_page(struct cpuhp_client *c, ProtobufCBinaryData next, size_t rows,
+                            Cpuhp__Request *req, uint64_t *id);
+
+/*
+ * cpuhp__client_pages() - cpuhp__client_request() of a listing in pages:
+ * @req asks for the first, @take gets each page in turn (it appends to
+ * @arg), @again asks for the next; one bracket for all of them.
+ */
+int cpuhp__client_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                        Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                        cpuhp__client_take_fn take, void *arg);
+
+/* cpuhp__client_pages() for a caller inside cpuhp__client_enter()/_leave(). */
+int cpuhp__client_pages_locked(struct cpuhp_client *c, Cpuhp__Request *req,
+                               Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                               cpuhp__client_take_fn take, void *arg);
+
 /* --- call.c: a request on a connection of its own ------------------------------------ */
 
 /*
@@ -295,6 +327,18 @@ int cpuhp__client_request(struct cpuhp_client *c, Cpuhp__Request *req,
  */
 int cpuhp__call_begin(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Response__BodyCase expect,
                       struct cpuhp_client_call **out);
+
+/* cpuhp__call_begin() of a listing in pages: the call asks for each next page with @again. */
+int cpuhp__call_begin_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                            Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                            struct cpuhp_client_call **out);
+
+/*
+ * cpuhp__call_pages() - the pages of done @call, a paged call of @expect,
+ * in order (owned by @call).  Return: as cpuhp__call_reply().
+ */
+int cpuhp__call_pages(struct cpuhp_client_call *call, Cpuhp__Response__BodyCase expect,
+                      Cpuhp__Response *const **pages, size_t *npages, struct cpuhp_client **conn);
 
 /* A lease call done at once: fast lease @id, taken without the daemon.  Return: 0; -ENOMEM. */
 int cpuhp__call_granted(struct cpuhp_client *c, uint64_t id, struct cpuhp_client_call **out);
@@ -420,5 +464,9 @@ void cpuhp__client_events_free(struct cpuhp_client *c);
  */
 extern _Thread_local bool cpuhp__client_in_state_cb;
 int cpuhp__client_deadlk(struct cpuhp_client *c);
+
+/* state.c: cpuhp_client_list_states() under ->lock, for cpus.c's listing too. */
+int cpuhp__client_list_states_locked(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                                     size_t *n);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

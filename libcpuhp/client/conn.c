@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text.h"
+
 #include "client-fastpath.h"
 #include "client-internal.h"
 
@@ -286,11 +288,19 @@ static int hello_send(struct cpuhp_client *c)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__Hello hello = CPUHP__HELLO__INIT;
+	char name[256];
+	size_t name_len;
 	int ret;
 
 	hello.version = CPUHP__PROTO_VERSION;
 	hello.client_name = program_invocation_short_name;
 	hello.notices_to = c->notices_to;
+	/* Any bytes may name a program; cpuhpd takes UTF-8 only (strfields.h). */
+	name_len = strlen(hello.client_name);
+	if (!cpuhp__text_utf8_valid(hello.client_name, name_len)) {
+		cpuhp__text_escape(name, sizeof(name), hello.client_name, name_len, 0);
+		hello.client_name = name;
+	}
 	req.body_case = CPUHP__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	ret = cpuhp__client_send_request(c, &req);

@@ -98,6 +98,20 @@ static int convert_event(struct cpuhp_client *c, const Cpuhp__Event *in,
 		ret = cpuhp__client_parse_cpus(c, "online", in->online_changed->online,
 		                               &ev->online_cpus);
 		break;
+	case CPUHP__EVENT__KIND_PRESENT_CHANGED: {
+		const Cpuhp__PresentChanged *pc = in->present_changed;
+
+		ev->type = CPUHP_CLIENT_EVENT_PRESENT_CHANGED;
+		ev->external = true;
+		ret = cpuhp__client_parse_cpus(c, "present", pc->present, &ev->present_cpus);
+		if (ret == 0)
+			ret = cpuhp__client_parse_cpus(c, "added", pc->added, &ev->added);
+		if (ret == 0)
+			ret = cpuhp__client_parse_cpus(c, "removed", pc->removed, &ev->removed);
+		if (ret == 0)
+			ret = cpuhp__client_parse_cpus(c, "online", pc->online, &ev->online_cpus);
+		break;
+	}
 	case CPUHP__EVENT__KIND_LEASE_REVOKED: {
 		const Cpuhp__LeaseRevoked *rv = in->lease_revoked;
 

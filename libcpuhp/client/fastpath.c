@@ -102,6 +102,24 @@ void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
 	(void)cpuhp__fast_after_release(c, f, 0);
 }
 
+int cpuhp__fast_released_late(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id,
+                              uint32_t bypasses)
+{
+	int ret = 0;
+
+	if (atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
+	    atomic_load_explicit(&f->reg->head.live, memory_order_relaxed))
+		ret = cpuhp__fast_after_release(c, f, id);
+	if (ret == 0 &&
+	    atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed) != bypasses)
+		ret =
+		    cpuhp__client_note(c, -ESTALE,
+		                       "the online CPUs changed behind cpuhpd's back while this "
+		                       "fast lease was held (see the LEASE_BYPASSED event); it is "
+		                       "released all the same");
+	return ret;
+}
+
 int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
 {
 	char msg[CPUHP_CLIENT_MESSAGE_MAX];

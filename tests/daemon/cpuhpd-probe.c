@@ -24,7 +24,10 @@
  *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *                           | register STATE PRIO DEADLINE_MS [nocalls] | remove ID [nocalls]
- *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...] | states
+ *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...]
+ *                           | states [LIMIT [AFTER]] | leases [LIMIT [AFTER]]
+ *                           (a page of the listing: at most LIMIT rows, 0 as many as
+ *                           fit; AFTER: a page's "next", in hex, as printed)
  *                           (StateCall events, which carry the register's id, are
  *                           never taken as the reply of a call: recv them)
  *   call NAME REQ...        send, then wait for the reply with that id (other
@@ -46,6 +49,8 @@
  *                           announcing LEN payload bytes and only SENT of them
  *   eofmany PREFIX          read each of those to its end, count the last error
  *                           codes, close them
+ *   readmany PREFIX N       wait until cpuhpd has read every byte written on the
+ *                           first N of those (SIOCOUTQ 0 on each)
  *   drip NAME HEX MS        write HEX a byte at a time; before each next byte wait up
  *                           to MS for the connection to become readable (an answer
  *                           or its end), and stop there
@@ -91,6 +96,15 @@ static size_t nconns, capconns;
 static const char *sock_path;
 
 /* ---- JSON output ---- */
+
+/* A page of a listing: the rows after it and the cursor for the next ("" if none). */
+static void page_out(uint32_t more, ProtobufCBinaryData next)
+{
+	printf(",\"more\":%u,\"next\":\"", more);
+	for (size_t i = 0; i < next.len; i++)
+		printf("%02x", next.data[i]);
+	putchar('"');
+}
 
 static void jstr(const char *s)
 {
@@ -320,6 +334,7 @@ static void print_response(const Cpuhp__Response *r)
 			printf("}");
 		}
 		printf("]");
+		page_out(l->more, l->next);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_FROZEN:
@@ -347,6 +362,15 @@ static void print_response(const Cpuhp__Response *r)
 			printf("\"event\":\"online_changed\",\"external\":%s,\"online\":",
 			       e->online_changed->external ? "true" : "false");
 			jstr(e->online_changed->online);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_PRESENT_CHANGED) {
+			printf("\"event\":\"present_changed\",\"present\":");
+			jstr(e->present_changed->present);
+			printf(",\"added\":");
+			jstr(e->present_changed->added);
+			printf(",\"removed\":");
+			jstr(e->present_changed->removed);
+			printf(",\"online\":");
+			jstr(e->present_changed->online);
 		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
 			const Cpuhp__LeaseRevoked *rv = e->lease_revoked;
 			static const char *const reasons[] = {"max_lease", "delay", "forced"};
@@ -430,6 +454,7 @@ static void print_response(const Cpuhp__Response *r)
 			printf("}");
 		}
 		printf("]");
+		page_out(r->state_list->more, r->state_list->next);
 		break;
 	default:
 		printf("\"kind\":\"unknown\"");
@@ -638,6 +663,29 @@ static char *identity_word(char *w)
 	return w;
 }
 
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* @hex as bytes in @buf (cut to @size). */
+static ProtobufCBinaryData unhex(const char *hex, uint8_t *buf, size_t size)
+{
+	ProtobufCBinaryData b = {0, buf};
+
+	while (hex[2 * b.len] && hex[2 * b.len + 1] && b.len < size) {
+		buf[b.len] = (uint8_t)(hexval(hex[2 * b.len]) << 4 | hexval(hex[2 * b.len + 1]));
+		b.len++;
+	}
+	return b;
+}
+
 /* Build and send the request in @argv; Return: its id, or 0 on error (printed). */
 static uint64_t send_req(struct conn *c, int argc, char **argv)
 {
@@ -657,6 +705,7 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
 	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
 	char msg[1024] = "";
+	uint8_t cursor[128];
 	Cpuhp__SetSmt smt = CPUHP__SET_SMT__INIT;
 	Cpuhp__MetricsRequest mr = CPUHP__METRICS_REQUEST__INIT;
 	const char *k = argc > 0 ? argv[0] : "";
@@ -717,6 +766,10 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		req.body_case = CPUHP__REQUEST__BODY_METRICS;
 		req.metrics = &mr;
 	} else if (!strcmp(k, "leases")) {
+		if (argc >= 2)
+			ll.limit = (uint32_t)strtoul(argv[1], NULL, 10);
+		if (argc >= 3)
+			ll.after = unhex(argv[2], cursor, sizeof(cursor));
 		req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
 		req.list_leases = &ll;
 	} else if (!strcmp(k, "release") && argc >= 2) {
@@ -764,6 +817,10 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 		req.state_answer = &ans;
 	} else if (!strcmp(k, "states")) {
+		if (argc >= 2)
+			ls.limit = (uint32_t)strtoul(argv[1], NULL, 10);
+		if (argc >= 3)
+			ls.after = unhex(argv[2], cursor, sizeof(cursor));
 		req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
 		req.list_states = &ls;
 	} else if (strcmp(k, "empty")) {
@@ -797,17 +854,6 @@ static void print_end(int err)
 		printf("{\"ok\":false,\"eof\":true}\n");
 	else
 		reply_err("recv", err);
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 static void cmd_many(const char *prefix, unsigned n, const char *ms)
@@ -985,6 +1031,25 @@ static void cmd_halfmany(const char *prefix, unsigned n, uint32_t want, size_t s
 	printf("{\"ok\":true,\"opened\":%u}\n", n);
 }
 
+static void cmd_readmany(const char *prefix, unsigned n)
+{
+	char name[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c;
+		int q = 0;
+
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		if (!(c = find(name))) {
+			printf("{\"ok\":false,\"what\":\"no connection %s\"}\n", name);
+			return;
+		}
+		while (ioctl(c->fd, SIOCOUTQ, &q) == 0 && q > 0)
+			poll(NULL, 0, 1);
+	}
+	printf("{\"ok\":true}\n");
+}
+
 static void cmd_eofmany(const char *prefix)
 {
 	size_t plen = strlen(prefix);
@@ -1098,6 +1163,8 @@ static void run(int argc, char **argv)
 	} else if (!strcmp(cmd, "halfmany") && argc >= 5) {
 		cmd_halfmany(argv[1], (unsigned)strtoul(argv[2], NULL, 10),
 		             (uint32_t)strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10));
+	} else if (!strcmp(cmd, "readmany") && argc >= 3) {
+		cmd_readmany(argv[1], (unsigned)strtoul(argv[2], NULL, 10));
 	} else if (!strcmp(cmd, "eofmany") && argc >= 2) {
 		cmd_eofmany(argv[1]);
 	} else if (!c) {

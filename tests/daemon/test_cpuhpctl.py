@@ -134,7 +134,7 @@ def test_bad_command_lines_exit_2_before_connecting(tmp, args):
     (['hold', '-t'], 'cpuhpctl hold: option -t needs an argument'),
     (['watch', '--count'], "cpuhpctl watch: option '--count' needs an argument"),
     (['status', '-z'], "cpuhpctl status: invalid option -- 'z'"),
-    ([], 'cpuhpctl: which command? (status, leases, states, state, online, offline, smt, watch, hold, freeze, metrics)'),
+    ([], 'cpuhpctl: which command? (status, leases, cpus, states, state, online, offline, smt, watch, hold, freeze, metrics)'),
     (['frobnicate'], "cpuhpctl: unknown command 'frobnicate'"),
 ])
 def test_a_bad_option_is_named_with_the_program_and_a_one_line_hint(tmp, args, message):

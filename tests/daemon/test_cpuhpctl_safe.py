@@ -14,10 +14,10 @@ each hostile byte as \\xHH; --json output must parse with Python's strict
 json from bytes, with each invalid byte as U+FFFD.
 
 Where the strings come from: who/why through libcpuhp-client (cpuhpctl
-hold/freeze --who/--why, passed as raw bytes), comm from the kernel.  The
-daemon keeps them as sent; a cpuhpd that refuses invalid UTF-8 in who/why
-would leave comm (whose bytes no client controls the checks of) as the
-path for invalid bytes."""
+hold/freeze --who/--why), comm from the kernel.  cpuhpd takes string fields
+as UTF-8 only (control characters are UTF-8), so bytes that are not UTF-8
+reach the output through comm, which the kernel takes as given; who/why
+with such bytes are refused with a clear error."""
 import json
 import os
 import re
@@ -31,10 +31,10 @@ import fixture
 GUARD_S = fixture.GUARD_S
 
 # Bytes that must never reach a terminal raw, and how each must show.
-WHO = b'\x1b]0;owned\x07\x1b[31mRED\r\nFAKE LINE\xff\x7f'
-WHY = b'why\x1b[2J\x07\r\x0bnext\n\xc3\x28\xc2\x9b1m'
+WHO = b'\x1b]0;owned\x07\x1b[31mRED\r\nFAKE LINE\x7f'
+WHY = b'why\x1b[2J\x07\r\x0bnext\n\xc2\x9b1m'
 COMM = b'\x1b[1m\x07\r\xfe'   # the kernel keeps 15 bytes; cpuhpd cuts comm at a LF
-MUST_SHOW = ['\\x1b', '\\x07', '\\x0d', '\\x0a', '\\xff', '\\x7f']
+MUST_SHOW = ['\\x1b', '\\x07', '\\x0d', '\\x0a', '\\x7f']
 ENV = dict(os.environ, LC_ALL='C.UTF-8')
 
 
@@ -233,3 +233,10 @@ def test_hold_and_watch_output_stay_safe(daemon4, evil):
         h.end()
         out, err = off.communicate(timeout=GUARD_S)
     assert off.returncode == 0 and out == b'CPU 2 disabled\n', (out, err)
+
+
+def test_who_that_is_not_utf8_is_refused_with_a_clear_error(daemon4):
+    r = ctl(daemon4, 'hold', '--who', b'bad\xff', '--', 'true')
+    assert r.returncode != 0, r
+    s = text_is_safe(r.stderr, 'hold --who')
+    assert 'who and why must be UTF-8 text' in s, s

@@ -26,7 +26,7 @@ NONROOT = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'),
 LONG = 60000
 
 # <cpuhp/client.h>'s event types and revoke reasons, as fastlease-client prints them.
-EV_LEASE_REVOKED, EV_HOTPLUG_PENDING = 5, 8
+EV_LEASE_REVOKED, EV_HOTPLUG_PENDING = 5, 9
 REVOKED_DELAY, REVOKED_FORCED = 1, 2
 ETIME = 62
 

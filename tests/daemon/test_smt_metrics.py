@@ -290,7 +290,7 @@ def test_metrics_parse_and_count_what_happened(smt_daemon, tmp):
                                     key=lambda kv: float(dict(kv[0])['le']))]
     assert buckets == sorted(buckets)
     assert buckets[-1] == sample(f, 'cpuhpd_lease_wait_seconds_count')
-    assert 'cpuhpd_uptime_seconds' in f
+    assert 'process_start_time_seconds' in f and 'cpuhpd_uptime_seconds' not in f
 
 
 @needs_prometheus

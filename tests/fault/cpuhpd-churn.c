@@ -13,8 +13,11 @@
  * daemon's side of the bargain: every reply must answer a request of this
  * connection that is still unanswered.  A reply to an id never sent or
  * already answered (a request answered twice) is an anomaly: it prints
- * "anomaly: ..." and exits 3.  Notices to a lease holder (Response id 0,
- * an Event) answer nothing: a line "notice" each.
+ * "anomaly: ..." and exits 3.  A lease may be revoked (cpuhpd
+ * --max-lease-ms, a delay lease's delay, a forced hotplug): its LeaseRevoked
+ * notice (id 0) is noted ("got 0 revoked ID"), and then, only then, its
+ * release may be answered ERR_ETIME.  Other notices to a lease holder (a
+ * hotplug pending or cancelled) answer nothing: a line "notice" each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,8 +46,17 @@ struct client {
 	uint8_t buf[8192];
 	size_t have, off;
 	unsigned long requests, replies;
-	unsigned long revoked; /* LeaseRevoked notices seen: their releases may be ETIME */
+	uint64_t revoked[MAX_OUT]; /* the last leases revoked (LeaseRevoked notices) */
+	unsigned nrevoked;
 };
+
+static bool was_revoked(const struct client *c, uint64_t lease_id)
+{
+	for (unsigned i = 0; i < MAX_OUT && i < c->nrevoked; i++)
+		if (c->revoked[i] == lease_id)
+			return true;
+	return false;
+}
 
 static void die(const char *what, int err)
 {
@@ -114,10 +126,17 @@ static Cpuhp__Response *recv_reply(struct client *c)
 				continue;
 			if (cpuhp__frame_unpack_response(payload, plen, &r))
 				anomaly("a frame that is not a Response (%zu bytes)", plen);
-			/* A notice to a lease holder (a hotplug pending, revoked...): no reply. */
+			/* A notice, no reply: a lease of ours revoked, or a hotplug's notice. */
+			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT &&
+			    r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
+				uint64_t id = r->event->lease_revoked->lease_id;
+
+				printf("got 0 revoked %" PRIu64 "\n", id);
+				c->revoked[c->nrevoked++ % MAX_OUT] = id;
+				cpuhp__response__free_unpacked(r, NULL);
+				continue;
+			}
 			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT) {
-				c->revoked +=
-				    r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED;
 				printf("notice\n");
 				cpuhp__response__free_unpacked(r, NULL);
 				continue;
@@ -237,16 +256,14 @@ static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms, uint3
 	}
 	for (unsigned i = 0; i < granted; i++) {
 		Cpuhp__Response *r = recv_reply(c);
+		/* Releases are answered in order, so this one is leases[i]'s. */
+		bool revoked = r->body_case == CPUHP__RESPONSE__BODY_ERROR &&
+		               r->error->code == CPUHP__ERROR_CODE__ERR_ETIME &&
+		               was_revoked(c, leases[i]);
 
 		printf("got %" PRIu64 " %s\n", r->id, kind(r));
-		/*
-		 * Our own lease, held until now: anything but LeaseReleased is
-		 * wrong, or ETIME for one cpuhpd revoked (a delay over, a
-		 * forced hotplug), which it told us first.
-		 */
-		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED &&
-		    !(r->body_case == CPUHP__RESPONSE__BODY_ERROR &&
-		      r->error->code == CPUHP__ERROR_CODE__ERR_ETIME && c->revoked))
+		/* Our own lease, held until now (or revoked, as a notice said). */
+		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED && !revoked)
 			anomaly("release %" PRIu64 " of a held lease was refused", r->id);
 		cpuhp__response__free_unpacked(r, NULL);
 	}
@@ -350,7 +367,11 @@ static int fast_rounds(const char *path, unsigned k, unsigned timeout_ms, unsign
 		}
 		for (unsigned j = 0; j < granted; j++) {
 			err = cpuhp_client_lease_release(cl, leases[j]);
-			/* -ETIME: cpuhpd revoked it (a forced hotplug), and told us. */
+			/*
+			 * -ETIME: cpuhpd revoked it (--max-lease-ms, a delay lease's
+			 * delay, a forced hotplug); a fast lease's only when cpuhpd
+			 * stored "revoked" in the region, which the daemon alone writes.
+			 */
 			if (err && err != -ETIME)
 				anomaly("release of a held lease failed: %s", strerror(-err));
 			printf(err ? "got - revoked\n" : "got - released\n");

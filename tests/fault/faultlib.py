@@ -237,14 +237,15 @@ class Rig:
         return {'LD_PRELOAD': str(SHIM), 'CPUHP_FAULT_FILE': str(self.ctl),
                 'CPUHP_FAULT_LOG': str(self.flog)}
 
-    def start(self):
+    def start(self, extra=()):
+        """@extra: more options (the limits an administrator may set)."""
         self.daemon = fixture.Daemon(self.tmp, self.sim.root,
                                      args=['--max-connections', str(MAX_CONNECTIONS),
                                            '--socket-mode', '0666',
                                            '--max-connections-per-uid', str(PER_UID),
                                            '--max-buffered-bytes-per-uid', PER_UID_BYTES,
                                            '--client-timeout-ms', str(CLIENT_TIMEOUT_MS),
-                                           '--admin-group', str(os.getgid())])
+                                           '--admin-group', str(os.getgid()), *extra])
         self.daemon.start(env=self.env())
         self.new_probe()
         return self
@@ -268,8 +269,9 @@ class Rig:
         except FileNotFoundError:
             return []
 
-    def churn(self, *args):
-        return subprocess.Popen([str(CHURN), self.daemon.socket, *map(str, args)],
+    def churn(self, *args, prefix=()):
+        """cpuhpd-churn ARGS; @prefix: run it through that (setpriv: as nobody)."""
+        return subprocess.Popen([*prefix, str(CHURN), self.daemon.socket, *map(str, args)],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def stop(self):

@@ -508,6 +508,73 @@ def test_nobody_flood_stops_at_its_per_uid_caps_and_root_is_served(rig, row):
     check_invariants(rig, rnd, row)
 
 
+# ---- 5b. the limits an administrator sets on lease holders ----
+
+MAX_LEASE_MS = 1500   # longer than any check holds a lease, so only the holder below is revoked
+
+
+def test_clients_sigkilled_under_max_lease_ms_and_max_leases_per_uid(rig, row):
+    """SIGKILL of root's and nobody's lease clients under --max-lease-ms and --max-leases-per-uid."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        import pytest
+        pytest.skip('needs root and setpriv to run clients as nobody: skipped')
+    rnd = faultlib.rng('limits')
+    tmp = rig.tmp / 'limits'
+    tmp.mkdir(mode=0o755)
+    lim = faultlib.Rig(tmp).start(extra=['--max-lease-ms', str(MAX_LEASE_MS),
+                                         '--max-leases-per-uid', '2'])
+    rounds, kills, refused, revoked = 8, 0, 0, 0
+    try:
+        for _ in range(rounds):
+            procs = [lim.churn(rnd.choice(('lease', 'fast')), rnd.randint(1, 4), 2000, 10**6)
+                     for _ in range(rnd.randint(1, 2))]
+            procs += [lim.churn('lease', rnd.randint(1, 4), 2000, 10**6, prefix=fixture.NOBODY)
+                      for _ in range(rnd.randint(1, 2))]
+            if rnd.random() < 0.5:
+                procs.append(lim.churn('hotplug', '1-3', 2000, 10**6))
+            outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
+            for everything in outputs:
+                bad = [x for x in everything.splitlines() if x.startswith(('anomaly', 'error:'))]
+                assert not bad, f'cpuhpd-churn: {bad}'
+                assert 'fast path on' not in everything, 'a fast path under --max-lease-ms'
+                refused += everything.count(' ERR_EDQUOT')
+                revoked += everything.count(' revoked')
+                kills += 1
+            check_invariants(lim, rnd, row)
+        # The limits themselves, seen: nobody's third lease is refused, its two
+        # are revoked at the limit (a notice each), and their releases say so.
+        nob = fixture.Probe(lim.daemon.socket, fixture.NOBODY)
+        try:
+            nob.connect('n')
+            held = [nob.lease('n'), nob.lease('n')]
+            r = nob.call('n', 'acquire', 0)
+            assert error_code(r) == 'ERR_EDQUOT' and '--max-leases-per-uid 2' in r['message'], r
+            notices = [nob.recv('n') for _ in held]
+            assert sorted(ev['lease_id'] for ev in notices) == sorted(held), notices
+            assert all(ev['event'] == 'lease_revoked' and ev['id'] == 0 for ev in notices)
+            for lease in held:
+                assert error_code(nob.call('n', 'release', lease)) == 'ERR_ETIME'
+        finally:
+            nob.kill()
+        check_invariants(lim, rnd, row)
+    finally:
+        lim.stop()
+    row['injected'].append(f'{rounds} rounds on a cpuhpd of its own with --max-lease-ms '
+                           f'{MAX_LEASE_MS} --max-leases-per-uid 2: 1-2 root lease clients '
+                           '(socket, or libcpuhp-client), 1-2 of nobody (1-4 pipelined '
+                           'acquires), half the time a hotplug client, each SIGKILLed after '
+                           'a random 0-40 steps; then nobody holding two leases past the limit')
+    row['checked'] += ['no reply to an id not outstanding; a release answered ERR_ETIME only '
+                       'after its LeaseRevoked notice (cpuhpd-churn)',
+                       'no fast path is offered', 'invariants after every round',
+                       "nobody's third lease is ERR_EDQUOT naming the limit; its two are "
+                       'revoked with a notice each and their releases are ERR_ETIME']
+    row['numbers']['SIGKILLs'] = kills
+    row['numbers']['acquires refused at the per-uid limit'] = refused
+    row['numbers']['revocations seen by the churn clients'] = revoked
+
+
 # ---- 6. forged, double and inherited releases (issue 17) ----
 
 FAST_BIT = 1 << 63
@@ -776,7 +843,7 @@ def test_clients_killed_while_hotplugs_are_pending_forced_or_delayed(rig, row):
             bad = [x for x in lines if x.startswith(('anomaly', 'error:'))]
             assert not bad, f'cpuhpd-churn: {bad}'
             steps[_step(lines[-1] if lines else '')] += 1
-            notices += sum(x == 'notice' for x in lines)
+            notices += sum(x == 'notice' or x.startswith('got 0 revoked') for x in lines)
             revoked += sum(x == 'got - revoked' or 'ERR_ETIME' in x for x in lines)
             kills += 1
         check_invariants(rig, rnd, row)
@@ -1168,3 +1235,93 @@ def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig,
     row['numbers']['leases kept'] = kept
     row['numbers']['of them fast'] = fast_kept
     row['numbers']['acquires kept waiting'] = waited
+
+
+def test_cpuhpd_restarted_with_an_fd_store_too_small_keeps_each_lease_or_ends_it(rig, row):
+    """cpuhpd restarted (SIGKILL or SIGTERM) with an fd store too small for its clients."""
+    from fastlib import FastClient
+    import fdstore
+    rnd = faultlib.rng('fullstore')
+    rounds, kept, ended, fast_kept = 4, 0, 0, 0
+    for i in range(rounds):
+        tmp = rig.tmp / f'fullstore{i}'
+        tmp.mkdir()
+        sim = fixture.SimSysfs(tmp / 'sys', cpus=faultlib.CPUS)
+        manager = fdstore.Manager(tmp)
+        size = rnd.randint(3, 9)
+        d = manager.start(fixture.Daemon(tmp, sim.root, args=['--fd-store-max', str(size)]))
+        probe = fixture.Probe(d.socket)
+        holders = []     # [probe connection name or FastClient, leases held]
+        try:
+            # Socket and fast holders interleaved, so that the store fills at any point.
+            for k in range(rnd.randint(3, 6)):
+                if rnd.random() < 0.5:
+                    n = f's{k}'
+                    probe.connect(n)
+                    holders.append([n, [probe.lease(n) for _ in range(rnd.randint(1, 2))]])
+                else:
+                    c = FastClient(d.socket)
+                    r = c('connect h')
+                    assert r['ret'] == 0, r
+                    c.thread('t', 'h')
+                    c.fast = r['fast']
+                    holders.append([c, [c.lease('t', fast=r['fast'])]])
+            sig = rnd.choice((signal.SIGKILL, signal.SIGTERM))
+            d.send_signal(sig)
+            d.wait()
+            manager.sync()
+            d = manager.start(d)
+            # Each holder is either still served, with its leases counted, or told the end.
+            alive = []
+            for h, leases in holders:
+                if isinstance(h, str):
+                    r = probe.call(h, 'status')
+                    ok = r.get('kind') == 'status'
+                    assert ok or r.get('eof') or r.get('errno') in ('EPIPE', 'ECONNRESET'), r
+                else:
+                    r = h('status h')
+                    ok = r['ret'] == 0
+                    if not ok:
+                        h.release('t', leases[0])
+                        r = h.wait('t')
+                        assert r['ret'] == -errno.ECONNRESET, r
+                    fast_kept += ok and h.fast
+                if ok:
+                    alive.append((h, leases))
+                    kept += len(leases)
+                else:
+                    ended += len(leases)
+            want = sum(len(leases) for _, leases in alive)
+            probe.connect('admin')
+            s = probe.status('admin')
+            assert s['leases_held'] == want, (s, holders, d.log()[-3000:])
+            if want:
+                hp = probe.send('admin', 'offline', 1, 60000)
+                for h, leases in alive:
+                    s = probe.status('admin')
+                    assert s['pending_hotplugs'] == 1 and sim.read_online(1) == '1', s
+                    if isinstance(h, str):
+                        for lease in leases:
+                            probe.call(h, 'release', lease)
+                    else:
+                        h.unlease('t')
+                r = probe.recv('admin')
+                assert r['id'] == hp and r['results'][0]['ok'], r
+        finally:
+            for h, _ in holders:
+                if not isinstance(h, str):
+                    h.kill()
+            probe.kill()
+            d.stop()
+            manager.close()
+    row['injected'].append(f'{rounds} rounds, each on a cpuhpd of its own with --fd-store-max '
+                           '3-9: 3-6 holders of socket leases (1-2) or a libcpuhp-client lease '
+                           '(fast where granted), interleaved; cpuhpd SIGKILLed or SIGTERMed, '
+                           'then started again with the store')
+    row['checked'] += ['each holder is either still served with its leases counted, or sees '
+                       'the end (EOF; its release ECONNRESET): never kept without its leases',
+                       'leases_held equals the leases of the holders kept',
+                       'a hotplug waits until the last kept lease is released']
+    row['numbers']['leases kept'] = kept
+    row['numbers']['of them fast'] = fast_kept
+    row['numbers']['leases ended with their connection'] = ended

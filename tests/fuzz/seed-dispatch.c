@@ -187,6 +187,17 @@ static void list_leases(struct seed *s)
 	request(s, &r);
 }
 
+static void list_cpus(struct seed *s, uint32_t from)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__ListCpus l = CPUHP__LIST_CPUS__INIT;
+
+	l.from_cpu = from;
+	r.body_case = CPUHP__REQUEST__BODY_LIST_CPUS;
+	r.list_cpus = &l;
+	request(s, &r);
+}
+
 static void freeze(struct seed *s, const char *who, const char *why)
 {
 	Cpuhp__Request r = CPUHP__REQUEST__INIT;
@@ -427,6 +438,20 @@ int main(int argc, char **argv)
 	release(&s, 1);
 	list_leases(&s);
 	save(dir, "identify-and-list-leases", &s);
+
+	/* The CPUs as rows: from the start, from the middle, past the end, a hotplug queued. */
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	list_cpus(&s, 0);
+	list_cpus(&s, 1);
+	list_cpus(&s, 8191);
+	list_cpus(&s, 4294967295u);
+	acquire(&s, 0);
+	set_online(&s, "1", false, 1000); /* waits for our lease: listed on CPU 1 */
+	list_cpus(&s, 0);
+	release(&s, 1);
+	list_cpus(&s, 0);
+	save(dir, "list-cpus", &s);
 
 	/*
 	 * A hotplug freeze (issue 13): one behind a queued hotplug, one at once;

@@ -278,6 +278,19 @@ CHECKS = [
           "completes the state's next call before it ran",
           ["-DNS=2", "-DDUP", "-DMUTANT_MATCH_STATE"], expect=ASSERT,
           ignore_deadlocks=True, model=STATES),
+    Check("states-restart",
+          "3 states, the daemon SIGKILLed once while it awaits an answer and the "
+          "hotplug run again by the next one from its record (unanswered calls "
+          "due again), the killed one's calls and answers still in flight: an "
+          "answer taken for a call is that call's, never a late one to the "
+          "killed daemon's; calls in order, under the writer side",
+          ["-DRESTART", "-DKILL"], model=STATES),
+    Check("states-mutant-saved-ids",
+          "after the kill, call ids go on from what the state text said at the "
+          "last change: the next daemon reuses the id of the call cut by the "
+          "kill and takes the killed daemon's late answer for its own",
+          ["-DNS=2", "-DRESTART", "-DMUTANT_SAVED_IDS"], expect=ASSERT,
+          ignore_deadlocks=True, model=STATES),
     Check("states-mutant-await-dead",
           "a dead client's call still awaited (no deadline to end it): the "
           "hotplug waits for ever",

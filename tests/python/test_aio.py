@@ -488,3 +488,12 @@ def test_the_module_shows_its_api_documented_and_typed(aio):
         assert inspect.getdoc(m), name
         sig = inspect.signature(m)
         assert sig.return_annotation is not inspect.Signature.empty, name
+
+
+def test_cpus_is_the_sync_clients_listing(cpuhp, aio, daemon, observer):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            rows = await c.cpus()
+        assert rows == observer.cpus()
+        assert [(r.cpu, r.topology) for r in rows] == [(n, 'live') for n in range(4)]
+    run(main())

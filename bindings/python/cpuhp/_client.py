@@ -23,17 +23,17 @@ from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms
 from ._session import (DEFAULT_SOCKET, SOCKET_ENV, Call, Session, force_ms, identity,
                        lease_args, run_callback, set_online_args, socket_path)
 from ._states import State
-from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
+from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
                      HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
                      Lease, LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
-                     OnlineChanged, Status, WriterState)
+                     OnlineChanged, PresentChanged, Status, WriterState)
 
 # The public names, importable as cpuhp._client.X too, as before.
-__all__ = ['Client', 'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'CpuResult', 'Event',
+__all__ = ['Client', 'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'CpuInfo', 'CpuResult', 'Event',
            'EventsLost', 'Freeze', 'FreezeInfo', 'HotplugCancelled', 'HotplugFinished',
            'HotplugInfo', 'HotplugPending', 'HotplugResult', 'HotplugStarted', 'Lease',
            'LeaseBypassed', 'LeaseInfo', 'LeaseList', 'LeaseRevoked', 'LeasesLost',
-           'OnlineChanged', 'Status', 'WriterState']
+           'OnlineChanged', 'PresentChanged', 'Status', 'WriterState']
 
 _R = TypeVar('_R')
 
@@ -202,6 +202,17 @@ class Client:
         One round trip on this Client's connection."""
         return self._s.leases()
 
+    def cpus(self) -> list[CpuInfo]:
+        """Each possible CPU, ascending, like ``lscpu -e``: online, node,
+        socket, core, SMT siblings, the hotplug states started on it and the
+        hotplug requests that name it.  For an offline CPU, whose topology
+        the kernel no longer shows, the one cpuhpd read when it was last
+        online (``topology == 'remembered'``); 'unknown' if it was not seen
+        online since boot.  A round trip per page of CPUs (a frame holds
+        some thousands) and one for the states, on this Client's
+        connection, each answered at once."""
+        return self._s.cpus()
+
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None,
               on_pending: Callable[[Lease, HotplugPending], object] | None = None) -> Lease:
@@ -297,7 +308,8 @@ class Client:
         """Subscribe to events (at once, not at the first iteration) and
         return an iterator of them, oldest first: HotplugPending,
         HotplugCancelled, HotplugStarted, HotplugFinished, OnlineChanged,
-        EventsLost (and the notices to a lease holder, LeaseRevoked...).
+        PresentChanged, EventsLost (and the notices to a lease holder,
+        LeaseRevoked...).
 
         *timeout*: seconds to wait for each event; the iteration ends when
         none comes in time.  None: wait as long as it takes (a signal ends

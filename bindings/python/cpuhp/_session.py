@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import grp
 import os
 import threading
 import weakref
@@ -29,12 +30,12 @@ from collections.abc import Callable, Iterator
 
 from ._cpuhp import lib as _locklib
 from ._cpuhp_client import ffi, lib
-from ._cpuset import CPUs, format_cset, from_cset, to_cset
+from ._cpuset import CPUs, format_cset, from_cset, parse_cpulist, to_cset
 from ._errors import UINT_MS_MAX, error, timeout_ms
-from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
+from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
                      HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
                      Lease, LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
-                     OnlineChanged, Status, WriterState)
+                     OnlineChanged, PresentChanged, Status, WriterState)
 
 #: Where cpuhpd listens unless $CPUHP_SOCKET or Client(path=...) says otherwise.
 DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
@@ -53,12 +54,21 @@ def socket_path() -> str:
 _CONNECT_HINTS = {
     errno.ENOENT: 'no socket there; is cpuhpd running? Or pass path=, or set {env}',
     errno.ECONNREFUSED: 'nobody listens on that socket: start cpuhpd',
-    errno.EACCES: 'no permission to use the socket: ask for cpuhpd\'s group',
+    errno.EACCES: 'no permission to use the socket: run as root or join its group {group} '
+                  '(then log in again)',
     errno.EPROTONOSUPPORT: 'cpuhpd speaks another protocol version: update one of them',
     errno.EUSERS: 'cpuhpd has too many connections: try again later',
     errno.EPERM: 'the process serving it is neither root nor you, so it is not trusted; '
                  'set {daemon_env}=UID to trust that uid',
 }
+
+
+def _socket_group(path: str) -> str:
+    """The socket's group, which a user it keeps out should join, quoted."""
+    try:
+        return repr(grp.getgrgid(os.stat(path).st_gid).gr_name)
+    except (OSError, KeyError):
+        return '(see ls -l ' + path + ')'
 
 
 # --- arguments: checked before anything is sent ------------------------------------------
@@ -129,6 +139,9 @@ def _event(ev) -> Event:
                                bool(ev.ok), from_cset(ffi.addressof(ev, 'failed')))
     if t == lib.CPUHP_CLIENT_EVENT_ONLINE_CHANGED:
         return OnlineChanged(from_cset(ffi.addressof(ev, 'online_cpus')), bool(ev.external))
+    if t == lib.CPUHP_CLIENT_EVENT_PRESENT_CHANGED:
+        return PresentChanged(*(from_cset(ffi.addressof(ev, f))
+                                for f in ('present_cpus', 'added', 'removed', 'online_cpus')))
     if t == lib.CPUHP_CLIENT_EVENT_LOST:
         return EventsLost(int(ev.lost))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_REVOKED:
@@ -182,6 +195,35 @@ def _lease_list_freed(p) -> LeaseList:
         return _lease_list(p)
     finally:
         lib.cpuhp_client_lease_list_free(p)
+
+
+_TOPOLOGY = {lib.CPUHP_CLIENT_TOPOLOGY_UNKNOWN: 'unknown', lib.CPUHP_CLIENT_TOPOLOGY_LIVE: 'live',
+             lib.CPUHP_CLIENT_TOPOLOGY_REMEMBERED: 'remembered'}
+
+
+def _cpu_info(ci) -> CpuInfo:
+    known = ci.topology != lib.CPUHP_CLIENT_TOPOLOGY_UNKNOWN
+    busy = ci.hotplugs > 0
+    return CpuInfo(
+        cpu=int(ci.cpu), online=bool(ci.online), present=bool(ci.present),
+        topology=_TOPOLOGY.get(ci.topology, 'unknown'),
+        core=int(ci.core) if known else None,
+        socket=int(ci.socket) if known else None,
+        node=int(ci.node) if known and ci.node >= 0 else None,
+        siblings=parse_cpulist(_text(ci.siblings)) if known else frozenset(),
+        states=tuple(_text(ci.states[k].name) for k in range(ci.n_states)),
+        hotplugs=int(ci.hotplugs),
+        hotplug_seq=int(ci.hotplug_seq) if busy else None,
+        hotplug_online=bool(ci.hotplug_online) if busy else None,
+        hotplug_state=WriterState(ci.hotplug_state) if busy else None)
+
+
+def _cpu_list_freed(p) -> list[CpuInfo]:
+    """The CPUs of what libcpuhp-client allocated, which it then frees."""
+    try:
+        return [_cpu_info(p.cpus[i]) for i in range(p.n_cpus)]
+    finally:
+        lib.cpuhp_client_cpu_list_free(p)
 
 
 def _status(out) -> Status:
@@ -349,7 +391,8 @@ class Session:
         rc = lib.cpuhp_client_connect(cpath, out)
         if rc < 0:
             hint = _CONNECT_HINTS.get(-rc, '').format(env=SOCKET_ENV,
-                                                      daemon_env=_DAEMON_UID_ENV)
+                                                      daemon_env=_DAEMON_UID_ENV,
+                                                      group=_socket_group(self.path))
             raise error(rc, f'cannot connect to cpuhpd ({os.strerror(-rc)})'
                         + (f': {hint}' if hint else ''), self.path)
         self._c = ffi.gc(out[0], lib.cpuhp_client_close)
@@ -523,6 +566,11 @@ class Session:
     def leases_end(call: Call) -> LeaseList:
         return _lease_list_freed(call.result('struct cpuhp_client_lease_list **',
                                              lib.cpuhp_client_call_list_leases)[0])
+
+    def cpus(self) -> list[CpuInfo]:
+        out = ffi.new('struct cpuhp_client_cpu_list **')
+        self._short(lambda c: lib.cpuhp_client_list_cpus(c, out))
+        return _cpu_list_freed(out[0])
 
     def lease_now(self, ms: int, ident: tuple | None) -> Lease | None:
         """A fast lease taken at once, or None: a lease with names of its own

@@ -163,6 +163,40 @@ class LeaseList:
 
 
 @dataclass(frozen=True)
+class CpuInfo:
+    """One possible CPU, from Client.cpus(): a row of ``lscpu -e`` that also
+    names the hotplug states started on it and the hotplug requests that
+    name it.  The kernel shows no topology for an offline CPU: cpuhpd gives
+    the one it read when the CPU was last online."""
+    cpu: int
+    online: bool
+    #: In the machine now (a possible CPU may be absent, as an empty socket).
+    present: bool
+    #: 'live' (read since the CPU last came online), 'remembered' (read when it
+    #: was last online, by this cpuhpd or an earlier one) or 'unknown' (not
+    #: seen online since boot: core, socket, node are None, siblings empty).
+    topology: str
+    #: topology/core_id: the core within its package.
+    core: int | None
+    #: topology/physical_package_id (-1 where the platform has none).
+    socket: int | None
+    #: The NUMA node; None also on a machine without NUMA.
+    node: int | None
+    #: topology/thread_siblings_list: the threads of its core online when read.
+    siblings: frozenset[int]
+    #: The hotplug states started on it, by name, in startup order.
+    states: tuple[str, ...] = ()
+    #: How many hotplug requests, queued or running, name it.
+    hotplugs: int = 0
+    #: The first of them in queue order: its number ("hotplug #N" in
+    #: cpuhpd's log), whether it brings the CPU online, and its state; None
+    #: when hotplugs is 0.
+    hotplug_seq: int | None = None
+    hotplug_online: bool | None = None
+    hotplug_state: WriterState | None = None
+
+
+@dataclass(frozen=True)
 class CpuResult:
     """What one CPU of a hotplug request came to."""
     cpu: int
@@ -240,6 +274,18 @@ class OnlineChanged(Event):
     not made by cpuhpd (chcpu, SMT control, suspend...)."""
     online_cpus: frozenset[int]
     external: bool
+
+
+@dataclass(frozen=True)
+class PresentChanged(Event):
+    """The present CPUs changed behind cpuhpd (never its doing): *added* were
+    hot-added (a vCPU plugged in; it usually comes offline), *removed* are
+    gone (ejected).  *present_cpus* and *online_cpus*: the sets now.  An
+    OnlineChanged follows if the online set changed too."""
+    present_cpus: frozenset[int]
+    added: frozenset[int]
+    removed: frozenset[int]
+    online_cpus: frozenset[int]
 
 
 @dataclass(frozen=True)

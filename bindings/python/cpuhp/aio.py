@@ -31,7 +31,8 @@ Run in the loop, without waiting: a fast lease and its release (ns).  Run
 in the loop as one round trip that cpuhpd answers at once: connecting
 (``Client()``), a Client's first lease (it asks for the fast path),
 subscribing (``watch()``), releasing a lease that waited behind a hotplug,
-thawing a freeze (``Freeze.thaw()``, the end of ``async with freeze()``).
+thawing a freeze (``Freeze.thaw()``, the end of ``async with freeze()``);
+and as a few such round trips, listing the CPUs (``cpus()``).
 
 The results, events and errors are cpuhp's (``cpuhp.Lease``,
 ``cpuhp.HotplugResult``, ``cpuhp.Status``, ``cpuhp.HotplugStarted``...,
@@ -60,8 +61,8 @@ from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
 from ._session import (Call, Session, force_ms, identity, lease_args,  # noqa: E402
                        run_callback, set_online_args)
 from ._states import State  # noqa: E402
-from ._types import (Event, Freeze, HotplugPending, HotplugResult, Lease,  # noqa: E402
-                     LeaseList, Status)
+from ._types import (CpuInfo, Event, Freeze, HotplugPending, HotplugResult,  # noqa: E402
+                     Lease, LeaseList, Status)
 
 __all__ = ['Client']
 
@@ -297,6 +298,12 @@ class Client:
         """Every lease, hotplug request and freeze, as cpuhp.Client.leases()
         (asked on a connection of its own, counted in ``connections``)."""
         return await self._call(self._s.leases_begin, self._s.leases_end)
+
+    async def cpus(self) -> list[CpuInfo]:
+        """Each possible CPU, as cpuhp.Client.cpus(): run in the loop, a
+        round trip per page of CPUs and one for the states, on the
+        Client's connection, each of which cpuhpd answers at once."""
+        return self._s.cpus()
 
     async def _lease(self, ms: int, ident: tuple | None,
                      on_pending: Callable[..., object] | None = None) -> Lease:

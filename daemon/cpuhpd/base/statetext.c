@@ -31,17 +31,34 @@ uint64_t cpuhpd_statetext_hash(const char *p, size_t len)
 	return h;
 }
 
+void cpuhpd_statetext_hex(FILE *f, const void *p, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	const uint8_t *b = p;
+	char buf[512];
+
+	/* A chunk at a time: a byte's fprintf() would cost a state text write most of its time. */
+	while (len) {
+		size_t n = len < sizeof(buf) / 2 ? len : sizeof(buf) / 2;
+
+		for (size_t i = 0; i < n; i++) {
+			buf[2 * i] = digits[b[i] >> 4];
+			buf[2 * i + 1] = digits[b[i] & 15];
+		}
+		fwrite(buf, 1, 2 * n, f);
+		b += n;
+		len -= n;
+	}
+}
+
 void cpuhpd_statetext_bytes(FILE *f, const void *p, size_t len)
 {
-	const uint8_t *b = p;
-
 	if (!len) {
 		fputs(" -", f);
 		return;
 	}
 	fputc(' ', f);
-	for (size_t i = 0; i < len; i++)
-		fprintf(f, "%02x", b[i]);
+	cpuhpd_statetext_hex(f, p, len);
 }
 
 void cpuhpd_statetext_str(FILE *f, const char *s)
@@ -393,6 +410,27 @@ static int state_line(struct parser *p)
 	return 0;
 }
 
+static int call_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	uint64_t id, cpu;
+
+	if (!c || want(p, 4) || num(p, 2, UINT64_MAX, &id) || num(p, 3, 65535, &cpu))
+		return p->err;
+	for (unsigned i = 0; i < c->nstates; i++) {
+		struct cpuhpd_saved_state *st = &c->states[i];
+
+		if (st->id != id)
+			continue;
+		if (st->unsure)
+			return bad(p, "a second call in flight for state %" PRIu64, id);
+		st->unsure = true;
+		st->unsure_cpu = (unsigned)cpu;
+		return 0;
+	}
+	return bad(p, "a call of state %" PRIu64 ", which no earlier line of its conn gave", id);
+}
+
 static int freeze_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
@@ -457,6 +495,7 @@ static int req_line(struct parser *p)
 	if (!r)
 		return p->err;
 	r->conn = c->id;
+	r->running = !strcmp(p->fields[0], "run");
 	if (blob(p, 2, CPUHPD_STATETEXT_MAX_BLOB, &r->req.data, &r->req.len))
 		return p->err;
 	if (!r->req.len)
@@ -496,10 +535,10 @@ static int parse_body(struct parser *p, char *body)
 		const char *word;
 		int (*fn)(struct parser *);
 	} kinds[] = {
-	    {"daemon", daemon_line},   {"conn", conn_line},       {"lease", lease_line},
-	    {"wait", wait_line},       {"state", state_line},     {"freeze", freeze_line},
-	    {"req", req_line},         {"partial", partial_line}, {"ready", ready_line},
-	    {"hotplug", hotplug_line},
+	    {"daemon", daemon_line},   {"conn", conn_line},   {"lease", lease_line},
+	    {"wait", wait_line},       {"state", state_line}, {"freeze", freeze_line},
+	    {"call", call_line},       {"req", req_line},     {"run", req_line},
+	    {"partial", partial_line}, {"ready", ready_line}, {"hotplug", hotplug_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;
@@ -545,7 +584,6 @@ int cpuhpd_statetext_parse(const char *text, size_t len, struct cpuhpd_saved *ou
 	size_t body_len;
 	uint64_t hash;
 	const char *nl;
-	char *body;
 	int n = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -574,13 +612,27 @@ int cpuhpd_statetext_parse(const char *text, size_t len, struct cpuhpd_saved *ou
 		           len - (size_t)(nl + 1 - text), body_len);
 	if (cpuhpd_statetext_hash(nl + 1, body_len) != hash)
 		return bad(&p, "the hash does not match (written in part)");
-	if (memchr(nl + 1, '\0', body_len))
+	return cpuhpd_statetext_parse_body(nl + 1, body_len, out, why, whylen);
+}
+
+int cpuhpd_statetext_parse_body(const char *text, size_t len, struct cpuhpd_saved *out, char *why,
+                                size_t whylen)
+{
+	struct parser p = {.out = out, .why = why, .whylen = whylen, .line = 1};
+	char *body;
+
+	memset(out, 0, sizeof(*out));
+	if (why && whylen)
+		why[0] = '\0';
+	if (len > CPUHPD_STATETEXT_MAX_BYTES)
+		return bad(&p, "%zu bytes, over the limit", len);
+	if (memchr(text, '\0', len))
 		return bad(&p, "a NUL byte in the text");
-	body = malloc(body_len + 1);
+	body = malloc(len + 1);
 	if (!body)
 		return nomem(&p);
-	memcpy(body, nl + 1, body_len);
-	body[body_len] = '\0';
+	memcpy(body, text, len);
+	body[len] = '\0';
 	parse_body(&p, body);
 	free(body);
 	if (p.err)

@@ -11,6 +11,8 @@
  *   lease CONN ID SINCE BYPASSED WHO WHY [DELAY_MS]
  *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY [DELAY_MS]
  *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
+ *   call CONN STATE_ID CPU             a call of that state (after its line) sent
+ *                                      and not answered: made again after a restart
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
  *   ready CONN NOTICES_TO TOLD FAST_DELAY_MS
  *                                      where its notices go (a conn id, 0: itself),
@@ -19,6 +21,8 @@
  *                                      REQ_ID: its number, when it was announced (0: not)
  *   req CONN PAYLOAD                   a request not answered yet: handled again, in
  *                                      the order of these lines, before anything new
+ *   run CONN PAYLOAD                   as req, for the hotplug that was in the worker:
+ *                                      it runs again from where its CPUs' states are
  *   partial CONN BYTES                 the start of a frame read, not yet complete
  *   end
  *
@@ -67,7 +71,9 @@ struct cpuhpd_saved_state {
 	int32_t priority;
 	uint32_t deadline_ms;
 	char *name;
-	char *cpus; /* NULL: started on none */
+	char *cpus;  /* NULL: started on none */
+	bool unsure; /* a "call" line: a call for unsure_cpu in flight */
+	unsigned unsure_cpu;
 };
 
 struct cpuhpd_saved_freeze {
@@ -106,6 +112,7 @@ struct cpuhpd_saved_conn {
 
 struct cpuhpd_saved_req {
 	unsigned conn;
+	bool running; /* a "run" line */
 	struct cpuhpd_saved_blob req;
 };
 
@@ -138,12 +145,18 @@ int cpuhpd_statetext_parse(const char *text, size_t len, struct cpuhpd_saved *ou
                            size_t whylen);
 void cpuhpd_statetext_free(struct cpuhpd_saved *s);
 
+/* The same for @len bytes of body alone (the lines after the first; journal.c's). */
+int cpuhpd_statetext_parse_body(const char *text, size_t len, struct cpuhpd_saved *out, char *why,
+                                size_t whylen);
+
 /* Find conn @id in @s; NULL if absent. */
 struct cpuhpd_saved_conn *cpuhpd_statetext_conn(struct cpuhpd_saved *s, unsigned id);
 
 /* Writing: one value as a field (" " and the hex of @s, or " -"). */
 void cpuhpd_statetext_str(FILE *f, const char *s);
 void cpuhpd_statetext_bytes(FILE *f, const void *p, size_t len);
+/* @len bytes as lower-case hex, nothing before them. */
+void cpuhpd_statetext_hex(FILE *f, const void *p, size_t len);
 
 /* A 64-bit hash of @len bytes (FNV-1a over 8-byte words): the text's first line. */
 uint64_t cpuhpd_statetext_hash(const char *p, size_t len);

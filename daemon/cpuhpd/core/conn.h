@@ -127,10 +127,9 @@ struct cpuhpd_conn {
 
 	/* fdstore.c: its socket and region are in the service manager's store */
 	bool stored, region_stored;
-	unsigned region_slots; /* the stored region's size, for the state text */
-	char *st_chunk;        /* its lines of the state text, unless ->st_dirty */
-	size_t st_len;
-	bool st_dirty;
+	unsigned region_slots;      /* the stored region's size, for the state text */
+	struct cpuhpd_list st_node; /* in fdstore.dirty while ->st_queued */
+	bool st_queued;             /* its lines changed since they were last written */
 	/* Requests read while a restart stops the daemon: the next one handles them. */
 	struct cpuhpd_saved_blob *deferred;
 	unsigned ndeferred;

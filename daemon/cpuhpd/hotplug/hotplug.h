@@ -144,4 +144,11 @@ void cpuhpd_hotplug_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
  */
 int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out);
 
+/*
+ * cpuhpd_hotplug_cpu_info() - for ListCpus: how many requests in the queue
+ * name @ci->cpu (an SMT one once it runs, when its siblings are known),
+ * and the first of them in queue order, into @ci's hotplug fields.
+ */
+void cpuhpd_hotplug_cpu_info(const struct cpuhpd *d, Cpuhp__CpuInfo *ci);
+
 #endif /* CPUHPD_HOTPLUG_H */

@@ -116,6 +116,7 @@ void cpuhpd_notice_cancelled(struct cpuhpd *d, struct hotplug_req *h, int err, c
 	Cpuhp__HotplugCancelled hc = CPUHP__HOTPLUG_CANCELLED__INIT;
 	struct cpuhpd_conn **to;
 	struct cpuhpd_list *pos;
+	bool marked = false;
 	unsigned n = 0;
 
 	if (!h->noticed || h->cancel_told)
@@ -143,9 +144,13 @@ void cpuhpd_notice_cancelled(struct cpuhpd *d, struct hotplug_req *h, int err, c
 			continue;
 		c->told_seq = 0;
 		cpuhpd_fdstore_conn_stale(c);
+		marked = true;
 		if (!c->watching)
 			to[n++] = c;
 	}
+	/* Watchers only: their lines changed all the same. */
+	if (marked && !n)
+		cpuhpd_fdstore_changed(d);
 	tell(d, h, &ev, to, n);
 	free(to);
 }

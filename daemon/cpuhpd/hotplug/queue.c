@@ -132,6 +132,8 @@ static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
 	/* No registration runs now (they are readers): the set of states is that of the job. */
 	h->job.with_states = cpuhpd_states_any(d);
 	cpuhpd_states_hotplug_begin(d);
+	/* A kill from now on cuts it mid-way: the next cpuhpd resumes it ("run"). */
+	cpuhpd_fdstore_changed(d);
 	cpuhpd_debug("hotplug #%" PRIu64 ": no lease held; to the worker (%u ms left)", h->seq,
 	             h->job.timeout_ms);
 	cpuhpd_worker_submit(d, &h->job);
@@ -439,6 +441,7 @@ void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotpl
 	h->job.started = job_started;
 	h->job.done = job_done;
 	h->job.states = cpuhpd_states_hotplug_cpu;
+	h->job.resume = d->resuming;
 	atomic_init(&h->job.cancel, false);
 	cpuhpd_list_add_tail(&d->hotplug.queue, &h->node);
 	d->hotplug.nqueued++;
@@ -639,6 +642,34 @@ void cpuhpd_hotplug_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
 	                                     : CPUHP__WRITER_STATE__WRITER_WAITING;
 }
 
+/* @h's state as listings name it. */
+static Cpuhp__WriterState listed_state(const struct hotplug_req *h)
+{
+	return h->state == HP_QUEUED    ? CPUHP__WRITER_STATE__WRITER_IDLE
+	       : h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
+	                                : CPUHP__WRITER_STATE__WRITER_WAITING;
+}
+
+void cpuhpd_hotplug_cpu_info(const struct cpuhpd *d, Cpuhp__CpuInfo *ci)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		const struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		/* SMT: the worker writes ->job.cpus until "started"; it only reads them after. */
+		if ((h->kind == CPUHPD_HP_SMT && !h->started) ||
+		    !cpuhp_cpuset_has(&h->job.cpus, ci->cpu))
+			continue;
+		if (!ci->hotplugs++) {
+			ci->hotplug_seq = h->seq;
+			ci->hotplug_online = h->job.online;
+			ci->hotplug_state = listed_state(h);
+		}
+	}
+}
+
 int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
 {
 	const struct cpuhpd_list *pos;
@@ -662,9 +693,7 @@ int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
 		hi->seq = h->seq;
 		hi->cpus = h->cpus_str;
 		hi->online = h->job.online;
-		hi->state = h->state == HP_QUEUED    ? CPUHP__WRITER_STATE__WRITER_IDLE
-		            : h->state == HP_RUNNING ? CPUHP__WRITER_STATE__WRITER_RUNNING
-		                                     : CPUHP__WRITER_STATE__WRITER_WAITING;
+		hi->state = listed_state(h);
 		hi->pid = (uint32_t)h->peer.pid;
 		hi->uid = (uint32_t)h->peer.uid;
 		hi->comm = (char *)h->peer.comm;
@@ -723,7 +752,7 @@ static void save_req(struct cpuhpd *d, FILE *f, const struct hotplug_req *h)
 	/* Its number and its notice, which the next cpuhpd keeps (resume()). */
 	fprintf(f, "hotplug %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", h->conn->id, h->req_id,
 	        h->seq, h->noticed ? h->noticed_at : 0);
-	cpuhpd_fdstore_put_request(f, h->conn->id, &rq);
+	cpuhpd_fdstore_put_request(f, h->conn->id, &rq, h->state >= HP_WORKER);
 }
 
 void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f)

@@ -554,6 +554,17 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       "this connection already has the fast path");
 		return;
 	}
+	/* A region a restart would drop while keeping its connection: a lease lost unseen. */
+	if (!cpuhpd_fdstore_has_room(c)) {
+		cpuhpd_warn("client %u: no fast path: the fd store is full (%u descriptors, "
+		            "--fd-store-max / FileDescriptorStoreMax=); its leases are socket "
+		            "leases, which a restart keeps",
+		            c->id, d->fdstore.max);
+		cpuhpd_conn_send_error(c, req_id, ENOSPC,
+		                       "cpuhpd's fd store is full, so a restart would lose a fast "
+		                       "lease: use socket leases");
+		return;
+	}
 	if (n < 1)
 		n = 1;
 	if (n > CPUHP__FAST_MAX_SLOTS)
@@ -741,9 +752,51 @@ static void snapshot(const struct cpuhpd *d, unsigned *held, unsigned *holders)
 	}
 }
 
+void cpuhpd_fastpath_bypassed(struct cpuhpd *d)
+{
+	struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->fast.regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+
+		/* A flag for the client's release, with no data behind it (fastpath.h). */
+		atomic_fetch_add_explicit(&r->map->head.bypasses, 1, memory_order_relaxed);
+	}
+}
+
 unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c)
 {
 	return c->fast ? region_snapshot(c->fast) : 0;
+}
+
+unsigned cpuhpd_fastpath_conn_look(struct cpuhpd_conn *c, uint64_t now)
+{
+	unsigned held = cpuhpd_fastpath_conn_held(c);
+
+	if (!held)
+		c->fast_since = 0;
+	else if (!c->fast_since)
+		c->fast_since = now ? now : 1;
+	return held;
+}
+
+void cpuhpd_fastpath_look(struct cpuhpd *d)
+{
+	uint64_t now = uv_now(d->loop);
+	struct cpuhpd_list *pos;
+
+	if (d->fast.mode == CPUHPD_FAST_OFF)
+		return;
+	cpuhpd_list_for_each(pos, &d->fast.regions)
+	{
+		struct cpuhpd_fast_region *r =
+		    cpuhpd_container_of(pos, struct cpuhpd_fast_region, node);
+
+		if (r->conn)
+			cpuhpd_fastpath_conn_look(r->conn, now);
+	}
 }
 
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d)

@@ -149,6 +149,21 @@ unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
 /* The same snapshot for one connection's region (0 without the fast path). */
 unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c);
 /*
+ * cpuhpd_fastpath_conn_look() - cpuhpd_fastpath_conn_held(), and the
+ * connection's ->fast_since kept: set to @now when its count is first seen
+ * above 0, cleared when seen at 0.  A fast lease is taken unseen, so every
+ * look that can set it makes "held at least" closer to the truth.
+ */
+unsigned cpuhpd_fastpath_conn_look(struct cpuhpd_conn *c, uint64_t now);
+/* cpuhpd_fastpath_conn_look() on every connection with a region (Status does). */
+void cpuhpd_fastpath_look(struct cpuhpd *d);
+
+/*
+ * The online set changed behind cpuhpd's back: bump every region's
+ * ->bypasses, so that the release of each fast lease held now says -ESTALE.
+ */
+void cpuhpd_fastpath_bypassed(struct cpuhpd *d);
+/*
  * A restart: @fd is adopted @c's region memfd from the previous cpuhpd
  * (the fd store), of @nslots slots.  Its counts go on being summed: the
  * leases counted there hold hotplugs until they are released.

@@ -11,6 +11,7 @@
 
 #include "cpuhpd.h"
 #include "base/log.h"
+#include "core/admit.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
@@ -247,6 +248,7 @@ static int drop_lease(struct cpuhpd_conn *c, uint64_t lease_id)
 			c->d->leases.held--;
 			cpuhpd_snapshot_changed(c->d);
 			cpuhpd_fdstore_conn_changed(c);
+			cpuhpd_admit_dropped(c->d); /* its names may be the last of many */
 			return ret;
 		}
 	}

@@ -309,6 +309,14 @@ void cpuhpd_policy_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s)
 void cpuhpd_policy_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch)
 {
 	/* Not cpuhpd's doing: its hotplugs wait for every lease and re-read themselves. */
-	if (ch->external && ch->changed && ch->was && ch->now)
+	if (!ch->external || !ch->changed)
+		return;
+	/*
+	 * Every region, before the holders are counted: a fast lease taken as
+	 * the change was noticed, whose count the sums may not show yet, is
+	 * marked as surely as one taken long before.
+	 */
+	cpuhpd_fastpath_bypassed(d);
+	if (ch->was && ch->now)
 		cpuhpd_policy_online_changed(d, ch->was, ch->now);
 }

@@ -152,9 +152,8 @@ enum cpuhp_client_event_type {
 	 * The online set changed behind cpuhpd's back (sysfs written directly,
 	 * chcpu, firmware) while @leases leases of @c were held: what they
 	 * protected may be stale.  @online_cpus: the new online set.  The
-	 * release of each socket lease held then fails with -ESTALE (the lease
-	 * is released all the same); a fast lease's release never asks cpuhpd,
-	 * so this event is all its holder gets.
+	 * release of each lease held then, socket or fast, fails with -ESTALE
+	 * (the lease is released all the same).
 	 */
 	CPUHP_CLIENT_EVENT_LEASE_BYPASSED = 6,
 	/*
@@ -170,6 +169,14 @@ enum cpuhp_client_event_type {
 	 */
 	CPUHP_CLIENT_EVENT_LEASES_LOST = 7,
 	/*
+	 * The present CPUs changed behind cpuhpd (never its doing): @added
+	 * were hot-added (a vCPU plugged in: it usually comes offline),
+	 * @removed are gone (ejected).  @present_cpus: the present set now,
+	 * @online_cpus: the online set now.  An ONLINE_CHANGED follows if the
+	 * online set changed too.
+	 */
+	CPUHP_CLIENT_EVENT_PRESENT_CHANGED = 8,
+	/*
 	 * A hotplug became the next to run and waits (for leases, among
 	 * others): to a watcher, and as a notice to a handle that holds a
 	 * lease (its fast leases and those on connections of their own
@@ -179,14 +186,14 @@ enum cpuhp_client_event_type {
 	 * up), @force and @force_grace_ms (then every lease still held is
 	 * revoked).  A delay lease is revoked its delay after this.
 	 */
-	CPUHP_CLIENT_EVENT_HOTPLUG_PENDING = 8,
+	CPUHP_CLIENT_EVENT_HOTPLUG_PENDING = 9,
 	/*
 	 * The hotplug of a HOTPLUG_PENDING ended without running: timed out,
 	 * or withdrawn (its client left, cpuhpd stops): @error, @message.  To
 	 * those told of it.  One that runs is followed by HOTPLUG_STARTED
 	 * (to watchers) instead.
 	 */
-	CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED = 9,
+	CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED = 10,
 };
 
 /* Why cpuhpd revoked a lease (LEASE_REVOKED's @revoke_reason). */
@@ -204,11 +211,15 @@ struct cpuhp_client_event {
 	unsigned lost;                   /* LOST */
 	struct cpuhp_cpuset cpus;        /* HOTPLUG_*: the CPUs asked for */
 	struct cpuhp_cpuset failed;      /* HOTPLUG_FINISHED: those that did not get there */
-	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED: the new online set */
+	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED, PRESENT_CHANGED: the
+	                                    new online set */
 	uint64_t lease_id;               /* LEASE_REVOKED (0: @fast) */
 	uint64_t held_ms;                /* LEASE_REVOKED */
 	unsigned max_lease_ms;           /* LEASE_REVOKED */
 	unsigned leases; /* LEASE_BYPASSED, LEASES_LOST: leases of this handle held then */
+	struct cpuhp_cpuset present_cpus; /* PRESENT_CHANGED: the present set now */
+	struct cpuhp_cpuset added;        /* PRESENT_CHANGED: CPUs that became present */
+	struct cpuhp_cpuset removed;      /* PRESENT_CHANGED: CPUs no longer present */
 	/* HOTPLUG_PENDING, HOTPLUG_CANCELLED, LEASE_REVOKED (DELAY, FORCED): "hotplug #N" */
 	uint64_t hotplug_id;
 	char smt[16];        /* HOTPLUG_*: an SMT change's word ("off"...); "" for CPUs */
@@ -310,7 +321,7 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  * blocks (it may write one frame).
  * Return: 0; -ESRCH if @c holds no such lease (also in a fork child, for
  * its parent's leases); -ECONNRESET if the lease died with the connection;
- * -ETIME (revoked), -ESTALE (bypassed) for socket leases; another -errno if
+ * -ETIME (revoked, socket leases), -ESTALE (bypassed); another -errno if
  * the connection failed otherwise; -ECANCELED (cpuhp_client_close()).
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
@@ -572,6 +583,61 @@ struct cpuhp_client_state_info {
  */
 CPUHP_EXPORT int cpuhp_client_list_states(struct cpuhp_client *c,
                                           struct cpuhp_client_state_info **out, size_t *n);
+
+/* Where a CPU's topology in a cpuhp_client_cpu_info comes from. */
+enum cpuhp_client_topology {
+	CPUHP_CLIENT_TOPOLOGY_UNKNOWN = 0, /* not seen online since boot: core...siblings unset */
+	CPUHP_CLIENT_TOPOLOGY_LIVE = 1,    /* read from sysfs since the CPU last came online */
+	/* Read when it was last online (the kernel has no topology/ for an offline CPU). */
+	CPUHP_CLIENT_TOPOLOGY_REMEMBERED = 2,
+};
+
+/* A possible CPU, as cpuhp_client_list_cpus() gives it. */
+struct cpuhp_client_cpu_info {
+	unsigned cpu;
+	bool online, present;
+	enum cpuhp_client_topology topology;
+	int core;   /* topology/core_id, its core within its package (0 when UNKNOWN) */
+	int socket; /* topology/physical_package_id (-1 where the platform has none) */
+	int node;   /* its NUMA node; -1 if none, or UNKNOWN */
+	/* topology/thread_siblings_list, the threads of its core online then ("" when UNKNOWN). */
+	const char *siblings;
+	/* The hotplug states started on it: pointers into the list's ->states. */
+	size_t n_states;
+	const struct cpuhp_client_state_info *const *states;
+	/* The hotplug requests queued or running that name it, and the first of them. */
+	unsigned hotplugs;
+	uint64_t hotplug_seq; /* "hotplug #N" in cpuhpd's log */
+	bool hotplug_online;
+	enum cpuhp_client_writer_state hotplug_state; /* as in struct cpuhp_client_hotplug_info */
+};
+
+struct cpuhp_client_cpu_list {
+	size_t n_cpus;
+	struct cpuhp_client_cpu_info *cpus; /* each possible CPU, ascending */
+	size_t n_states;
+	struct cpuhp_client_state_info *states; /* as cpuhp_client_list_states() gives them */
+};
+
+/**
+ * cpuhp_client_list_cpus() - each possible CPU as a row, like `lscpu -e`:
+ * online, present, core, socket, NUMA node, SMT siblings, the hotplug
+ * states started on it and the hotplug requests that name it.
+ * @out: to free with cpuhp_client_cpu_list_free().
+ *
+ * The kernel has no topology for an offline CPU: cpuhpd gives the one it
+ * read when the CPU was last online (CPUHP_CLIENT_TOPOLOGY_REMEMBERED),
+ * across its restarts but not across a reboot.  A machine with many CPUs
+ * takes a request per page of them (each page is answered at once; the
+ * list is not one snapshot), then one for the states.
+ * Context: blocks for those round trips, under @c's mutex.
+ * Return: 0; -EOPNOTSUPP from an older cpuhpd; -EPROTO (a reply that does
+ * not add up); -ENOMEM; -ECHILD; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_list_cpus(struct cpuhp_client *c, struct cpuhp_client_cpu_list **out);
+
+/** cpuhp_client_cpu_list_free() - free what list_cpus gave (NULL: no-op). */
+CPUHP_EXPORT void cpuhp_client_cpu_list_free(struct cpuhp_client_cpu_list *list);
 
 /**
  * cpuhp_client_set_online() - cpuhp_client_set_online_results() for callers
