@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * sections.pml: the PREPARE and ONLINE sections of hotplug states, and
- * instances ("Sections" and "Instances" under "Hotplug states" in
- * daemon/cpuhpd/README.md).  states.pml checks the call protocol itself
+ * instances (doc/design.md, "Hotplug states: sections and instances").  states.pml checks the call protocol itself
  * (ids, deaths, repeated answers, restarts, leases); this model takes that
  * as given and checks where each section's calls go around the write of
  * cpuN/online, and what a failure or a silent callback does there.
