@@ -209,6 +209,23 @@ int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t le
 int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out);
 
 /*
+ * cpuhp__client_read_ahead() - the next whole Response among the bytes read
+ * from the socket already, without reading it.  When it returns 0 every
+ * byte read is consumed (a frame's beginning is kept by the decoder), so
+ * that poll() on the socket sees whatever else there is.
+ * Return: 1 with *@out; 0 if none; a connection -errno.
+ */
+int cpuhp__client_read_ahead(struct cpuhp_client *c, Cpuhp__Response **out);
+
+/*
+ * cpuhp__client_fill() - one recvmsg() into the read-ahead, which must be
+ * consumed (cpuhp__client_read_ahead() returned 0).  @nonblock: do not
+ * wait (after poll() said readable).
+ * Return: 0; -EAGAIN (@nonblock, nothing there); a connection -errno.
+ */
+int cpuhp__client_fill(struct cpuhp_client *c, bool nonblock);
+
+/*
  * cpuhp__client_take_fds() - the @n descriptors that came with the reply
  * just read (FastPathGranted), now the caller's.
  * Return: 0; -EBADMSG if there were not exactly @n (all are closed then).

@@ -125,7 +125,7 @@ int cpuhp__client_take_fds(struct cpuhp_client *c, int *fds, unsigned n)
  * recv() that keeps descriptors: they come with the first bytes of the frame
  * they belong to (proto/FRAMING.md), and a plain recv() would discard them.
  */
-static ssize_t recv_keep_fds(struct cpuhp_client *c)
+static ssize_t recv_keep_fds(struct cpuhp_client *c, int flags)
 {
 	char ctl[CMSG_SPACE(sizeof(int) * CPUHP__CLIENT_MAX_FDS)];
 	struct iovec iov = {.iov_base = c->rbuf, .iov_len = sizeof(c->rbuf)};
@@ -134,7 +134,7 @@ static ssize_t recv_keep_fds(struct cpuhp_client *c)
 
 	mh.msg_control = ctl;
 	mh.msg_controllen = sizeof(ctl);
-	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | flags);
 	if (n >= 0 && mh.msg_controllen)
 		keep_fds(c, &mh);
 	return n;
@@ -168,8 +168,7 @@ static int wait_readable(struct cpuhp_client *c, int timeout_ms, int64_t deadlin
 	}
 }
 
-/* Decode the next whole frame already read ahead: 1 with *@out, 0 if none, or -errno. */
-static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
+int cpuhp__client_read_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
 {
 	while (c->rpos < c->rlen) {
 		const uint8_t *payload;
@@ -196,13 +195,36 @@ static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
 	return 0;
 }
 
+int cpuhp__client_fill(struct cpuhp_client *c, bool nonblock)
+{
+	ssize_t n;
+
+	do
+		n = recv_keep_fds(c, nonblock ? MSG_DONTWAIT : 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -EAGAIN;
+	if (n < 0 && errno == ECONNRESET)
+		return cpuhp__client_end(c, -ECONNRESET, "cpuhpd reset the connection");
+	if (n < 0)
+		return cpuhp__client_kill(c, -errno, "reading from cpuhpd failed");
+	if (n == 0)
+		return cpuhp__client_end(
+		    c, -ECONNRESET,
+		    cpuhp__frame_decoder_idle(&c->dec)
+		        ? "cpuhpd closed the connection"
+		        : "cpuhpd closed the connection in the middle of a frame");
+	c->rpos = 0;
+	c->rlen = (size_t)n;
+	return 0;
+}
+
 int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out)
 {
 	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 
 	for (;;) {
-		ssize_t n;
-		int ret = decode_ahead(c, out);
+		int ret = cpuhp__client_read_ahead(c, out);
 
 		if (ret != 0)
 			return ret < 0 ? ret : 0;
@@ -215,21 +237,9 @@ int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response *
 				return cpuhp__client_kill(c, ret,
 				                          "polling the cpuhpd socket failed");
 		}
-		n = recv_keep_fds(c);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == ECONNRESET)
-			return cpuhp__client_end(c, -ECONNRESET, "cpuhpd reset the connection");
-		if (n < 0)
-			return cpuhp__client_kill(c, -errno, "reading from cpuhpd failed");
-		if (n == 0)
-			return cpuhp__client_end(
-			    c, -ECONNRESET,
-			    cpuhp__frame_decoder_idle(&c->dec)
-			        ? "cpuhpd closed the connection"
-			        : "cpuhpd closed the connection in the middle of a frame");
-		c->rpos = 0;
-		c->rlen = (size_t)n;
+		ret = cpuhp__client_fill(c, false);
+		if (ret < 0)
+			return ret;
 	}
 }
 

@@ -43,6 +43,20 @@ struct cpuhp_client_state {
 	int err;          /* the thread's connection error, once it left for one */
 };
 
+/* Run @call's callback on this thread.  Return: its result. */
+static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_state_call *call)
+{
+	cpuhp_client_state_fn fn = call->teardown ? s->teardown : s->startup;
+	int ret = 0;
+
+	if (fn) {
+		cpuhp__client_in_state_cb = true;
+		ret = fn(call, s->arg);
+		cpuhp__client_in_state_cb = false;
+	}
+	return ret;
+}
+
 /* Run one StateCall and answer it.  Return: 0 or a connection -errno. */
 static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 {
@@ -54,14 +68,8 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	    .external = sc->external,
 	    .rollback = sc->rollback,
 	};
-	cpuhp_client_state_fn fn = call.teardown ? s->teardown : s->startup;
-	int ret = 0;
+	int ret = run_callback(s, &call);
 
-	if (fn) {
-		cpuhp__client_in_state_cb = true;
-		ret = fn(&call, s->arg);
-		cpuhp__client_in_state_cb = false;
-	}
 	ans.call_id = sc->call_id;
 	ans.ok = ret >= 0;
 	ans.code = ret < 0 ? cpuhp__errmap_to_wire(ret) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
@@ -75,56 +83,91 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 }
 
 /*
- * Read and run calls until the reply to request @id arrives (@out), or,
- * with @id 0, until nothing more is there (@timeout_ms 0).
- * Return: calls run (@id 0) or 0; the daemon's Error as -errno; a
- * connection -errno.
+ * One response read on the state's connection: a StateCall is run; the
+ * reply to request @id (if not 0) is the awaited one, given in @out.
+ * Return: 1 with *@out; 0 to read on; the daemon's Error to @id as
+ * -errno; a connection -errno.
+ */
+static int handle(struct cpuhp_client_state *s, Cpuhp__Response *r, uint64_t id,
+                  Cpuhp__Response__BodyCase expect, Cpuhp__Response **out)
+{
+	int ret;
+
+	if (r->body_case == CPUHP__RESPONSE__BODY_STATE_CALL) {
+		ret = run_call(s, r->state_call);
+		cpuhp__response__free_unpacked(r, NULL);
+		return ret;
+	}
+	if (id && r->id == id) {
+		if (r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+			ret = cpuhp__client_take_error(s->conn, r->error);
+			cpuhp__response__free_unpacked(r, NULL);
+			return ret;
+		}
+		if (r->body_case != expect) {
+			cpuhp__response__free_unpacked(r, NULL);
+			return cpuhp__client_kill(s->conn, -EPROTO,
+			                          "cpuhpd answered with an unexpected message");
+		}
+		*out = r;
+		return 1;
+	}
+	/* An id-0 Error concerns the connection: the daemon is stopping. */
+	if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+		ret = cpuhp__client_take_error(s->conn, r->error);
+		cpuhp__response__free_unpacked(r, NULL);
+		return cpuhp__client_kill(s->conn, ret, s->conn->message);
+	}
+	cpuhp__response__free_unpacked(r, NULL);
+	return 0;
+}
+
+/*
+ * Read and run calls until the reply to request @id arrives (@out).
+ * Return: 0; the daemon's Error as -errno; a connection -errno.
  */
 static int pump(struct cpuhp_client_state *s, uint64_t id, Cpuhp__Response__BodyCase expect,
                 Cpuhp__Response **out)
+{
+	for (;;) {
+		Cpuhp__Response *r;
+		int ret = cpuhp__client_read(s->conn, -1, &r);
+
+		if (ret == 0)
+			ret = handle(s, r, id, expect, out);
+		if (ret != 0)
+			return ret < 0 ? ret : 0;
+	}
+}
+
+/*
+ * Run the calls read already, without a system call: a call may have come
+ * in the same read as a reply (the registration's), and poll() would not
+ * see it.  Return: calls run, or a connection -errno.
+ */
+static int run_read_ahead(struct cpuhp_client_state *s)
 {
 	int ran = 0;
 
 	for (;;) {
 		Cpuhp__Response *r;
-		int ret = cpuhp__client_read(s->conn, id ? -1 : 0, &r);
+		int ret = cpuhp__client_read_ahead(s->conn, &r);
 
-		if (ret == -EAGAIN && !id)
+		if (ret == 0)
 			return ran;
+		if (ret > 0)
+			ret = handle(s, r, 0, 0, NULL);
 		if (ret < 0)
 			return ret;
-		if (r->body_case == CPUHP__RESPONSE__BODY_STATE_CALL) {
-			ret = run_call(s, r->state_call);
-			cpuhp__response__free_unpacked(r, NULL);
-			if (ret < 0)
-				return ret;
-			ran++;
-			continue;
-		}
-		if (id && r->id == id) {
-			if (r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
-				ret = cpuhp__client_take_error(s->conn, r->error);
-				cpuhp__response__free_unpacked(r, NULL);
-				return ret;
-			}
-			if (r->body_case != expect) {
-				cpuhp__response__free_unpacked(r, NULL);
-				return cpuhp__client_kill(
-				    s->conn, -EPROTO, "cpuhpd answered with an unexpected message");
-			}
-			*out = r;
-			return 0;
-		}
-		/* An id-0 Error concerns the connection: the daemon is stopping. */
-		if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
-			ret = cpuhp__client_take_error(s->conn, r->error);
-			cpuhp__response__free_unpacked(r, NULL);
-			return cpuhp__client_kill(s->conn, ret, s->conn->message);
-		}
-		cpuhp__response__free_unpacked(r, NULL);
+		ran++;
 	}
 }
 
+/*
+ * The state's thread: what was read ahead first, then wait for the socket
+ * or the stop, one read, and again.  Three system calls a call: poll(),
+ * recvmsg() and the answer's send().
+ */
 static void *state_thread(void *arg)
 {
 	struct cpuhp_client_state *s = arg;
@@ -132,8 +175,12 @@ static void *state_thread(void *arg)
 	for (;;) {
 		struct pollfd p[2] = {{.fd = s->conn->fd, .events = POLLIN},
 		                      {.fd = s->stop_pipe[0], .events = POLLIN}};
-		int ret;
+		int ret = run_read_ahead(s);
 
+		if (ret < 0) {
+			s->err = ret;
+			return NULL;
+		}
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -142,8 +189,8 @@ static void *state_thread(void *arg)
 		}
 		if (p[1].revents)
 			return NULL;
-		ret = pump(s, 0, 0, NULL);
-		if (ret < 0) {
+		ret = cpuhp__client_fill(s->conn, true);
+		if (ret < 0 && ret != -EAGAIN) {
 			s->err = ret;
 			return NULL;
 		}
@@ -225,6 +272,16 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 			goto fail;
 	}
 	cpuhp__client_wait_off(c, s->conn);
+	/*
+	 * Calls read with the reply (a hotplug queued behind the registration)
+	 * run now, here, so that polling the socket sees all that is left; the
+	 * state's thread begins with them itself.
+	 */
+	if (!s->threaded) {
+		ret = run_read_ahead(s);
+		if (ret < 0)
+			s->err = ret;
+	}
 	*out = s;
 	return 0;
 
@@ -301,9 +358,23 @@ int cpuhp_client_state_fd(const struct cpuhp_client_state *s)
 
 int cpuhp_client_state_dispatch(struct cpuhp_client_state *s)
 {
+	int ran, more;
+
 	if (s->threaded)
 		return -EINVAL;
-	return pump(s, 0, 0, NULL);
+	if (s->err)
+		return s->err;
+	/* One read, not until EAGAIN: poll() says when there is more. */
+	ran = run_read_ahead(s);
+	if (ran < 0)
+		return ran;
+	more = cpuhp__client_fill(s->conn, true);
+	if (more == -EAGAIN)
+		return ran;
+	if (more < 0)
+		return more;
+	more = run_read_ahead(s);
+	return more < 0 ? more : ran + more;
 }
 
 uint64_t cpuhp_client_state_id(const struct cpuhp_client_state *s)

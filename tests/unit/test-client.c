@@ -1516,6 +1516,131 @@ static void client_close_wakes_a_state_registration(void)
 	close_under(script_hold_own_state, WAIT_STATE);
 }
 
+/* --- hotplug states ----------------------------------------------------------- */
+
+/* What the states' callbacks saw, in order: "s0" startup of CPU 0, "t1r" a rollback teardown. */
+static char state_log[256];
+static int state_fail_cpu = -1; /* a startup of this CPU fails */
+
+static int log_call(struct cpuhp_client_state_call *call, void *arg)
+{
+	char *end = state_log + strlen(state_log);
+
+	(void)arg;
+	snprintf(end, sizeof(state_log) - (size_t)(end - state_log), "%s%c%u%s",
+	         state_log[0] ? " " : "", call->teardown ? 't' : 's', call->cpu,
+	         call->rollback ? "r" : "");
+	return !call->teardown && (int)call->cpu == state_fail_cpu ? -EBUSY : 0;
+}
+
+/* Read the StateAnswer to @call_id; a bound (never reached when the client answers) ends a hang. */
+static bool srv_state_answer(int fd, uint64_t call_id)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	Cpuhp__Request *req;
+	bool ok;
+
+	CHECK_EQ_INT(poll(&p, 1, 10000), 1);
+	req = srv_read(fd);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_STATE_ANSWER);
+	CHECK_EQ_INT(req->state_answer->call_id, call_id);
+	ok = req->state_answer->ok;
+	cpuhp__request__free_unpacked(req, NULL);
+	return ok;
+}
+
+static void srv_state_removed(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRemoved sr = CPUHP__STATE_REMOVED__INIT;
+
+	r.id = srv_expect(fd, CPUHP__REQUEST__BODY_REMOVE_STATE);
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REMOVED;
+	r.state_removed = &sr;
+	srv_send(fd, &r);
+}
+
+/*
+ * The registration's reply and a hotplug's StateCall in one write: the
+ * client reads both in one recvmsg(), and the call must still be run.
+ */
+static void script_call_with_the_reply(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT, call = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+	Cpuhp__StateCall sc = CPUHP__STATE_CALL__INIT;
+	uint8_t *f1, *f2, both[256];
+	size_t l1, l2;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	r.id = call.id = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	sc.state_id = 7;
+	sc.cpu = 3;
+	sc.phase = CPUHP__STATE_PHASE__PHASE_TEARDOWN;
+	sc.call_id = 1;
+	call.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+	call.state_call = &sc;
+	CHECK_EQ_INT(cpuhp__frame_pack_response(&r, &f1, &l1), 0);
+	CHECK_EQ_INT(cpuhp__frame_pack_response(&call, &f2, &l2), 0);
+	CHECK(l1 + l2 <= sizeof(both));
+	memcpy(both, f1, l1);
+	memcpy(both + l1, f2, l2);
+	write_exact(w, both, l1 + l2);
+	free(f1);
+	free(f2);
+	CHECK(srv_state_answer(w, 1));
+	srv_arrived();
+	srv_state_removed(w);
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_state_runs_a_call_read_with_the_registration_reply(void)
+{
+	struct cpuhp_client_state *s;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	/* Without a thread: register runs it before returning, so that poll() sees all the rest. */
+	CHECK_EQ_INT(pipe(arrived_pipe), 0);
+	state_log[0] = '\0';
+	fake_start(&f, script_call_with_the_reply);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_state_register(c, "with-reply", 0, 0, CPUHP_CLIENT_STATE_NOCALLS,
+	                                         log_call, log_call, NULL, &s),
+	             0);
+	CHECK_EQ_STR(state_log, "t3");
+	test_wait_arrived();
+	CHECK_EQ_INT(cpuhp_client_state_remove(s, true), 0);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+
+	/* With the library's thread: it runs what was read before it polls. */
+	state_log[0] = '\0';
+	fake_start(&f, script_call_with_the_reply);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(
+	    cpuhp_client_state_register(c, "with-reply", 0, 0,
+	                                CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD,
+	                                log_call, log_call, NULL, &s),
+	    0);
+	test_wait_arrived(); /* the answer came: the thread's log line is written */
+	CHECK_EQ_STR(state_log, "t3");
+	CHECK_EQ_INT(cpuhp_client_state_remove(s, true), 0);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	close(arrived_pipe[0]);
+	close(arrived_pipe[1]);
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -1543,5 +1668,6 @@ int main(void)
 	RUN_TEST(client_close_wakes_set_online_and_status);
 	RUN_TEST(client_close_wakes_next_event);
 	RUN_TEST(client_close_wakes_a_state_registration);
+	RUN_TEST(client_state_runs_a_call_read_with_the_registration_reply);
 	return 0;
 }

@@ -786,6 +786,13 @@ CPUHP_EXPORT void cpuhp_client_call_free(struct cpuhp_client_call *call);
  *   polls cpuhp_client_state_fd() for POLLIN and calls
  *   cpuhp_client_state_dispatch(), which runs the callbacks on its caller's
  *   thread.  Either way, callbacks of one state run one at a time.
+ * - The library reads ahead: a call may come in the same read as the
+ *   registration's reply.  Such calls run on the registering thread before
+ *   cpuhp_client_state_register() returns (or on the state's thread first,
+ *   with CPUHP_CLIENT_STATE_THREAD), and cpuhp_client_state_dispatch()
+ *   runs every whole call it read; so whenever either returns, nothing
+ *   waits in the library, and POLLIN on the socket is all there is to wait
+ *   for.  An application must not read the socket itself.
  * - A callback must not take a lease (the hotplug that called it holds the
  *   writer side and waits for it): cpuhp_client_lease_acquire() and
  *   cpuhp_client_lease_acquire_begin() on a callback's thread, when a
@@ -845,7 +852,8 @@ CPUHP_EXPORT int cpuhp_client_state_fd(const struct cpuhp_client_state *s);
 
 /**
  * cpuhp_client_state_dispatch() - run the calls that arrived, without
- * waiting for more.
+ * waiting for more: those read already, then one read of the socket (call
+ * it when poll() says POLLIN; it is harmless otherwise).
  * Context: the callbacks run on this thread.  Never blocks but in them.
  * Return: the number of calls run; a connection -errno (the daemon is
  * gone: the state with it); -EINVAL with CPUHP_CLIENT_STATE_THREAD.
