@@ -38,6 +38,14 @@ struct cpuhp_client_state {
 	cpuhp_client_state_fn startup, teardown;
 	void *arg;
 	bool threaded;
+	/*
+	 * While registering: the CPUs whose startup ran and succeeded here and
+	 * were not torn down since.  A registration that fails on its
+	 * connection (closed under it, the daemon gone) tears them down here:
+	 * the daemon forgets the state with the connection and calls nothing.
+	 */
+	bool registering;
+	struct cpuhp_cpuset started;
 	pthread_t thread;
 	int stop_pipe[2]; /* the thread leaves when [0] is readable */
 	int err;          /* the thread's connection error, once it left for one */
@@ -54,6 +62,10 @@ static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_state_
 		ret = fn(call, s->arg);
 		cpuhp__client_in_state_cb = false;
 	}
+	if (s->registering && call->teardown)
+		cpuhp_cpuset_del(&s->started, call->cpu);
+	else if (s->registering && ret >= 0)
+		cpuhp_cpuset_add(&s->started, call->cpu);
 	return ret;
 }
 
@@ -80,6 +92,18 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 	req.state_answer = &ans;
 	return cpuhp__client_send_request(s->conn, &req);
+}
+
+/* A registration that failed on its connection: tear down what started here, last CPU first. */
+static void unwind_started(struct cpuhp_client_state *s)
+{
+	for (unsigned cpu = CPUHP_CPUSET_MAX; cpu-- > 0;) {
+		struct cpuhp_client_state_call call = {
+		    .cpu = cpu, .teardown = true, .rollback = true};
+
+		if (cpuhp_cpuset_has(&s->started, cpu))
+			run_callback(s, &call);
+	}
 }
 
 /*
@@ -254,6 +278,7 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	rs.nocalls = flags & CPUHP_CLIENT_STATE_NOCALLS;
 	req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
 	req.register_state = &rs;
+	s->registering = true;
 	ret = cpuhp__client_send_request(s->conn, &req);
 	s->reg_id = req.id;
 	if (ret == 0)
@@ -262,6 +287,8 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 		goto fail;
 	s->id = r->state_registered->state_id;
 	cpuhp__response__free_unpacked(r, NULL);
+	/* Started for good: from here on the daemon's calls say what to undo. */
+	s->registering = false;
 	if (s->threaded) {
 		if (pipe2(s->stop_pipe, O_CLOEXEC) < 0) {
 			ret = -errno;
@@ -288,6 +315,9 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 fail:
 	cpuhp__client_wait_off(c, s->conn);
 	cpuhp__client_note(c, ret, s->conn->message);
+	/* Closed with the connection below: nothing but us undoes these startups. */
+	s->registering = true;
+	unwind_started(s);
 	if (s->stop_pipe[0] >= 0) {
 		close(s->stop_pipe[0]);
 		close(s->stop_pipe[1]);

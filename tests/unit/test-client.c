@@ -1533,6 +1533,24 @@ static int log_call(struct cpuhp_client_state_call *call, void *arg)
 	return !call->teardown && (int)call->cpu == state_fail_cpu ? -EBUSY : 0;
 }
 
+static void srv_state_call(int fd, uint64_t reg_id, unsigned cpu, bool teardown, bool rollback,
+                           uint64_t call_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateCall sc = CPUHP__STATE_CALL__INIT;
+
+	sc.state_id = 7;
+	sc.cpu = cpu;
+	sc.phase =
+	    teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
+	sc.rollback = rollback;
+	sc.call_id = call_id;
+	r.id = reg_id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+	r.state_call = &sc;
+	srv_send(fd, &r);
+}
+
 /* Read the StateAnswer to @call_id; a bound (never reached when the client answers) ends a hang. */
 static bool srv_state_answer(int fd, uint64_t call_id)
 {
@@ -1641,6 +1659,102 @@ static void client_state_runs_a_call_read_with_the_registration_reply(void)
 	close(arrived_pipe[1]);
 }
 
+/* Startups on CPUs 0 and 1, answered; then nothing (close comes) or the daemon's rollback. */
+static bool script_rolls_back;
+
+static void script_startups_then_hold(int fd)
+{
+	uint64_t reg;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	reg = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	srv_state_call(w, reg, 0, false, false, 1);
+	CHECK(srv_state_answer(w, 1));
+	srv_state_call(w, reg, 1, false, false, 2);
+	if (script_rolls_back) {
+		/* The startup of CPU 1 fails: the daemon tears CPU 0 down, then refuses. */
+		CHECK(!srv_state_answer(w, 2));
+		srv_state_call(w, reg, 0, true, true, 3);
+		CHECK(srv_state_answer(w, 3));
+		srv_error(w, reg, CPUHP__ERROR_CODE__ERR_EBUSY, "startup of state 'x' failed");
+	} else {
+		CHECK(srv_state_answer(w, 2));
+		srv_arrived();
+	}
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+struct registrar {
+	struct cpuhp_client *c;
+	unsigned flags;
+	int ret;
+};
+
+static void *registrar_main(void *arg)
+{
+	struct registrar *r = arg;
+	struct cpuhp_client_state *s = NULL;
+
+	r->ret =
+	    cpuhp_client_state_register(r->c, "undo", 0, 0, r->flags, log_call, log_call, NULL, &s);
+	CHECK(r->ret < 0 && s == NULL);
+	return NULL;
+}
+
+/*
+ * cpuhp_client_close() during a registration: the startups that ran
+ * are torn down on the registering thread (last CPU first, as rollbacks),
+ * since the daemon forgets the state with its connection and calls nothing.
+ */
+static void client_close_during_a_registration_tears_its_startups_down(void)
+{
+	for (unsigned threaded = 0; threaded < 2; threaded++) {
+		struct registrar r = {.flags = threaded ? CPUHP_CLIENT_STATE_THREAD : 0};
+		struct fake f;
+		pthread_t t;
+
+		CHECK_EQ_INT(pipe(arrived_pipe), 0);
+		state_log[0] = '\0';
+		script_rolls_back = false;
+		fake_start(&f, script_startups_then_hold);
+		r.c = connect_ok(&f);
+		CHECK_EQ_INT(pthread_create(&t, NULL, registrar_main, &r), 0);
+		test_wait_arrived(); /* both startups answered; the reply never comes */
+		cpuhp_client_close(r.c);
+		CHECK_EQ_INT(pthread_join(t, NULL), 0);
+		CHECK_EQ_INT(r.ret, -ECANCELED);
+		CHECK_EQ_STR(state_log, "s0 s1 t1r t0r");
+		fake_finish(&f);
+		close(arrived_pipe[0]);
+		close(arrived_pipe[1]);
+	}
+}
+
+/* A registration the daemon rolled back itself: nothing is torn down twice. */
+static void client_registration_refused_after_the_daemons_rollback_undoes_nothing_more(void)
+{
+	struct cpuhp_client_state *s = NULL;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	state_log[0] = '\0';
+	state_fail_cpu = 1;
+	script_rolls_back = true;
+	fake_start(&f, script_startups_then_hold);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_state_register(c, "undo", 0, 0, 0, log_call, log_call, NULL, &s),
+	             -EBUSY);
+	CHECK_EQ_STR(state_log, "s0 s1 t0r");
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	state_fail_cpu = -1;
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -1669,5 +1783,7 @@ int main(void)
 	RUN_TEST(client_close_wakes_next_event);
 	RUN_TEST(client_close_wakes_a_state_registration);
 	RUN_TEST(client_state_runs_a_call_read_with_the_registration_reply);
+	RUN_TEST(client_close_during_a_registration_tears_its_startups_down);
+	RUN_TEST(client_registration_refused_after_the_daemons_rollback_undoes_nothing_more);
 	return 0;
 }

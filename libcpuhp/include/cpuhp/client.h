@@ -793,6 +793,11 @@ CPUHP_EXPORT void cpuhp_client_call_free(struct cpuhp_client_call *call);
  *   runs every whole call it read; so whenever either returns, nothing
  *   waits in the library, and POLLIN on the socket is all there is to wait
  *   for.  An application must not read the socket itself.
+ * - A registration that fails on its connection (cpuhp_client_close() on
+ *   another thread, the daemon gone) calls teardown, as a rollback, for the
+ *   CPUs whose startup succeeded in it, last CPU first, on the registering
+ *   thread: the daemon forgets the state with its connection and calls
+ *   nothing.  One the daemon refuses was rolled back by its own calls.
  * - A callback must not take a lease (the hotplug that called it holds the
  *   writer side and waits for it): cpuhp_client_lease_acquire() and
  *   cpuhp_client_lease_acquire_begin() on a callback's thread, when a
