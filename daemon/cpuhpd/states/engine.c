@@ -198,18 +198,27 @@ static int plan_remove(struct cpuhpd *d, struct state_work *w)
 static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 {
 	const struct cpuhp_cpuset *online = &d->view.online;
+	struct cpuhp_cpuset gone;
 	struct cpuhpd_list *pos;
 	int err = 0;
 
-	for (unsigned cpu = 0; cpu < CPUHP_CPUSET_MAX && !err; cpu++) {
-		if (cpuhp_cpuset_has(online, cpu))
-			continue;
+	/* The offline CPUs some state believes in: not a walk of every possible CPU number. */
+	cpuhp_cpuset_zero(&gone);
+	cpuhpd_list_for_each(pos, &d->states.list)
+	{
+		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		for (int cpu = -1; s->live && (cpu = cpuhp_cpuset_next(&s->cpus, cpu)) >= 0;)
+			if (!cpuhp_cpuset_has(online, (unsigned)cpu))
+				cpuhp_cpuset_add(&gone, (unsigned)cpu);
+	}
+	for (int cpu = -1; !err && (cpu = cpuhp_cpuset_next(&gone, cpu)) >= 0;) {
 		for (pos = d->states.list.prev; pos != &d->states.list && !err; pos = pos->prev) {
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && cpuhp_cpuset_has(&s->cpus, cpu))
-				err = add_step(w, s, cpu, true, false, true);
+			if (s->live && cpuhp_cpuset_has(&s->cpus, (unsigned)cpu))
+				err = add_step(w, s, (unsigned)cpu, true, false, true);
 		}
 	}
 	for (int cpu = -1; !err && (cpu = cpuhp_cpuset_next(online, cpu)) >= 0;) {
