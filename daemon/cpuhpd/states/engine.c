@@ -342,9 +342,13 @@ static void record(struct cpuhpd *d, struct state_work *w, const struct state_st
 		             gone ? " (its client is gone)" : "");
 	if (!run)
 		return;
-	snprintf(run->name, sizeof(run->name), "%s", st->s->name);
-	snprintf(run->comm, sizeof(run->comm), "%s", st->s->comm);
-	snprintf(run->msg, sizeof(run->msg), "%s", msg ? msg : "");
+	/* Whole arrays of one size, NUL-terminated: no formatting on every call. */
+	_Static_assert(sizeof(run->name) == sizeof(st->s->name), "a state's name is a run's");
+	_Static_assert(sizeof(run->comm) == sizeof(st->s->comm), "a state's comm is a run's");
+	memcpy(run->name, st->s->name, sizeof(run->name));
+	memcpy(run->comm, st->s->comm, sizeof(run->comm));
+	if (msg && msg[0])
+		snprintf(run->msg, sizeof(run->msg), "%s", msg);
 	run->cpu = st->cpu;
 	run->pid = st->s->pid;
 	run->err = err;
@@ -638,6 +642,21 @@ void cpuhpd_states_hotplug_end(struct cpuhpd *d)
 	cpuhpd_states_reconcile(d);
 }
 
+/* Every live state was started on exactly the CPUs online now. */
+static bool in_sync(const struct cpuhpd *d)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->states.list)
+	{
+		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		if (s->live && !cpuhp_cpuset_equal(&s->cpus, &d->view.online))
+			return false;
+	}
+	return true;
+}
+
 void cpuhpd_states_reconcile(struct cpuhpd *d)
 {
 	struct cpuhpd_states *S = &d->states;
@@ -647,6 +666,13 @@ void cpuhpd_states_reconcile(struct cpuhpd *d)
 		return;
 	/* During a hotplug: cpuhpd_states_hotplug_end() comes and reconciles. */
 	if (S->hotplug_active || S->reconcile_queued)
+		return;
+	/*
+	 * Nothing to call when every state agrees with the view, as after each
+	 * hotplug: known only while no work is queued, since a work ahead
+	 * (a registration) may leave a state behind a view that changed.
+	 */
+	if (!head_work(d) && in_sync(d))
 		return;
 	w = cpuhpd_states_work_new(W_RECONCILE);
 	if (!w) {
