@@ -37,13 +37,20 @@
 #include "base/list.h"
 #include "base/statetext.h"
 
-/* States one connection may register, and the daemon in all. */
+/*
+ * States one connection may register, and the daemon in all; the last
+ * CPUHPD_STATES_RESERVED of those are for root and the admin group only,
+ * so that no other uid (or all of them together) can fill the table.
+ */
 #define CPUHPD_STATES_MAX_PER_CONN 64
 #define CPUHPD_STATES_MAX          1024
+#define CPUHPD_STATES_RESERVED     128
 /* The deadline of a call when RegisterState says 0, and the largest one allowed. */
 #define CPUHPD_STATES_DEFAULT_DEADLINE_MS 5000
 #define CPUHPD_STATES_MAX_DEADLINE_MS     600000
-#define CPUHPD_STATE_NAME_MAX             64 /* with the NUL */
+/* --max-state-deadline-ms: the longest a uid neither root nor admin may ask, by default. */
+#define CPUHPD_STATES_USER_DEADLINE_MS 5000
+#define CPUHPD_STATE_NAME_MAX       64 /* with the NUL */
 
 struct cpuhpd;
 struct cpuhpd_conn;
@@ -96,7 +103,6 @@ void cpuhpd_states_conn_gone(struct cpuhpd_conn *c);
 
 /* Daemon stop: answer ECANCELED to registrations and removals still waiting for the gate. */
 void cpuhpd_states_cancel(struct cpuhpd *d);
-
 /*
  * The states registered on live connections of @uid (admit.c names them
  * when that uid meets --max-connections-per-uid).  Linear in the states.
