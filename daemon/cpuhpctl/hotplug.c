@@ -29,7 +29,9 @@ static void usage(FILE *f, const char *cmd)
 	        "\n"
 	        "  -t, --timeout MS  wait at most MS ms for leases to be released, then\n"
 	        "                    give up with nothing changed (default %u; 0:\n"
-	        "                    fail at once, exit 75, if any lease is held)\n"
+	        "                    fail at once, exit 75, if any lease is held); a\n"
+	        "                    hotplug state's call still unanswered then is cut\n"
+	        "                    and that CPU rolled back (ETIMEDOUT)\n"
 
 	        "  -j, --json        one JSON object: the result of each CPU, or the\n"
 	        "                    error (schema in cpuhpctl(8))\n",

@@ -272,33 +272,74 @@ static bool step_needed(const struct cpuhpd *d, const struct state_step *st)
 
 static void timer_cb(uv_timer_t *t);
 
-static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step *st)
+/* When @w's calls are cut (uv_now() ms): its hotplug's timeout, or a stop's grace; 0: never. */
+static uint64_t cut_at(const struct cpuhpd *d, const struct state_work *w)
 {
-	struct cpuhpd_states *S = &d->states;
+	uint64_t at = w->kind == W_HOTPLUG ? w->job->calls_deadline : 0;
+	uint64_t stop = d->states.stop_deadline;
+
+	return stop && (!at || stop < at) ? stop : at;
+}
+
+static bool cut_passed(const struct cpuhpd *d, const struct state_work *w)
+{
+	uint64_t at = cut_at(d, w);
+
+	return at && uv_now(d->loop) >= at;
+}
+
+/* Why @w's calls are cut, in @buf.  Return: the positive errno a cut call counts as. */
+static int cut_reason(const struct cpuhpd *d, const struct state_work *w, char *buf, size_t len)
+{
+	uint64_t stop = d->states.stop_deadline;
+
+	if (stop && uv_now(d->loop) >= stop) {
+		snprintf(buf, len, "cut: cpuhpd is stopping (it waits %u ms for state calls)",
+		         CPUHPD_STATES_STOP_GRACE_MS);
+		return ECANCELED;
+	}
+	snprintf(buf, len, "cut at the hotplug's timeout of %" PRIu32 " ms",
+	         w->kind == W_HOTPLUG ? w->job->calls_timeout_ms : 0);
+	return ETIMEDOUT;
+}
+
+/* Send @st's StateCall with @call_id. */
+static void send_call(const struct state_step *st, uint64_t call_id)
+{
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__StateCall call = CPUHP__STATE_CALL__INIT;
 	struct cpuhpd_state *s = st->s;
 
-	S->in_flight = true;
-	S->call_id = ++S->next_call_id;
-	S->call_t0_ns = now_ns();
 	call.state_id = s->id;
 	call.cpu = st->cpu;
 	call.phase =
 	    st->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
 	call.external = st->external;
 	call.rollback = st->rollback;
-	call.call_id = S->call_id;
+	call.call_id = call_id;
 	r.id = s->reg_req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
 	r.state_call = &call;
 	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64, s->name, s->conn_id,
 	             st->external ? "external " : "", st->rollback ? "rollback " : "",
-	             phase_name(st->teardown), st->cpu, S->call_id);
-	(void)w;
-	/* Armed first: a failed send closes the owner, which completes the call at once. */
-	uv_timer_start(&S->timer, timer_cb, s->deadline_ms, 0);
+	             phase_name(st->teardown), st->cpu, call_id);
 	cpuhpd_conn_send(s->conn, &r);
+}
+
+static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step *st)
+{
+	struct cpuhpd_states *S = &d->states;
+	uint64_t at = cut_at(d, w), now = uv_now(d->loop), wait = st->s->deadline_ms;
+
+	S->in_flight = true;
+	S->call_id = ++S->next_call_id;
+	S->call_t0_ns = now_ns();
+	/* The state's deadline, or the cut if that comes first. */
+	if (at && at - now < wait)
+		wait = at - now;
+	/* Armed first: a failed send closes the owner, which completes the call at once. */
+	uv_timer_start(&S->timer, timer_cb, wait, 0);
+	send_call(st, S->call_id);
 }
 
 /*
@@ -359,6 +400,18 @@ static void record(struct cpuhpd *d, struct state_work *w, const struct state_st
 	run->gone = gone;
 }
 
+/* @st's call did what it asks: the state's CPUs follow. */
+static void step_done(const struct state_step *st)
+{
+	if (st->teardown)
+		cpuhp_cpuset_del(&st->s->cpus, st->cpu);
+	else
+		cpuhp_cpuset_add(&st->s->cpus, st->cpu);
+	/* What a restart would call teardown for next. */
+	if (st->s->live && cpuhpd_state_alive(st->s))
+		cpuhpd_fdstore_conn_changed(st->s->conn);
+}
+
 /* The call in flight ended: @err 0 is success (or its owner is gone, @gone). */
 static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out, bool gone)
 {
@@ -373,13 +426,7 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 	st->timed_out = timed_out;
 	if (!err) {
 		st->done_ok = !gone;
-		if (st->teardown)
-			cpuhp_cpuset_del(&st->s->cpus, st->cpu);
-		else
-			cpuhp_cpuset_add(&st->s->cpus, st->cpu);
-		/* What a restart would call teardown for next. */
-		if (st->s->live && cpuhpd_state_alive(st->s))
-			cpuhpd_fdstore_conn_changed(st->s->conn);
+		step_done(st);
 	} else if (!st->rollback && !w->rolled_back) {
 		if (!w->err) {
 			w->err = err;
@@ -402,9 +449,56 @@ static void timer_cb(uv_timer_t *t)
 
 	if (!d->states.in_flight || !w)
 		return;
+	if (cut_passed(d, w)) {
+		/* Counted as a missed deadline: it may finish late, so it is rolled back too. */
+		int err = cut_reason(d, w, msg, sizeof(msg));
+
+		w->expired = true;
+		complete(d, err, msg, true, false);
+		return;
+	}
 	snprintf(msg, sizeof(msg), "no answer within its deadline of %" PRIu32 " ms",
 	         w->steps[w->pos - 1].s->deadline_ms);
 	complete(d, ETIMEDOUT, msg, true, false);
+}
+
+/*
+ * @w was cut before its step @idx was called: the work fails there, as if
+ * that call had failed (it is not called, nor undone), and what it did is
+ * rolled back.
+ */
+static void fail_uncalled(struct cpuhpd *d, struct state_work *w, unsigned idx)
+{
+	const struct state_step *st = &w->steps[idx];
+	char msg[100];
+	int err = cut_reason(d, w, msg, sizeof(msg));
+
+	d->states.call_t0_ns = now_ns();
+	record(d, w, st, err, msg, false, false);
+	if (!w->err) {
+		w->err = err;
+		snprintf(w->failed_state, sizeof(w->failed_state), "%s", st->s->name);
+		snprintf(w->why, sizeof(w->why), "%s of state '%s' (pid %d, %s) was not called: %s",
+		         phase_name(st->teardown), st->s->name, (int)st->s->pid, st->s->comm, msg);
+	}
+	rollback(w, idx);
+}
+
+/* A call of a cut work: sent in order, not awaited, taken as done (its answer is ignored). */
+static void send_unawaited(struct cpuhpd *d, struct state_work *w, struct state_step *st)
+{
+	struct cpuhpd_states *S = &d->states;
+	char why[100], msg[120];
+
+	cut_reason(d, w, why, sizeof(why));
+	snprintf(msg, sizeof(msg), "sent, not awaited (%s)", why);
+	cpuhpd_info("state '%s' (pid %d, %s): %s%s of CPU %u %s", st->s->name, (int)st->s->pid,
+	            st->s->comm, st->rollback ? "rollback " : "", phase_name(st->teardown), st->cpu,
+	            msg);
+	send_call(st, ++S->next_call_id);
+	S->call_t0_ns = now_ns();
+	record(d, w, st, 0, msg, false, false);
+	step_done(st);
 }
 
 static void finish_hotplug(struct cpuhpd *d, struct state_work *w)
@@ -474,6 +568,7 @@ static void kick(struct cpuhpd *d)
 		S->kick_again = false;
 		while (!S->in_flight) {
 			struct state_work *w = head_work(d);
+			struct state_step *st;
 
 			if (!w)
 				break;
@@ -488,8 +583,18 @@ static void kick(struct cpuhpd *d)
 			}
 			/* pos moves first: a send that fails completes the call at once. */
 			w->pos++;
-			if (step_needed(d, &w->steps[w->pos - 1]))
-				start_call(d, w, &w->steps[w->pos - 1]);
+			st = &w->steps[w->pos - 1];
+			if (!step_needed(d, st))
+				continue;
+			if (w->expired || cut_passed(d, w)) {
+				w->expired = true;
+				if (w->may_rollback && !w->rolled_back)
+					fail_uncalled(d, w, w->pos - 1);
+				else
+					send_unawaited(d, w, st);
+				continue;
+			}
+			start_call(d, w, st);
 		}
 	} while (S->kick_again);
 	S->kicking = false;
@@ -601,6 +706,17 @@ void cpuhpd_states_cancel(struct cpuhpd *d)
 		cpuhpd_states_work_free(w);
 		cpuhpd_conn_send_error(c, req_id, ECANCELED, "cpuhpd is shutting down");
 	}
+}
+
+void cpuhpd_states_stop(struct cpuhpd *d)
+{
+	struct cpuhpd_states *S = &d->states;
+
+	if (S->stop_deadline)
+		return;
+	S->stop_deadline = uv_now(d->loop) + CPUHPD_STATES_STOP_GRACE_MS;
+	if (S->in_flight && uv_timer_get_due_in(&S->timer) > CPUHPD_STATES_STOP_GRACE_MS)
+		uv_timer_start(&S->timer, timer_cb, CPUHPD_STATES_STOP_GRACE_MS, 0);
 }
 
 bool cpuhpd_states_holding(const struct cpuhpd *d)

@@ -19,6 +19,14 @@
  * of a HOTPLUG or REGISTER work replaces the steps left by the rollback: the
  * steps already done, in reverse order and the other phase.
  *
+ * A work is also cut: a HOTPLUG work at its request's timeout, every work
+ * CPUHPD_STATES_STOP_GRACE_MS into a stop.  The call in flight then ends
+ * as a missed deadline (ETIMEDOUT; ECANCELED for a stop), so that state is
+ * rolled back too; a step not called yet fails the same way uncalled; and
+ * every call left (the rollback's) is sent in order without waiting for
+ * its answer, which comes late and is ignored.  So neither a hotplug nor a
+ * stop waits past that point for a client that does not answer.
+ *
  * Loop thread only, but for cpuhpd_states_hotplug_cpu()'s job, which the
  * worker hands over and waits on.
  */
@@ -50,6 +58,8 @@
 #define CPUHPD_STATES_MAX_DEADLINE_MS     600000
 /* --max-state-deadline-ms: the longest a uid neither root nor admin may ask, by default. */
 #define CPUHPD_STATES_USER_DEADLINE_MS 5000
+/* A stop lets the call in flight (and those after it) run this long, then cuts them. */
+#define CPUHPD_STATES_STOP_GRACE_MS 1000
 #define CPUHPD_STATE_NAME_MAX       64 /* with the NUL */
 
 struct cpuhpd;
@@ -86,6 +96,7 @@ struct cpuhpd_states {
 	bool in_flight;
 	uint64_t call_id;
 	uint64_t call_t0_ns;
+	uint64_t stop_deadline; /* uv_now() ms, once a stop began: every work is cut there */
 };
 
 int cpuhpd_states_init(struct cpuhpd *d);
@@ -103,6 +114,12 @@ void cpuhpd_states_conn_gone(struct cpuhpd_conn *c);
 
 /* Daemon stop: answer ECANCELED to registrations and removals still waiting for the gate. */
 void cpuhpd_states_cancel(struct cpuhpd *d);
+/*
+ * A stop (orderly or a restart's) began: the call in flight and those after
+ * it run for CPUHPD_STATES_STOP_GRACE_MS at most, then are cut (engine.c).
+ */
+void cpuhpd_states_stop(struct cpuhpd *d);
+
 /*
  * The states registered on live connections of @uid (admit.c names them
  * when that uid meets --max-connections-per-uid).  Linear in the states.

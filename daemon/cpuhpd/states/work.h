@@ -42,6 +42,11 @@ struct state_work {
 	struct state_step *steps;
 	unsigned nsteps, cap, pos;
 	int err; /* the first failed forward call's positive errno */
+	/*
+	 * Its hotplug's timeout or the stop's grace passed (engine.c, "cut"):
+	 * the calls left are sent in order, not awaited.
+	 */
+	bool expired;
 	char why[240];
 	char failed_state[CPUHPD_STATE_NAME_MAX];
 	struct cpuhpd_state_run *runs;

@@ -93,6 +93,12 @@ struct cpuhpd_job {
 	unsigned timeout_ms;                     /* for in-process readers of the hotplug lock */
 	atomic_bool cancel; /* set by the loop; checked once the lock is held */
 	bool with_states;   /* states are registered: ask for their calls per CPU */
+	/*
+	 * The request's timeout, which cuts its state calls (loop thread):
+	 * calls_deadline in uv_now() ms, 0 for none (a "try", timeout 0).
+	 */
+	uint64_t calls_deadline;
+	uint32_t calls_timeout_ms;
 	/* Loop thread: run the state calls ->sc asks for, then cpuhpd_worker_states_done(). */
 	void (*states)(struct cpuhpd *d, struct cpuhpd_job *job);
 	struct cpuhpd_states_ask sc;
