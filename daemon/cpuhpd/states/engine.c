@@ -303,27 +303,88 @@ static int cut_reason(const struct cpuhpd *d, const struct state_work *w, char *
 	return ETIMEDOUT;
 }
 
+/* @st's StateCall with @call_id (and @batch, 0: none) in @r and @call. */
+static void make_call(const struct state_step *st, uint64_t call_id, uint64_t batch,
+                      Cpuhp__Response *r, Cpuhp__StateCall *call)
+{
+	const struct cpuhpd_state *s = st->s;
+
+	cpuhp__response__init(r);
+	cpuhp__state_call__init(call);
+	call->state_id = s->id;
+	call->cpu = st->cpu;
+	call->phase =
+	    st->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
+	call->external = st->external;
+	call->rollback = st->rollback;
+	call->call_id = call_id;
+	call->batch = batch;
+	r->id = s->reg_req_id;
+	r->body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+	r->state_call = call;
+	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64 "%s", s->name,
+	             s->conn_id, st->external ? "external " : "", st->rollback ? "rollback " : "",
+	             phase_name(st->teardown), st->cpu, call_id, batch ? " (batched)" : "");
+}
+
 /* Send @st's StateCall with @call_id. */
 static void send_call(const struct state_step *st, uint64_t call_id)
 {
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__StateCall call = CPUHP__STATE_CALL__INIT;
-	struct cpuhpd_state *s = st->s;
+	Cpuhp__Response r;
+	Cpuhp__StateCall call;
 
-	call.state_id = s->id;
-	call.cpu = st->cpu;
-	call.phase =
-	    st->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
-	call.external = st->external;
-	call.rollback = st->rollback;
-	call.call_id = call_id;
-	r.id = s->reg_req_id;
-	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
-	r.state_call = &call;
-	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64, s->name, s->conn_id,
-	             st->external ? "external " : "", st->rollback ? "rollback " : "",
-	             phase_name(st->teardown), st->cpu, call_id);
-	cpuhpd_conn_send(s->conn, &r);
+	make_call(st, call_id, 0, &r, &call);
+	cpuhpd_conn_send(st->s->conn, &r);
+}
+
+/* Calls one batch carries at most (a state's connection carries 64 states). */
+#define BATCH_MAX CPUHPD_STATES_MAX_PER_CONN
+
+/*
+ * Whether step @j of @w may go in the batch of the call of @st: the next
+ * calls on the same connection, to a client that runs batches
+ * (Hello.state_batch), forward (a rollback goes on past a failure, a batch
+ * does not) and not external (whether those are needed is judged as each
+ * comes).
+ */
+static bool batchable(const struct cpuhpd *d, const struct state_step *st,
+                      const struct state_step *next)
+{
+	return !st->rollback && !st->external && st->s->conn->state_batch && !next->rollback &&
+	       !next->external && !next->sent_id && next->s->conn == st->s->conn &&
+	       step_needed(d, next);
+}
+
+/*
+ * Send the call of @w's step @i with @call_id, and, in the same write, the
+ * steps after it that batchable() lets go with it: each gets its call id
+ * now (->sent_id) and is awaited in its turn without being sent again
+ * (start_call()); the client runs them in order and answers each as it
+ * ends, so each call is timed from the answer before it.
+ */
+static void send_calls(struct cpuhpd *d, struct state_work *w, unsigned i, uint64_t call_id)
+{
+	struct cpuhpd_states *S = &d->states;
+	const struct state_step *st = &w->steps[i];
+	Cpuhp__Response r[BATCH_MAX];
+	Cpuhp__StateCall calls[BATCH_MAX];
+	const Cpuhp__Response *rp[BATCH_MAX];
+	unsigned n = 1;
+
+	while (n < BATCH_MAX && i + n < w->nsteps && batchable(d, st, &w->steps[i + n])) {
+		w->steps[i + n].sent_id = ++S->next_call_id;
+		n++;
+	}
+	if (n == 1) {
+		send_call(st, call_id);
+		return;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		make_call(&w->steps[i + k], k ? w->steps[i + k].sent_id : call_id, call_id, &r[k],
+		          &calls[k]);
+		rp[k] = &r[k];
+	}
+	cpuhpd_conn_send_many(st->s->conn, rp, n);
 }
 
 static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step *st)
@@ -332,38 +393,59 @@ static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step
 	uint64_t at = cut_at(d, w), now = uv_now(d->loop), wait = st->s->deadline_ms;
 
 	S->in_flight = true;
-	S->call_id = ++S->next_call_id;
+	/* Sent ahead in a batch: awaited from now, its client runs it after the one before. */
+	S->call_id = st->sent_id ? st->sent_id : ++S->next_call_id;
 	S->call_t0_ns = now_ns();
 	/* The state's deadline, or the cut if that comes first. */
 	if (at && at - now < wait)
 		wait = at - now;
 	/* Armed first: a failed send closes the owner, which completes the call at once. */
 	uv_timer_start(&S->timer, timer_cb, wait, 0);
-	send_call(st, S->call_id);
+	if (!st->sent_id)
+		send_calls(d, w, (unsigned)(st - w->steps), S->call_id);
 }
 
 /*
  * Replace the steps left by the undoing of those done: reverse order, the
  * other phase.  The failed step itself only if it missed its deadline (it
- * may have finished late); a failure means it changed nothing.
+ * may have finished late); a failure means it changed nothing.  The calls
+ * sent ahead in its batch (->sent_id) are undone too when it missed its
+ * deadline: if it ends late and well, its client runs them; after an answered
+ * failure the client skips them.
  */
 static void rollback(struct state_work *w, unsigned failed)
 {
-	unsigned keep = w->pos, i;
+	unsigned keep = w->pos, last = failed, n = 0, i;
+	struct state_step *undo;
 
-	for (i = w->pos; i < w->nsteps; i++)
+	if (w->steps[failed].timed_out)
+		while (last + 1 < w->nsteps && w->steps[last + 1].sent_id)
+			last++;
+	/* On ENOMEM the rollback is cut short; reconciling catches up later. */
+	undo = malloc((last + 1) * sizeof(*undo));
+	for (i = last + 1; undo && i-- > 0;) {
+		const struct state_step *st = &w->steps[i];
+
+		if (i < failed ? !st->done_ok : i == failed && !st->timed_out)
+			continue;
+		undo[n++] = (struct state_step){
+		    .s = cpuhpd_state_get(st->s),
+		    .cpu = st->cpu,
+		    .teardown = !st->teardown,
+		    .rollback = true,
+		};
+	}
+	for (i = keep; i < w->nsteps; i++)
 		cpuhpd_state_put(w->steps[i].s);
 	w->nsteps = keep;
 	w->rolled_back = true;
-	for (i = failed + 1; i-- > 0;) {
-		struct state_step st = w->steps[i];
-
-		if (i == failed ? !st.timed_out : !st.done_ok)
-			continue;
-		/* On ENOMEM the rollback is cut short; reconciling catches up later. */
-		if (add_step(w, st.s, st.cpu, !st.teardown, true, false))
+	for (i = 0; i < n; i++) {
+		if (add_step(w, undo[i].s, undo[i].cpu, undo[i].teardown, true, false))
 			break;
 	}
+	for (i = 0; i < n; i++)
+		cpuhpd_state_put(undo[i].s);
+	free(undo);
 }
 
 static void record(struct cpuhpd *d, struct state_work *w, const struct state_step *st, int err,
@@ -495,7 +577,8 @@ static void send_unawaited(struct cpuhpd *d, struct state_work *w, struct state_
 	cpuhpd_info("state '%s' (pid %d, %s): %s%s of CPU %u %s", st->s->name, (int)st->s->pid,
 	            st->s->comm, st->rollback ? "rollback " : "", phase_name(st->teardown), st->cpu,
 	            msg);
-	send_call(st, ++S->next_call_id);
+	if (!st->sent_id)
+		send_call(st, ++S->next_call_id);
 	S->call_t0_ns = now_ns();
 	record(d, w, st, 0, msg, false, false);
 	step_done(st);
@@ -588,10 +671,13 @@ static void kick(struct cpuhpd *d)
 				continue;
 			if (w->expired || cut_passed(d, w)) {
 				w->expired = true;
-				if (w->may_rollback && !w->rolled_back)
+				if (w->may_rollback && !w->rolled_back) {
+					/* One sent ahead in a batch may run: undone too. */
+					st->timed_out = st->sent_id != 0;
 					fail_uncalled(d, w, w->pos - 1);
-				else
+				} else {
 					send_unawaited(d, w, st);
+				}
 				continue;
 			}
 			start_call(d, w, st);

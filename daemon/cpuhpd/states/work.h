@@ -32,6 +32,7 @@ struct state_step {
 	bool teardown, rollback, external;
 	bool done_ok; /* its call succeeded: a rollback undoes it */
 	bool timed_out;
+	uint64_t sent_id; /* sent ahead in a batch (engine.c): its call's id; 0: not sent */
 };
 
 struct state_work {
