@@ -152,11 +152,15 @@ int cpuhp__client_parse_cpus(struct cpuhp_client *c, const char *what, const cha
 
 /*
  * Connect to @sa and say hello: cpuhp_client_connect() once the path is
- * known.  Without @await_hello the Hello is only sent: the connection's
- * first await (cpuhp__client_hello_finish()) reads its reply, so that a
- * request may follow it at once (call.c).
+ * known.  @how: CPUHP__OPEN_AWAIT reads the Hello's reply now; without it
+ * the Hello is only sent, and the connection's first await
+ * (cpuhp__client_hello_finish()) reads its reply, so that a request may
+ * follow it at once (call.c).  CPUHP__OPEN_STATES: a connection for hotplug
+ * states, whose Hello says the client runs batches of calls (state.c).
  */
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out);
+#define CPUHP__OPEN_AWAIT  (1u << 0)
+#define CPUHP__OPEN_STATES (1u << 1)
+int cpuhp__client_open(const struct sockaddr_un *sa, unsigned how, struct cpuhp_client **out);
 
 /*
  * Read the reply to the Hello sent (if it is not read yet) and check the

@@ -292,7 +292,7 @@ int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req)
 	return ret < 0 ? send_failed(c, ret) : 0;
 }
 
-static int hello_send(struct cpuhp_client *c)
+static int hello_send(struct cpuhp_client *c, bool states)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__Hello hello = CPUHP__HELLO__INIT;
@@ -300,6 +300,8 @@ static int hello_send(struct cpuhp_client *c)
 
 	hello.version = CPUHP__PROTO_VERSION;
 	hello.client_name = program_invocation_short_name;
+	/* A state's connection runs its calls as batches ask (state.c). */
+	hello.state_batch = states;
 	req.body_case = CPUHP__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	ret = cpuhp__client_send_request(c, &req);
@@ -377,7 +379,7 @@ static int check_daemon_uid(int fd)
 	return -EPERM;
 }
 
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out)
+int cpuhp__client_open(const struct sockaddr_un *sa, unsigned how, struct cpuhp_client **out)
 {
 	struct cpuhp_client *c;
 	int ret;
@@ -425,8 +427,8 @@ int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cp
 		ret = check_daemon_uid(c->fd);
 	if (ret < 0)
 		goto err_close;
-	ret = hello_send(c);
-	if (ret == 0 && await_hello)
+	ret = hello_send(c, how & CPUHP__OPEN_STATES);
+	if (ret == 0 && (how & CPUHP__OPEN_AWAIT))
 		ret = cpuhp__client_hello_finish(c, -1);
 	if (ret < 0)
 		goto err_close;
@@ -467,7 +469,7 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	return cpuhp__client_open(&sa, true, out);
+	return cpuhp__client_open(&sa, CPUHP__OPEN_AWAIT, out);
 }
 
 void cpuhp_client_close(struct cpuhp_client *c)

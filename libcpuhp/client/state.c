@@ -47,8 +47,9 @@ struct cpuhp_client_state {
 	bool registering;
 	struct cpuhp_cpuset started;
 	pthread_t thread;
-	int stop_pipe[2]; /* the thread leaves when [0] is readable */
-	int err;          /* the thread's connection error, once it left for one */
+	int stop_pipe[2];    /* the thread leaves when [0] is readable */
+	int err;             /* the thread's connection error, once it left for one */
+	uint64_t skip_batch; /* a call of this batch failed: the rest are not run */
 };
 
 /* Run @call's callback on this thread.  Return: its result. */
@@ -69,7 +70,11 @@ static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_state_
 	return ret;
 }
 
-/* Run one StateCall and answer it.  Return: 0 or a connection -errno. */
+/*
+ * Run one StateCall and answer it.  A call of a batch (proto/FRAMING.md,
+ * "Batches") whose earlier call failed is not run: answered skipped.
+ * Return: 0 or a connection -errno.
+ */
 static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
@@ -80,8 +85,16 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	    .external = sc->external,
 	    .rollback = sc->rollback,
 	};
-	int ret = run_callback(s, &call);
+	bool skip = sc->batch && sc->batch == s->skip_batch;
+	int ret = skip ? -ECANCELED : run_callback(s, &call);
 
+	if (ret < 0 && sc->batch)
+		s->skip_batch = sc->batch;
+	ans.skipped = skip;
+	if (skip)
+		snprintf(call.message, sizeof(call.message),
+		         "not run: an earlier call of its batch "
+		         "failed");
 	ans.call_id = sc->call_id;
 	ans.ok = ret >= 0;
 	ans.code = ret < 0 ? cpuhp__errmap_to_wire(ret) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
@@ -259,7 +272,7 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	s->teardown = teardown;
 	s->arg = arg;
 	s->threaded = flags & CPUHP_CLIENT_STATE_THREAD;
-	ret = cpuhp__client_open(&c->sa, true, &s->conn);
+	ret = cpuhp__client_open(&c->sa, CPUHP__OPEN_AWAIT | CPUHP__OPEN_STATES, &s->conn);
 	if (ret < 0) {
 		free(s);
 		/* The per-uid cap is what a process with many states meets: name it. */

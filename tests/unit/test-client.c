@@ -1551,8 +1551,11 @@ static void srv_state_call(int fd, uint64_t reg_id, unsigned cpu, bool teardown,
 	srv_send(fd, &r);
 }
 
-/* Read the StateAnswer to @call_id; a bound (never reached when the client answers) ends a hang. */
-static bool srv_state_answer(int fd, uint64_t call_id)
+/*
+ * Read the StateAnswer to @call_id (@skipped: whether it says so); a bound
+ * (never reached when the client answers) ends a hang.
+ */
+static bool srv_state_answer_skipped(int fd, uint64_t call_id, bool *skipped)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	Cpuhp__Request *req;
@@ -1563,7 +1566,17 @@ static bool srv_state_answer(int fd, uint64_t call_id)
 	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_STATE_ANSWER);
 	CHECK_EQ_INT(req->state_answer->call_id, call_id);
 	ok = req->state_answer->ok;
+	*skipped = req->state_answer->skipped;
 	cpuhp__request__free_unpacked(req, NULL);
+	return ok;
+}
+
+static bool srv_state_answer(int fd, uint64_t call_id)
+{
+	bool skipped;
+	bool ok = srv_state_answer_skipped(fd, call_id, &skipped);
+
+	CHECK(!skipped);
 	return ok;
 }
 
@@ -1755,6 +1768,97 @@ static void client_registration_refused_after_the_daemons_rollback_undoes_nothin
 	state_fail_cpu = -1;
 }
 
+/* A batch of three startups (CPUs 1-3) in one write; the client fails CPU 2's. */
+static void script_batch(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT, calls[3];
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+	Cpuhp__StateCall sc[3];
+	Cpuhp__Request *req;
+	uint8_t buf[512];
+	size_t len = 0;
+	bool skipped;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_HELLO);
+	CHECK(req->hello->state_batch); /* a state's connection runs batches */
+	srv_send_hello(w, req->id, CPUHP__PROTO_VERSION);
+	cpuhp__request__free_unpacked(req, NULL);
+	r.id = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	srv_send(w, &r);
+	for (unsigned i = 0; i < 3; i++) {
+		uint8_t *f;
+		size_t l;
+
+		cpuhp__response__init(&calls[i]);
+		cpuhp__state_call__init(&sc[i]);
+		sc[i].state_id = 7;
+		sc[i].cpu = i + 1;
+		sc[i].phase = CPUHP__STATE_PHASE__PHASE_STARTUP;
+		sc[i].call_id = 5 + i;
+		sc[i].batch = 5;
+		calls[i].id = r.id;
+		calls[i].body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+		calls[i].state_call = &sc[i];
+		CHECK_EQ_INT(cpuhp__frame_pack_response(&calls[i], &f, &l), 0);
+		CHECK(len + l <= sizeof(buf));
+		memcpy(buf + len, f, l);
+		len += l;
+		free(f);
+	}
+	write_exact(w, buf, len);
+	CHECK(srv_state_answer_skipped(w, 5, &skipped) && !skipped);
+	CHECK(!srv_state_answer_skipped(w, 6, &skipped) && !skipped);
+	CHECK(!srv_state_answer_skipped(w, 7, &skipped) && skipped);
+	srv_arrived();
+	srv_state_removed(w);
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+/* A batch: run in order, each answered; after a failure the rest is answered skipped, not run. */
+static void client_state_runs_a_batch_in_order_and_skips_the_rest_after_a_failure(void)
+{
+	for (unsigned threaded = 0; threaded < 2; threaded++) {
+		struct cpuhp_client_state *s;
+		struct cpuhp_client *c;
+		struct fake f;
+
+		CHECK_EQ_INT(pipe(arrived_pipe), 0);
+		state_log[0] = '\0';
+		state_fail_cpu = 2;
+		fake_start(&f, script_batch);
+		c = connect_ok(&f);
+		CHECK_EQ_INT(
+		    cpuhp_client_state_register(c, "batch", 0, 0,
+		                                CPUHP_CLIENT_STATE_NOCALLS |
+		                                    (threaded ? CPUHP_CLIENT_STATE_THREAD : 0),
+		                                log_call, log_call, NULL, &s),
+		    0);
+		while (!threaded && strlen(state_log) < 5) { /* "s1 s2": both ran */
+			struct pollfd p = {.fd = cpuhp_client_state_fd(s), .events = POLLIN};
+
+			CHECK_EQ_INT(poll(&p, 1, 10000), 1);
+			CHECK(cpuhp_client_state_dispatch(s) >= 0);
+		}
+		test_wait_arrived(); /* the fake has the three answers */
+		CHECK_EQ_INT(cpuhp_client_state_remove(s, true), 0);
+		CHECK_EQ_STR(state_log, "s1 s2");
+		cpuhp_client_close(c);
+		fake_finish(&f);
+		close(arrived_pipe[0]);
+		close(arrived_pipe[1]);
+		state_fail_cpu = -1;
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -1785,5 +1889,6 @@ int main(void)
 	RUN_TEST(client_state_runs_a_call_read_with_the_registration_reply);
 	RUN_TEST(client_close_during_a_registration_tears_its_startups_down);
 	RUN_TEST(client_registration_refused_after_the_daemons_rollback_undoes_nothing_more);
+	RUN_TEST(client_state_runs_a_batch_in_order_and_skips_the_rest_after_a_failure);
 	return 0;
 }
