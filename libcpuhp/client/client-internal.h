@@ -101,6 +101,9 @@ struct cpuhp_client {
 
 	struct sockaddr_un sa; /* the daemon's address, for those connections */
 
+	/* CPUHP_CLIENT_STATE_SHARED: the connection and thread its states share (hub.c). */
+	struct cpuhp__hub *hub; /* under fb_lock */
+
 	/*
 	 * cpuhp_client_close() while other threads wait in calls on the handle
 	 * (life.c): the calls that may block count themselves in ->users, and
@@ -417,5 +420,61 @@ void cpuhp__client_events_free(struct cpuhp_client *c);
  */
 extern _Thread_local bool cpuhp__client_in_state_cb;
 int cpuhp__client_deadlk(struct cpuhp_client *c);
+
+/* --- state.c and hub.c: hotplug states ---------------------------------------------- */
+
+struct cpuhp__hub;
+
+struct cpuhp_client_state {
+	struct cpuhp_client *conn; /* its own connection; NULL on a hub */
+	uint64_t id;
+	uint64_t reg_id; /* the RegisterState request: its StateCalls carry this id */
+	cpuhp_client_state_fn startup, teardown;
+	void *arg;
+	bool threaded;
+	/*
+	 * While registering: the CPUs whose startup ran and succeeded here and
+	 * were not torn down since.  A registration that fails on its
+	 * connection (closed under it, the daemon gone) tears them down here:
+	 * the daemon forgets the state with the connection and calls nothing.
+	 */
+	bool registering;
+	struct cpuhp_cpuset started;
+	pthread_t thread;
+	int stop_pipe[2];    /* the thread leaves when [0] is readable */
+	int err;             /* the thread's connection error, once it left for one */
+	uint64_t skip_batch; /* a call of this batch failed: the rest are not run */
+	/* CPUHP_CLIENT_STATE_SHARED: the hub it is on (hub.c), and its next there. */
+	struct cpuhp__hub *hub;
+	struct cpuhp_client_state *hub_next;
+};
+
+/*
+ * cpuhp__state_call() - run @sc, a call of @s, on this thread and answer it
+ * on @conn.  A call of a batch (proto/FRAMING.md, "Batches") whose earlier
+ * call failed (*@skip_batch, @conn's) is not run: answered skipped.
+ * Return: 0 or a connection -errno.
+ */
+int cpuhp__state_call(struct cpuhp_client_state *s, struct cpuhp_client *conn,
+                      const Cpuhp__StateCall *sc, uint64_t *skip_batch);
+
+/*
+ * hub.c: CPUHP_CLIENT_STATE_SHARED.  cpuhp__hub_register() registers @s
+ * (its callbacks and @rs set) on @c's hub, made with its connection and
+ * thread by the first, and waits for the answer: the calls run on the
+ * hub's thread.  close(@c) ends the wait (-ECANCELED): the hub then removes
+ * the state, with its teardowns, if it registers.  Return: 0 with s->id
+ * set; -EDEADLK on the hub's own thread; the daemon's error; a connection
+ * -errno (@c's message set); on failure @s is freed (or, abandoned, the hub's).
+ */
+int cpuhp__hub_register(struct cpuhp_client *c, struct cpuhp_client_state *s,
+                        const Cpuhp__RegisterState *rs);
+/* Remove @s from its hub (its teardowns run on the hub's thread) and free it.  Return: as remove.
+ */
+int cpuhp__hub_remove(struct cpuhp_client_state *s, bool nocalls);
+/* close(@c): wake its registrations waiting on its hub (not under life_lock). */
+void cpuhp__hub_cancel(struct cpuhp_client *c);
+/* close(@c), once no call is left: the handle lets go of its hub. */
+void cpuhp__hub_release(struct cpuhp_client *c);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

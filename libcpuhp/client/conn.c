@@ -489,6 +489,9 @@ void cpuhp_client_close(struct cpuhp_client *c)
 	if (!forked)
 		cpuhp__client_close_waiters(c);
 	cpuhp__client_fork_untrack(c);
+	/* Its shared states live on: the hub ends with the last of them (in a child: left). */
+	if (!forked)
+		cpuhp__hub_release(c);
 	/* Fast leases still held end here, with the connection, as socket leases do. */
 	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed), forked);
 	cpuhp__held_close_all(c);

@@ -31,27 +31,6 @@ int cpuhp__client_deadlk(struct cpuhp_client *c)
 	                          "callbacks");
 }
 
-struct cpuhp_client_state {
-	struct cpuhp_client *conn;
-	uint64_t id;
-	uint64_t reg_id; /* the RegisterState request: its StateCalls carry this id */
-	cpuhp_client_state_fn startup, teardown;
-	void *arg;
-	bool threaded;
-	/*
-	 * While registering: the CPUs whose startup ran and succeeded here and
-	 * were not torn down since.  A registration that fails on its
-	 * connection (closed under it, the daemon gone) tears them down here:
-	 * the daemon forgets the state with the connection and calls nothing.
-	 */
-	bool registering;
-	struct cpuhp_cpuset started;
-	pthread_t thread;
-	int stop_pipe[2];    /* the thread leaves when [0] is readable */
-	int err;             /* the thread's connection error, once it left for one */
-	uint64_t skip_batch; /* a call of this batch failed: the rest are not run */
-};
-
 /* Run @call's callback on this thread.  Return: its result. */
 static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_state_call *call)
 {
@@ -70,12 +49,8 @@ static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_state_
 	return ret;
 }
 
-/*
- * Run one StateCall and answer it.  A call of a batch (proto/FRAMING.md,
- * "Batches") whose earlier call failed is not run: answered skipped.
- * Return: 0 or a connection -errno.
- */
-static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
+int cpuhp__state_call(struct cpuhp_client_state *s, struct cpuhp_client *conn,
+                      const Cpuhp__StateCall *sc, uint64_t *skip_batch)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
@@ -85,11 +60,11 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	    .external = sc->external,
 	    .rollback = sc->rollback,
 	};
-	bool skip = sc->batch && sc->batch == s->skip_batch;
+	bool skip = sc->batch && sc->batch == *skip_batch;
 	int ret = skip ? -ECANCELED : run_callback(s, &call);
 
 	if (ret < 0 && sc->batch)
-		s->skip_batch = sc->batch;
+		*skip_batch = sc->batch;
 	ans.skipped = skip;
 	if (skip)
 		snprintf(call.message, sizeof(call.message),
@@ -104,7 +79,13 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	ans.message = call.message;
 	req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 	req.state_answer = &ans;
-	return cpuhp__client_send_request(s->conn, &req);
+	return cpuhp__client_send_request(conn, &req);
+}
+
+/* A call of @s on its own connection. */
+static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
+{
+	return cpuhp__state_call(s, s->conn, sc, &s->skip_batch);
 }
 
 /* A registration that failed on its connection: tear down what started here, last CPU first. */
@@ -262,7 +243,8 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	if (!name_ok(name))
 		return cpuhp__client_note(
 		    c, -EINVAL, "a state name is 1 to 63 printable characters, no spaces");
-	if (flags & ~(CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD))
+	if (flags &
+	    ~(CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD | CPUHP_CLIENT_STATE_SHARED))
 		return cpuhp__client_note(c, -EINVAL, "unknown flags for a state");
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -271,7 +253,18 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	s->startup = startup;
 	s->teardown = teardown;
 	s->arg = arg;
-	s->threaded = flags & CPUHP_CLIENT_STATE_THREAD;
+	s->threaded = flags & (CPUHP_CLIENT_STATE_THREAD | CPUHP_CLIENT_STATE_SHARED);
+	rs.name = (char *)name;
+	rs.priority = priority;
+	rs.deadline_ms = deadline_ms;
+	rs.nocalls = flags & CPUHP_CLIENT_STATE_NOCALLS;
+	if (flags & CPUHP_CLIENT_STATE_SHARED) {
+		/* It frees @s on failure (or the hub does, when close abandoned it). */
+		ret = cpuhp__hub_register(c, s, &rs);
+		if (ret == 0)
+			*out = s;
+		return ret;
+	}
 	ret = cpuhp__client_open(&c->sa, CPUHP__OPEN_AWAIT | CPUHP__OPEN_STATES, &s->conn);
 	if (ret < 0) {
 		free(s);
@@ -285,10 +278,6 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	}
 	/* Registration waits on it (and runs the startups): close of @c wakes it. */
 	cpuhp__client_wait_on(c, s->conn);
-	rs.name = (char *)name;
-	rs.priority = priority;
-	rs.deadline_ms = deadline_ms;
-	rs.nocalls = flags & CPUHP_CLIENT_STATE_NOCALLS;
 	req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
 	req.register_state = &rs;
 	s->registering = true;
@@ -368,6 +357,8 @@ int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
 
 	if (!s)
 		return 0;
+	if (s->hub)
+		return cpuhp__hub_remove(s, nocalls);
 	if (s->threaded) {
 		char b = 0;
 

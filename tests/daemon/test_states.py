@@ -715,3 +715,111 @@ def test_a_registration_of_a_batch_client_sends_every_startup_at_once(daemon4, s
     r = probe.recv('s')
     assert r['id'] == rid and r['kind'] == 'state_registered', r
     assert [run['cpu'] for run in r['runs']] == [0, 1, 2, 3], r
+
+
+# --- shared states: one connection and thread for a process's states -------------------------
+
+class Shared:
+    """tests/daemon/shared-states: states NAME:PRIORITY[:fCPU] of one process, shared."""
+
+    def __init__(self, daemon, *specs):
+        self.proc = subprocess.Popen([str(fixture.BUILD / 'tests' / 'daemon' / 'shared-states'),
+                                      daemon.socket, *specs], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def lines_until(self, last):
+        out = []
+        while True:
+            line = self.proc.stdout.readline().strip()
+            assert line, f'shared-states ended (exit {self.proc.wait()}): {out}'
+            out.append(line)
+            if line.startswith(last):
+                return out
+
+    def command(self, line):
+        self.proc.stdin.write(line + '\n')
+        self.proc.stdin.flush()
+
+    def finish(self):
+        self.command('remove')
+        out = self.proc.communicate(timeout=fixture.GUARD_S)[0].split('\n')
+        assert self.proc.returncode == 0, out
+        return [x for x in out if x]
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_shared_states_take_one_connection_and_a_cpus_calls_come_in_one_batch(daemon4, sim4,
+                                                                               probe):
+    probe.connect('h')
+    before = probe.status('h')['connections']
+    sh = Shared(daemon4, 'a:1', 'b:2', 'c:3')
+    try:
+        out = sh.lines_until('ready')
+        # Each registration's startups, on every online CPU, on the shared thread.
+        assert out == [f'{n} startup {cpu} thread=1' for n in 'a' for cpu in range(4)] + \
+            ['registered a 1'] + \
+            [f'{n} startup {cpu} thread=1' for n in 'b' for cpu in range(4)] + \
+            ['registered b 2'] + \
+            [f'{n} startup {cpu} thread=1' for n in 'c' for cpu in range(4)] + \
+            ['registered c 3', 'ready'], out
+        # The handle's connection and the one the three states share.
+        assert probe.status('h')['connections'] == before + 2
+        r = probe.call('h', 'offline', 2, 5000)
+        assert r['results'][0]['ok'] and sim4.read_online(2) == '0', r
+        assert sh.lines_until('a teardown 2') == \
+            ['c teardown 2 thread=1', 'b teardown 2 thread=1', 'a teardown 2 thread=1']
+        assert 'call ' in daemon4.log() and '(batched)' in daemon4.log()
+        r = probe.call('h', 'online', 2, 5000)
+        assert r['results'][0]['ok'] and sim4.read_online(2) == '1', r
+        assert sh.lines_until('c startup 2') == \
+            ['a startup 2 thread=1', 'b startup 2 thread=1', 'c startup 2 thread=1']
+        out = sh.finish()
+        assert [x for x in out if x.startswith('removed')] == \
+            ['removed c 0', 'removed b 0', 'removed a 0'], out
+        assert states(probe, 'h') == []
+    finally:
+        sh.kill()
+
+
+def test_a_failing_shared_state_skips_the_rest_of_the_batch_and_rolls_back(daemon4, sim4,
+                                                                            probe):
+    probe.connect('h')
+    sh = Shared(daemon4, 'a:1', 'b:2:f2', 'c:3')
+    try:
+        sh.lines_until('ready')
+        r = probe.call('h', 'offline', 2, 5000)
+        res = r['results'][0]
+        assert not res['ok'] and res['code'] == 'ERR_EBUSY' and "state 'b'" in res['message'], r
+        assert sim4.read_online(2) == '1'
+        # a is never called: its teardown was skipped; c, torn down, starts again.
+        assert sh.lines_until('c startup 2') == \
+            ['c teardown 2 thread=1', 'b teardown 2 failed thread=1',
+             'c startup 2 rollback thread=1']
+        assert [(x['name'], x['phase'], x['rollback']) for x in res['states']] == \
+            [('c', 'teardown', False), ('b', 'teardown', False), ('c', 'startup', True)], r
+        sh.finish()
+    finally:
+        sh.kill()
+
+
+def test_shared_states_outlive_their_handle(daemon4, sim4, probe):
+    probe.connect('h')
+    sh = Shared(daemon4, 'a:1', 'b:2')
+    try:
+        sh.lines_until('ready')
+        sh.command('close')
+        assert sh.lines_until('closed') == ['closed']
+        r = probe.call('h', 'offline', 3, 5000)
+        assert r['results'][0]['ok'], r
+        assert sh.lines_until('a teardown 3') == ['b teardown 3 thread=1', 'a teardown 3 thread=1']
+        # Their removal's teardowns, last CPU first, on the shared thread still.
+        assert sh.finish() == [f'b teardown {cpu} thread=1' for cpu in (2, 1, 0)] + \
+            ['removed b 0'] + [f'a teardown {cpu} thread=1' for cpu in (2, 1, 0)] + \
+            ['removed a 0']
+        assert states(probe, 'h') == []
+    finally:
+        sh.kill()

@@ -1859,6 +1859,98 @@ static void client_state_runs_a_batch_in_order_and_skips_the_rest_after_a_failur
 	}
 }
 
+/* The test says "go on" to the fake through this pipe (the other way round from arrived). */
+static int go_pipe[2];
+
+/*
+ * A shared state's registration: a startup answered, then (once the test
+ * closed the handle) the reply; the hub, whose registration close
+ * abandoned, must remove the state with its teardown.
+ */
+static void script_shared_abandoned(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+	Cpuhp__Request *req;
+	uint64_t reg;
+	char b;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	reg = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	srv_state_call(w, reg, 0, false, false, 1);
+	CHECK(srv_state_answer(w, 1));
+	srv_arrived();
+	CHECK_EQ_INT(read(go_pipe[0], &b, 1), 1); /* the handle is closed */
+	r.id = reg;
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	srv_send(w, &r);
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_REMOVE_STATE);
+	CHECK_EQ_INT(req->remove_state->state_id, 7);
+	CHECK(!req->remove_state->nocalls);
+	r.id = req->id;
+	cpuhp__request__free_unpacked(req, NULL);
+	srv_state_call(w, reg, 0, true, false, 2);
+	CHECK(srv_state_answer(w, 2));
+	{
+		Cpuhp__StateRemoved rem = CPUHP__STATE_REMOVED__INIT;
+
+		rem.state_id = 7;
+		r.body_case = CPUHP__RESPONSE__BODY_STATE_REMOVED;
+		r.state_removed = &rem;
+		srv_send(w, &r);
+	}
+	srv_wait_close(w); /* the hub's last reference went with the state */
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void *shared_registrar_main(void *arg)
+{
+	struct registrar *r = arg;
+	struct cpuhp_client_state *s = NULL;
+
+	r->ret = cpuhp_client_state_register(r->c, "shared", 0, 0, CPUHP_CLIENT_STATE_SHARED,
+	                                     log_call, log_call, NULL, &s);
+	CHECK(r->ret < 0 && s == NULL);
+	return NULL;
+}
+
+/*
+ * close() during a shared state's registration: the registration returns
+ * -ECANCELED at once, and the hub removes the state once the daemon
+ * registered it, its startups torn down on the hub's thread.
+ */
+static void client_close_during_a_shared_registration_has_the_hub_remove_it(void)
+{
+	struct registrar r = {0};
+	struct fake f;
+	pthread_t t;
+
+	CHECK_EQ_INT(pipe(arrived_pipe), 0);
+	CHECK_EQ_INT(pipe(go_pipe), 0);
+	state_log[0] = '\0';
+	fake_start(&f, script_shared_abandoned);
+	r.c = connect_ok(&f);
+	CHECK_EQ_INT(pthread_create(&t, NULL, shared_registrar_main, &r), 0);
+	test_wait_arrived();
+	cpuhp_client_close(r.c); /* returns once the registration has left */
+	CHECK_EQ_INT(pthread_join(t, NULL), 0);
+	CHECK_EQ_INT(r.ret, -ECANCELED);
+	CHECK_EQ_INT(write(go_pipe[1], "g", 1), 1);
+	fake_finish(&f); /* the fake saw the removal and the hub's connection end */
+	CHECK_EQ_STR(state_log, "s0 t0");
+	for (int i = 0; i < 2; i++) {
+		close(arrived_pipe[i]);
+		close(go_pipe[i]);
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -1890,5 +1982,6 @@ int main(void)
 	RUN_TEST(client_close_during_a_registration_tears_its_startups_down);
 	RUN_TEST(client_registration_refused_after_the_daemons_rollback_undoes_nothing_more);
 	RUN_TEST(client_state_runs_a_batch_in_order_and_skips_the_rest_after_a_failure);
+	RUN_TEST(client_close_during_a_shared_registration_has_the_hub_remove_it);
 	return 0;
 }
