@@ -8,9 +8,11 @@
  *   - the floor: a two-process round trip over a socketpair (a 24-byte
  *     message, about a framed StateCall, each side blocked in read());
  *   - ROUNDS offline+online rounds of CPU 1 with no state;
- *   - the same rounds with NSTATES no-op states registered (each on its
- *     connection, callbacks on the library's thread): 2 x NSTATES calls a
- *     round.
+ *   - the same rounds with NSTATES no-op states registered, each on its
+ *     connection with its thread (CPUHP_CLIENT_STATE_THREAD): 2 x NSTATES
+ *     calls a round, one round trip each;
+ *   - and with them on one connection and thread (CPUHP_CLIENT_STATE_SHARED),
+ *     where cpuhpd sends a CPU's calls in one batch.
  *
  * A call costs (median round with states - median round without) / calls;
  * its ratio to the round trip's median is taken within each repetition,
@@ -171,8 +173,9 @@ static void states_add(struct cpuhp_client *c, struct cpuhp_client_state **s, un
 		int err;
 
 		snprintf(name, sizeof(name), "bench-%u", i);
-		err = cpuhp_client_state_register(
-		    c, name, (int)i, 0, CPUHP_CLIENT_STATE_THREAD | flags, NULL, NULL, NULL, &s[i]);
+		err = cpuhp_client_state_register(c, name, (int)i, 0,
+		                                  CPUHP_CLIENT_STATE_NOCALLS | flags, NULL, NULL,
+		                                  NULL, &s[i]);
 		if (err)
 			die(cpuhp_client_last_message(c), err);
 	}
@@ -311,15 +314,17 @@ static void count_rounds_of(struct cpuhp_client *c, struct counters *self, struc
 }
 
 /*
- * Per call: client's and cpuhpd's system calls; per round trip: both
- * sides'.  False if the counter is not available here.
+ * Per call of states registered with @flags: client's and cpuhpd's system
+ * calls.  False if the counter is not available here.
  */
-static bool count_syscalls(struct cpuhp_client *c, double *client, double *daemon, double *rtt)
+static bool count_syscalls(struct cpuhp_client *c, unsigned flags, double *client, double *daemon)
 {
 	struct cpuhp_client_state *s[NSTATES];
 	struct counters self, dmn;
-	uint64_t pc, pd, sc, sd, r0;
+	struct cpuhp_client *owner;
+	uint64_t pc, pd, sc, sd;
 	unsigned calls = 2 * NSTATES * count_rounds;
+	int err;
 
 	if (sys_enter_id < 0 || counters_open(&self, 0) < 0)
 		return false;
@@ -330,18 +335,38 @@ static bool count_syscalls(struct cpuhp_client *c, double *client, double *daemo
 	counters_switch(&self, true);
 	counters_switch(&dmn, true);
 	count_rounds_of(c, &self, &dmn, count_rounds, &pc, &pd);
-	/* Registered after the counter opened: their threads are counted. */
-	states_add(c, s, CPUHP_CLIENT_STATE_NOCALLS);
+	/*
+	 * Registered after the counter opened, on a handle of their own (whose
+	 * shared states' thread is new too): their threads are counted.
+	 */
+	err = cpuhp_client_connect(bd.sock, &owner);
+	if (err)
+		die("connect", err);
+	states_add(owner, s, flags);
 	count_rounds_of(c, &self, &dmn, count_rounds, &sc, &sd);
 	states_remove(s);
+	cpuhp_client_close(owner);
 	*client = ((double)sc - (double)pc) / calls;
 	*daemon = ((double)sd - (double)pd) / calls;
+	counters_close(&self);
+	counters_close(&dmn);
+	return true;
+}
+
+/* System calls of one round trip, both sides.  False if not counted. */
+static bool count_rtt_syscalls(double *rtt)
+{
+	struct counters self;
+	uint64_t r0;
+
+	if (sys_enter_id < 0 || counters_open(&self, 0) < 0)
+		return false;
+	counters_switch(&self, true);
 	/* The echo child is forked after the counter opened: both sides counted. */
 	r0 = counters_read(&self);
 	rtt_ns(rtt_iters);
 	*rtt = (double)(counters_read(&self) - r0) / rtt_iters;
 	counters_close(&self);
-	counters_close(&dmn);
 	return true;
 }
 
@@ -438,12 +463,13 @@ int main(int argc, char **argv)
 {
 	char *sim_argv[] = {NULL, "--cpus", "0-1", bd.sys_root, NULL};
 	struct cpuhp_client_state *s[NSTATES];
-	double rtt[MAX_REPS], call[MAX_REPS], ratio[MAX_REPS];
+	static const unsigned mode_flags[2] = {CPUHP_CLIENT_STATE_THREAD,
+	                                       CPUHP_CLIENT_STATE_SHARED};
+	double rtt[MAX_REPS], call[2][MAX_REPS], ratio[2][MAX_REPS];
 	double sys_client, sys_daemon, sys_rtt;
 	const char *cpuhpctl = NULL;
 	struct cpuhp_client *c;
 	int argi = 1, err;
-	bool counted;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
@@ -481,34 +507,44 @@ int main(int argc, char **argv)
 		die("connect", err);
 
 	printf("one hotplug-state call against a socket round trip, %u no-op states, %u\n"
-	       "offline+online rounds of CPU 1 (simulated sysfs) per repetition, medians\n",
+	       "offline+online rounds of CPU 1 (simulated sysfs) per repetition, medians;\n"
+	       "'own': each state on its connection and thread, 'shared': all on one\n"
+	       "(CPUHP_CLIENT_STATE_SHARED), their calls in one batch per CPU\n",
 	       NSTATES, rounds);
-	printf("%4s %14s %14s %14s %14s %10s\n", "rep", "round trip us", "round us", "states us",
-	       "per call us", "x rtt");
+	printf("%4s %9s %9s %9s %9s %9s %9s %9s %9s\n", "rep", "rtt us", "round us", "own us",
+	       "shared us", "own/call", "x rtt", "shr/call", "x rtt");
 	for (unsigned r = 0; r < reps; r++) {
-		double plain, with;
+		double plain, with[2];
 
 		rtt[r] = rtt_ns(rtt_iters) / 1e3;
 		plain = rounds_ns(c, rounds) / 1e3;
-		states_add(c, s, CPUHP_CLIENT_STATE_NOCALLS);
-		with = rounds_ns(c, rounds) / 1e3;
-		states_remove(s);
-		call[r] = (with - plain) / (2 * NSTATES);
-		ratio[r] = call[r] / rtt[r];
-		printf("%4u %14.1f %14.1f %14.1f %14.1f %10.2f\n", r + 1, rtt[r], plain, with,
-		       call[r], ratio[r]);
+		for (unsigned m = 0; m < 2; m++) {
+			states_add(c, s, mode_flags[m]);
+			with[m] = rounds_ns(c, rounds) / 1e3;
+			states_remove(s);
+			call[m][r] = (with[m] - plain) / (2 * NSTATES);
+			ratio[m][r] = call[m][r] / rtt[r];
+		}
+		printf("%4u %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f %9.1f %9.2f\n", r + 1, rtt[r],
+		       plain, with[0], with[1], call[0][r], ratio[0][r], call[1][r], ratio[1][r]);
 	}
-	printf("median: a call %.1f us, a round trip %.1f us, %.2fx\n", median_of(call, reps),
-	       median_of(rtt, reps), median_of(ratio, reps));
+	printf("median: a round trip %.1f us; a call %.1f us (%.2fx) on its own connection, "
+	       "%.1f us (%.2fx) shared\n",
+	       median_of(rtt, reps), median_of(call[0], reps), median_of(ratio[0], reps),
+	       median_of(call[1], reps), median_of(ratio[1], reps));
 
-	counted = count_syscalls(c, &sys_client, &sys_daemon, &sys_rtt);
-	if (counted)
-		printf("system calls per call: %.2f (client %.2f, cpuhpd %.2f); per round trip "
-		       "%.2f\n",
-		       sys_client + sys_daemon, sys_client, sys_daemon, sys_rtt);
-	else
+	if (count_rtt_syscalls(&sys_rtt)) {
+		printf("system calls per round trip %.2f; per call:", sys_rtt);
+		for (unsigned m = 0; m < 2; m++)
+			if (count_syscalls(c, mode_flags[m], &sys_client, &sys_daemon))
+				printf(" %s %.2f (client %.2f, cpuhpd %.2f)%s",
+				       m ? "shared" : "own", sys_client + sys_daemon, sys_client,
+				       sys_daemon, m ? "" : ";");
+		printf("\n");
+	} else {
 		printf("system calls: not counted (no raw_syscalls tracepoint for "
 		       "perf_event_open here)\n");
+	}
 
 	if (cpuhpctl) {
 		double plain = rounds_ns(c, hook_rounds), hook, fe, sp;
@@ -529,6 +565,7 @@ int main(int argc, char **argv)
 	}
 	cpuhp_client_close(c);
 	bench_cpuhpd_stop(daemon_pid);
+	/* BENCH_KEEP=1 keeps the directory, cpuhpd's log with it. */
 	if (getenv("BENCH_KEEP"))
 		fprintf(stderr, "kept %s\n", bd.dir);
 	else if (bench_dir_remove(&bd))
