@@ -36,11 +36,22 @@
  *   - once every live client has run every call sent to it, every live
  *     state's view matches the file (late calls are undone in order).
  *
+ * -DBATCH: the states are one client's, on one connection, and the daemon
+ * sends a phase's forward calls in one batch (proto/FRAMING.md, "Batches"):
+ * all at once, each awaited in its turn; the client runs them in order and,
+ * once one fails, skips the rest of the batch (answers it failed, changing
+ * nothing).  Its rollback undoes the calls that ran; after a late call also
+ * every call sent after it in the batch (the client runs those if the late
+ * one ends well).  The client's death ends all its states at once.
+ *
  * Mutants (run.py): -DMUTANT_NO_ROLLBACK (a failure is not rolled back),
  * -DMUTANT_EARLY_TEARDOWN (teardown before the leases drained),
  * -DMUTANT_MATCH_STATE (an answer matched by its state alone, so an answer
  * given twice is taken for the next call), -DMUTANT_AWAIT_DEAD (a dead
- * owner's call still awaited; with -DNO_DEADLINE nothing ends the wait).
+ * owner's call still awaited; with -DNO_DEADLINE nothing ends the wait);
+ * with -DBATCH, -DMUTANT_BATCH_NO_SKIP (the client runs the rest of a batch
+ * after a failure) and -DMUTANT_BATCH_LATE_KEEP (the calls sent after a
+ * late one are not undone).
  */
 
 #ifndef NS
@@ -78,6 +89,11 @@ bit ready;               /* init has set the views and started the clients */
 
 chan call[NS] = [4] of { byte, bit, bit };  /* call id, phase, rollback */
 chan ans = [8] of { byte, byte, bit };      /* state, call id, ok */
+#ifdef BATCH
+/* The one client's connection: state, call id, phase, rollback, batch id (0: none). */
+chan bcall = [8] of { byte, byte, bit, bit, byte };
+byte sent_id[NS]; /* the call id sent ahead in the batch, per state */
+#endif
 
 byte next_id = 1;
 byte nlate, ndead;
@@ -87,6 +103,18 @@ inline invoke(s, ph, rb, res) {
 	if
 	:: dead[s] -> res = 0
 	:: else ->
+#ifdef BATCH
+		if
+		:: sent_id[s] != 0 -> myid = sent_id[s]; sent_id[s] = 0  /* sent ahead */
+		:: else ->
+			atomic {
+				assert(blocked && leases == 0);
+				myid = next_id;
+				next_id++;
+				bcall!s, myid, ph, rb, 0
+			}
+		fi;
+#else
 		atomic {
 			/* Every call runs under the writer side, after the leases drained. */
 			assert(blocked && leases == 0);
@@ -94,6 +122,7 @@ inline invoke(s, ph, rb, res) {
 			next_id++;
 			call[s]!myid, ph, rb
 		};
+#endif
 		do
 		:: ans?as, aid, aok ->
 			if
@@ -120,6 +149,50 @@ inline invoke(s, ph, rb, res) {
 	fi
 }
 
+#ifdef BATCH
+/*
+ * Send the forward calls of phase ph to the live states, in its order, as
+ * one batch (its id: the first call's); each is awaited later by invoke().
+ */
+inline send_batch(ph) {
+	atomic {
+		assert(blocked && leases == 0);
+		first = next_id;
+		if
+		:: ph == TEARDOWN -> k = NS - 1
+		:: else -> k = 0
+		fi;
+		do
+		:: k >= 0 && k < NS ->
+			if
+			:: !dead[k] ->
+				sent_id[k] = next_id;
+				bcall!k, next_id, ph, 0, first;
+				next_id++
+			:: else -> skip
+			fi;
+			if
+			:: ph == TEARDOWN -> k--
+			:: else -> k++
+			fi
+		:: else -> break
+		od;
+		k = 0; first = 0
+	}
+}
+
+/* Calls sent ahead and never awaited (the batch ended early) are forgotten here. */
+inline forget_sent() {
+	d_step {
+		k = 0;
+		do
+		:: k < NS -> sent_id[k] = 0; k++
+		:: else -> k = 0; break
+		od
+	}
+}
+#endif
+
 /*
  * The order: before a (non-rollback) call of state s, every live state
  * before it in that phase's order has been called: its view is the new one.
@@ -137,6 +210,21 @@ inline assert_order(s, ph) {
 	}
 }
 
+#ifdef BATCH
+/* The one client died: every state with it. */
+inline k_all_dead() {
+	dead[0] = 1;
+	if
+	:: NS > 1 -> dead[1] = 1
+	:: else -> skip
+	fi;
+	if
+	:: NS > 2 -> dead[2] = 1
+	:: else -> skip
+	fi
+}
+#endif
+
 /* Every live state's view is @v. */
 inline assert_views(v) {
 	d_step {
@@ -153,6 +241,9 @@ active proctype daemon() {
 	bit aok, late;
 	byte res, r2;
 	short i, failed;
+#ifdef BATCH
+	byte first;
+#endif
 
 	ready;
 	/* ---- offline ---- */
@@ -162,6 +253,9 @@ active proctype daemon() {
 #endif
 	late = 0;
 	failed = -1;
+#ifdef BATCH
+	send_batch(TEARDOWN);
+#endif
 	i = NS - 1;
 	do
 	:: i >= 0 ->
@@ -178,10 +272,17 @@ active proctype daemon() {
 		assert_views(0);
 		online = 0
 	:: else ->
+#ifdef BATCH
+		forget_sent();
+#endif
 #ifndef MUTANT_NO_ROLLBACK
 		/* startup again, lowest first: the failed state if it was late, those above it */
 		if
+#if defined(BATCH) && !defined(MUTANT_BATCH_LATE_KEEP)
+		:: res == 2 -> i = 0  /* and those sent after it, which may run */
+#else
 		:: res == 2 -> i = failed
+#endif
 		:: else -> i = failed + 1
 		fi;
 		do
@@ -205,6 +306,9 @@ active proctype daemon() {
 		late = 0;
 		online = 1;
 		failed = -1;
+#ifdef BATCH
+		send_batch(STARTUP);
+#endif
 		i = 0;
 		do
 		:: i < NS ->
@@ -218,10 +322,17 @@ active proctype daemon() {
 		od;
 		if
 		:: failed >= 0 ->
+#ifdef BATCH
+			forget_sent();
+#endif
 #ifndef MUTANT_NO_ROLLBACK
 			/* teardown, highest first: the failed state if late, those below it */
 			if
+#if defined(BATCH) && !defined(MUTANT_BATCH_LATE_KEEP)
+			:: res == 2 -> i = NS - 1  /* and those sent after it, which may run */
+#else
 			:: res == 2 -> i = failed
+#endif
 			:: else -> i = failed - 1
 			fi;
 			do
@@ -282,6 +393,47 @@ gone:
 	skip
 }
 
+#ifdef BATCH
+/*
+ * The one client of every state: runs the calls in the order they come; a
+ * call of a batch whose earlier call failed is skipped (answered failed,
+ * nothing changed).
+ */
+proctype bclient() {
+	byte s, id, b, skipb;
+	bit ph, rb;
+
+end_idle:
+	do
+	:: atomic { bcall?s, id, ph, rb, b -> busy[s] = 1 };
+#ifdef MUTANT_BATCH_NO_SKIP
+		if
+		:: false -> skip
+#else
+		if
+		:: b != 0 && b == skipb -> atomic { ans!s, id, 0; busy[s] = 0 }  /* skipped */
+#endif
+		:: else ->
+			if
+			:: atomic { view[s] = (ph == STARTUP); ans!s, id, 1; busy[s] = 0 }
+			:: atomic { !rb -> ans!s, id, 0; skipb = b; busy[s] = 0 }  /* fails: nothing changed */
+#ifdef KILL
+			:: atomic { MAY_DIE -> k_all_dead(); ndead++; busy[s] = 0 };  /* inside the callback */
+				goto gone
+#endif
+			fi
+		fi;
+		s = 0; id = 0; ph = 0; rb = 0; b = 0
+#ifdef KILL
+	:: atomic { MAY_DIE -> k_all_dead(); ndead++ };  /* between calls */
+		goto gone
+#endif
+	od;
+gone:
+	skip
+}
+#endif
+
 active proctype holder() {
 	byte n = 0;
 
@@ -303,14 +455,22 @@ active proctype quiesced() {
 	k = 0;
 	do
 	:: k < NS ->
+#ifdef BATCH
+		(dead[k] || (len(bcall) == 0 && !busy[k]));
+#else
 		(dead[k] || (len(call[k]) == 0 && !busy[k]));
+#endif
 		k++
 	:: else -> break
 	od;
 	atomic {
 		k = 0;
 		do
+#ifdef BATCH
+		:: k < NS -> assert(dead[k] || len(bcall) > 0 || busy[k] || view[k] == online); k++
+#else
 		:: k < NS -> assert(dead[k] || len(call[k]) > 0 || busy[k] || view[k] == online); k++
+#endif
 		:: else -> break
 		od
 	}
@@ -321,9 +481,16 @@ init {
 
 	atomic {
 		do
+#ifdef BATCH
+		:: k < NS -> view[k] = 1; k++
+#else
 		:: k < NS -> view[k] = 1; run client(k); k++
+#endif
 		:: else -> break
 		od;
+#ifdef BATCH
+		run bclient();
+#endif
 		ready = 1
 	}
 }
