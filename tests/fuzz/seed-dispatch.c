@@ -75,6 +75,20 @@ static void hello(struct seed *s, uint32_t version)
 	request(s, &r);
 }
 
+/* A Hello that says the client runs batches of state calls. */
+static void hello_batch(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello h = CPUHP__HELLO__INIT;
+
+	h.version = 1;
+	h.client_name = (char *)"seed";
+	h.state_batch = true;
+	r.body_case = CPUHP__REQUEST__BODY_HELLO;
+	r.hello = &h;
+	request(s, &r);
+}
+
 static void acquire(struct seed *s, uint32_t timeout_ms)
 {
 	Cpuhp__Request r = CPUHP__REQUEST__INIT;
@@ -457,6 +471,20 @@ int main(int argc, char **argv)
 	list_states(&s);
 	register_state(&s, "calls", 100, false);
 	save(dir, "state-call-cut-at-the-hotplug-timeout", &s);
+
+	/*
+	 * Three states of a client that runs batches: an offline's teardowns go
+	 * in one write; none is answered, so the 50 ms timeout cuts the first
+	 * and every one sent is undone.
+	 */
+	begin(&s, NULL, 0);
+	hello_batch(&s);
+	register_state(&s, "b1", 600000, true);
+	register_state(&s, "b2", 600000, true);
+	register_state(&s, "b3", 600000, true);
+	set_online(&s, "1", false, 50);
+	register_state(&s, "b4", 100, false); /* its startups, batched */
+	save(dir, "state-batch-cut-at-the-hotplug-timeout", &s);
 
 	begin(&s, NULL, 0);
 	status(&s);
