@@ -372,34 +372,6 @@ static bool count_rtt_syscalls(double *rtt)
 
 /* ---- the shell hook, beside a fork+exec of sh ---- */
 
-/* `cpuhpctl state NAME --nocalls --teardown true --startup true`, once it says registered. */
-static pid_t start_hook(const char *cpuhpctl, FILE **out)
-{
-	char *argv[] = {(char *)cpuhpctl, "--socket",  bd.sock,      "state",
-	                "bench-hook",     "--nocalls", "--teardown", "true",
-	                "--startup",      "true",      NULL};
-	posix_spawn_file_actions_t fa;
-	int pfd[2], err;
-	char buf[256];
-	pid_t pid;
-
-	if (pipe(pfd) < 0)
-		die("pipe", errno);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
-	posix_spawn_file_actions_addclose(&fa, pfd[0]);
-	err = posix_spawn(&pid, cpuhpctl, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(pfd[1]);
-	if (err)
-		die(cpuhpctl, err);
-	*out = fdopen(pfd[0], "r");
-	while (*out && fgets(buf, sizeof(buf), *out) && !strstr(buf, "registered"))
-		;
-	/* Its lines are not read from here on: a pipe holds 2 x hook_rounds of them. */
-	return pid;
-}
-
 /* Median ns of @n runs of `sh -c true`, by fork+exec (@spawn false) or posix_spawn. */
 static double sh_ns(unsigned n, bool spawn)
 {
@@ -461,7 +433,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	char *sim_argv[] = {NULL, "--cpus", "0-1", bd.sys_root, NULL};
+	const char *what;
 	struct cpuhp_client_state *s[NSTATES];
 	static const unsigned mode_flags[2] = {CPUHP_CLIENT_STATE_THREAD,
 	                                       CPUHP_CLIENT_STATE_SHARED};
@@ -492,16 +464,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* Before any thread: a mount namespace needs a single-threaded process. */
 	sys_enter_id = find_sys_enter();
-	err = bench_dir_make(&bd);
+	err = bench_private_cpuhpd(&bd, argv[argi], argv[argi + 1], "0-1", &daemon_pid, &what);
 	if (err)
-		die("mkdtemp", err);
-	sim_argv[0] = argv[argi + 1];
-	err = bench_run_wait(sim_argv);
-	if (err)
-		die(sim_argv[0], err);
-	err = bench_cpuhpd_start(argv[argi], bd.dir, bd.sock, bd.sys_root, bd.log, &daemon_pid);
-	if (err)
-		die("starting cpuhpd", err);
+		die(what, err);
 	err = cpuhp_client_connect(bd.sock, &c);
 	if (err)
 		die("connect", err);
@@ -549,14 +514,15 @@ int main(int argc, char **argv)
 	if (cpuhpctl) {
 		double plain = rounds_ns(c, hook_rounds), hook, fe, sp;
 		FILE *out;
-		pid_t pid = start_hook(cpuhpctl, &out);
+		pid_t pid = bench_start_hook(cpuhpctl, bd.sock, &out);
 		int st;
 
+		if (pid < 0)
+			die(cpuhpctl, (int)pid);
 		hook = (rounds_ns(c, hook_rounds) - plain) / 2;
 		kill(pid, SIGTERM);
 		waitpid(pid, &st, 0);
-		if (out)
-			fclose(out);
+		fclose(out);
 		fe = sh_ns(hook_rounds, false);
 		sp = sh_ns(hook_rounds, true);
 		printf("shell hook: a call %.0f us; fork+exec of sh -c true %.0f us (%.2fx), "

@@ -1672,20 +1672,32 @@ static void client_state_runs_a_call_read_with_the_registration_reply(void)
 	close(arrived_pipe[1]);
 }
 
+/*
+ * The handle's hello, then a state's connection: its hello, its
+ * RegisterState (*@reg), and the startup of CPU 0 called and answered.
+ * Return: that connection.
+ */
+static int srv_state_registering(int fd, uint64_t *reg)
+{
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	*reg = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	srv_state_call(w, *reg, 0, false, false, 1);
+	CHECK(srv_state_answer(w, 1));
+	return w;
+}
+
 /* Startups on CPUs 0 and 1, answered; then nothing (close comes) or the daemon's rollback. */
 static bool script_rolls_back;
 
 static void script_startups_then_hold(int fd)
 {
 	uint64_t reg;
-	int w;
+	int w = srv_state_registering(fd, &reg);
 
-	srv_hello(fd);
-	w = srv_accept();
-	srv_hello(w);
-	reg = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
-	srv_state_call(w, reg, 0, false, false, 1);
-	CHECK(srv_state_answer(w, 1));
 	srv_state_call(w, reg, 1, false, false, 2);
 	if (script_rolls_back) {
 		/* The startup of CPU 1 fails: the daemon tears CPU 0 down, then refuses. */
@@ -1874,14 +1886,8 @@ static void script_shared_abandoned(int fd)
 	Cpuhp__Request *req;
 	uint64_t reg;
 	char b;
-	int w;
+	int w = srv_state_registering(fd, &reg);
 
-	srv_hello(fd);
-	w = srv_accept();
-	srv_hello(w);
-	reg = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
-	srv_state_call(w, reg, 0, false, false, 1);
-	CHECK(srv_state_answer(w, 1));
 	srv_arrived();
 	CHECK_EQ_INT(read(go_pipe[0], &b, 1), 1); /* the handle is closed */
 	r.id = reg;
@@ -1910,17 +1916,6 @@ static void script_shared_abandoned(int fd)
 	srv_wait_close(fd);
 }
 
-static void *shared_registrar_main(void *arg)
-{
-	struct registrar *r = arg;
-	struct cpuhp_client_state *s = NULL;
-
-	r->ret = cpuhp_client_state_register(r->c, "shared", 0, 0, CPUHP_CLIENT_STATE_SHARED,
-	                                     log_call, log_call, NULL, &s);
-	CHECK(r->ret < 0 && s == NULL);
-	return NULL;
-}
-
 /*
  * close() during a shared state's registration: the registration returns
  * -ECANCELED at once, and the hub removes the state once the daemon
@@ -1928,7 +1923,7 @@ static void *shared_registrar_main(void *arg)
  */
 static void client_close_during_a_shared_registration_has_the_hub_remove_it(void)
 {
-	struct registrar r = {0};
+	struct registrar r = {.flags = CPUHP_CLIENT_STATE_SHARED};
 	struct fake f;
 	pthread_t t;
 
@@ -1937,7 +1932,7 @@ static void client_close_during_a_shared_registration_has_the_hub_remove_it(void
 	state_log[0] = '\0';
 	fake_start(&f, script_shared_abandoned);
 	r.c = connect_ok(&f);
-	CHECK_EQ_INT(pthread_create(&t, NULL, shared_registrar_main, &r), 0);
+	CHECK_EQ_INT(pthread_create(&t, NULL, registrar_main, &r), 0);
 	test_wait_arrived();
 	cpuhp_client_close(r.c); /* returns once the registration has left */
 	CHECK_EQ_INT(pthread_join(t, NULL), 0);
