@@ -56,7 +56,7 @@ extern char **environ;
 
 static struct bench_dir bd;
 static pid_t daemon_pid;
-static unsigned reps = 5, rounds = 50, rtt_iters = 2000, hook_rounds = 20, count_rounds = 50;
+static unsigned reps = 5, rounds = 50, rtt_iters = 2000, hook_rounds = 50, count_rounds = 50;
 
 static void die(const char *what, int err)
 {
