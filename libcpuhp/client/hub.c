@@ -355,20 +355,28 @@ static void *hub_thread(void *arg)
 static int hub_get(struct cpuhp_client *c, struct cpuhp__hub **out)
 {
 	struct cpuhp__hub *h, *other;
+	bool dead = false;
 	int ret;
 
 	pthread_mutex_lock(&c->fb_lock);
 	h = c->hub;
 	if (h) {
 		pthread_mutex_lock(&h->lock);
-		h->refs++;
+		dead = h->dead;
+		if (!dead)
+			h->refs++;
 		pthread_mutex_unlock(&h->lock);
+		/* Its connection ended (cpuhpd restarted): a new one for the new states. */
+		if (dead)
+			c->hub = NULL;
 	}
 	pthread_mutex_unlock(&c->fb_lock);
-	if (h) {
+	if (h && !dead) {
 		*out = h;
 		return 0;
 	}
+	if (dead)
+		hub_put(h); /* the handle's reference */
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return cpuhp__client_note(c, -ENOMEM, "out of memory");

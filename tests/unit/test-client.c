@@ -1946,6 +1946,61 @@ static void client_close_during_a_shared_registration_has_the_hub_remove_it(void
 	}
 }
 
+static void srv_state_registered(int fd, uint64_t id, uint64_t state_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+
+	sr.state_id = state_id;
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	srv_send(fd, &r);
+}
+
+/* A shared state; its connection ends (cpuhpd restarted); a new shared state gets a new one. */
+static void script_shared_restart(int fd)
+{
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	srv_state_registered(w, srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE), 7);
+	close(w);
+	w = srv_accept();
+	srv_hello(w);
+	srv_state_registered(w, srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE), 8);
+	srv_state_removed(w);
+	srv_wait_close(w); /* its last state removed, the hub closes */
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_shared_states_get_a_new_connection_after_theirs_ended(void)
+{
+	struct cpuhp_client_state *a, *b;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	fake_start(&f, script_shared_restart);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_state_register(
+	                 c, "a", 0, 0, CPUHP_CLIENT_STATE_SHARED | CPUHP_CLIENT_STATE_NOCALLS, NULL,
+	                 NULL, NULL, &a),
+	             0);
+	/* Its connection is gone: the removal says so (the state went with it). */
+	CHECK(cpuhp_client_state_remove(a, true) < 0);
+	CHECK_EQ_INT(cpuhp_client_state_register(
+	                 c, "b", 0, 0, CPUHP_CLIENT_STATE_SHARED | CPUHP_CLIENT_STATE_NOCALLS, NULL,
+	                 NULL, NULL, &b),
+	             0);
+	CHECK_EQ_INT(cpuhp_client_state_id(b), 8);
+	CHECK_EQ_INT(cpuhp_client_state_remove(b, true), 0);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -1978,5 +2033,6 @@ int main(void)
 	RUN_TEST(client_registration_refused_after_the_daemons_rollback_undoes_nothing_more);
 	RUN_TEST(client_state_runs_a_batch_in_order_and_skips_the_rest_after_a_failure);
 	RUN_TEST(client_close_during_a_shared_registration_has_the_hub_remove_it);
+	RUN_TEST(client_shared_states_get_a_new_connection_after_theirs_ended);
 	return 0;
 }
