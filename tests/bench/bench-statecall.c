@@ -56,7 +56,7 @@ extern char **environ;
 
 static struct bench_dir bd;
 static pid_t daemon_pid;
-static unsigned reps = 5, rounds = 50, rtt_iters = 2000, hook_rounds = 50, count_rounds = 50;
+static unsigned reps = 9, rounds = 50, rtt_iters = 2000, hook_rounds = 50, count_rounds = 50;
 
 static void die(const char *what, int err)
 {
@@ -384,39 +384,59 @@ static bool count_rtt_syscalls(double *rtt)
 
 /* ---- the shell hook, beside a fork+exec of sh ---- */
 
-/* Median ns of @n runs of `sh -c true`, by fork+exec (@spawn false) or posix_spawn. */
-static double sh_ns(unsigned n, bool spawn)
+/* Ns of one run of `sh -c true`, by fork+exec (@spawn false) or posix_spawn. */
+static uint64_t sh_once(bool spawn)
 {
 	char *argv[] = {"sh", "-c", "true", NULL};
-	uint64_t *v = samples(n);
-	double med;
+	uint64_t t0 = bench_now_ns();
+	pid_t pid;
+	int st;
+
+	if (spawn) {
+		int err = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
+
+		if (err)
+			die("posix_spawn /bin/sh", err);
+	} else {
+		pid = fork();
+		if (pid < 0)
+			die("fork", errno);
+		if (pid == 0) {
+			execv("/bin/sh", argv);
+			_exit(127);
+		}
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		die("waitpid", errno);
+	return bench_now_ns() - t0;
+}
+
+/*
+ * The hook's call against sh: @n rounds, each an offline+online with the
+ * hook (two calls), a fork+exec and a posix_spawn of sh, interleaved so
+ * that the machine's ups and downs fall on all three alike.  Medians, in
+ * *@hook (a call: a round less @plain, halved), *@fe, *@sp.
+ */
+static void hook_vs_sh(struct cpuhp_client *c, unsigned n, double plain, double *hook, double *fe,
+                       double *sp)
+{
+	uint64_t *h = samples(n), *f = samples(n), *p = samples(n);
 
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t t0 = bench_now_ns();
-		pid_t pid;
-		int st;
 
-		if (spawn) {
-			int err = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
-
-			if (err)
-				die("posix_spawn /bin/sh", err);
-		} else {
-			pid = fork();
-			if (pid < 0)
-				die("fork", errno);
-			if (pid == 0) {
-				execv("/bin/sh", argv);
-				_exit(127);
-			}
-		}
-		if (waitpid(pid, &st, 0) < 0)
-			die("waitpid", errno);
-		v[i] = bench_now_ns() - t0;
+		set_online(c, false);
+		set_online(c, true);
+		h[i] = bench_now_ns() - t0;
+		f[i] = sh_once(false);
+		p[i] = sh_once(true);
 	}
-	med = (double)bench_median_ns(v, n);
-	free(v);
-	return med;
+	*hook = ((double)bench_median_ns(h, n) - plain) / 2;
+	*fe = (double)bench_median_ns(f, n);
+	*sp = (double)bench_median_ns(p, n);
+	free(h);
+	free(f);
+	free(p);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -534,12 +554,10 @@ int main(int argc, char **argv)
 
 		if (pid < 0)
 			die(cpuhpctl, (int)pid);
-		hook = (rounds_ns(c, hook_rounds) - plain) / 2;
+		hook_vs_sh(c, hook_rounds, plain, &hook, &fe, &sp);
 		kill(pid, SIGTERM);
 		waitpid(pid, &st, 0);
 		fclose(out);
-		fe = sh_ns(hook_rounds, false);
-		sp = sh_ns(hook_rounds, true);
 		printf("shell hook: a call %.0f us; fork+exec of sh -c true %.0f us (%.2fx), "
 		       "posix_spawn %.0f us (%.2fx)\n",
 		       hook / 1e3, fe / 1e3, hook / fe, sp / 1e3, hook / sp);
