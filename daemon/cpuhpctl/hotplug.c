@@ -30,7 +30,9 @@ static void usage(FILE *f, const char *cmd)
 	        "  -t, --timeout T  wait at most T (500ms, 5s, 2m; a bare number is ms)\n"
 	        "                   for leases to be released, then give up with nothing\n"
 	        "                   changed (default %us; 0: fail at once, exit 75, if\n"
-	        "                   any lease is held)\n"
+	        "                   any lease is held); a hotplug state's call still\n"
+	        "                   unanswered then is cut and that CPU rolled back\n"
+	        "                   (ETIMEDOUT)\n"
 	        "  -J, --json       one JSON object: the result of each CPU, or the\n"
 	        "                   error (schema in cpuhpctl(8))\n",
 	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",

@@ -11,8 +11,9 @@
  *   lease CONN ID SINCE BYPASSED WHO WHY
  *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY
  *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
- *   call CONN STATE_ID CPU             a call of that state (after its line) sent
- *                                      and not answered: made again after a restart
+ *   call CONN STATE_ID CPU             a call of that state (after its line) for
+ *                                      that CPU sent and not answered: made again
+ *                                      after a restart; a line per CPU, ascending
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
  *   req CONN PAYLOAD                   a request not answered yet: handled again, in
  *                                      the order of these lines, before anything new
@@ -64,9 +65,9 @@ struct cpuhpd_saved_state {
 	int32_t priority;
 	uint32_t deadline_ms;
 	char *name;
-	char *cpus;  /* NULL: started on none */
-	bool unsure; /* a "call" line: a call for unsure_cpu in flight */
-	unsigned unsure_cpu;
+	char *cpus;       /* NULL: started on none */
+	unsigned *unsure; /* its "call" lines: CPUs a call is in flight for, ascending */
+	unsigned nunsure;
 };
 
 struct cpuhpd_saved_freeze {

@@ -31,6 +31,9 @@ void cpuhpd_hello(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
 	hr.max_frame = CPUHP__FRAME_MAX;
 	hr.fast_path = cpuhpd_fastpath_offered(c->d) && cpuhpd_fastpath_allowed(c);
+	/* Its state calls may come in batches (states/engine.c): it said it runs them so. */
+	c->state_batch = h->state_batch;
+	hr.state_batch = h->state_batch;
 	r.id = req->id;
 	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
 	r.hello = &hr;
