@@ -36,6 +36,7 @@
 #include "leases/grace.h"
 #include "leases/lease.h"
 #include "leases/policy.h"
+#include "leases/revoke.h"
 #include "states/states.h"
 #include "hotplug/freeze.h"
 #include "hotplug/hotplug.h"
@@ -64,6 +65,7 @@ struct cpuhpd_options {
 	enum cpuhpd_fast_mode fast_path;
 	unsigned max_lease_ms;          /* 0: leases may be held for ever (policy.h) */
 	unsigned max_leases_per_uid;    /* 0: no limit per non-admin uid */
+	unsigned max_delay_ms;          /* a delay lease's longest delay (revoke.h), at least 1 */
 	unsigned max_states_per_uid;    /* 0: no states for a non-admin uid (states.h) */
 	unsigned max_state_deadline_ms; /* a non-admin state's longest call deadline */
 	const char *metrics_file;       /* NULL: none */
@@ -95,6 +97,7 @@ struct cpuhpd {
 	struct cpuhpd_leases leases;
 	struct cpuhpd_freezes freezes;
 	struct cpuhpd_policy policy;
+	struct cpuhpd_revoke revoke;
 	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;
 	struct cpuhpd_states states;

@@ -13,6 +13,7 @@
 #include "base/auth.h"
 #include "core/admit.h"
 #include "core/conn.h"
+#include "leases/delay.h"
 #include "hotplug/hotplug.h"
 #include "states/states.h"
 #include "config.h"
@@ -74,6 +75,10 @@ static void usage(FILE *f)
 	    "  --max-lease-ms MS      revoke a lease held longer than MS ms, tell its holder\n"
 	    "                         and log it; 0: no limit (default 0); no fast path\n"
 	    "                         with a limit\n"
+	    "  --max-delay-ms MS      the longest a delay lease holds a pending hotplug\n"
+	    "                         after its notice (default %u; a longer delay asked\n"
+	    "                         is cut to MS, and the reply says so); like logind's\n"
+	    "                         InhibitDelayMaxSec\n"
 	    "  --max-leases-per-uid N a uid neither root nor in --admin-group may hold or\n"
 	    "                         wait for N leases at most, EDQUOT beyond; 0: no\n"
 	    "                         limit (default 0); no fast path for such uids then\n"
@@ -109,8 +114,9 @@ static void usage(FILE *f)
 	    CPUHPD_ADMIT_MAX_CONNECTIONS, CPUHPD_ADMIT_RESERVED_CONNECTIONS,
 	    CPUHPD_ADMIT_MAX_CONNECTIONS_PER_UID, CPUHPD_ADMIT_MAX_BUFFERED >> 20,
 	    CPUHPD_ADMIT_MAX_BUFFERED_PER_UID >> 20, CPUHPD_ADMIT_CLIENT_TIMEOUT_MS,
-	    CPUHPD_STATES_USER_DEADLINE_MS, CPUHPD_RESTART_GRACE_MS, CPUHPD_CONN_MAX_LEASES,
-	    CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED, CPUHPD_HOTPLUG_MAX_CPUS);
+	    CPUHPD_MAX_DELAY_MS, CPUHPD_STATES_USER_DEADLINE_MS, CPUHPD_RESTART_GRACE_MS,
+	    CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED,
+	    CPUHPD_HOTPLUG_MAX_CPUS);
 }
 
 static int parse_uint(const char *opt, const char *s, int base, unsigned long max,
@@ -214,6 +220,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_METRICS_INTERVAL,
 		O_FDSTORE,
 		O_GRACE,
+		O_MAXDELAY,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
@@ -236,6 +243,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"max-leases-per-uid", required_argument, NULL, O_MAXPERUID},
 	    {"max-states-per-uid", required_argument, NULL, O_MAXSTATES},
 	    {"max-state-deadline-ms", required_argument, NULL, O_STATEDEADLINE},
+	    {"max-delay-ms", required_argument, NULL, O_MAXDELAY},
 	    {"metrics-file", required_argument, NULL, O_METRICS},
 	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
 	    {"fd-store-max", required_argument, NULL, O_FDSTORE},
@@ -285,6 +293,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->metrics_interval_ms = 10000;
 	o->restart_grace_ms = CPUHPD_RESTART_GRACE_MS;
 	o->max_state_deadline_ms = CPUHPD_STATES_USER_DEADLINE_MS;
+	o->max_delay_ms = CPUHPD_MAX_DELAY_MS;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET:
@@ -379,6 +388,15 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 				return -1;
 			}
 			o->max_state_deadline_ms = (unsigned)v;
+			break;
+		case O_MAXDELAY:
+			if (parse_uint("--max-delay-ms", optarg, 10, CPUHPD_MAX_DELAY_LIMIT_MS, &v))
+				return -1;
+			if (!v) {
+				fprintf(stderr, "cpuhpd: --max-delay-ms: at least 1 ms\n");
+				return -1;
+			}
+			o->max_delay_ms = (unsigned)v;
 			break;
 		case O_CONFIG:
 			break; /* read above */

@@ -387,7 +387,7 @@ static int hub_get(struct cpuhp_client *c, struct cpuhp__hub **out)
 		free(h);
 		return ret;
 	}
-	ret = cpuhp__client_open(&c->sa, CPUHP__OPEN_AWAIT | CPUHP__OPEN_STATES, &h->conn);
+	ret = cpuhp__client_open(&c->sa, CPUHP__OPEN_AWAIT | CPUHP__OPEN_STATES, 0, &h->conn);
 	if (ret < 0) {
 		close(h->wake[0]);
 		close(h->wake[1]);

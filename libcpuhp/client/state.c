@@ -272,7 +272,7 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 			*out = s;
 		return ret;
 	}
-	ret = cpuhp__client_open(&c->sa, CPUHP__OPEN_AWAIT | CPUHP__OPEN_STATES, &s->conn);
+	ret = cpuhp__client_open(&c->sa, CPUHP__OPEN_AWAIT | CPUHP__OPEN_STATES, 0, &s->conn);
 	if (ret < 0) {
 		free(s);
 		/* The per-uid cap is what a process with many states meets: name it. */
