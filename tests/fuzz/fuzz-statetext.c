@@ -77,6 +77,8 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 			w_str(f, c->waits[k].why);
 			fprintf(f, " %u\n", c->waits[k].delay_ms);
 		}
+		if (c->state_batch)
+			fprintf(f, "batch %u\n", c->id);
 		for (unsigned k = 0; k < c->nstates; k++) {
 			fprintf(f, "state %u %llu %llu %d %u", c->id,
 			        (unsigned long long)c->states[k].id,
@@ -171,7 +173,8 @@ static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *
 		FUZZ_CHECK(same_str(x->comm, y->comm) && same_str(x->who, y->who) &&
 		           same_str(x->why, y->why) && same_blob(&x->partial, &y->partial));
 		FUZZ_CHECK(x->nleases == y->nleases && x->nwaits == y->nwaits &&
-		           x->nstates == y->nstates && x->nfreezes == y->nfreezes);
+		           x->nstates == y->nstates && x->nfreezes == y->nfreezes &&
+		           x->state_batch == y->state_batch);
 		for (unsigned k = 0; k < x->nleases; k++)
 			FUZZ_CHECK(x->leases[k].id == y->leases[k].id &&
 			           x->leases[k].since == y->leases[k].since &&

@@ -458,6 +458,18 @@ static int freeze_line(struct parser *p)
 	return str(p, 6, &f->who) || str(p, 7, &f->why) ? p->err : 0;
 }
 
+static int batch_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+
+	if (!c || want(p, 2))
+		return p->err;
+	if (c->state_batch)
+		return bad(p, "a second batch line for conn %u", c->id);
+	c->state_batch = true;
+	return 0;
+}
+
 static int ready_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
@@ -545,7 +557,8 @@ static int parse_body(struct parser *p, char *body)
 	    {"daemon", daemon_line},   {"conn", conn_line},   {"lease", lease_line},
 	    {"wait", wait_line},       {"state", state_line}, {"freeze", freeze_line},
 	    {"call", call_line},       {"req", req_line},     {"run", req_line},
-	    {"partial", partial_line}, {"ready", ready_line}, {"hotplug", hotplug_line},
+	    {"partial", partial_line}, {"ready", ready_line}, {"batch", batch_line},
+	    {"hotplug", hotplug_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;

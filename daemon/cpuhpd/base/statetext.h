@@ -10,6 +10,8 @@
  *   conn ID PID UID GID ADMIN HELLO COMM WHO WHY FAST_SLOTS WATCH_ID
  *   lease CONN ID SINCE BYPASSED WHO WHY [DELAY_MS]
  *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY [DELAY_MS]
+ *   batch CONN                         its Hello said state_batch: its state calls
+ *                                      may come in batches
  *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
  *   call CONN STATE_ID CPU             a call of that state (after its line) for
  *                                      that CPU sent and not answered: made again
@@ -104,6 +106,7 @@ struct cpuhpd_saved_conn {
 	unsigned nleases;
 	struct cpuhpd_saved_wait *waits;
 	unsigned nwaits;
+	bool state_batch; /* "batch": its Hello said state_batch (its state calls in batches) */
 	struct cpuhpd_saved_state *states;
 	unsigned nstates;
 	struct cpuhpd_saved_freeze *freezes;

@@ -22,6 +22,9 @@ void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f)
 {
 	const struct cpuhpd_list *pos;
 
+	/* Taken over with the connection: its calls come in batches after a restart too. */
+	if (c->state_batch)
+		fprintf(f, "batch %u\n", c->id);
 	cpuhpd_list_for_each(pos, &c->d->states.list)
 	{
 		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
@@ -82,6 +85,7 @@ int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
 {
 	struct cpuhpd *d = c->d;
 
+	c->state_batch = sc->state_batch;
 	for (unsigned i = 0; i < sc->nstates; i++) {
 		const struct cpuhpd_saved_state *ss = &sc->states[i];
 		struct cpuhpd_state *s;
