@@ -59,6 +59,8 @@ struct cache {
 
 static struct cache caches[MAX_CACHES];
 static unsigned ncaches;
+/* The caches are being removed: teardowns now are the removal's, on live CPUs no thread uses. */
+static bool removing;
 
 /* PREPARE startup: @call->cpu does not run yet; give it a slab, half full. */
 static int startup(struct cpuhp_client_state_call *call, void *arg)
@@ -97,7 +99,10 @@ static int teardown(struct cpuhp_client_state_call *call, void *arg)
 		return 0;
 	k->central += sl->fill;
 	printf("percpu-cache: cache %s: drained %u object(s) of CPU %u%s\n", k->name, sl->fill,
-	       call->cpu, call->external ? " (after the fact)" : " (after it died)");
+	       call->cpu,
+	       call->external ? " (after the fact)"
+	       : removing     ? " (cache removed)"
+	                      : " (after it died)");
 	fflush(stdout);
 	k->slab[call->cpu] = NULL;
 	free(sl);
@@ -255,6 +260,7 @@ int main(int argc, char **argv)
 	}
 out:
 	/* Newest cache first; each removal drains its slabs here (teardown on every CPU). */
+	removing = true;
 	for (i = ncaches; i-- > 0;) {
 		if (!caches[i].inst)
 			continue;

@@ -316,3 +316,28 @@ def test_removing_a_multi_state_tears_down_every_instance(daemon4, probe):
     r = probe.recv('s')
     assert r['kind'] == 'state_removed' and r['id'] == rid and len(r['runs']) == 8, r
     assert states(probe, 's') == []
+
+
+def test_the_shell_hook_registers_in_the_prepare_section(daemon4, sim4, tmp_path):
+    import json
+    from test_states import Hook, ctl
+    # Each call writes what the CPU's online file said when it ran.
+    online = sim4.online_file(2)
+    cmd = f'echo "$CPUHP_PHASE $CPUHP_SECTION $1 $(cat {online})" >> hook.log'
+    hook = Hook(daemon4, tmp_path, 'prep', '--section', 'prepare', '--nocalls',
+                '--teardown', cmd, '--startup', cmd)
+    try:
+        assert hook.line().startswith('state prep registered (id ')
+        st = json.loads(ctl(daemon4, 'states', '--json').stdout)['states']
+        assert [(s['name'], s['section']) for s in st] == [('prep', 'prepare')], st
+        assert ctl(daemon4, 'offline', 2).returncode == 0
+        assert hook.line().startswith('teardown CPU 2: ok')
+        assert ctl(daemon4, 'online', 2).returncode == 0
+        assert hook.line().startswith('startup CPU 2: ok')
+        # The teardown after the CPU went, the startup before it came.
+        assert (tmp_path / 'hook.log').read_text().splitlines() == \
+            ['teardown prepare 2 0', 'startup prepare 2 0']
+        r = ctl(daemon4, 'state', 'x', '--section', 'sideways', '--startup', 'true')
+        assert r.returncode == 2 and '--section is prepare or online' in r.stderr, r
+    finally:
+        hook.kill()
