@@ -295,43 +295,50 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	cpuhpd_states_submit_reader(d, w);
 }
 
-void cpuhpd_states_remove(struct cpuhpd_conn *c, const Cpuhp__Request *req)
+/* A removal of @s (a state or an instance) asked by @c: a reader's work. */
+static void submit_remove(struct cpuhpd_conn *c, uint64_t req_id, struct cpuhpd_state *s,
+                          bool nocalls)
 {
-	const Cpuhp__RemoveState *rm = req->remove_state;
-	uint64_t req_id = req->id;
-	struct cpuhpd *d = c->d;
-	struct cpuhpd_list *pos;
 	struct state_work *w;
 
-	cpuhpd_list_for_each(pos, &d->states.list)
-	{
-		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
-
-		if (s->id != rm->state_id || s->conn != c || s->parent)
-			continue;
-		if (!s->live) {
+	if (!s->live) {
+		if (s->parent)
+			cpuhpd_conn_send_error(
+			    c, req_id, EBUSY,
+			    "instance '%s' of state '%s' is still being added or "
+			    "removed",
+			    s->inst, s->name);
+		else
 			cpuhpd_conn_send_error(c, req_id, EBUSY,
 			                       "state '%s' is still being registered or removed",
 			                       s->name);
-			return;
-		}
-		w = cpuhpd_states_work_new(W_REMOVE);
-		if (!w) {
-			cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
-			return;
-		}
-		w->conn = c;
-		w->req_id = req_id;
-		w->target = cpuhpd_state_get(s);
-		w->nocalls = rm->nocalls;
-		w->done = remove_done;
-		cpuhpd_states_submit_reader(d, w);
 		return;
 	}
-	cpuhpd_conn_send_error(c, req_id, ENOENT,
-	                       "no state %" PRIu64 " on this connection (states belong to the "
-	                       "connection that registered them)",
-	                       rm->state_id);
+	w = cpuhpd_states_work_new(W_REMOVE);
+	if (!w) {
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	w->conn = c;
+	w->req_id = req_id;
+	w->target = cpuhpd_state_get(s);
+	w->nocalls = nocalls;
+	w->done = remove_done;
+	cpuhpd_states_submit_reader(c->d, w);
+}
+
+void cpuhpd_states_remove(struct cpuhpd_conn *c, const Cpuhp__Request *req)
+{
+	const Cpuhp__RemoveState *rm = req->remove_state;
+	struct cpuhpd_state *s = cpuhpd_state_of_conn(c->d, c, rm->state_id);
+
+	if (s)
+		submit_remove(c, req->id, s, rm->nocalls);
+	else
+		cpuhpd_conn_send_error(c, req->id, ENOENT,
+		                       "no state %" PRIu64 " on this connection (states belong to "
+		                       "the connection that registered them)",
+		                       rm->state_id);
 }
 
 void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
@@ -527,34 +534,14 @@ void cpuhpd_states_add_instance(struct cpuhpd_conn *c, const Cpuhp__Request *req
 void cpuhpd_states_remove_instance(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
 	const Cpuhp__RemoveInstance *ri = req->remove_instance;
-	uint64_t req_id = req->id;
-	struct cpuhpd *d = c->d;
-	struct cpuhpd_state *p = cpuhpd_state_of_conn(d, c, ri->state_id);
-	struct cpuhpd_state *s = p ? cpuhpd_instance_find(d, p, NULL, ri->instance_id) : NULL;
-	struct state_work *w;
+	struct cpuhpd_state *p = cpuhpd_state_of_conn(c->d, c, ri->state_id);
+	struct cpuhpd_state *s = p ? cpuhpd_instance_find(c->d, p, NULL, ri->instance_id) : NULL;
 
-	if (!s) {
-		cpuhpd_conn_send_error(c, req_id, ENOENT,
+	if (s)
+		submit_remove(c, req->id, s, ri->nocalls);
+	else
+		cpuhpd_conn_send_error(c, req->id, ENOENT,
 		                       "no instance %" PRIu64 " of state %" PRIu64
 		                       " on this connection",
 		                       ri->instance_id, ri->state_id);
-		return;
-	}
-	if (!s->live) {
-		cpuhpd_conn_send_error(
-		    c, req_id, EBUSY, "instance '%s' of state '%s' is still being added or removed",
-		    s->inst, s->name);
-		return;
-	}
-	w = cpuhpd_states_work_new(W_REMOVE);
-	if (!w) {
-		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
-		return;
-	}
-	w->conn = c;
-	w->req_id = req_id;
-	w->target = cpuhpd_state_get(s);
-	w->nocalls = ri->nocalls;
-	w->done = remove_done;
-	cpuhpd_states_submit_reader(d, w);
 }
