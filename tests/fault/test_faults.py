@@ -996,18 +996,24 @@ def test_state_clients_sigkilled_during_a_multi_cpu_offline_never_wedge_it(rig, 
     row['numbers']['SIGKILLs'] = kills
 
 
-def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
-    """State callbacks that fail or miss their deadline at random CPUs, 5 states."""
-    rnd = faultlib.rng('states-faults')
-    d, sim = _own_daemon(rig, 'states-faults')
-    rounds, codes = 6, collections.Counter()
+def _faulty_state_rounds(rig, tag, name, how=lambda rnd: ''):
+    """6 rounds of 5 state clients, each failing (EBUSY) or taking 300 ms
+    against a 100 ms deadline at a random CPU of 1-3, or healthy, and each
+    made as how(rnd) says (state-client's "p", "m"); offline then online
+    1-3.  Return: the exit codes counted, and the kinds."""
+    rnd = faultlib.rng(tag)
+    d, sim = _own_daemon(rig, tag)
+    codes, kinds = collections.Counter(), collections.Counter()
     try:
-        for r in range(rounds):
+        for r in range(6):
             clients = []
             for i in range(5):
                 kind, cpu = rnd.choice(('', 'f', 's')), rnd.choice(faultlib.HOTPLUGGABLE)
-                faults = {'': '', 'f': f'f{cpu}', 's': f's{cpu}:300'}[kind]
-                clients.append(StateClient(d.socket, f'f{r}s{i}', rnd.randint(0, 9),
+                made = how(rnd)
+                kinds[made or 'online'] += 1
+                faults = ','.join(x for x in (made, {'': '', 'f': f'f{cpu}',
+                                                     's': f's{cpu}:300'}[kind]) if x)
+                clients.append(StateClient(d.socket, f'{name}{r}s{i}', rnd.randint(0, 9),
                                            deadline_ms=100 if kind == 's' else 5000,
                                            faults=faults))
             for c in clients:
@@ -1029,7 +1035,13 @@ def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
             assert _ctl(d, 'online', '1-3').returncode == 0
     finally:
         assert d.stop() == 0, d.log()
-    row['injected'].append(f'{rounds} rounds: 5 state clients, each failing (EBUSY) or taking '
+    return codes, kinds
+
+
+def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
+    """State callbacks that fail or miss their deadline at random CPUs, 5 states."""
+    codes, _ = _faulty_state_rounds(rig, 'states-faults', 'f')
+    row['injected'].append('6 rounds: 5 state clients, each failing (EBUSY) or taking '
                            '300 ms against a 100 ms deadline at a random CPU of 1-3, or '
                            'healthy; offline 1-3 then online 1-3')
     row['checked'] += ['exit 0, 1 or 64; a failed CPU is as it was, its state named',
@@ -1039,39 +1051,9 @@ def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
 
 def test_prepare_states_and_instances_that_fail_or_stall_roll_back(rig, row):
     """PREPARE, ONLINE and multi-instance states failing or stalling at random CPUs."""
-    rnd = faultlib.rng('sections-faults')
-    d, sim = _own_daemon(rig, 'sections-faults')
-    rounds, codes, kinds = 6, collections.Counter(), collections.Counter()
-    try:
-        for r in range(rounds):
-            clients = []
-            for i in range(5):
-                kind, cpu = rnd.choice(('', 'f', 's')), rnd.choice(faultlib.HOTPLUGGABLE)
-                how = rnd.choice(('p', 'm', 'p,m', ''))
-                kinds[how or 'online'] += 1
-                faults = ','.join(x for x in (how, {'': '', 'f': f'f{cpu}',
-                                                    's': f's{cpu}:300'}[kind]) if x)
-                clients.append(StateClient(d.socket, f'p{r}s{i}', rnd.randint(0, 9),
-                                           deadline_ms=100 if kind == 's' else 5000,
-                                           faults=faults))
-            for c in clients:
-                c.wait_registered()
-            for verb in ('offline', 'online'):
-                before = sim_online(sim)
-                res = _ctl(d, verb, '1-3')
-                codes[res.returncode] += 1
-                assert res.returncode in (0, 1, 64), res
-                for x in json.loads(res.stdout)['results']:
-                    if not x['ok']:
-                        assert (x['cpu'] in sim_online(sim)) == (x['cpu'] in before), x
-                        assert "state '" in x['message'] and 'rolled back' in x['message'], x
-                _views_match_files(clients, sim, d, settle=True)
-            for c in clients:
-                c.kill()
-            assert _ctl(d, 'online', '1-3').returncode == 0
-    finally:
-        assert d.stop() == 0, d.log()
-    row['injected'].append(f'{rounds} rounds: 5 state clients each in the PREPARE or ONLINE '
+    codes, kinds = _faulty_state_rounds(rig, 'sections-faults', 'p',
+                                        lambda rnd: rnd.choice(('p', 'm', 'p,m', '')))
+    row['injected'].append('6 rounds: 5 state clients each in the PREPARE or ONLINE '
                            'section, plain or with 2 instances, failing (EBUSY, but a PREPARE '
                            'teardown) or taking 300 ms against a 100 ms deadline at a random '
                            'CPU of 1-3, or healthy; offline 1-3 then online 1-3')
