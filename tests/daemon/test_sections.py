@@ -330,7 +330,10 @@ def test_the_shell_hook_registers_in_the_prepare_section(daemon4, sim4, tmp_path
         assert hook.line().startswith('state prep registered (id ')
         st = json.loads(ctl(daemon4, 'states', '--json').stdout)['states']
         assert [(s['name'], s['section']) for s in st] == [('prep', 'prepare')], st
-        assert ctl(daemon4, 'offline', 2).returncode == 0
+        r = ctl(daemon4, '--json', 'offline', 2)
+        assert r.returncode == 0, r
+        [run] = json.loads(r.stdout)['results'][0]['states']
+        assert (run['state'], run['section'], run['instance']) == ('prep', 'prepare', None), run
         assert hook.line().startswith('teardown CPU 2: ok')
         assert ctl(daemon4, 'online', 2).returncode == 0
         assert hook.line().startswith('startup CPU 2: ok')

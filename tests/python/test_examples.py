@@ -333,6 +333,8 @@ def test_percpu_cache_sizes_slabs_in_prepare_and_drains_them_in_dead(daemon, sim
         assert line() == 'state percpu-cache registered in the PREPARE section; 2 cache(s)'
         r = run([fixture.CPUHPCTL, '--socket', daemon.socket, 'offline', 2])
         assert r.returncode == 0 and sim.read_online(2) == '0', r
+        assert re.search(r'^  PREPARE teardown of state percpu-cache instance large \(pid \d+, ',
+                         r.stdout, re.M), r.stdout
         # Drained after the CPU died: newest instance first.
         assert [line(), line()] == ['cache large: drained 8 object(s) of CPU 2 (after it died)',
                                     'cache small: drained 32 object(s) of CPU 2 (after it died)']

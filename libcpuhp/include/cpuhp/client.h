@@ -549,6 +549,8 @@ struct cpuhp_client_state_run {
 	int error;                              /* 0 or a negative errno */
 	uint64_t micros;                        /* from the call to its end */
 	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* why it failed */
+	char instance[64];                      /* the instance called ("": the state itself) */
+	bool prepare;                           /* the state is in the PREPARE section */
 };
 
 /**
