@@ -344,3 +344,22 @@ def test_the_shell_hook_registers_in_the_prepare_section(daemon4, sim4, tmp_path
         assert r.returncode == 2 and '--section is prepare or online' in r.stderr, r
     finally:
         hook.kill()
+
+
+def test_an_add_queued_behind_its_states_removal_is_refused(daemon4, probe):
+    probe.connect('l')
+    probe.connect('s')
+    probe.connect('h')
+    m = register(probe, 's', 'pools', 0, 5000, 'multi')
+    lease = probe.lease('l')
+    probe.send('h', 'offline', 2, 5000)          # closes the gate: both below wait
+    rm = probe.send('s', 'remove', m)
+    ad = probe.send('s', 'instance_add', m, 'late')
+    assert probe.call('l', 'release', lease)['kind'] == 'lease_released'
+    assert probe.recv('h')['results'][0]['ok']
+    r = probe.recv('s')
+    assert r['id'] == rm and r['kind'] == 'state_removed', r
+    r = probe.recv('s')
+    assert r['id'] == ad and error_code(r) == 'ERR_ECANCELED', r
+    assert 'removed first' in r['message'], r
+    assert states(probe, 'h') == []

@@ -306,6 +306,13 @@ static int plan(struct cpuhpd *d, struct state_work *w)
 	case W_HOTPLUG:
 		return plan_hotplug(d, w);
 	case W_REGISTER:
+		/* An add queued behind its state's removal: that removal took it out. */
+		if (w->target->parent && !w->target->listed) {
+			w->err = ECANCELED;
+			snprintf(w->why, sizeof(w->why), "state '%s' was removed first",
+			         w->target->name);
+			return 0;
+		}
 		return plan_register(d, w);
 	case W_REMOVE:
 		return plan_remove(d, w);
