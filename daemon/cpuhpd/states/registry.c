@@ -140,7 +140,6 @@ struct cpuhpd_state *cpuhpd_instance_find(const struct cpuhpd *d, const struct c
 {
 	struct cpuhpd_list *pos;
 
-	(void)d;
 	/* A state's instances follow it in the list. */
 	for (pos = parent->node.next; parent->listed && pos != &d->states.list; pos = pos->next) {
 		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);

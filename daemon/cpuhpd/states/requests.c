@@ -381,7 +381,8 @@ void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		info[i].cpus = strs[i] ? strs[i] : (char *)"";
 		/* Startup order: section, priority, then registration (ids grow with it). */
 		rows[i] = (struct cpuhpd_page_row){
-		    {(uint64_t)!s->prepare << 63 | cpuhpd_page_signed(s->priority) >> 1, s->id},
+		    {(uint64_t)!s->prepare << 32 | ((uint32_t)s->priority ^ UINT32_C(0x80000000)),
+		     s->id},
 		    &info[i].base};
 		i++;
 	}
