@@ -513,6 +513,7 @@ struct cpuhp_client_state {
 	bool registering;
 	struct cpuhp_cpuset started;
 	pthread_t thread;
+	bool thread_live;    /* @thread runs (or ended by itself) and is to be joined */
 	int stop_pipe[2];    /* the thread leaves when [0] is readable */
 	int err;             /* the thread's connection error, once it left for one */
 	uint64_t skip_batch; /* a call of this batch failed: the rest are not run */

@@ -352,6 +352,7 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 		ret = -pthread_create(&s->thread, NULL, state_thread, s);
 		if (ret < 0)
 			goto fail;
+		s->thread_live = true;
 	}
 	cpuhp__client_wait_off(c, s->conn);
 	/*
@@ -417,7 +418,8 @@ int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
 
 		while (write(s->stop_pipe[1], &b, 1) < 0 && errno == EINTR)
 			;
-		pthread_join(s->thread, NULL);
+		if (s->thread_live)
+			pthread_join(s->thread, NULL);
 		close(s->stop_pipe[0]);
 		close(s->stop_pipe[1]);
 	}
@@ -567,20 +569,26 @@ static void pause_thread(struct cpuhp_client_state *s)
 {
 	char b = 0;
 
-	if (!s->threaded)
+	if (!s->thread_live)
 		return;
 	while (write(s->stop_pipe[1], &b, 1) < 0 && errno == EINTR)
 		;
 	pthread_join(s->thread, NULL);
+	s->thread_live = false;
 	while (read(s->stop_pipe[0], &b, 1) < 0 && errno == EINTR)
 		;
 }
 
+/* Its thread again, unless it left for a connection error (the state is gone with it). */
 static int resume_thread(struct cpuhp_client_state *s)
 {
+	int err;
+
 	if (!s->threaded || s->err)
 		return 0;
-	return -pthread_create(&s->thread, NULL, state_thread, s);
+	err = -pthread_create(&s->thread, NULL, state_thread, s);
+	s->thread_live = !err;
+	return err;
 }
 
 int cpuhp_client_state_add_instance(struct cpuhp_client_state *s, const char *name, void *arg,
