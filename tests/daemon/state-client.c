@@ -20,7 +20,9 @@
  * the registration on.  "p" registers in the PREPARE section (whose
  * teardowns, after the CPU died, are never failed here); "m" registers a
  * multi-instance state and adds two instances, each with a view of its
- * own: "view" then prints "view MISMATCH" unless they agree.
+ * own: "view" then prints "view MISMATCH" unless they agree; "again" on
+ * stdin removes instance i1 and adds it back (on the main thread, while the
+ * library's thread serves calls), printing "again RC".
  */
 #include <errno.h>
 #include <pthread.h>
@@ -38,6 +40,7 @@ static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cpuhp_cpuset views[2], fail_cpus, slow_cpus;
 static unsigned flags = CPUHP_CLIENT_STATE_THREAD;
 static int inst_index[2] = {0, 1};
+static struct cpuhp_client_instance *insts[2];
 static unsigned slow_ms;
 static atomic_int busy;
 static atomic_bool armed; /* faults only once registered: registration must succeed */
@@ -156,11 +159,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 0; (flags & CPUHP_CLIENT_STATE_MULTI) && i < 2; i++) {
-		struct cpuhp_client_instance *inst;
 		char name[8];
 
 		snprintf(name, sizeof(name), "i%d", i);
-		err = cpuhp_client_state_add_instance(s, name, &inst_index[i], 0, &inst);
+		err = cpuhp_client_state_add_instance(s, name, &inst_index[i], 0, &insts[i]);
 		if (err) {
 			printf("error %d adding instance %s\n", err, name);
 			return 1;
@@ -173,6 +175,16 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin) && strncmp(line, "remove", 6)) {
 		char list[CPUHP_CPUSET_LIST_MAX];
 
+		if (!strncmp(line, "again", 5) && insts[1]) {
+			err = cpuhp_client_instance_remove(insts[1], false);
+			insts[1] = NULL;
+			if (!err)
+				err = cpuhp_client_state_add_instance(s, "i1", &inst_index[1], 0,
+				                                      &insts[1]);
+			printf("again %d\n", err);
+			fflush(stdout);
+			continue;
+		}
 		if (strncmp(line, "view", 4))
 			continue;
 		pthread_mutex_lock(&view_lock);

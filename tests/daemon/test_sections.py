@@ -363,3 +363,51 @@ def test_an_add_queued_behind_its_states_removal_is_refused(daemon4, probe):
     assert r['id'] == ad and error_code(r) == 'ERR_ECANCELED', r
     assert 'removed first' in r['message'], r
     assert states(probe, 'h') == []
+
+
+def test_the_c_library_adds_and_removes_instances_while_its_thread_serves_hotplugs(
+        daemon4, sim4, probe):
+    """state-client's state (CPUHP_CLIENT_STATE_THREAD | MULTI, instances i0
+    and i1): i1 removed and added back again and again on its main thread
+    while hotplugs run, whose calls its library thread serves; each add or
+    removal pauses that thread and waits for the gate.  Every instance ends
+    up on exactly the online CPUs."""
+    import subprocess
+    import threading
+    st = subprocess.Popen([str(fixture.BUILD / 'tests' / 'daemon' / 'state-client'),
+                           daemon4.socket, 'multi', '0', '5000', 'm'],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    errors = []
+
+    def hotplugs():
+        try:
+            probe.connect('h')
+            for _ in range(6):
+                for verb in ('offline', 'online'):
+                    r = probe.call('h', verb, 2, 10000)
+                    assert r['results'][0]['ok'], r
+        except BaseException as e:  # noqa: B036 (reported by the main thread)
+            errors.append(e)
+
+    try:
+        while not st.stdout.readline().startswith('registered '):
+            pass
+        t = threading.Thread(target=hotplugs)
+        t.start()
+        agains = 0
+        while t.is_alive() or agains < 3:
+            st.stdin.write('again\n')
+            while not (line := st.stdout.readline().strip()).startswith('again '):
+                assert line, f'state-client ended (exit {st.wait()})'
+            assert line == 'again 0', line
+            agains += 1
+        t.join()
+        assert not errors, errors
+        st.stdin.write('view\n')
+        while not (line := st.stdout.readline().strip()).startswith('view '):
+            assert line
+        assert line == 'view 0-3 busy=0', line
+        assert [s['instances'] for s in states(probe, 'h')] == [2]
+    finally:
+        st.kill()
+        st.wait()
