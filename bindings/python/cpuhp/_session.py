@@ -19,6 +19,7 @@ here run without the GIL and are answered by the daemon at once.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import errno
 import os
@@ -371,26 +372,54 @@ class Session:
         """A call in progress, for a block that waits outside the lock: its
         handle (use.c) stays valid until the block ends, and if close()
         comes meanwhile the block raises ECANCELED."""
-        with self.lock:
-            use = Use(self.handle())
-            if self._closed_r < 0:
-                self._closed_r, self._closed_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-            self._uses.add(use)
+        use = None
+        collected = False
         try:
+            with self.lock:
+                use = Use(self.handle())
+                if self._closed_r < 0:
+                    self._closed_r, self._closed_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+                self._uses.add(use)
             yield use
             self.check_open()  # an answer that came with close() is not one
+        except GeneratorExit:
+            # Closed unfinished: an exception stopped the with statement's
+            # exit as it started, and this runs as the generator is
+            # collected, maybe in a section of this thread's under the lock.
+            collected = True
+            raise
         except OSError as e:
             # What close() did to the call (its wait ended) is its error, not the cause.
             if self._c is None and e.errno != errno.ECANCELED:
                 raise self.closed_error() from e
             raise
         finally:
-            with self.lock:
-                if use in self._uses:  # else close() cancelled it
-                    self._uses.remove(use)
-                    self._left.notify_all()
-                    if self._closing is not None and not self._uses:
-                        self._finish()
+            if use is not None and collected:
+                self._later(self._leave, use)
+            elif use is not None:
+                self._leave(use)
+
+    def _leave(self, use: Use) -> None:
+        with self.lock:
+            if use in self._uses:  # else close() cancelled it
+                self._uses.remove(use)
+                self._left.notify_all()
+                if self._closing is not None and not self._uses:
+                    self._finish()
+
+    def _later(self, fn: Callable[[object], None], arg: object) -> None:
+        """``fn(arg)``, which takes the lock, for a finaliser or an exception
+        on its way out: never waits for a lock this thread may hold.  Now if
+        the lock is free; else on a thread of its own that waits for it."""
+        if not self.lock.locked():
+            # Free a moment ago: whoever took it since only makes C calls
+            # that do not wait, and defers what it drops as this does.
+            fn(arg)
+            return
+        try:
+            _thread.start_new_thread(fn, (arg,))
+        except RuntimeError:
+            pass  # the interpreter is ending: so is the connection
 
     def _kick(self) -> None:
         """After a call on the handle's connection (under self.lock): it may
