@@ -119,15 +119,20 @@ class Client:
         on the Client (close() from another thread wakes it with
         ECANCELED): *begin* it on the handle, wait in poll() until it is
         done, read its result with *end*."""
-        with self._s.using() as use:
-            call = begin(use.c)
-            try:
-                while not call.done():
-                    _wait_readable([call.fileno(), self._s.closed_fd])
-                    self._s.check_open()  # before the call, which close() may have freed
-                return end(call)
-            finally:
-                call.close()
+        call = None
+        try:
+            with self._s.using() as use:
+                call = begin(use.c)
+                try:
+                    while not call.done():
+                        _wait_readable([call.fileno(), self._s.closed_fd])
+                        self._s.check_open()  # before the call, which close() may have freed
+                    return end(call)
+                finally:
+                    call.close()
+        except BaseException:
+            self._s.drop_call(call)  # what it got, if the result never got out
+            raise
 
     def register_state(self, name: str, startup: Callable[[int], object] | None = None,
                        teardown: Callable[[int], object] | None = None, priority: int = 0,
@@ -187,6 +192,9 @@ class Client:
         If the daemon goes away while the lease is held, the Client's socket
         becomes readable and next_event() gives LeasesLost; the lease's
         release (the end of its ``with`` block) raises ConnectionResetError.
+
+        No exception leaves the lease held (see Lease); keep the Lease for as
+        long as you mean to hold it: dropped unreleased, it is released.
         """
         ms, ident = lease_args(timeout, who, why)
         lease = self._s.lease_now(ms, ident)
@@ -206,7 +214,8 @@ class Client:
         meanwhile.  A signal ends that wait (Ctrl-C: KeyboardInterrupt), and
         close() from another thread ends it with OSError ECANCELED; either
         gives the request up: no freeze comes of it.  The freeze is held on
-        a connection of its own, which ends with this Client.  Root or
+        a connection of its own, which ends with this Client (or with the
+        Freeze, dropped unthawed).  Root or
         cpuhpd's admin group only (PermissionError).  *who*, *why*: as for
         lease(), for leases() and the refusals' message (else the Client's
         names)."""

@@ -180,6 +180,12 @@ def _drain(fd: int) -> None:
         pass
 
 
+# What a Session's leases and freezes are held in (grant.h): allocated with
+# their finaliser in one step, so that no exception comes between.
+_new_grants = ffi.new_allocator(lib.cpuhp_py_alloc, lib.cpuhp_py_grants_free)
+_new_grant = ffi.new_allocator(lib.cpuhp_py_alloc, lib.cpuhp_py_grant_free)
+
+
 def _call_error(call_p, rc: int) -> OSError:
     return error(rc, _text(lib.cpuhp_client_call_message(call_p)) or None)
 
@@ -189,15 +195,27 @@ class Call:
     a connection of its own), then read until done once its socket is
     readable.  Closing it before it is done gives the request up: the
     daemon drops a waiting lease acquire and cancels a hotplug that is not
-    running yet."""
+    running yet.
 
-    __slots__ = ('_p', '_owner')
+    It is begun into a slot made before (grant.h), which cffi frees with
+    the call when the Call is dropped: no exception comes between the
+    begin and the Call that owns what it began.  A lease or freeze call
+    records what it gets in *grant* (a struct cpuhp_py_grant) as done()
+    reads it."""
 
-    def __init__(self, p, owner) -> None:
-        self._p = ffi.gc(p, lib.cpuhp_client_call_free)
+    __slots__ = ('slot', '_owner', 'grant')
+
+    def __init__(self, owner, grant=None) -> None:
+        #: Where the begin puts the call (its ``out``).
+        self.slot = ffi.gc(ffi.new('struct cpuhp_client_call **'), lib.cpuhp_py_call_free)
         # The handle it was begun on: it must outlive the call (a lease
         # the call gets joins that handle's table).
         self._owner = owner
+        self.grant = grant
+
+    @property
+    def _p(self):
+        return self.slot[0]
 
     def fileno(self) -> int:
         """The socket to wait on while done() says False."""
@@ -206,7 +224,7 @@ class Call:
     def done(self) -> bool:
         """Read what arrived, without waiting: False while the answer is to
         come; True when it is in; its error raised when it failed."""
-        rc = lib.cpuhp_client_call_done(self._p)
+        rc = lib.cpuhp_py_call_done(self.slot, ffi.NULL if self.grant is None else self.grant)
         if rc == -errno.EINPROGRESS:
             return False
         if rc < 0:
@@ -223,9 +241,7 @@ class Call:
         return out
 
     def close(self) -> None:
-        if self._p is not None:
-            ffi.release(self._p)  # cpuhp_client_call_free() now
-            self._p = None
+        lib.cpuhp_py_call_free(self.slot)
 
 
 class Use:
@@ -262,6 +278,10 @@ class Session:
         self._uses: set[Use] = set()
         self._left = threading.Condition(self.lock)
         self._closing = None
+        # The leases and freezes dropped while held (grant.h), ended on the
+        # next call: made before the connection, which may hold some.
+        self._grants = _new_grants('struct cpuhp_py_grants *')
+        lib.cpuhp_py_grants_init(self._grants)
         # Readable once close() began: every wait inside a call polls it too.
         self._closed_r = self._closed_w = -1
         self._fast = False  # the handle takes fast leases (known after its first lease)
@@ -327,6 +347,7 @@ class Session:
         """Under self.lock, once closing and no call is in progress."""
         c, self._closing = self._closing, None
         ffi.release(c)  # runs cpuhp_client_close() now, once: the ffi.gc finalizer is off
+        lib.cpuhp_py_grants_close(self._grants)  # what the connection held ended with it
         for fd in (self._wake_r, self._wake_w, self._closed_r, self._closed_w):
             if fd >= 0:
                 os.close(fd)
@@ -335,10 +356,14 @@ class Session:
     # Short C calls hold self.lock around the call and the reading of its
     # message, so that the message is this call's even with threads sharing
     # the Session (the C library's own mutex covers only the call).
-    def handle(self):
-        """The C handle, under self.lock; ValueError once closed."""
+    def handle(self, reap: bool = True):
+        """The C handle, under self.lock; ValueError once closed.  What was
+        dropped while held and not ended yet ends first (unless the caller's
+        C call does that itself)."""
         if self._c is None:
             raise ValueError('operation on a closed cpuhp.Client')
+        if reap and lib.cpuhp_py_reap(self._grants, self._c):
+            self._kick()
         return self._c
 
     @staticmethod
@@ -439,15 +464,19 @@ class Session:
             if rc < 0:
                 raise self.error(c, rc)
 
-    def _begin(self, c, begin: Callable[[object], int]) -> Call:
-        out = ffi.new('struct cpuhp_client_call **')
-        with self.lock:
-            self.check_open()
-            rc = begin(out)
-            self._kick()  # a first lease asks for the fast path on the handle's connection
-            if rc < 0:
-                raise self.error(c, rc)
-        return Call(out[0], c)
+    def _begin(self, c, begin: Callable[[object], int], grant=None) -> Call:
+        call = Call(c, grant)
+        try:
+            with self.lock:
+                self.check_open()
+                rc = begin(call.slot)
+                self._kick()  # a first lease asks for the fast path on the handle's connection
+                if rc < 0:
+                    raise self.error(c, rc)
+        except BaseException:
+            self.drop_call(call)
+            raise
+        return call
 
     def fileno(self) -> int:
         with self.lock:
@@ -472,66 +501,91 @@ class Session:
         return _lease_list_freed(call.result('struct cpuhp_client_lease_list **',
                                              lib.cpuhp_client_call_list_leases)[0])
 
+    # --- leases and freezes: each held in a record of grant.h from its C call on ---------
+
+    def _grant(self, freeze: bool):
+        """A record for one lease or freeze, holding nothing yet."""
+        g = _new_grant('struct cpuhp_py_grant *')
+        lib.cpuhp_py_grant_init(g, self._grants, freeze)
+        return g
+
     def lease_now(self, ms: int, ident: tuple | None) -> Lease | None:
         """A fast lease taken at once, or None: a lease with names of its own
         (*ident*), a socket lease (no fast path), or a wait (a hotplug in the
         way and *ms* not 0) is an asynchronous call.  The common case,
         without the asynchronous call's allocations."""
-        if ident is not None:
-            return None
-        out = ffi.new('uint64_t *')
-        with self.lock:
-            c = self.handle()
-            if not self._fast:
-                rc = lib.cpuhp_client_fast_path(c)  # the first time, a round trip on c
-                self._kick()
-                if rc < 0:
-                    raise self.error(c, rc)
-                self._fast = rc == 1  # once granted, for the handle's life
-                if not self._fast:
-                    return None
-            rc = lib.cpuhp_client_lease_acquire(c, 0, out)  # never waits
-            if rc == -errno.EAGAIN and ms:
-                return None
-            if rc < 0:
-                raise self.error(c, rc)
-        return Lease(self._owner(), int(out[0]), self)
+        if ident is None:
+            grant = self._grant(False)
+            try:
+                with self.lock:
+                    c = self.handle(reap=False)  # cpuhp_py_lease_now() reaps
+                    if not self._fast:
+                        rc = lib.cpuhp_client_fast_path(c)  # the first time, a round trip on c
+                        self._kick()
+                        if rc < 0:
+                            raise self.error(c, rc)
+                        self._fast = rc == 1  # once granted, for the handle's life
+                    if self._fast:
+                        rc = lib.cpuhp_py_lease_now(c, grant)  # never waits
+                        if rc < 0 and (rc != -errno.EAGAIN or not ms):
+                            raise self.error(c, rc)
+                if grant.held:
+                    return Lease(self._owner(), grant, self)
+            except BaseException:
+                self.drop(grant)  # maybe taken, its rc unseen
+                raise
+        return None
 
     def lease_begin(self, c, ms: int, ident: tuple | None) -> Call:
-        if ident is None:
-            return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_begin(c, ms, out))
-        return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_as_begin(c, ms, *ident,
-                                                                                  out))
+        named = ident is not None
+        who, why = ident if named else (ffi.NULL, ffi.NULL)
+        grant = self._grant(False)
+        return self._begin(c, lambda out: lib.cpuhp_py_lease_begin(c, ms, named, who, why, out,
+                                                                   grant), grant)
 
     def lease_end(self, call: Call) -> Lease:
-        return Lease(self._owner(),
-                     int(call.result('uint64_t *', lib.cpuhp_client_call_lease_acquire)[0]), self)
-
-    def release(self, lease_id: int) -> None:
-        """Lease.release()."""
-        with self.lock:
-            if self._c is None:
-                return  # closed: the lease ended with the connection
-            rc = lib.cpuhp_client_lease_release(self._c, lease_id)
-            if rc < 0:
-                raise self.error(self._c, rc)
+        return Lease(self._owner(), call.grant, self)
 
     def freeze_begin(self, c, who, why) -> Call:
-        return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out))
+        return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out),
+                           self._grant(True))
 
     def freeze_end(self, call: Call) -> Freeze:
-        return Freeze(self._owner(),
-                      int(call.result('uint64_t *', lib.cpuhp_client_call_freeze)[0]), self)
+        return Freeze(self._owner(), call.grant, self)
 
-    def thaw(self, freeze_id: int) -> None:
-        """Freeze.thaw()."""
-        with self.lock:
-            if self._c is None:
-                return  # closed: the freeze ended with the connection
-            rc = lib.cpuhp_client_thaw(self._c, freeze_id)
+    def _end_locked(self, grant) -> int:
+        """Under self.lock: end what *grant* holds, once; the C call's rc."""
+        c = self._c  # None once closed: what it held ended with the connection
+        rc = lib.cpuhp_py_end(ffi.NULL if c is None else c, grant)
+        if c is not None and grant.freeze:
             self._kick()
-            if rc < 0:
+        return rc
+
+    def end(self, grant) -> None:
+        """Lease.release(), Freeze.thaw()."""
+        with self.lock:
+            rc = self._end_locked(grant)
+            if rc < 0 and rc != -errno.ENOLCK:
                 raise self.error(self._c, rc)
+
+    def drop(self, grant) -> None:
+        """End what *grant* still holds, for an exception on its way out or a
+        finaliser (see _later(); if even that fails, the record's finaliser
+        makes it an orphan, which the Client's next call ends)."""
+        if grant.held:
+            self._later(self._end_quietly, grant)
+
+    def _end_quietly(self, grant) -> None:
+        with self.lock:
+            self._end_locked(grant)  # its error is nobody's to hear
+
+    def drop_call(self, call: Call | None) -> None:
+        """Give *call* up (if begun), and end what it got, for an exception on
+        its way out of a client's call."""
+        if call is not None:
+            call.close()
+            if call.grant is not None:
+                self.drop(call.grant)
 
     def status(self) -> Status:
         out = ffi.new('struct cpuhp_client_status *')

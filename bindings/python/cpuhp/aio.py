@@ -229,14 +229,19 @@ class Client:
         """One asynchronous call of libcpuhp-client, counted as in progress
         on the Client (close() from anywhere wakes it with ECANCELED):
         *begin* it on the handle, await it, read its result with *end*."""
-        with self._s.using() as use:
-            call = begin(use.c)
-            use.cancel = lambda: self._cancel(call)
-            try:
-                await self._done(call)
-                return end(call)
-            finally:
-                call.close()
+        call = None
+        try:
+            with self._s.using() as use:
+                call = begin(use.c)
+                use.cancel = lambda: self._cancel(call)
+                try:
+                    await self._done(call)
+                    return end(call)
+                finally:
+                    call.close()
+        except BaseException:
+            self._s.drop_call(call)  # what it got, if the result never got out
+            raise
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None) -> _Request[Lease]:
