@@ -81,14 +81,15 @@ int cpuhpd_adopt(struct cpuhpd *d)
 	d->grace.adopted = true;
 	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d", n,
 	            cpuhpd_holders_total(d), (int)s->pid);
-	cpuhpd_features_run(d, cpuhpd_features.adopted);
 	/* Then what was asked and not answered, in its order, before anything new. */
 	for (unsigned i = 0; i < s->nreqs; i++) {
 		struct cpuhpd_saved_conn *sc = cpuhpd_statetext_conn(s, s->reqs[i].conn);
 		struct cpuhpd_conn *c = conns[sc - s->conns];
 
+		d->resuming = s->reqs[i].running;
 		if (c && !c->closing)
 			cpuhpd_dispatch(c, s->reqs[i].req.data, s->reqs[i].req.len);
+		d->resuming = false;
 	}
 	/* After the hotplugs that waiting acquires waited behind are queued again. */
 	cpuhpd_features_run(d, cpuhpd_features.replayed);

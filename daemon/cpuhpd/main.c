@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	if (d.handover) {
 		/* Nothing closed: the fd store keeps every client for the next cpuhpd (stop.c). */
-		cpuhpd_info("stopped; the fd store keeps the clients");
+		cpuhpd_info("stopped; the clients are in the fd store");
 		return 0;
 	}
 	uv_loop_close(d.loop);

@@ -64,12 +64,27 @@ static void keep_poll(uv_timer_t *t)
 	cpuhpd_stop_finish(d);
 }
 
-/* SIGTERM with the store on: see the top of this file. */
+/*
+ * Whether a former client may count on what it held: a lease, a state, a
+ * freeze.  If so, a next cpuhpd that does not get it back waits its grace.
+ */
+static bool holds_anything(struct cpuhpd *d)
+{
+	return cpuhpd_holders_total(d) || cpuhpd_states_any(d) || d->freezes.n;
+}
+
+/*
+ * SIGTERM with the store on: see the top of this file.  Whether it is a
+ * restart or a stop, only the service manager knows, by what it does with
+ * the store next (a stop empties it): both are said.
+ */
 static void stop_keep(struct cpuhpd *d)
 {
-	cpuhpd_info("stopping for a restart: %u client(s) and %u lease(s) stay in the fd store "
-	            "for the next cpuhpd",
-	            d->nconns, cpuhpd_holders_total(d));
+	cpuhpd_info(
+	    "stopping: %u client(s) holding %u lease(s) go to the fd store: a restart "
+	    "hands them to the next cpuhpd; a stop empties the store, and then their leases "
+	    "end (the clients see EOF)",
+	    d->nconns, cpuhpd_holders_total(d));
 	d->handover = true;
 	cpuhpd_notify("STOPPING=1");
 	cpuhpd_features_run(d, cpuhpd_features.handover);
@@ -86,8 +101,12 @@ static void stop_keep(struct cpuhpd *d)
 /* The last of a restart's stop: the last state text, then leave the loop as it is. */
 static void finish_keep(struct cpuhpd *d)
 {
-	cpuhpd_fdstore_changed(d);
-	d->fdstore.writing_off = true;
+	cpuhpd_fdstore_finish(d);
+	/* A stop that empties the store then ends nothing anyone counts on: no grace next. */
+	if (holds_anything(d))
+		cpuhpd_instance_handover(d, d->nconns, cpuhpd_holders_total(d));
+	else
+		cpuhpd_instance_clean(d);
 	cpuhpd_info("state handed over to the fd store: %u client(s), %u lease(s)", d->nconns,
 	            cpuhpd_holders_total(d));
 	uv_stop(d->loop);
@@ -130,7 +149,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 	}
 	d->stopped = true;
 	/* Nothing held that a former holder might still count on: no grace for the next one. */
-	if (!d->leases.held && !cpuhpd_fastpath_held(d) && !cpuhpd_states_any(d))
+	if (!holds_anything(d))
 		cpuhpd_instance_clean(d);
 	/* Id 0: the error concerns the connection, which closes (proto/FRAMING.md). */
 	while ((n = cpuhpd_list_first(&d->conns))) {

@@ -7,7 +7,9 @@
 #include "cpuhpd.h"
 #include "core/conn.h"
 #include "core/dispatch.h"
+#include "core/route.h"
 #include "leases/holders.h"
+#include "ops/cpus.h"
 #include "ops/hello.h"
 #include "ops/listing.h"
 #include "ops/status.h"
@@ -30,6 +32,7 @@ static const struct cpuhpd_request_type requests[] = {
     [CPUHP__REQUEST__BODY_LEASE_RELEASE] = {cpuhpd_lease_release, CPUHPD_REQ_STOPPING},
     [CPUHP__REQUEST__BODY_IDENTIFY] = {cpuhpd_holders_identify, 0},
     [CPUHP__REQUEST__BODY_LIST_LEASES] = {cpuhpd_listing_request, CPUHPD_REQ_STOPPING},
+    [CPUHP__REQUEST__BODY_LIST_CPUS] = {cpuhpd_cpus_request, CPUHPD_REQ_STOPPING},
     [CPUHP__REQUEST__BODY_FAST_PATH] = {cpuhpd_fastpath_request, 0},
     [CPUHP__REQUEST__BODY_FAST_WAKE] = {cpuhpd_fastpath_wake,
                                         CPUHPD_REQ_STOPPING | CPUHPD_REQ_NO_REPLY},
@@ -52,13 +55,10 @@ static const struct cpuhpd_request_type requests[] = {
  * its own leases go.
  */
 static void (*const conn_gone_steps[])(struct cpuhpd_conn *c) = {
-    cpuhpd_states_conn_gone,
-    cpuhpd_hotplug_conn_gone,
-    cpuhpd_watch_conn_gone,
-    cpuhpd_freeze_conn_gone,
-    cpuhpd_fastpath_conn_gone,
-    cpuhpd_lease_conn_gone,
-    NULL,
+    cpuhpd_route_conn_gone,   cpuhpd_states_conn_gone,
+    cpuhpd_hotplug_conn_gone, cpuhpd_watch_conn_gone,
+    cpuhpd_freeze_conn_gone,  cpuhpd_fastpath_conn_gone,
+    cpuhpd_lease_conn_gone,   NULL,
 };
 
 static void conn_gone(struct cpuhpd_conn *c)
@@ -79,10 +79,7 @@ static const struct cpuhpd_conn_hooks conn_hooks = {
  * for those queued before it.
  */
 static const cpuhpd_save_conn_fn save_conn[] = {
-    cpuhpd_lease_save,
-    cpuhpd_states_save,
-    cpuhpd_freeze_save,
-    NULL,
+    cpuhpd_lease_save, cpuhpd_states_save, cpuhpd_freeze_save, cpuhpd_notice_save, NULL,
 };
 static const cpuhpd_save_requests_fn save_requests[] = {
     cpuhpd_hotplug_save,
@@ -94,6 +91,7 @@ static const cpuhpd_save_ids_fn save_ids[] = {
     cpuhpd_lease_save_ids,
     cpuhpd_states_save_ids,
     cpuhpd_freeze_save_ids,
+    cpuhpd_hotplug_save_ids,
     NULL,
 };
 static const struct cpuhpd_store_savers savers = {
@@ -193,18 +191,31 @@ int cpuhpd_features_start(struct cpuhpd *d, const cpuhpd_start_fn *steps)
 
 /*
  * Start: first the fd store (LISTEN_FDS may hold a previous instance's
- * clients), then the view, the tables, the fast path (whose shared memory
+ * clients), then the view and the topology of the CPUs it has online
+ * (before the worker, which learns it from then on), the tables, the fast path (whose shared memory
  * connections get), the worker thread and the timers; the previous
  * cpuhpd's clients are adopted then (adopt.c), and only after them the
  * socket listens, the store takes what is left, the restart grace starts
  * and uevents come in.
  */
 static const cpuhpd_start_fn prepare[] = {
-    cpuhpd_fdstore_take,  cpuhpd_view_start,      cpuhpd_conns_init,
-    cpuhpd_watch_init,    cpuhpd_freeze_init,     cpuhpd_admit_init,
-    cpuhpd_lease_init,    cpuhpd_policy_init,     cpuhpd_hotplug_init,
-    cpuhpd_states_init,   cpuhpd_fastpath_start,  cpuhpd_worker_start,
-    cpuhpd_metrics_start, cpuhpd_statusline_init, NULL,
+    cpuhpd_fdstore_take,
+    cpuhpd_view_start,
+    cpuhpd_topology_start,
+    cpuhpd_conns_init,
+    cpuhpd_watch_init,
+    cpuhpd_freeze_init,
+    cpuhpd_admit_init,
+    cpuhpd_lease_init,
+    cpuhpd_policy_init,
+    cpuhpd_revoke_init,
+    cpuhpd_hotplug_init,
+    cpuhpd_states_init,
+    cpuhpd_fastpath_start,
+    cpuhpd_worker_start,
+    cpuhpd_metrics_start,
+    cpuhpd_statusline_init,
+    NULL,
 };
 static const cpuhpd_start_fn serve[] = {
     cpuhpd_server_start, cpuhpd_fdstore_ready, cpuhpd_grace_start, cpuhpd_uevent_start, NULL,
@@ -232,34 +243,43 @@ static const cpuhpd_daemon_fn handover[] = {
 };
 /* The stop's end, the clients closed: the fast-path and worker threads are joined here. */
 static const cpuhpd_daemon_fn close_steps[] = {
-    cpuhpd_admit_close,  cpuhpd_fastpath_close,   cpuhpd_uevent_stop,   cpuhpd_worker_stop,
-    cpuhpd_lease_close,  cpuhpd_policy_close,     cpuhpd_hotplug_close, cpuhpd_states_close,
-    cpuhpd_metrics_stop, cpuhpd_statusline_close, cpuhpd_grace_close,   NULL,
+    cpuhpd_admit_close,      cpuhpd_fastpath_close,
+    cpuhpd_uevent_stop,      cpuhpd_worker_stop,
+    cpuhpd_lease_close,      cpuhpd_policy_close,
+    cpuhpd_revoke_close,     cpuhpd_hotplug_close,
+    cpuhpd_states_close,     cpuhpd_metrics_stop,
+    cpuhpd_statusline_close, cpuhpd_grace_close,
+    cpuhpd_topology_close,   NULL,
 };
 
 /*
  * A restart (adopt.c): each connection's leases first, so that whatever
  * runs after finds every lease in its way, then its fast-lease region,
- * states, freezes and watch.  Once all are back, states whose CPUs differ
- * from the files are reconciled; once the requests left unanswered ran
- * again (a hotplug among them blocks the gate again), the acquires that
- * came back waiting are granted unless it does.
+ * states, freezes and watch.  Once the requests left unanswered ran again
+ * (a hotplug among them blocks the gate again), states whose CPUs differ
+ * from the files are reconciled (after that hotplug if it went to the
+ * worker: it resumes their calls on its own CPUs first), and the acquires
+ * that came back waiting are granted unless the gate is closed.
  */
 static const cpuhpd_adopt_ids_fn adopt_ids[] = {
     cpuhpd_lease_adopt_ids,
     cpuhpd_states_adopt_ids,
     cpuhpd_freeze_adopt_ids,
+    cpuhpd_hotplug_adopt_ids,
     NULL,
 };
 static const cpuhpd_adopt_conn_fn adopt_conn[] = {
-    cpuhpd_lease_adopt,  cpuhpd_fastpath_adopt_conn, cpuhpd_states_adopt,
-    cpuhpd_freeze_adopt, cpuhpd_watch_adopt,         NULL,
-};
-static const cpuhpd_daemon_fn adopted[] = {
-    cpuhpd_states_adopted,
+    cpuhpd_lease_adopt,
+    cpuhpd_fastpath_adopt_conn,
+    cpuhpd_states_adopt,
+    cpuhpd_freeze_adopt,
+    cpuhpd_watch_adopt,
+    cpuhpd_notice_adopt,
     NULL,
 };
 static const cpuhpd_daemon_fn replayed[] = {
+    cpuhpd_hotplug_replayed,
+    cpuhpd_states_adopted,
     cpuhpd_lease_adopted,
     NULL,
 };
@@ -272,6 +292,5 @@ const struct cpuhpd_features cpuhpd_features = {
     .close = close_steps,
     .adopt_ids = adopt_ids,
     .adopt_conn = adopt_conn,
-    .adopted = adopted,
     .replayed = replayed,
 };

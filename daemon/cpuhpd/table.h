@@ -36,9 +36,7 @@ struct cpuhpd_features {
 	const cpuhpd_adopt_ids_fn *adopt_ids;
 	/* A restart: what one connection held, back in each feature (0 or -errno). */
 	const cpuhpd_adopt_conn_fn *adopt_conn;
-	/* Every connection rebuilt, before the requests left unanswered run again. */
-	const cpuhpd_daemon_fn *adopted;
-	/* Those requests handled again, before the connections read on. */
+	/* The requests left unanswered handled again, before the connections read on. */
 	const cpuhpd_daemon_fn *replayed;
 };
 

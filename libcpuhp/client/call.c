@@ -30,6 +30,10 @@ struct cpuhp_client_call {
 	Cpuhp__Response *reply; /* when done: the answer, for the result getters */
 	uint64_t lease_id;      /* when done, for a lease; a freeze's id for a freeze */
 	char message[CPUHP_CLIENT_MESSAGE_MAX];
+	/* A listing in pages: asks for the next; the pages before the last (which is ->reply). */
+	cpuhp__client_again_fn again;
+	Cpuhp__Response **pages;
+	size_t npages;
 };
 
 /* --- beginning --------------------------------------------------------------- */
@@ -58,7 +62,8 @@ int cpuhp__call_begin(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Respon
 	call = call_new(c, expect);
 	if (!call)
 		return -ENOMEM;
-	ret = cpuhp__client_open(&c->sa, false, &w);
+	/* Notices about what it holds go where @c reads them. */
+	ret = cpuhp__client_open(&c->sa, false, c->conn_id, &w);
 	if (ret < 0) {
 		free(call);
 		return cpuhp__client_note(c, ret, "cannot connect to cpuhpd for this request");
@@ -76,6 +81,17 @@ int cpuhp__call_begin(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Respon
 	call->req_id = req->id;
 	*out = call;
 	return 0;
+}
+
+int cpuhp__call_begin_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                            Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                            struct cpuhp_client_call **out)
+{
+	int ret = cpuhp__call_begin(c, req, expect, out);
+
+	if (ret == 0)
+		(*out)->again = again;
+	return ret;
 }
 
 int cpuhp__call_granted(struct cpuhp_client *c, uint64_t id, struct cpuhp_client_call **out)
@@ -141,10 +157,31 @@ int cpuhp_client_call_done(struct cpuhp_client_call *call)
 		return finish(call, ret, NULL);
 	}
 	ret = cpuhp__client_hello_finish(w, 0);
-	if (ret == 0)
-		ret = cpuhp__client_await(w, call->req_id, call->expect, 0, &resp);
 	if (ret == 1)
 		return -EINPROGRESS;
+	while (ret == 0) {
+		Cpuhp__Response **grown;
+
+		ret = cpuhp__client_await(w, call->req_id, call->expect, 0, &resp);
+		if (ret == 1)
+			return -EINPROGRESS;
+		if (ret < 0 || !call->again)
+			break;
+		/* A page: the next is asked for before this one's cursor is freed. */
+		grown = realloc(call->pages, (call->npages + 1) * sizeof(*grown));
+		ret = grown ? call->again(w, resp, &call->req_id) : -ENOMEM;
+		if (grown)
+			call->pages = grown;
+		if (ret <= 0)
+			break;
+		call->pages[call->npages++] = resp;
+		resp = NULL;
+		ret = 0;
+	}
+	if (ret < 0 && resp) {
+		cpuhp__response__free_unpacked(resp, NULL);
+		resp = NULL;
+	}
 	return finish(call, ret, resp);
 }
 
@@ -200,6 +237,29 @@ int cpuhp__call_reply(struct cpuhp_client_call *call, Cpuhp__Response__BodyCase 
 	return ret;
 }
 
+int cpuhp__call_pages(struct cpuhp_client_call *call, Cpuhp__Response__BodyCase expect,
+                      Cpuhp__Response *const **pages, size_t *npages, struct cpuhp_client **conn)
+{
+	int ret = check_done(call, expect);
+	Cpuhp__Response **grown;
+
+	if (ret < 0)
+		return ret;
+	/* The last page joins the others the first time they are asked for. */
+	if (call->reply) {
+		grown = realloc(call->pages, (call->npages + 1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		call->pages = grown;
+		call->pages[call->npages++] = call->reply;
+		call->reply = NULL;
+	}
+	*pages = call->pages;
+	*npages = call->npages;
+	*conn = call->conn;
+	return 0;
+}
+
 const char *cpuhp_client_call_message(const struct cpuhp_client_call *call)
 {
 	return call->conn ? cpuhp_client_last_message(call->conn) : call->message;
@@ -212,5 +272,8 @@ void cpuhp_client_call_free(struct cpuhp_client_call *call)
 	cpuhp_client_close(call->conn);
 	if (call->reply)
 		cpuhp__response__free_unpacked(call->reply, NULL);
+	for (size_t i = 0; i < call->npages; i++)
+		cpuhp__response__free_unpacked(call->pages[i], NULL);
+	free(call->pages);
 	free(call);
 }

@@ -7,7 +7,7 @@
  * the asynchronous calls) and held.c (what a handle holds on such
  * connections); then one file per request family: lease.c with
  * fastpath.c, identity.c, hotplug.c, status.c, metrics.c, list.c,
- * freeze.c, events.c, state.c.  life.c and fork.c keep a handle safe from
+ * freeze.c, events.c, state.c, cpus.c.  life.c and fork.c keep a handle safe from
  * close on another thread and from fork().  Not installed.
  */
 #ifndef CPUHP_CLIENT_INTERNAL_H
@@ -82,6 +82,21 @@ struct cpuhp_client {
 	 * close.  NULL: socket leases only, so far.
 	 */
 	struct cpuhp__fast *_Atomic fast;
+	/*
+	 * Regions cpuhpd revoked (fastpath.c, fast_renew), newest first, kept
+	 * until close for the releases of the leases they counted; pushed
+	 * under lock, read without it.
+	 */
+	struct cpuhp__fast *_Atomic retired;
+
+	/* HelloReply: this connection's number, which connections opened beside it name
+	 * (Hello.notices_to), and the daemon's --max-delay-ms (0: no delay leases). */
+	uint32_t conn_id, max_delay_ms;
+	/* Connections opened beside this one name it, so that notices come here. */
+	uint32_t notices_to;
+	/* cpuhp_client_set_lease_delay(): this handle's leases are delay leases of it (0: block).
+	 */
+	unsigned delay_ms;
 
 	/*
 	 * Leases held on connections of their own (held.c): those a fast-path
@@ -154,9 +169,12 @@ int cpuhp__client_parse_cpus(struct cpuhp_client *c, const char *what, const cha
  * Connect to @sa and say hello: cpuhp_client_connect() once the path is
  * known.  Without @await_hello the Hello is only sent: the connection's
  * first await (cpuhp__client_hello_finish()) reads its reply, so that a
- * request may follow it at once (call.c).
+ * request may follow it at once (call.c).  @notices_to: the daemon's
+ * number of the handle this connection is opened beside (its conn_id),
+ * where notices about what this one holds go; 0: here.
  */
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out);
+int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t notices_to,
+                       struct cpuhp_client **out);
 
 /*
  * Read the reply to the Hello sent (if it is not read yet) and check the
@@ -266,6 +284,38 @@ int cpuhp__client_request_locked(struct cpuhp_client *c, Cpuhp__Request *req,
 int cpuhp__client_request(struct cpuhp_client *c, Cpuhp__Request *req,
                           Cpuhp__Response__BodyCase expect, cpuhp__client_take_fn take, void *arg);
 
+/*
+ * A listing that comes in pages (ListLeases, ListStates): given a page,
+ * send the request for the next one on @c (its id into *@id).  Return: 1
+ * sent; 0 @resp was the last page; -EPROTO (set on @c) for a cursor with
+ * no row before it, which would never end; a connection -errno.
+ */
+typedef int (*cpuhp__client_again_fn)(struct cpuhp_client *c, const Cpuhp__Response *resp,
+                                      uint64_t *id);
+
+/*
+ * cpuhp__client_next_page() - the again function's common part: after a
+ * page of @rows rows whose cursor is @next, send @req (the next page's
+ * request, asking from @next) unless the listing is complete.  Return: as
+ * cpuhp__client_again_fn.
+ */
+int cpuhp__client_next_page(struct cpuhp_client *c, ProtobufCBinaryData next, size_t rows,
+                            Cpuhp__Request *req, uint64_t *id);
+
+/*
+ * cpuhp__client_pages() - cpuhp__client_request() of a listing in pages:
+ * @req asks for the first, @take gets each page in turn (it appends to
+ * @arg), @again asks for the next; one bracket for all of them.
+ */
+int cpuhp__client_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                        Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                        cpuhp__client_take_fn take, void *arg);
+
+/* cpuhp__client_pages() for a caller inside cpuhp__client_enter()/_leave(). */
+int cpuhp__client_pages_locked(struct cpuhp_client *c, Cpuhp__Request *req,
+                               Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                               cpuhp__client_take_fn take, void *arg);
+
 /* --- call.c: a request on a connection of its own ------------------------------------ */
 
 /*
@@ -277,6 +327,18 @@ int cpuhp__client_request(struct cpuhp_client *c, Cpuhp__Request *req,
  */
 int cpuhp__call_begin(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Response__BodyCase expect,
                       struct cpuhp_client_call **out);
+
+/* cpuhp__call_begin() of a listing in pages: the call asks for each next page with @again. */
+int cpuhp__call_begin_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                            Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                            struct cpuhp_client_call **out);
+
+/*
+ * cpuhp__call_pages() - the pages of done @call, a paged call of @expect,
+ * in order (owned by @call).  Return: as cpuhp__call_reply().
+ */
+int cpuhp__call_pages(struct cpuhp_client_call *call, Cpuhp__Response__BodyCase expect,
+                      Cpuhp__Response *const **pages, size_t *npages, struct cpuhp_client **conn);
 
 /* A lease call done at once: fast lease @id, taken without the daemon.  Return: 0; -ENOMEM. */
 int cpuhp__call_granted(struct cpuhp_client *c, uint64_t id, struct cpuhp_client_call **out);
@@ -360,6 +422,12 @@ int cpuhp__client_forked_error(struct cpuhp_client *c);
  */
 int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id);
 
+/* list.c: one row of a lease listing (or of what a forced hotplug revoked). */
+void cpuhp__lease_info_from_wire(struct cpuhp_client_lease_info *o, const Cpuhp__LeaseInfo *li);
+
+/* lease.c: @c's lease mode (cpuhp_client_set_lease_delay()) into @acq. */
+void cpuhp__lease_mode(const struct cpuhp_client *c, Cpuhp__LeaseAcquire *acq);
+
 /*
  * lease.c: begin a LeaseAcquire on a connection of its own (no fast path
  * tried), named @who/@why (NULL: the handle's identity).
@@ -396,5 +464,9 @@ void cpuhp__client_events_free(struct cpuhp_client *c);
  */
 extern _Thread_local bool cpuhp__client_in_state_cb;
 int cpuhp__client_deadlk(struct cpuhp_client *c);
+
+/* state.c: cpuhp_client_list_states() under ->lock, for cpus.c's listing too. */
+int cpuhp__client_list_states_locked(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                                     size_t *n);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

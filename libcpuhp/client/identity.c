@@ -4,11 +4,14 @@
  * the daemon for the handle's own connection and keeps the names for the
  * requests made on connections of their own (a lease or a freeze there is
  * named by its request, since the daemon knows nothing else of that
- * connection).  The one check of a name's length.
+ * connection).  The one check of a name: its length, and UTF-8 (cpuhpd
+ * refuses a string field that is not, naming the field).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "text.h"
 
 #include "client-internal.h"
 
@@ -20,6 +23,11 @@ int cpuhp__identity_check(struct cpuhp_client *c, const char *who, const char *w
 	    (why && strlen(why) > CPUHP_CLIENT_IDENTITY_MAX))
 		return cpuhp__client_note(c, -EINVAL,
 		                          "who and why may have at most 255 bytes each");
+	if ((who && !cpuhp__text_utf8_valid(who, strlen(who))) ||
+	    (why && !cpuhp__text_utf8_valid(why, strlen(why))))
+		return cpuhp__client_note(c, -EINVAL,
+		                          "who and why must be UTF-8 text (cpuhpd refuses other "
+		                          "bytes)");
 	return 0;
 }
 

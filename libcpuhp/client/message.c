@@ -67,6 +67,9 @@ int cpuhp__client_too_old(struct cpuhp_client *c, int ret, Cpuhp__Response__Body
 	case CPUHP__RESPONSE__BODY_FROZEN:
 		what = "to freeze hotplug";
 		break;
+	case CPUHP__RESPONSE__BODY_CPU_LIST:
+		what = "to list the CPUs";
+		break;
 	default:
 		return ret; /* a request every cpuhpd knows: the daemon's own words */
 	}

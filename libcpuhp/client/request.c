@@ -4,7 +4,8 @@
  * call's bracket (a fork child's handle refused, close on another thread
  * waited for, the handle's mutex, a fresh message), sending the request and
  * awaiting the reply with its id while the events that come first are
- * queued (events.c), and the daemon's Error as -errno.  A request family
+ * queued (events.c), and the daemon's Error as -errno; a listing's pages
+ * one after the other.  A request family
  * (lease.c, status.c, ...) builds its Request and says what the reply
  * becomes; the calls on a connection of their own are call.c's.
  */
@@ -124,4 +125,55 @@ int cpuhp__client_request(struct cpuhp_client *c, Cpuhp__Request *req,
 	if (ret < 0)
 		return ret;
 	return cpuhp__client_leave(c, cpuhp__client_request_locked(c, req, expect, take, arg));
+}
+
+int cpuhp__client_next_page(struct cpuhp_client *c, ProtobufCBinaryData next, size_t rows,
+                            Cpuhp__Request *req, uint64_t *id)
+{
+	int ret;
+
+	if (!next.len)
+		return 0;
+	if (!rows)
+		return cpuhp__client_error(
+		    c, -EPROTO, "cpuhpd sent an empty page of a listing, and more to come");
+	ret = cpuhp__client_send_request(c, req);
+	*id = req->id;
+	return ret < 0 ? ret : 1;
+}
+
+int cpuhp__client_pages_locked(struct cpuhp_client *c, Cpuhp__Request *req,
+                               Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                               cpuhp__client_take_fn take, void *arg)
+{
+	uint64_t id;
+	int ret = cpuhp__client_send_request(c, req);
+
+	id = req->id;
+	while (ret == 0) {
+		Cpuhp__Response *resp;
+
+		ret = cpuhp__client_await(c, id, expect, -1, &resp);
+		if (ret < 0)
+			break;
+		ret = take(c, resp, arg);
+		if (ret == 0)
+			ret = again(c, resp, &id);
+		cpuhp__response__free_unpacked(resp, NULL);
+		if (ret <= 0)
+			break;
+		ret = 0;
+	}
+	return ret;
+}
+
+int cpuhp__client_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                        Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                        cpuhp__client_take_fn take, void *arg)
+{
+	int ret = cpuhp__client_enter(c);
+
+	if (ret < 0)
+		return ret;
+	return cpuhp__client_leave(c, cpuhp__client_pages_locked(c, req, expect, again, take, arg));
 }

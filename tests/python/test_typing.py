@@ -66,6 +66,6 @@ def test_the_typed_program_runs(daemon):
     assert r.returncode == 0, r.stderr
     out = r.stdout.splitlines()
     assert out[:5] == ['read', 'write', 'online_cpus_held', 'hotplug_section', '0-1'], out
-    for line in ('1 lease', 'offline 2', 'finished 2 ok=True', 'state', 'aio lease True',
-                 'aio offline 3', 'aio online 0-3'):
+    for line in ('1 lease', '4 cpus, live 0 0', 'offline 2', 'finished 2 ok=True', 'state',
+                 'aio lease True', 'aio offline 3', 'aio online 0-3', 'aio 4 cpus online'):
         assert line in out, out

@@ -59,6 +59,11 @@ def across_processes(path: str) -> list[str]:
             listing: cpuhp.LeaseList = c.leases()
             infos: list[cpuhp.LeaseInfo] = listing.leases
             done.append(f'{len(infos)} lease')
+        rows: list[cpuhp.CpuInfo] = c.cpus()
+        row: cpuhp.CpuInfo = rows[0]
+        core: int | None = row.core
+        names: tuple[str, ...] = row.states
+        done.append(f'{len(rows)} cpus, {row.topology} {core} {len(names)}')
         result: cpuhp.HotplugResult = c.set_online('2', False, timeout=5.0)
         assert result.changed == {2} and result.ok
         per_cpu: tuple[cpuhp.CpuResult, ...] = result.results
@@ -87,6 +92,8 @@ async def asynchronously(path: str) -> list[str]:
         await c.set_online(3, True, timeout=5.0)
         status = await c.status()
         done.append(f'aio online {format_cpulist(status.online)}')
+        rows = await c.cpus()
+        done.append(f'aio {sum(r.online for r in rows)} cpus online')
     return done
 
 

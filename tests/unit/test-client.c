@@ -1176,6 +1176,126 @@ static void client_list_leases_begin_lists_on_a_connection_of_its_own(void)
 	free(st);
 }
 
+/*
+ * One page of leases: lease @lease_id; @next the cursor of the page after
+ * ("" for the last).  The request must have asked from @after.
+ */
+static void srv_lease_page(int fd, const char *after, uint64_t lease_id, const char *next)
+{
+	Cpuhp__Request *req = srv_read(fd);
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseList l = CPUHP__LEASE_LIST__INIT;
+	Cpuhp__LeaseInfo li = CPUHP__LEASE_INFO__INIT;
+	Cpuhp__LeaseInfo *lp = &li;
+
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LIST_LEASES);
+	CHECK_EQ_INT(req->list_leases->after.len, strlen(after));
+	/* Empty: no data at all, which memcmp() must not be given. */
+	CHECK(!after[0] || !memcmp(req->list_leases->after.data, after, strlen(after)));
+	li.lease_id = lease_id;
+	li.comm = "x";
+	li.who = "";
+	li.why = "";
+	l.n_leases = 1;
+	l.leases = &lp;
+	l.more = next[0] ? 1 : 0;
+	l.next.data = (uint8_t *)next;
+	l.next.len = strlen(next);
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;
+	r.lease_list = &l;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+}
+
+static void srv_state_page(int fd, const char *after, uint64_t state_id, const char *next)
+{
+	Cpuhp__Request *req = srv_read(fd);
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateList l = CPUHP__STATE_LIST__INIT;
+	Cpuhp__StateInfo si = CPUHP__STATE_INFO__INIT;
+	Cpuhp__StateInfo *sp = &si;
+
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LIST_STATES);
+	CHECK_EQ_INT(req->list_states->after.len, strlen(after));
+	/* Empty: no data at all, which memcmp() must not be given. */
+	CHECK(!after[0] || !memcmp(req->list_states->after.data, after, strlen(after)));
+	si.state_id = state_id;
+	si.name = "st";
+	si.comm = "x";
+	si.cpus = "0-1";
+	l.n_states = 1;
+	l.states = &sp;
+	l.more = next[0] ? 1 : 0;
+	l.next.data = (uint8_t *)next;
+	l.next.len = strlen(next);
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_LIST;
+	r.state_list = &l;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+}
+
+static void script_pages(int fd)
+{
+	int w;
+
+	srv_hello(fd);
+	srv_lease_page(fd, "", 1, "c1");
+	srv_lease_page(fd, "c1", 2, "c2");
+	srv_lease_page(fd, "c2", 3, "");
+	srv_state_page(fd, "", 7, "s7");
+	srv_state_page(fd, "s7", 8, "");
+	w = srv_accept();
+	srv_hello(w);
+	srv_lease_page(w, "", 4, "c4");
+	srv_lease_page(w, "c4", 5, "");
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_listings_ask_for_every_page(void)
+{
+	struct cpuhp_client_lease_list *l = NULL;
+	struct cpuhp_client_state_info *s = NULL;
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	struct fake f;
+	size_t n = 0;
+
+	fake_start(&f, script_pages);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_list_leases(c, &l), 0);
+	CHECK_EQ_INT(l->n_leases, 3);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK_EQ_INT(l->leases[i].lease_id, i + 1);
+	cpuhp_client_lease_list_free(l);
+	CHECK_EQ_INT(cpuhp_client_list_states(c, &s, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	CHECK_EQ_INT(s[0].id, 7);
+	CHECK_EQ_INT(s[1].id, 8);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&s[1].cpus), 2);
+	free(s);
+
+	/* The asynchronous form asks for the next page on its own connection. */
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), 0);
+	CHECK_EQ_INT(l->n_leases, 2);
+	CHECK_EQ_INT(l->leases[0].lease_id, 4);
+	CHECK_EQ_INT(l->leases[1].lease_id, 5);
+	cpuhp_client_lease_list_free(l);
+	/* Asked twice, the same rows. */
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), 0);
+	CHECK_EQ_INT(l->n_leases, 2);
+	cpuhp_client_lease_list_free(l);
+	cpuhp_client_call_free(call);
+
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
 /* A cpuhpd from before leases() and freezes: each request unknown, blocking or not. */
 static void script_too_old(int fd)
 {
@@ -1312,6 +1432,10 @@ static void client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handl
 	CHECK_EQ_INT(cpuhp_client_thaw(c, 5), 0);
 
 	CHECK_EQ_INT(cpuhp_client_set_identity(c, "pools", "sizing"), 0);
+	/* Bytes that are not UTF-8 are refused before anything is sent (cpuhpd would too). */
+	CHECK_EQ_INT(cpuhp_client_set_identity(c, "bad\xff", NULL), -EINVAL);
+	CHECK(strstr(cpuhp_client_last_message(c), "UTF-8") != NULL);
+	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, "cut \xc3", &call), -EINVAL);
 	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, NULL, &call), 0);
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), 0);
@@ -1536,6 +1660,7 @@ int main(void)
 	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
 	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
 	RUN_TEST(client_list_leases_begin_lists_on_a_connection_of_its_own);
+	RUN_TEST(client_listings_ask_for_every_page);
 	RUN_TEST(client_too_old_daemon_is_named_by_blocking_and_async_calls);
 	RUN_TEST(client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handle);
 	RUN_TEST(client_close_wakes_a_socket_lease_wait_with_ecanceled);

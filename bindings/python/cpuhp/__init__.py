@@ -54,10 +54,10 @@ __all__ = [
     'parse_cpulist', 'format_cpulist', 'CPUs', 'CPUSET_MAX', 'HAVE_CLIENT',
     # The cross-process part (libcpuhp-client's), from 'Client' on: only in
     # a build with the client (HAVE_CLIENT), and else dropped below.
-    'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
+    'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult', 'CpuInfo',
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
-    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
-    'LeaseRevoked', 'LeaseBypassed', 'LeasesLost',
+    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'PresentChanged', 'EventsLost',
+    'LeaseRevoked', 'LeaseBypassed', 'LeasesLost', 'HotplugPending', 'HotplugCancelled',
     'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State',
 ]
 _CLIENT_NAMES = frozenset(__all__[__all__.index('Client'):])
@@ -74,10 +74,11 @@ except ModuleNotFoundError as _e:
 else:
     del _client_lib
     HAVE_CLIENT = True
-    from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
-                          Freeze, FreezeInfo, HotplugFinished, HotplugInfo, HotplugResult,
-                          HotplugStarted, Lease, LeaseBypassed, LeaseInfo, LeaseList,
-                          LeaseRevoked, LeasesLost, OnlineChanged, Status,
+    from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuInfo, CpuResult, Event,
+                          EventsLost, Freeze, FreezeInfo, HotplugCancelled, HotplugFinished,
+                          HotplugInfo, HotplugPending, HotplugResult, HotplugStarted, Lease,
+                          LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                          OnlineChanged, PresentChanged, Status,
                           WriterState, socket_path)
     from ._states import State
 

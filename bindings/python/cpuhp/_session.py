@@ -20,20 +20,25 @@ here run without the GIL and are answered by the daemon at once.
 from __future__ import annotations
 
 import _thread
+import collections
 import contextlib
 import errno
+import grp
+import inspect
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ._cpuhp import lib as _locklib
 from ._cpuhp_client import ffi, lib
-from ._cpuset import CPUs, format_cset, from_cset, to_cset
+from ._cpuset import CPUs, format_cset, from_cset, parse_cpulist, to_cset
 from ._errors import UINT_MS_MAX, error, timeout_ms
-from ._types import (CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
-                     HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, Status, WriterState)
+from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
+                     HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
+                     Lease, LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                     OnlineChanged, PresentChanged, Status, WriterState)
 
 #: Where cpuhpd listens unless $CPUHP_SOCKET or Client(path=...) says otherwise.
 DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
@@ -52,12 +57,21 @@ def socket_path() -> str:
 _CONNECT_HINTS = {
     errno.ENOENT: 'no socket there; is cpuhpd running? Or pass path=, or set {env}',
     errno.ECONNREFUSED: 'nobody listens on that socket: start cpuhpd',
-    errno.EACCES: 'no permission to use the socket: ask for cpuhpd\'s group',
+    errno.EACCES: 'no permission to use the socket: run as root or join its group {group} '
+                  '(then log in again)',
     errno.EPROTONOSUPPORT: 'cpuhpd speaks another protocol version: update one of them',
     errno.EUSERS: 'cpuhpd has too many connections: try again later',
     errno.EPERM: 'the process serving it is neither root nor you, so it is not trusted; '
                  'set {daemon_env}=UID to trust that uid',
 }
+
+
+def _socket_group(path: str) -> str:
+    """The socket's group, which a user it keeps out should join, quoted."""
+    try:
+        return repr(grp.getgrgid(os.stat(path).st_gid).gr_name)
+    except (OSError, KeyError):
+        return '(see ls -l ' + path + ')'
 
 
 # --- arguments: checked before anything is sent ------------------------------------------
@@ -73,6 +87,25 @@ def identity(s: str | None, what: str):
         raise ValueError(f'{what} must be at most {lib.CPUHP_CLIENT_IDENTITY_MAX} bytes in '
                          'UTF-8, without NUL characters')
     return b
+
+
+def delay_ms(delay: float | None) -> int:
+    """Client(delay=...) in ms; 0 for None (block leases)."""
+    if delay is None:
+        return 0
+    ms = timeout_ms(delay, forever=UINT_MS_MAX)
+    if ms == 0 or ms == UINT_MS_MAX:
+        raise ValueError(f'delay must be a positive number of seconds, not {delay!r}')
+    return ms
+
+
+def force_ms(force: bool | float | None) -> int | None:
+    """set_online(force=...): None (not forced), or the grace in ms (True: 5 s)."""
+    if force is None or force is False:
+        return None
+    if force is True:
+        return 5000
+    return timeout_ms(force, forever=UINT_MS_MAX)
 
 
 def lease_args(timeout: float | None, who: str | None,
@@ -109,10 +142,24 @@ def _event(ev) -> Event:
                                bool(ev.ok), from_cset(ffi.addressof(ev, 'failed')))
     if t == lib.CPUHP_CLIENT_EVENT_ONLINE_CHANGED:
         return OnlineChanged(from_cset(ffi.addressof(ev, 'online_cpus')), bool(ev.external))
+    if t == lib.CPUHP_CLIENT_EVENT_PRESENT_CHANGED:
+        return PresentChanged(*(from_cset(ffi.addressof(ev, f))
+                                for f in ('present_cpus', 'added', 'removed', 'online_cpus')))
     if t == lib.CPUHP_CLIENT_EVENT_LOST:
         return EventsLost(int(ev.lost))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_REVOKED:
-        return LeaseRevoked(int(ev.lease_id), int(ev.held_ms) / 1000, int(ev.max_lease_ms) / 1000)
+        reason = {lib.CPUHP_CLIENT_REVOKED_DELAY: 'delay',
+                  lib.CPUHP_CLIENT_REVOKED_FORCED: 'forced'}.get(ev.revoke_reason, 'max_lease')
+        return LeaseRevoked(None if ev.fast else int(ev.lease_id), int(ev.held_ms) / 1000,
+                            int(ev.max_lease_ms) / 1000, reason, int(ev.hotplug_id),
+                            int(ev.count), int(ev.delay_ms) / 1000)
+    if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_PENDING:
+        return HotplugPending(int(ev.hotplug_id), from_cset(ffi.addressof(ev, 'cpus')),
+                              bool(ev.online), _text(ev.smt), int(ev.timeout_ms) / 1000,
+                              bool(ev.force), int(ev.force_grace_ms) / 1000)
+    if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED:
+        return HotplugCancelled(int(ev.hotplug_id), from_cset(ffi.addressof(ev, 'cpus')),
+                                bool(ev.online), _text(ev.smt), -int(ev.error), _text(ev.message))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_BYPASSED:
         return LeaseBypassed(from_cset(ffi.addressof(ev, 'online_cpus')), int(ev.leases))
     if t == lib.CPUHP_CLIENT_EVENT_LEASES_LOST:
@@ -120,16 +167,21 @@ def _event(ev) -> Event:
     raise error(-errno.EPROTO, f'libcpuhp-client returned an event of unknown type {t}')
 
 
+def _lease_info(li) -> LeaseInfo:
+    return LeaseInfo(id=None if li.fast else int(li.lease_id), fast=bool(li.fast),
+                     count=int(li.count), pid=int(li.pid), uid=int(li.uid),
+                     comm=_text(li.comm), who=_text(li.who), why=_text(li.why),
+                     held=int(li.held_ms) / 1000, connection=int(li.connection),
+                     delay=int(li.delay_ms) / 1000)
+
+
 def _lease_list(p) -> LeaseList:
-    leases = [LeaseInfo(id=None if li.fast else int(li.lease_id), fast=bool(li.fast),
-                        count=int(li.count), pid=int(li.pid), uid=int(li.uid),
-                        comm=_text(li.comm), who=_text(li.who), why=_text(li.why),
-                        held=int(li.held_ms) / 1000, connection=int(li.connection))
-              for li in (p.leases[i] for i in range(p.n_leases))]
+    leases = [_lease_info(p.leases[i]) for i in range(p.n_leases)]
     hotplugs = [HotplugInfo(seq=int(h.seq), cpus=from_cset(ffi.addressof(h, 'cpus')),
                             online=bool(h.online), state=WriterState(h.state), pid=int(h.pid),
                             uid=int(h.uid), comm=_text(h.comm), waited=int(h.waited_ms) / 1000,
-                            timeout=int(h.timeout_ms) / 1000)
+                            timeout=int(h.timeout_ms) / 1000, force=bool(h.force),
+                            force_grace=int(h.force_grace_ms) / 1000, smt=_text(h.smt))
                 for h in (p.hotplugs[i] for i in range(p.n_hotplugs))]
     freezes = [FreezeInfo(id=int(f.freeze_id), granted=bool(f.granted), pid=int(f.pid),
                           uid=int(f.uid), comm=_text(f.comm), who=_text(f.who),
@@ -146,6 +198,35 @@ def _lease_list_freed(p) -> LeaseList:
         return _lease_list(p)
     finally:
         lib.cpuhp_client_lease_list_free(p)
+
+
+_TOPOLOGY = {lib.CPUHP_CLIENT_TOPOLOGY_UNKNOWN: 'unknown', lib.CPUHP_CLIENT_TOPOLOGY_LIVE: 'live',
+             lib.CPUHP_CLIENT_TOPOLOGY_REMEMBERED: 'remembered'}
+
+
+def _cpu_info(ci) -> CpuInfo:
+    known = ci.topology != lib.CPUHP_CLIENT_TOPOLOGY_UNKNOWN
+    busy = ci.hotplugs > 0
+    return CpuInfo(
+        cpu=int(ci.cpu), online=bool(ci.online), present=bool(ci.present),
+        topology=_TOPOLOGY.get(ci.topology, 'unknown'),
+        core=int(ci.core) if known else None,
+        socket=int(ci.socket) if known else None,
+        node=int(ci.node) if known and ci.node >= 0 else None,
+        siblings=parse_cpulist(_text(ci.siblings)) if known else frozenset(),
+        states=tuple(_text(ci.states[k].name) for k in range(ci.n_states)),
+        hotplugs=int(ci.hotplugs),
+        hotplug_seq=int(ci.hotplug_seq) if busy else None,
+        hotplug_online=bool(ci.hotplug_online) if busy else None,
+        hotplug_state=WriterState(ci.hotplug_state) if busy else None)
+
+
+def _cpu_list_freed(p) -> list[CpuInfo]:
+    """The CPUs of what libcpuhp-client allocated, which it then frees."""
+    try:
+        return [_cpu_info(p.cpus[i]) for i in range(p.n_cpus)]
+    finally:
+        lib.cpuhp_client_cpu_list_free(p)
 
 
 def _status(out) -> Status:
@@ -170,6 +251,32 @@ def _status(out) -> Status:
         smt_control=_text(out.smt_control),
         smt_active=bool(out.smt_active),
         restart_grace_ms=int(out.restart_grace_ms))
+
+
+def _run_callback(callback: Callable[..., object], lease: Lease, ev: Event) -> object:
+    """An on_pending callback: its result, or None after an exception,
+    which is reported as a thread's would be (it must not end the runner)."""
+    try:
+        return callback(lease, ev)
+    except Exception:
+        import sys
+        import traceback
+        print(f'cpuhp: the on_pending callback of {lease!r} raised:', file=sys.stderr)
+        traceback.print_exc()
+        return None
+
+
+def run_callbacks(calls: list[tuple]) -> list[Any]:
+    """The on_pending calls a runner step took, made, *calls* emptied as
+    they are: the runner refers to no Lease while it waits for the next
+    step (a Lease dropped unreleased ends when collected).  Return: the
+    awaitables they returned."""
+    out: list[Any] = []
+    while calls:
+        result = _run_callback(*calls.pop(0))
+        if inspect.isawaitable(result):
+            out.append(result)
+    return out
 
 
 def _drain(fd: int) -> None:
@@ -264,7 +371,8 @@ class Session:
     """A connection to cpuhpd (*path*, *who*, *why* as for cpuhp.Client),
     for *owner*, the client whose leases and freezes these are."""
 
-    def __init__(self, owner: object, path, who: str | None, why: str | None) -> None:
+    def __init__(self, owner: object, path, who: str | None, why: str | None,
+                 delay: float | None = None) -> None:
         # Weak: the owner holds the Session, and a dropped Client must close
         # (and end its leases) when its last reference goes, not at a GC.
         self._owner = weakref.ref(owner)
@@ -288,6 +396,22 @@ class Session:
         # The watchers' wake-up: written when a call on the handle may have
         # read their events off the socket (so a wait would not see them).
         self._wake_r = self._wake_w = -1
+        # Leases with an on_pending callback (under lock), the calls due
+        # (run by the client's runner: a thread, or a task in the loop),
+        # the events the runner read off the socket for next_event(), and
+        # the runner's wake-up pipe.  Weak: a Lease dropped unreleased ends
+        # (_types._Held), its callback or not.
+        self._callbacks: weakref.WeakKeyDictionary[Lease, Callable[..., object]] = \
+            weakref.WeakKeyDictionary()
+        self._calls: collections.deque = collections.deque()
+        self._queued: collections.deque[Event] = collections.deque()
+        self._queued_lost = 0
+        self._run_r = self._run_w = -1
+        #: Set by the client: start its runner (under lock), when the first callback comes.
+        self.start_runner: Callable[[], None] | None = None
+        self.runner_on = False
+        #: Client(delay=...) in seconds as granted; 0: block leases.
+        self.lease_delay = 0.0
         if path is None:
             # Resolved once, by the C client's one resolver (os.environ
             # writes through to C's environment), and connected to as shown.
@@ -305,16 +429,20 @@ class Session:
         rc = lib.cpuhp_client_connect(cpath, out)
         if rc < 0:
             hint = _CONNECT_HINTS.get(-rc, '').format(env=SOCKET_ENV,
-                                                      daemon_env=_DAEMON_UID_ENV)
+                                                      daemon_env=_DAEMON_UID_ENV,
+                                                      group=_socket_group(self.path))
             raise error(rc, f'cannot connect to cpuhpd ({os.strerror(-rc)})'
                         + (f': {hint}' if hint else ''), self.path)
         self._c = ffi.gc(out[0], lib.cpuhp_client_close)
-        if who is not None or why is not None:
-            try:
+        try:
+            if who is not None or why is not None:
                 self.set_identity(who, why)
-            except BaseException:
-                self.close()
-                raise
+            ms = delay_ms(delay)
+            if ms:
+                self.set_lease_delay(ms)
+        except BaseException:
+            self.close()
+            raise
 
     # --- the connection and the calls in progress on it ----------------------------------
 
@@ -352,6 +480,12 @@ class Session:
             if fd >= 0:
                 os.close(fd)
         self._wake_r = self._wake_w = self._closed_r = self._closed_w = -1
+        self._callbacks.clear()
+        self._calls.clear()
+        if self._run_w >= 0 and not self.runner_on:
+            os.close(self._run_r)
+            os.close(self._run_w)
+            self._run_r = self._run_w = -1
 
     # Short C calls hold self.lock around the call and the reading of its
     # message, so that the message is this call's even with threads sharing
@@ -484,6 +618,13 @@ class Session:
 
     # --- the requests: *_begin(use.c, ...) inside using(), *_end(call) once it is done ----
 
+    def set_lease_delay(self, ms: int) -> None:
+        """Client(delay=...): this Client's leases are delay leases of @ms
+        (cut to cpuhpd's --max-delay-ms: lease_delay says)."""
+        out = ffi.new('unsigned *')
+        self._short(lambda c: lib.cpuhp_client_set_lease_delay(c, ms, out))
+        self.lease_delay = int(out[0]) / 1000
+
     def set_identity(self, who: str | None, why: str | None) -> None:
         cwho, cwhy = identity(who, 'who'), identity(why, 'why')
         self._short(lambda c: lib.cpuhp_client_set_identity(c, cwho, cwhy))
@@ -500,6 +641,11 @@ class Session:
     def leases_end(call: Call) -> LeaseList:
         return _lease_list_freed(call.result('struct cpuhp_client_lease_list **',
                                              lib.cpuhp_client_call_list_leases)[0])
+
+    def cpus(self) -> list[CpuInfo]:
+        out = ffi.new('struct cpuhp_client_cpu_list **')
+        self._short(lambda c: lib.cpuhp_client_list_cpus(c, out))
+        return _cpu_list_freed(out[0])
 
     # --- leases and freezes: each held in a record of grant.h from its C call on ---------
 
@@ -546,6 +692,75 @@ class Session:
     def lease_end(self, call: Call) -> Lease:
         return Lease(self._owner(), call.grant, self)
 
+    # --- on_pending callbacks: noted where events are read, run by the client's runner --
+
+    def pending_callback(self, lease: Lease) -> Callable[..., object] | None:
+        with self.lock:
+            return self._callbacks.get(lease)
+
+    def set_pending_callback(self, lease: Lease, callback: Callable[..., object] | None) -> None:
+        """Lease.on_pending = callback (None: none).  The first starts the runner."""
+        if callback is not None and not callable(callback):
+            raise TypeError(f'on_pending must be callable or None, not {type(callback).__name__}')
+        with self.lock:
+            if callback is None or lease.released or self._c is None:
+                self._callbacks.pop(lease, None)
+                return
+            self._callbacks[lease] = callback
+            if self._run_r < 0:
+                self._run_r, self._run_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            if not self.runner_on and self.start_runner is not None:
+                self.runner_on = True
+                self.start_runner()
+
+    def _note(self, ev: Event) -> None:
+        """Under self.lock: an event was read off the socket; a HotplugPending
+        makes each held lease's callback due, for the runner."""
+        if not isinstance(ev, HotplugPending) or not self._callbacks:
+            return
+        for lease, callback in self._callbacks.items():
+            if not lease.released:  # given up by an exception, not yet collected
+                self._calls.append((callback, lease, ev))
+        try:
+            os.write(self._run_w, b'!')
+        except BlockingIOError:
+            pass  # full: readable already
+
+    def runner_step(self) -> tuple[list[tuple], list[int] | None]:
+        """One step of a runner: read what arrived (keeping the events for
+        next_event(), and waking its waits), take the callbacks due.
+        Return: (calls to make, outside any lock), and the descriptors to
+        wait on before the next step; None: the runner is done (the Client
+        closed, or no lease has a callback any more)."""
+        out = ffi.new('struct cpuhp_client_event *')
+        with self.lock:
+            c = self._c
+            if c is None or (not self._callbacks and not self._calls):
+                self.runner_on = False
+                calls = list(self._calls)
+                self._calls.clear()
+                return calls, None
+            _drain(self._run_r)
+            read = False
+            while lib.cpuhp_client_next_event(c, 0, out) == 0:
+                ev = _event(out[0])
+                read = True
+                self._note(ev)
+                if len(self._queued) < lib.CPUHP_CLIENT_EVENT_QUEUE_MAX:
+                    self._queued.append(ev)
+                else:
+                    self._queued_lost += 1
+            if read:
+                self._kick()
+            calls = list(self._calls)
+            self._calls.clear()
+            return calls, [lib.cpuhp_client_fd(c), self._run_r, self._closed_fd_locked()]
+
+    def _closed_fd_locked(self) -> int:
+        if self._closed_r < 0:
+            self._closed_r, self._closed_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        return self._closed_r
+
     def freeze_begin(self, c, who, why) -> Call:
         return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out),
                            self._grant(True))
@@ -553,18 +768,23 @@ class Session:
     def freeze_end(self, call: Call) -> Freeze:
         return Freeze(self._owner(), call.grant, self)
 
-    def _end_locked(self, grant) -> int:
-        """Under self.lock: end what *grant* holds, once; the C call's rc."""
+    def _end_locked(self, grant, holder: object = None) -> int:
+        """Under self.lock: end what *grant* holds, once (its *holder*'s
+        on_pending with it); the C call's rc."""
+        if holder is not None:
+            self._callbacks.pop(holder, None)  # type: ignore[call-overload]
         c = self._c  # None once closed: what it held ended with the connection
         rc = lib.cpuhp_py_end(ffi.NULL if c is None else c, grant)
         if c is not None and grant.freeze:
             self._kick()
         return rc
 
-    def end(self, grant) -> None:
-        """Lease.release(), Freeze.thaw()."""
+    def end(self, grant, holder: object) -> None:
+        """Lease.release(), Freeze.thaw(): once, whichever thread comes first
+        (an on_pending callback may release while the lease's ``with`` block
+        still runs)."""
         with self.lock:
-            rc = self._end_locked(grant)
+            rc = self._end_locked(grant, holder)
             if rc < 0 and rc != -errno.ENOLCK:
                 raise self.error(self._c, rc)
 
@@ -599,7 +819,11 @@ class Session:
     def status_end(call: Call) -> Status:
         return _status(call.result('struct cpuhp_client_status *', lib.cpuhp_client_call_status))
 
-    def set_online_begin(self, c, text: bytes, online: bool, ms: int) -> Call:
+    def set_online_begin(self, c, text: bytes, online: bool, ms: int,
+                         grace: int | None = None) -> Call:
+        if grace is not None:
+            return self._begin(c, lambda out: lib.cpuhp_client_set_online_forced_begin(
+                c, text, online, ms, grace, out))
         return self._begin(c, lambda out: lib.cpuhp_client_set_online_results_begin(
             c, text, online, ms, out))
 
@@ -617,7 +841,15 @@ class Session:
                             for r in res[0][0:n[0]])
         finally:
             lib.cpuhp_client_results_free(res[0])
-        result = HotplugResult(online=online, results=results)
+        rv = ffi.new('struct cpuhp_client_lease_info **')
+        rc = lib.cpuhp_client_call_revoked(call._p, rv, n)
+        if rc < 0:
+            raise _call_error(call._p, rc)
+        try:
+            revoked = tuple(_lease_info(rv[0][i]) for i in range(n[0]))
+        finally:
+            lib.free(rv[0])
+        result = HotplugResult(online=online, results=results, revoked=revoked)
         return result.check() if check else result
 
     def subscribe(self) -> None:
@@ -652,9 +884,16 @@ class Session:
                 raise
             # Emptied before looking, so that a kick from now on is news.
             _drain(self._wake_r)
+            if self._queued_lost:  # the runner's queue overflowed
+                lost, self._queued_lost = self._queued_lost, 0
+                return EventsLost(lost), []
+            if self._queued:       # read by the runner for us
+                return self._queued.popleft(), []
             rc = lib.cpuhp_client_next_event(c, 0, out)
             if rc == -errno.EAGAIN:
                 return None, [lib.cpuhp_client_fd(c), self._wake_r, self._closed_r]
             if rc < 0:
                 raise self.error(c, rc)
-        return _event(out[0]), []
+            ev = _event(out[0])
+            self._note(ev)
+        return ev, []

@@ -152,7 +152,7 @@ class State:
         except BaseException as e:  # noqa: B036 (a failed answer, whatever it was)
             text = f'{type(e).__name__}: {e}' if str(e) else type(e).__name__
             data = text.encode('utf-8', 'replace')[:len(call.message) - 1]
-            call.message = data
+            call.message = data.decode('utf-8', 'ignore').encode()  # not inside a character
             code = e.errno if isinstance(e, OSError) and e.errno else errno.EIO
             return -code
         return 0

@@ -98,6 +98,14 @@ class LeaseInfo:
     held: float
     #: The connection's number in cpuhpd's log.
     connection: int
+    #: A delay lease's delay in seconds (Client(delay=...)); 0: a block lease.
+    delay: float = 0.0
+
+    @property
+    def mode(self) -> str:
+        """"delay" (revoked *delay* seconds after a hotplug's notice) or
+        "block" (holds a hotplug up to its timeout)."""
+        return 'delay' if self.delay else 'block'
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,12 @@ class HotplugInfo:
     waited: float
     #: Its timeout, in seconds.
     timeout: float
+    #: Forced (set_online(force=...)): leases still held *force_grace*
+    #: seconds after its notice are revoked.
+    force: bool = False
+    force_grace: float = 0.0
+    #: An SMT change's word ("off"...); "" for CPUs.
+    smt: str = ''
 
 
 @dataclass(frozen=True)
@@ -149,6 +163,40 @@ class LeaseList:
 
 
 @dataclass(frozen=True)
+class CpuInfo:
+    """One possible CPU, from Client.cpus(): a row of ``lscpu -e`` that also
+    names the hotplug states started on it and the hotplug requests that
+    name it.  The kernel shows no topology for an offline CPU: cpuhpd gives
+    the one it read when the CPU was last online."""
+    cpu: int
+    online: bool
+    #: In the machine now (a possible CPU may be absent, as an empty socket).
+    present: bool
+    #: 'live' (read since the CPU last came online), 'remembered' (read when it
+    #: was last online, by this cpuhpd or an earlier one) or 'unknown' (not
+    #: seen online since boot: core, socket, node are None, siblings empty).
+    topology: str
+    #: topology/core_id: the core within its package.
+    core: int | None
+    #: topology/physical_package_id (-1 where the platform has none).
+    socket: int | None
+    #: The NUMA node; None also on a machine without NUMA.
+    node: int | None
+    #: topology/thread_siblings_list: the threads of its core online when read.
+    siblings: frozenset[int]
+    #: The hotplug states started on it, by name, in startup order.
+    states: tuple[str, ...] = ()
+    #: How many hotplug requests, queued or running, name it.
+    hotplugs: int = 0
+    #: The first of them in queue order: its number ("hotplug #N" in
+    #: cpuhpd's log), whether it brings the CPU online, and its state; None
+    #: when hotplugs is 0.
+    hotplug_seq: int | None = None
+    hotplug_online: bool | None = None
+    hotplug_state: WriterState | None = None
+
+
+@dataclass(frozen=True)
 class CpuResult:
     """What one CPU of a hotplug request came to."""
     cpu: int
@@ -167,9 +215,11 @@ class CpuResult:
 
 @dataclass(frozen=True)
 class HotplugResult:
-    """What Client.set_online() did, CPU by CPU (in ascending order)."""
+    """What Client.set_online() did, CPU by CPU (in ascending order), and,
+    forced, the leases it revoked (*revoked*: held after its grace)."""
     online: bool
     results: tuple[CpuResult, ...]
+    revoked: tuple[LeaseInfo, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -227,6 +277,18 @@ class OnlineChanged(Event):
 
 
 @dataclass(frozen=True)
+class PresentChanged(Event):
+    """The present CPUs changed behind cpuhpd (never its doing): *added* were
+    hot-added (a vCPU plugged in; it usually comes offline), *removed* are
+    gone (ejected).  *present_cpus* and *online_cpus*: the sets now.  An
+    OnlineChanged follows if the online set changed too."""
+    present_cpus: frozenset[int]
+    added: frozenset[int]
+    removed: frozenset[int]
+    online_cpus: frozenset[int]
+
+
+@dataclass(frozen=True)
 class EventsLost(Event):
     """*lost* events were dropped while a call waited for its answer: read
     Client.status() again."""
@@ -235,12 +297,20 @@ class EventsLost(Event):
 
 @dataclass(frozen=True)
 class LeaseRevoked(Event):
-    """A notice (watching or not): socket lease *lease_id* of this Client was
-    held *held* seconds, past cpuhpd's ``--max-lease-ms`` (*max_lease*
-    seconds), and is no longer held; its release raises OSError(ETIME)."""
-    lease_id: int
+    """A notice (watching or not): a lease of this Client was revoked and is
+    no longer held; its release raises OSError(ETIME).  *reason*:
+    ``"max_lease"`` (held *held* seconds, past cpuhpd's ``--max-lease-ms``,
+    *max_lease* seconds), ``"delay"`` (a delay lease, whose *delay* seconds
+    after hotplug *hotplug_id*'s notice are over) or ``"forced"`` (hotplug
+    *hotplug_id* was forced and its grace is over).  *lease_id* is None for
+    fast leases: then *count* of them, all this Client's fast leases."""
+    lease_id: int | None
     held: float
     max_lease: float
+    reason: str = 'max_lease'
+    hotplug_id: int = 0
+    count: int = 1
+    delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -252,6 +322,37 @@ class LeaseBypassed(Event):
     (it is released all the same)."""
     online_cpus: frozenset[int]
     leases: int
+
+
+@dataclass(frozen=True)
+class HotplugPending(Event):
+    """A hotplug became the next to run and waits: to a watcher, and as a
+    notice to a Client that holds a lease (watching or not), once.  A holder
+    that can let go now should: the hotplug runs as soon as nothing holds
+    it.  *id*: "hotplug #N" in cpuhpd's log.  *cpus* (empty for SMT: *smt*
+    is its word, "off"...), *online*; *timeout*: seconds until it gives up;
+    *force*: leases still held *force_grace* seconds after this are revoked
+    (a delay lease: its delay after this)."""
+    id: int
+    cpus: frozenset[int]
+    online: bool
+    smt: str
+    timeout: float
+    force: bool
+    force_grace: float
+
+
+@dataclass(frozen=True)
+class HotplugCancelled(Event):
+    """The hotplug of a HotplugPending ended without running: it timed out
+    (*errno* ETIMEDOUT, or EAGAIN) or was withdrawn (ECANCELED: its client
+    left, or cpuhpd stops); *message* says which, in cpuhpd's words."""
+    id: int
+    cpus: frozenset[int]
+    online: bool
+    smt: str
+    errno: int
+    message: str
 
 
 @dataclass(frozen=True)
@@ -280,8 +381,8 @@ class _Held:
 
     def __init__(self, client: object, grant: object, session: Session) -> None:
         self.client = client
-        self._grant = grant
         self._session = session
+        self._grant = grant  # last: __del__ looks at it, and then at the rest
 
     @property
     def id(self) -> int:
@@ -290,7 +391,12 @@ class _Held:
 
     def _end(self) -> None:
         if self._grant.held:  # type: ignore[attr-defined]
-            self._session.end(self._grant)
+            self._session.end(self._grant, self)
+
+    def _give_up(self) -> None:
+        """End what it still holds, for an exception on its way out (of a
+        with statement, or of the call that took it)."""
+        self._session.drop(self._grant)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -298,15 +404,14 @@ class _Held:
             _end_on_exit(self._end, exc_type)
         except BaseException:
             # Maybe raised before the end began: what is still held ends now.
-            self._session.drop(self._grant)
+            self._give_up()
             raise
 
     def __del__(self) -> None:
-        try:
-            if self._grant.held:  # type: ignore[attr-defined]
-                self._session.drop(self._grant)
-        except Exception:  # noqa: BLE001 (a finaliser: the record's C one is left)
-            pass
+        grant = getattr(self, '_grant', None)  # None: __init__ stopped (whoever made it ends it)
+        if grant is None or not grant.held:
+            return
+        self._session.drop(grant)
 
 
 def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) -> None:
@@ -322,7 +427,8 @@ def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) 
 
 class Lease(_Held):
     """A reader lease from cpuhpd: the set of online CPUs does not change
-    until it is released, or its Client is closed, or its process dies.
+    until it is released, or its Client is closed, or its process dies (or,
+    for a delay lease, until cpuhpd revokes it: see Client(delay=...)).
 
     A context manager: ``with client.lease(): ...`` releases it on the way
     out, exceptions included.  If the lease did not hold for the whole
@@ -346,6 +452,23 @@ class Lease(_Held):
         """release() was called (or the Lease was given up)."""
         return not self._grant.held  # type: ignore[attr-defined]
 
+    @property
+    def on_pending(self) -> Callable[..., object] | None:
+        """Called as ``on_pending(lease, event)`` when a hotplug that this
+        lease holds up becomes the next to run (a HotplugPending): let go
+        of what the lease protects and release it, and the hotplug runs at
+        once instead of at the lease's natural end.  Set it here or with
+        Client.lease(on_pending=...); None removes it.  cpuhp.Client calls
+        it on a thread of the binding's (one per Client, started with the
+        first such lease), cpuhp.aio.Client in its event loop (a coroutine
+        function's result is run as a task).  Once per hotplug per Client,
+        for every held lease that has one."""
+        return self._session.pending_callback(self)
+
+    @on_pending.setter
+    def on_pending(self, callback: Callable[..., object] | None) -> None:
+        self._session.set_pending_callback(self, callback)
+
     def release(self) -> None:
         """End the lease.  Does nothing if it already ended (released, or
         its Client closed).  ConnectionResetError if it died with the
@@ -353,8 +476,7 @@ class Lease(_Held):
         CPUs may have changed while it was believed held.  OSError ETIME
         (revoked) and ESTALE (bypassed) say the same of a lease that cpuhpd
         ended or could not protect."""
-        if self._grant.held:  # type: ignore[attr-defined]
-            self._session.end(self._grant)
+        self._end()
 
     def __enter__(self) -> Lease:
         return self

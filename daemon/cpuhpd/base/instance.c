@@ -11,8 +11,9 @@
  * (the file stays, unlocked: unlinking it could race with a new holder).
  *
  * A directory that another user may write is one in which that user can
- * rename our socket away and bind a fake daemon in its place, or swap our
- * lock file: such directories are refused.
+ * rename our socket away and bind a fake daemon in its place, swap our
+ * lock file, or put a FIFO or a file of theirs where we write the metrics:
+ * such directories are refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,34 +30,46 @@
 #include "instance.h"
 #include "log.h"
 
-int cpuhpd_dir_check(const char *dir, const char *what)
+int cpuhpd_dir_trusted(const char *dir, const char *what, char *why, size_t size)
 {
 	struct stat st;
 
 	if (stat(dir, &st) < 0) {
 		int err = -errno;
 
-		cpuhpd_err("cannot use %s as the directory of %s: %s", dir, what, strerror(errno));
+		snprintf(why, size, "cannot use %s as the directory of %s: %s", dir, what,
+		         strerror(errno));
 		return err;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		cpuhpd_err("%s (for %s) is not a directory", dir, what);
+		snprintf(why, size, "%s (for %s) is not a directory", dir, what);
 		return -ENOTDIR;
 	}
 	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		cpuhpd_err(
-		    "refusing %s as the directory of %s: it belongs to uid %u, which could "
-		    "replace what we put there; use a directory owned by root (or by uid %u)",
-		    dir, what, (unsigned)st.st_uid, (unsigned)geteuid());
+		snprintf(why, size,
+		         "refusing %s as the directory of %s: it belongs to uid %u, which could "
+		         "replace what we put there; use a directory owned by root (or by uid %u)",
+		         dir, what, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-		cpuhpd_err("refusing %s as the directory of %s: mode %04o lets others rename or "
-		           "replace what we put there; chmod go-w %s",
-		           dir, what, (unsigned)(st.st_mode & 07777), dir);
+		snprintf(why, size,
+		         "refusing %s as the directory of %s: mode %04o lets others rename or "
+		         "replace what we put there; chmod go-w %s",
+		         dir, what, (unsigned)(st.st_mode & 07777), dir);
 		return -EPERM;
 	}
 	return 0;
+}
+
+int cpuhpd_dir_check(const char *dir, const char *what)
+{
+	char why[PATH_MAX + 256];
+	int err = cpuhpd_dir_trusted(dir, what, why, sizeof(why));
+
+	if (err)
+		cpuhpd_err("%s", why);
+	return err;
 }
 
 char *cpuhpd_dirname(const char *path)
@@ -108,16 +121,26 @@ static char *runtime_dir(const struct cpuhpd *d)
 	return cpuhpd_dirname(d->opt.socket_path);
 }
 
-/* The pid a holder wrote, or 0. */
-static long holder_pid(int fd)
+/* The pid a holder wrote, or 0; and what a restart's stop left in the store, if it says. */
+static long holder_pid_handover(int fd, struct cpuhpd_instance_prev *prev)
 {
-	char buf[32];
+	char buf[80];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	long pid;
 
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	return strtol(buf, NULL, 10);
+	pid = strtol(buf, NULL, 10);
+	if (prev)
+		prev->handover =
+		    sscanf(buf, "%*d handover %u %u", &prev->clients, &prev->leases) == 2;
+	return pid;
+}
+
+static long holder_pid(int fd)
+{
+	return holder_pid_handover(fd, NULL);
 }
 
 int cpuhpd_instance_lock(struct cpuhpd *d)
@@ -146,6 +169,10 @@ int cpuhpd_instance_lock(struct cpuhpd *d)
 		return err;
 	if (n >= (int)sizeof(path))
 		return -ENAMETOOLONG;
+	/* The files of this tree (the remembered topology) are named as the lock is. */
+	d->instance_stem = strndup(path, (size_t)n - strlen(".lock"));
+	if (!d->instance_stem)
+		return -ENOMEM;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		err = -errno;
@@ -165,13 +192,24 @@ int cpuhpd_instance_lock(struct cpuhpd *d)
 		return err;
 	}
 	/* A pid left in it: the last cpuhpd here did not stop clean (grace.h). */
-	d->instance_prev_pid = holder_pid(fd);
+	d->instance_prev.pid = holder_pid_handover(fd, &d->instance_prev);
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
 		cpuhpd_warn("cannot write our pid into %s: %m", path);
 	/* Kept open (and locked) until we exit. */
 	d->instance_fd = fd;
 	return 0;
+}
+
+void cpuhpd_instance_handover(struct cpuhpd *d, unsigned clients, unsigned leases)
+{
+	char line[80];
+	int n =
+	    snprintf(line, sizeof(line), "%ld handover %u %u\n", (long)getpid(), clients, leases);
+
+	if (d->instance_fd > 0 &&
+	    (ftruncate(d->instance_fd, 0) < 0 || pwrite(d->instance_fd, line, (size_t)n, 0) != n))
+		cpuhpd_warn("cannot write the lock file: %m");
 }
 
 void cpuhpd_instance_clean(struct cpuhpd *d)

@@ -6,6 +6,8 @@
 #ifndef CPUHPD_INSTANCE_H
 #define CPUHPD_INSTANCE_H
 
+#include <stddef.h>
+
 struct cpuhpd;
 
 /**
@@ -20,6 +22,9 @@ struct cpuhpd;
  */
 int cpuhpd_dir_check(const char *dir, const char *what);
 
+/* cpuhpd_dir_check() that says why not in @why instead of the log. */
+int cpuhpd_dir_trusted(const char *dir, const char *what, char *why, size_t size);
+
 /* The directory part of @path ("." for none), malloc()ed; NULL on ENOMEM. */
 char *cpuhpd_dirname(const char *path);
 
@@ -32,8 +37,10 @@ int cpuhpd_mkdir_p(const char *dir, const char *what);
  * Takes an flock() on "cpuhpd-DEV-INO.lock" in the runtime directory
  * (--runtime-dir, else $RUNTIME_DIRECTORY, else the socket's directory),
  * named for the tree's devices/system/cpu directory, and writes our pid
- * into it (what it held before, a previous instance's pid, goes into
- * d->instance_prev_pid).  Held until the process exits.
+ * into it (what it held before, a previous instance's pid and what it
+ * left in the fd store, goes into d->instance_prev; its path but ".lock"
+ * into d->instance_stem, for the tree's other files).  Held until the
+ * process exits.
  * Return: 0, or a negative errno, logged (-EBUSY: another cpuhpd holds
  * it; the message names its pid).
  */
@@ -44,5 +51,12 @@ int cpuhpd_instance_lock(struct cpuhpd *d);
  * next cpuhpd starts without a restart grace (grace.h).
  */
 void cpuhpd_instance_clean(struct cpuhpd *d);
+
+/*
+ * A restart's stop left @clients holding @leases in the fd store: say so
+ * after our pid ("PID handover CLIENTS LEASES"), so that a next cpuhpd
+ * given none of them back (a stop, not a restart) can tell why it waits.
+ */
+void cpuhpd_instance_handover(struct cpuhpd *d, unsigned clients, unsigned leases);
 
 #endif /* CPUHPD_INSTANCE_H */

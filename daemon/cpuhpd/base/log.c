@@ -4,8 +4,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "text.h"
 
 #include "log.h"
 
@@ -70,22 +73,30 @@ bool cpuhpd_log_verbose(void)
 
 void cpuhpd_log(enum cpuhpd_log_level level, const char *fmt, ...)
 {
-	char line[1024];
+	char msg[1024], line[2048];
 	va_list ap;
+	size_t len;
 	int n, m;
 
 	if (level == CPUHPD_LOG_DEBUG && !cpuhpd_log_verbose())
 		return;
-	n = snprintf(line, sizeof(line), "%scpuhpd: %s: ", to_journal() ? level_prio[level] : "",
-	             level_names[level]);
 	va_start(ap, fmt);
-	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	m = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (m < 0)
 		return;
-	n += m;
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
+	len = (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1;
+	n = snprintf(line, sizeof(line), "%scpuhpd: %s: ", to_journal() ? level_prio[level] : "",
+	             level_names[level]);
+	/*
+	 * What a message quotes came from clients and processes (who, why,
+	 * state names, comm, the callbacks' words): a CR or LF there would
+	 * forge a line, ESC would drive the terminal that tails the log.
+	 * Escaped here, for every line at once; the daemon's own words have
+	 * no control character.  A line cut in a character shows its bytes.
+	 */
+	cpuhp__text_escape(line + n, sizeof(line) - (size_t)n - 1, msg, len, CPUHP__TEXT_UTF8);
+	n += (int)strlen(line + n);
 	line[n++] = '\n';
 	/* A log line that cannot be written has nowhere else to go. */
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)

@@ -31,17 +31,34 @@ uint64_t cpuhpd_statetext_hash(const char *p, size_t len)
 	return h;
 }
 
+void cpuhpd_statetext_hex(FILE *f, const void *p, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	const uint8_t *b = p;
+	char buf[512];
+
+	/* A chunk at a time: a byte's fprintf() would cost a state text write most of its time. */
+	while (len) {
+		size_t n = len < sizeof(buf) / 2 ? len : sizeof(buf) / 2;
+
+		for (size_t i = 0; i < n; i++) {
+			buf[2 * i] = digits[b[i] >> 4];
+			buf[2 * i + 1] = digits[b[i] & 15];
+		}
+		fwrite(buf, 1, 2 * n, f);
+		b += n;
+		len -= n;
+	}
+}
+
 void cpuhpd_statetext_bytes(FILE *f, const void *p, size_t len)
 {
-	const uint8_t *b = p;
-
 	if (!len) {
 		fputs(" -", f);
 		return;
 	}
 	fputc(' ', f);
-	for (size_t i = 0; i < len; i++)
-		fprintf(f, "%02x", b[i]);
+	cpuhpd_statetext_hex(f, p, len);
 }
 
 void cpuhpd_statetext_str(FILE *f, const char *s)
@@ -240,6 +257,26 @@ static int want(struct parser *p, unsigned n)
 	return 0;
 }
 
+/* @n fields, or @n + 1 with a last one that a newer writer added. */
+static int want_or_one_more(struct parser *p, unsigned n)
+{
+	if (p->nfields != n && p->nfields != n + 1)
+		return bad(p, "'%s' has %u fields, not %u or %u", p->fields[0], p->nfields, n,
+		           n + 1);
+	return 0;
+}
+
+/* A delay lease's delay, the optional field @i: 0 when absent. */
+static int delay_field(struct parser *p, unsigned i, uint32_t *v)
+{
+	uint64_t x = 0;
+
+	if (p->nfields > i && num(p, i, UINT32_MAX, &x))
+		return p->err;
+	*v = (uint32_t)x;
+	return 0;
+}
+
 /* The conn line a record names: it must exist already. */
 static struct cpuhpd_saved_conn *owner(struct parser *p)
 {
@@ -259,9 +296,10 @@ static int daemon_line(struct parser *p)
 	struct cpuhpd_saved *s = p->out;
 	uint64_t v[5];
 
-	if (want(p, 7) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
+	if (want_or_one_more(p, 7) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
 	    num(p, 3, UINT64_MAX, &v[1]) || num(p, 4, UINT64_MAX, &v[2]) ||
-	    num(p, 5, UINT64_MAX, &v[3]) || num(p, 6, UINT64_MAX, &v[4]))
+	    num(p, 5, UINT64_MAX, &v[3]) || num(p, 6, UINT64_MAX, &v[4]) ||
+	    (p->nfields > 7 && num(p, 7, UINT64_MAX, &s->next_hotplug_seq)))
 		return p->err;
 	s->next_call_id = v[4];
 	s->next_conn_id = (unsigned)v[0];
@@ -307,9 +345,10 @@ static int lease_line(struct parser *p)
 	struct cpuhpd_saved_lease *l;
 	uint64_t id, since;
 	bool bypassed;
+	uint32_t delay = 0;
 
-	if (!c || want(p, 7) || num(p, 2, UINT64_MAX, &id) || num(p, 3, UINT64_MAX, &since) ||
-	    flag(p, 4, &bypassed))
+	if (!c || want_or_one_more(p, 7) || num(p, 2, UINT64_MAX, &id) ||
+	    num(p, 3, UINT64_MAX, &since) || flag(p, 4, &bypassed) || delay_field(p, 7, &delay))
 		return p->err;
 	if (!id)
 		return bad(p, "lease id 0");
@@ -322,6 +361,7 @@ static int lease_line(struct parser *p)
 	l->id = id;
 	l->since = since;
 	l->bypassed = bypassed;
+	l->delay_ms = delay;
 	return str(p, 5, &l->who) || str(p, 6, &l->why) ? p->err : 0;
 }
 
@@ -330,9 +370,11 @@ static int wait_line(struct parser *p)
 	struct cpuhpd_saved_conn *c = owner(p);
 	struct cpuhpd_saved_wait *w;
 	uint64_t req, deadline, timeout;
+	uint32_t delay = 0;
 
-	if (!c || want(p, 7) || num(p, 2, UINT64_MAX, &req) || num(p, 3, UINT64_MAX, &deadline) ||
-	    num(p, 4, UINT32_MAX, &timeout))
+	if (!c || want_or_one_more(p, 7) || num(p, 2, UINT64_MAX, &req) ||
+	    num(p, 3, UINT64_MAX, &deadline) || num(p, 4, UINT32_MAX, &timeout) ||
+	    delay_field(p, 7, &delay))
 		return p->err;
 	w = push(p, (void **)&c->waits, &c->nwaits, sizeof(*w));
 	if (!w)
@@ -340,6 +382,7 @@ static int wait_line(struct parser *p)
 	w->req_id = req;
 	w->deadline = deadline;
 	w->timeout_ms = (uint32_t)timeout;
+	w->delay_ms = delay;
 	return str(p, 5, &w->who) || str(p, 6, &w->why) ? p->err : 0;
 }
 
@@ -367,6 +410,27 @@ static int state_line(struct parser *p)
 	return 0;
 }
 
+static int call_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	uint64_t id, cpu;
+
+	if (!c || want(p, 4) || num(p, 2, UINT64_MAX, &id) || num(p, 3, 65535, &cpu))
+		return p->err;
+	for (unsigned i = 0; i < c->nstates; i++) {
+		struct cpuhpd_saved_state *st = &c->states[i];
+
+		if (st->id != id)
+			continue;
+		if (st->unsure)
+			return bad(p, "a second call in flight for state %" PRIu64, id);
+		st->unsure = true;
+		st->unsure_cpu = (unsigned)cpu;
+		return 0;
+	}
+	return bad(p, "a call of state %" PRIu64 ", which no earlier line of its conn gave", id);
+}
+
 static int freeze_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
@@ -387,6 +451,39 @@ static int freeze_line(struct parser *p)
 	return str(p, 6, &f->who) || str(p, 7, &f->why) ? p->err : 0;
 }
 
+static int ready_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	uint64_t to, told, delay;
+
+	if (!c || want(p, 5) || num(p, 2, UINT32_MAX, &to) || num(p, 3, UINT64_MAX, &told) ||
+	    num(p, 4, UINT32_MAX, &delay))
+		return p->err;
+	c->notices_to = (unsigned)to;
+	c->told_seq = told;
+	c->fast_delay_ms = (uint32_t)delay;
+	return 0;
+}
+
+static int hotplug_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	struct cpuhpd_saved_hotplug *h;
+	uint64_t req, seq, at;
+
+	if (!c || want(p, 5) || num(p, 2, UINT64_MAX, &req) || num(p, 3, UINT64_MAX, &seq) ||
+	    num(p, 4, UINT64_MAX, &at))
+		return p->err;
+	h = push(p, (void **)&p->out->hotplugs, &p->out->nhotplugs, sizeof(*h));
+	if (!h)
+		return p->err;
+	h->conn = c->id;
+	h->req_id = req;
+	h->seq = seq;
+	h->noticed_at = at;
+	return 0;
+}
+
 static int req_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
@@ -398,6 +495,7 @@ static int req_line(struct parser *p)
 	if (!r)
 		return p->err;
 	r->conn = c->id;
+	r->running = !strcmp(p->fields[0], "run");
 	if (blob(p, 2, CPUHPD_STATETEXT_MAX_BLOB, &r->req.data, &r->req.len))
 		return p->err;
 	if (!r->req.len)
@@ -437,9 +535,10 @@ static int parse_body(struct parser *p, char *body)
 		const char *word;
 		int (*fn)(struct parser *);
 	} kinds[] = {
-	    {"daemon", daemon_line}, {"conn", conn_line},       {"lease", lease_line},
-	    {"wait", wait_line},     {"state", state_line},     {"freeze", freeze_line},
-	    {"req", req_line},       {"partial", partial_line},
+	    {"daemon", daemon_line},   {"conn", conn_line},   {"lease", lease_line},
+	    {"wait", wait_line},       {"state", state_line}, {"freeze", freeze_line},
+	    {"call", call_line},       {"req", req_line},     {"run", req_line},
+	    {"partial", partial_line}, {"ready", ready_line}, {"hotplug", hotplug_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;
@@ -485,7 +584,6 @@ int cpuhpd_statetext_parse(const char *text, size_t len, struct cpuhpd_saved *ou
 	size_t body_len;
 	uint64_t hash;
 	const char *nl;
-	char *body;
 	int n = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -514,13 +612,27 @@ int cpuhpd_statetext_parse(const char *text, size_t len, struct cpuhpd_saved *ou
 		           len - (size_t)(nl + 1 - text), body_len);
 	if (cpuhpd_statetext_hash(nl + 1, body_len) != hash)
 		return bad(&p, "the hash does not match (written in part)");
-	if (memchr(nl + 1, '\0', body_len))
+	return cpuhpd_statetext_parse_body(nl + 1, body_len, out, why, whylen);
+}
+
+int cpuhpd_statetext_parse_body(const char *text, size_t len, struct cpuhpd_saved *out, char *why,
+                                size_t whylen)
+{
+	struct parser p = {.out = out, .why = why, .whylen = whylen, .line = 1};
+	char *body;
+
+	memset(out, 0, sizeof(*out));
+	if (why && whylen)
+		why[0] = '\0';
+	if (len > CPUHPD_STATETEXT_MAX_BYTES)
+		return bad(&p, "%zu bytes, over the limit", len);
+	if (memchr(text, '\0', len))
 		return bad(&p, "a NUL byte in the text");
-	body = malloc(body_len + 1);
+	body = malloc(len + 1);
 	if (!body)
 		return nomem(&p);
-	memcpy(body, nl + 1, body_len);
-	body[body_len] = '\0';
+	memcpy(body, text, len);
+	body[len] = '\0';
 	parse_body(&p, body);
 	free(body);
 	if (p.err)
@@ -578,6 +690,7 @@ void cpuhpd_statetext_free(struct cpuhpd_saved *s)
 	for (unsigned i = 0; i < s->nreqs; i++)
 		free(s->reqs[i].req.data);
 	free(s->reqs);
+	free(s->hotplugs);
 	free(s->conns);
 	memset(s, 0, sizeof(*s));
 }

@@ -18,6 +18,12 @@
  * however many bytes it frees in all.
  */
 #define TRIM_MIN (256u << 10)
+/*
+ * What clients leave when they go (a connection, a lease's names, a
+ * freeze) is looked at this long after the first of them: the heap as
+ * glibc counts it, by the same rule.
+ */
+#define HEAP_LOOK_MS 1000
 
 static struct cpuhpd_list *bucket(struct cpuhpd *d, uid_t uid)
 {
@@ -105,6 +111,12 @@ int cpuhpd_admit_init(struct cpuhpd *d)
 		return err;
 	}
 	d->admit.timer.data = d;
+	err = uv_timer_init(d->loop, &d->admit.heap_timer);
+	if (err) {
+		uv_close((uv_handle_t *)&d->admit.timer, NULL);
+		cpuhpd_err("cannot make the heap timer: %s", uv_strerror(err));
+		return err;
+	}
 	d->admit.timer_open = true;
 	return 0;
 }
@@ -115,6 +127,47 @@ void cpuhpd_admit_close(struct cpuhpd *d)
 		return;
 	d->admit.timer_open = false;
 	uv_close((uv_handle_t *)&d->admit.timer, NULL);
+	uv_close((uv_handle_t *)&d->admit.heap_timer, NULL);
+}
+
+/* Bytes of the heap in use, as glibc counts them (mallinfo2() walks its bins). */
+static size_t heap_used(void)
+{
+	return mallinfo2().uordblks;
+}
+
+static void heap_look(uv_timer_t *t)
+{
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, admit.heap_timer);
+	struct cpuhpd_admit *a = &d->admit;
+	size_t used = heap_used();
+
+	if (a->heap_high - used < TRIM_MIN || used > a->heap_high / 2) {
+		/* Not yet: the high mark stays, until a trim or a higher one. */
+		if (used > a->heap_high)
+			a->heap_high = used;
+		return;
+	}
+	malloc_trim(0);
+	a->ntrims++;
+	cpuhpd_debug("the heap fell from %zu to %zu bytes in use: memory handed back to the "
+	             "system (trim %u)",
+	             a->heap_high, used, a->ntrims);
+	a->heap_high = used;
+}
+
+void cpuhpd_admit_dropped(struct cpuhpd *d)
+{
+	struct cpuhpd_admit *a = &d->admit;
+	size_t used;
+
+	if (!a->timer_open || uv_is_active((uv_handle_t *)&a->heap_timer))
+		return;
+	/* The first of a wave: the heap is about as high as it got. */
+	used = heap_used();
+	if (used > a->heap_high)
+		a->heap_high = used;
+	uv_timer_start(&a->heap_timer, heap_look, HEAP_LOOK_MS, 0);
 }
 
 int cpuhpd_admit_conn(struct cpuhpd_conn *c, char *why, size_t whylen)
@@ -192,6 +245,7 @@ void cpuhpd_admit_conn_freed(struct cpuhpd_conn *c)
 	c->admit.uid = NULL;
 	u->nrefs--;
 	uid_put(u);
+	cpuhpd_admit_dropped(c->d);
 }
 
 bool cpuhpd_admit_charge(struct cpuhpd_conn *c, size_t bytes, char *why, size_t whylen)

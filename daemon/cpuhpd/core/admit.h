@@ -17,7 +17,8 @@
  *    still not complete closes its connection.  An idle connection (no
  *    partial frame) is never closed: leases are held on idle connections.
  *  - When what is buffered fell far from its high mark, malloc_trim() hands
- *    the freed memory back.
+ *    the freed memory back; so too, looked at a second after clients began
+ *    to leave connections, leases or freezes, when the heap in use did.
  *
  * Loop thread only.
  */
@@ -57,10 +58,12 @@ struct cpuhpd_admit_uid {
 
 struct cpuhpd_admit {
 	struct cpuhpd_list uids[CPUHPD_ADMIT_BUCKETS];
-	size_t buffered; /* every client's, in bytes */
-	size_t high;     /* most buffered since the last trim */
-	size_t freed;    /* freed since the last trim */
-	unsigned ntrims; /* malloc_trim() calls, for the log */
+	size_t buffered;       /* every client's, in bytes */
+	size_t high;           /* most buffered since the last trim */
+	size_t freed;          /* freed since the last trim */
+	unsigned ntrims;       /* malloc_trim() calls, for the log */
+	size_t heap_high;      /* most heap in use seen since the last trim (mallinfo2) */
+	uv_timer_t heap_timer; /* looks at the heap after clients left something */
 	/*
 	 * Connections with an unfinished frame, in the order their frames began:
 	 * a frame that begins is appended with the loop's time, so the list stays
@@ -111,6 +114,14 @@ void cpuhpd_admit_conn_freed(struct cpuhpd_conn *c);
  * would take @c's uid or everyone over a bound.  The caller closes @c.
  */
 bool cpuhpd_admit_charge(struct cpuhpd_conn *c, size_t bytes, char *why, size_t whylen);
+
+/**
+ * cpuhpd_admit_dropped() - a client's connection, lease or freeze ended:
+ * HEAP_LOOK_MS after the first of a wave, if the heap in use fell by
+ * TRIM_MIN and to half or less of its high mark, memory goes back to the
+ * system as after a drain of buffers.
+ */
+void cpuhpd_admit_dropped(struct cpuhpd *d);
 
 /** cpuhpd_admit_uncharge() - @bytes of @c were freed; may hand memory back to the system. */
 void cpuhpd_admit_uncharge(struct cpuhpd_conn *c, size_t bytes);

@@ -22,6 +22,7 @@
 #include "admit.h"
 #include "conn.h"
 #include "fdstore.h"
+#include "snapshot.h"
 
 struct write_req {
 	uv_write_t req;
@@ -51,7 +52,6 @@ static void close_cb(uv_handle_t *h)
 	for (unsigned i = 0; i < c->ndeferred; i++)
 		free(c->deferred[i].data);
 	free(c->deferred);
-	free(c->st_chunk);
 	/* After the write callbacks (libuv runs them first): every byte is uncharged. */
 	cpuhpd_admit_conn_freed(c);
 	free(c);
@@ -71,6 +71,7 @@ void cpuhpd_conn_close(struct cpuhpd_conn *c, const char *why)
 		cpuhpd_debug("client %u disconnected", c->id);
 	cpuhpd_list_del(&c->node);
 	d->nconns--;
+	cpuhpd_snapshot_changed(d); /* the STATUS= line counts connections */
 	cpuhpd_admit_conn_gone(c);
 	/* Out of the store first: its client must see EOF, as it would without a store. */
 	cpuhpd_fdstore_conn_gone(c);
@@ -464,10 +465,11 @@ void cpuhpd_conn_accept(struct cpuhpd *d, uv_stream_t *server)
 	cpuhpd_list_init(&c->watch_node);
 	cpuhpd_list_add_tail(&d->conns, &c->node);
 	d->nconns++;
+	cpuhpd_snapshot_changed(d);
 	cpuhpd_debug("client %u connected (pid %d, uid %u%s)", c->id, (int)c->peer.pid,
 	             (unsigned)c->peer.uid, c->peer.admin ? ", admin" : "");
 	cpuhpd_fdstore_conn_new(c);
-	cpuhpd_fdstore_changed(d);
+	cpuhpd_fdstore_conn_changed(c);
 	err = uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
 	if (err) {
 		snprintf(why, sizeof(why), "cannot read: %s", uv_strerror(err));
@@ -533,6 +535,7 @@ struct cpuhpd_conn *cpuhpd_conn_adopt(struct cpuhpd *d, int fd, const struct cpu
 	cpuhpd_list_init(&c->watch_node);
 	cpuhpd_list_add_tail(&d->conns, &c->node);
 	d->nconns++;
+	cpuhpd_snapshot_changed(d);
 	return c;
 }
 

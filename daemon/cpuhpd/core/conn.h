@@ -60,14 +60,18 @@ struct cpuhpd_lease {
 	uint64_t id;
 	uint64_t since; /* uv_now() when granted */
 	char *who, *why;
-	bool bypassed; /* CPUs changed behind cpuhpd while it was held (policy.c) */
+	bool bypassed;     /* CPUs changed behind cpuhpd while it was held (policy.c) */
+	uint32_t delay_ms; /* 0: a block lease; else a delay lease's delay (revoke.c) */
 };
 
-/* Leases revoked at --max-lease-ms, kept so that their release says so (policy.c). */
+/* Leases revoked, kept so that their release says so (policy.c). */
 #define CPUHPD_CONN_REVOKED_KEPT 8
 struct cpuhpd_revoked {
 	uint64_t id; /* 0: free, or its release was answered */
 	uint64_t held_ms;
+	uint64_t hotplug_id; /* 0: at --max-lease-ms; else the hotplug it was revoked for */
+	uint32_t delay_ms;   /* a delay lease's */
+	uint8_t reason;      /* Cpuhp__RevokeReason */
 };
 
 struct cpuhpd_conn {
@@ -96,6 +100,16 @@ struct cpuhpd_conn {
 	unsigned revoked_next;
 	uint64_t bypass_seq;
 
+	/*
+	 * route.c: where notices about what this connection holds go (the
+	 * connection it was opened beside, Hello.notices_to; NULL: here), and
+	 * how many connections send theirs here.
+	 */
+	struct cpuhpd_conn *notices_to;
+	unsigned notices_from;
+	/* hotplug/notice.c: the hotplug whose HotplugPending it was sent last (a seq; 0: none) */
+	uint64_t told_seq;
+
 	/* watch.c */
 	struct cpuhpd_list watch_node; /* in d->watchers while watching */
 	uint64_t watch_id;
@@ -113,10 +127,9 @@ struct cpuhpd_conn {
 
 	/* fdstore.c: its socket and region are in the service manager's store */
 	bool stored, region_stored;
-	unsigned region_slots; /* the stored region's size, for the state text */
-	char *st_chunk;        /* its lines of the state text, unless ->st_dirty */
-	size_t st_len;
-	bool st_dirty;
+	unsigned region_slots;      /* the stored region's size, for the state text */
+	struct cpuhpd_list st_node; /* in fdstore.dirty while ->st_queued */
+	bool st_queued;             /* its lines changed since they were last written */
 	/* Requests read while a restart stops the daemon: the next one handles them. */
 	struct cpuhpd_saved_blob *deferred;
 	unsigned ndeferred;

@@ -5,7 +5,10 @@
 
 #include <cpuhp/version.h>
 
+#include "strfields.h"
+
 #include "cpuhpd.h"
+#include "base/log.h"
 #include "conn.h"
 #include "dispatch.h"
 
@@ -22,6 +25,7 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	struct cpuhpd *d = c->d;
 	const struct cpuhpd_request_type *t;
 	Cpuhp__Request *req;
+	char why[128];
 	uint64_t id;
 
 	if (cpuhp__frame_unpack_request(payload, len, &req)) {
@@ -50,6 +54,21 @@ void cpuhpd_dispatch(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 	if (d->stopping && !(t->flags & CPUHPD_REQ_STOPPING)) {
 		if (!(t->flags & CPUHPD_REQ_NO_REPLY))
 			cpuhpd_conn_send_error(c, id, ECANCELED, "cpuhpd is shutting down");
+		goto out;
+	}
+	/*
+	 * protobuf-c cuts a string at its first NUL and takes any bytes: a
+	 * name "abc\0def" would act as "abc".  Refused whole, naming the field.
+	 */
+	if (cpuhp__strfields_check(&cpuhp__request__descriptor, payload, len, why, sizeof(why))) {
+		if (t->flags & CPUHPD_REQ_NO_REPLY)
+			cpuhpd_warn("connection %u: ignored a request that cannot be answered: %s",
+			            c->id, why);
+		else
+			cpuhpd_conn_send_error(c, id, EINVAL,
+			                       "%s: string fields must be UTF-8 without NUL bytes; "
+			                       "nothing was done",
+			                       why);
 		goto out;
 	}
 	if (!t->handle) {

@@ -20,6 +20,9 @@
 
 #define SD_LISTEN_FDS_START 3
 
+static void conn_gone_record(struct cpuhpd_conn *c);
+static void flush(struct cpuhpd *d);
+
 /* A count from the environment: digits only, else 0. */
 static unsigned env_count(const char *name)
 {
@@ -42,8 +45,10 @@ static char *read_all(int fd, size_t *len)
 	size_t have = 0;
 
 	if (fstat(fd, &st) < 0 || st.st_size < 0 ||
-	    (uint64_t)st.st_size > CPUHPD_STATETEXT_MAX_BYTES)
+	    (uint64_t)st.st_size > CPUHPD_JOURNAL_MAX_BYTES) {
+		errno = EFBIG;
 		return NULL;
+	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return NULL;
@@ -73,7 +78,7 @@ static void parse_state(struct cpuhpd *d, int fd)
 		cpuhpd_warn("restart: cannot read the stored state: %m; adopting no client");
 		return;
 	}
-	err = cpuhpd_statetext_parse(text, len, &s->saved, why, sizeof(why));
+	err = cpuhpd_journal_read(text, len, &s->saved, &s->prev, why, sizeof(why));
 	free(text);
 	if (err) {
 		cpuhpd_warn("restart: the stored state is unusable (%s); adopting no client", why);
@@ -91,6 +96,7 @@ int cpuhpd_fdstore_take(struct cpuhpd *d)
 	int state = -1;
 
 	s->state_fd = -1;
+	cpuhpd_list_init(&s->dirty);
 	s->max = d->opt.fd_store_max ? d->opt.fd_store_max : env_count("FDSTORE");
 	s->on = s->max > 0 && getenv("NOTIFY_SOCKET") && *getenv("NOTIFY_SOCKET");
 	if (!pid || strtol(pid, NULL, 10) != (long)getpid())
@@ -200,11 +206,35 @@ static void unstore(struct cpuhpd *d, const char *name)
 		d->fdstore.stored--;
 }
 
+/*
+ * Two descriptors a client (its socket, its fast-lease region), the state
+ * memfd and a socket we bound: a store smaller than that for
+ * --max-connections keeps what fits, and says so now rather than at the
+ * restart.
+ */
+static void check_size(struct cpuhpd *d)
+{
+	const struct cpuhpd_fdstore *s = &d->fdstore;
+	uint64_t fixed = 1 + !d->server.activated,
+	         need = 2 * (uint64_t)d->opt.max_connections + fixed;
+
+	if (s->max >= need)
+		return;
+	cpuhpd_warn("the fd store keeps %u descriptors, but --max-connections %u needs %" PRIu64
+	            " (2 a client and %" PRIu64 "): past %" PRIu64 " clients a new one gets no "
+	            "fast path, and past %" PRIu64 " a restart ends it (it sees EOF); raise "
+	            "FileDescriptorStoreMax= and FDSTORE= (or --fd-store-max) to %" PRIu64,
+	            s->max, d->opt.max_connections, need, fixed,
+	            s->max > fixed ? (s->max - fixed) / 2 : 0, s->max > fixed ? s->max - fixed : 0,
+	            need);
+}
+
 int cpuhpd_fdstore_ready(struct cpuhpd *d)
 {
 	struct cpuhpd_fdstore *s = &d->fdstore;
 	int state = cpuhpd_fdstore_claim(d, "state");
 	uv_os_fd_t listen_fd = -1;
+	bool had_text;
 
 	for (unsigned i = 0; i < s->ntaken; i++) {
 		struct cpuhpd_fdstore_taken *t = &s->taken[i];
@@ -224,6 +254,7 @@ int cpuhpd_fdstore_ready(struct cpuhpd *d)
 	free(s->taken);
 	s->taken = NULL;
 	s->ntaken = 0;
+	had_text = s->have_saved && state >= 0;
 	if (s->have_saved)
 		cpuhpd_statetext_free(&s->saved);
 	s->have_saved = false;
@@ -246,11 +277,24 @@ int cpuhpd_fdstore_ready(struct cpuhpd *d)
 		}
 	}
 	s->state_fd = state;
+	/* The records read (the last cpuhpd's): ours go where they overlap nothing of them. */
+	s->slot = 1; /* the first base names slot 0 */
+	s->live_off = s->end = CPUHPD_JOURNAL_DATA;
+	if (had_text) {
+		s->gen = s->prev.gen;
+		s->slot = s->prev.gen ? s->prev.slot : 1;
+		s->live_off = s->prev.off;
+		s->end = s->prev.end > CPUHPD_JOURNAL_DATA ? s->prev.end : CPUHPD_JOURNAL_DATA;
+	} else if (ftruncate(state, 0) < 0) {
+		cpuhpd_warn("cannot empty the state memfd: %m");
+	}
 	/* A socket unit keeps its own socket; one we bound goes into the store. */
 	if (!d->server.activated && !uv_fileno((uv_handle_t *)&d->server.pipe, &listen_fd))
 		store(d, listen_fd, "listen");
 	cpuhpd_info("fd store on (at most %u descriptors): a restart keeps every lease", s->max);
-	cpuhpd_fdstore_changed(d);
+	check_size(d);
+	s->broken = true; /* the first change... is now: the whole text */
+	flush(d);
 	return 0;
 }
 
@@ -263,6 +307,13 @@ void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c)
 		return;
 	snprintf(name, sizeof(name), "conn-%u", c->id);
 	c->stored = store(c->d, fd, name);
+}
+
+bool cpuhpd_fdstore_has_room(const struct cpuhpd_conn *c)
+{
+	const struct cpuhpd_fdstore *s = &c->d->fdstore;
+
+	return !s->on || !c->stored || s->stored < s->max;
 }
 
 void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd, unsigned nslots)
@@ -303,7 +354,7 @@ void cpuhpd_fdstore_conn_gone(struct cpuhpd_conn *c)
 	c->stored = false;
 	snprintf(name, sizeof(name), "conn-%u", c->id);
 	unstore(c->d, name);
-	cpuhpd_fdstore_changed(c->d);
+	conn_gone_record(c);
 }
 
 bool cpuhpd_fdstore_keeps(const struct cpuhpd *d)
@@ -314,18 +365,49 @@ bool cpuhpd_fdstore_keeps(const struct cpuhpd *d)
 /* --------------------------------------------------------- the state text */
 
 /*
- * The text is rebuilt on every change, but a connection's lines only when
- * they changed (->st_dirty): each connection keeps its part, its "conn"
- * line and its records, ready to copy.  What belongs to no one connection
- * (the requests still to answer, in their order) is small and made anew.
+ * The journal (journal.h).  A change appends one record with what changed:
+ * the daemon line if an id moved, the connections queued in ->dirty (each
+ * one's lines made anew), those gone, the requests if ->reqs_dirty.  So a
+ * change costs what changed.  Once the records since the base outweigh it
+ * (and at least COMPACT_MIN), a new base is written whole: amortised, a
+ * change still costs what changed.  Half-read frames go only into the last
+ * base of a restart's stop: a SIGKILL loses them anyway (README.md).
  */
-static char *conn_chunk(const struct cpuhpd_conn *c, size_t *len)
+#define COMPACT_MIN (64u << 10)
+/* A build buffer larger than this is given back after a base is written. */
+#define BODY_KEEP (256u << 10)
+
+static int put(struct cpuhpd_fdstore *s, const char *p, size_t len)
+{
+	return cpuhpd_buf_put(&s->body, p, len);
+}
+
+/* Run @fn writing into a memory stream, then append what it wrote. */
+static int put_stream(struct cpuhpd *d, void (*fn)(struct cpuhpd *d, const void *arg, FILE *f),
+                      const void *arg)
 {
 	char *buf = NULL;
-	FILE *f = open_memstream(&buf, len);
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int err;
 
 	if (!f)
-		return NULL;
+		return -ENOMEM;
+	fn(d, arg, f);
+	if (fclose(f)) {
+		free(buf);
+		return -ENOMEM;
+	}
+	err = put(&d->fdstore, buf, len);
+	free(buf);
+	return err;
+}
+
+/* A connection's lines: its "conn" line and every feature's records. */
+static void conn_lines(struct cpuhpd *d, const void *arg, FILE *f)
+{
+	const struct cpuhpd_conn *c = arg;
+
 	fprintf(f, "conn %u %d %u %u %d %d", c->id, (int)c->peer.pid, (unsigned)c->peer.uid,
 	        (unsigned)c->peer.gid, c->peer.admin, c->hello);
 	cpuhpd_statetext_str(f, c->peer.comm);
@@ -333,190 +415,306 @@ static char *conn_chunk(const struct cpuhpd_conn *c, size_t *len)
 	cpuhpd_statetext_str(f, c->why);
 	fprintf(f, " %u %" PRIu64 "\n", c->region_stored ? c->region_slots : 0,
 	        c->watching ? c->watch_id : 0);
-	for (const cpuhpd_save_conn_fn *save = c->d->fdstore.savers->conn; *save; save++)
+	for (const cpuhpd_save_conn_fn *save = d->fdstore.savers->conn; *save; save++)
 		(*save)(c, f);
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
 }
 
-void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq)
+void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq, bool running)
 {
 	uint8_t *frame;
 	size_t len;
 
 	if (cpuhp__frame_pack_request(rq, &frame, &len))
 		return; /* out of memory: the text misses it, and the daemon says so at the write */
-	fprintf(f, "req %u", conn_id);
+	fprintf(f, "%s %u", running ? "run" : "req", conn_id);
 	cpuhpd_statetext_bytes(f, frame + CPUHP__FRAME_HDR, len - CPUHP__FRAME_HDR);
 	fputc('\n', f);
 	free(frame);
 }
 
-/* Requests read during a restart's stop, and a frame's start: the next daemon's first. */
-static void conn_pending(FILE *f, const struct cpuhpd_conn *c)
+/* Requests read during a restart's stop, and at its end a frame's start: the next daemon's. */
+static void conn_pending(FILE *f, const struct cpuhpd_conn *c, bool partial)
 {
-	uint8_t part[CPUHP__FRAME_HDR];
-
 	for (unsigned i = 0; i < c->ndeferred; i++) {
 		fprintf(f, "req %u", c->id);
 		cpuhpd_statetext_bytes(f, c->deferred[i].data, c->deferred[i].len);
 		fputc('\n', f);
 	}
-	if (cpuhp__frame_decoder_idle(&c->dec))
+	if (!partial || cpuhp__frame_decoder_idle(&c->dec))
 		return;
 	/* The prefix as read so far, then the payload bytes buffered. */
 	fprintf(f, "partial %u ", c->id);
-	memcpy(part, c->dec.hdr, sizeof(part));
-	for (uint32_t i = 0; i < c->dec.hdr_have; i++)
-		fprintf(f, "%02x", part[i]);
-	for (uint32_t i = 0; i < c->dec.have; i++)
-		fprintf(f, "%02x", c->dec.buf[i]);
+	cpuhpd_statetext_hex(f, c->dec.hdr, c->dec.hdr_have);
+	cpuhpd_statetext_hex(f, c->dec.buf, c->dec.have);
 	fputc('\n', f);
 }
 
-/* The daemon line and the requests in their order: every connection's, at the end. */
-static char *tail_text(struct cpuhpd *d, size_t *len)
+/* The "reqs" section: every request still to answer, in order; @arg: with partial frames. */
+static void reqs_lines(struct cpuhpd *d, const void *arg, FILE *f)
 {
+	bool partial = arg != NULL;
 	struct cpuhpd_list *pos;
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, len);
 
-	if (!f)
-		return NULL;
+	fputs("reqs\n", f);
 	for (const cpuhpd_save_requests_fn *save = d->fdstore.savers->requests; *save; save++)
 		(*save)(d, f);
+	/* Only a restart's stop defers requests or keeps frames half read. */
+	if (!d->handover)
+		return;
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
 
-		if (c->stored && !c->closing &&
-		    (c->ndeferred || !cpuhp__frame_decoder_idle(&c->dec)))
-			conn_pending(f, c);
+		if (c->stored && !c->closing)
+			conn_pending(f, c, partial);
 	}
-	fputs("end\n", f);
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
 }
 
-/* Append @len bytes to the body being built; Return: 0 or -ENOMEM. */
-static int put(struct cpuhpd_fdstore *s, const char *p, size_t len)
-{
-	if (s->body_len + len > s->body_cap) {
-		size_t cap = s->body_cap ? s->body_cap : 4096;
-		char *b;
-
-		while (cap < s->body_len + len)
-			cap *= 2;
-		b = realloc(s->body, cap);
-		if (!b)
-			return -ENOMEM;
-		s->body = b;
-		s->body_cap = cap;
-	}
-	memcpy(s->body + s->body_len, p, len);
-	s->body_len += len;
-	return 0;
-}
-
-static int build(struct cpuhpd *d)
+/* The daemon line, if it says something new (or @always). */
+static int put_daemon(struct cpuhpd *d, bool always)
 {
 	struct cpuhpd_fdstore *s = &d->fdstore;
 	struct cpuhpd_saved ids = {.next_conn_id = d->next_conn_id};
-	struct cpuhpd_list *pos;
-	char line[160], *tail;
-	size_t tail_len;
-	int n, err;
+	char line[sizeof(s->daemon_line)];
+	int n;
 
 	for (const cpuhpd_save_ids_fn *save = s->savers->ids; *save; save++)
 		(*save)(d, &ids);
-	s->body_len = 0;
 	n = snprintf(line, sizeof(line),
-	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
 	             (int)getpid(), ids.next_conn_id, ids.next_lease_id, ids.next_state_id,
-	             ids.next_freeze_id, ids.next_call_id);
-	err = put(s, line, (size_t)n);
+	             ids.next_freeze_id, ids.next_call_id, ids.next_hotplug_seq);
+	if (!always && !strcmp(line, s->daemon_line))
+		return 0;
+	memcpy(s->daemon_line, line, (size_t)n + 1);
+	return put(s, line, (size_t)n);
+}
+
+static void dequeue(struct cpuhpd_conn *c)
+{
+	if (!c->st_queued)
+		return;
+	c->st_queued = false;
+	cpuhpd_list_del(&c->st_node);
+}
+
+/* @len bytes at @off of the memfd, whole.  Return: 0, or -errno. */
+static int write_at(int fd, const struct iovec *iov0, int n, uint64_t off)
+{
+	struct iovec iov[2];
+	size_t done = 0, total = 0;
+
+	memcpy(iov, iov0, (size_t)n * sizeof(*iov));
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	while (done < total) {
+		ssize_t w = pwritev(fd, iov, n, (off_t)(off + done));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		done += (size_t)w;
+		/* Move the vectors past what went out. */
+		for (int i = 0; i < n && w > 0; i++) {
+			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
+
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			w -= (ssize_t)k;
+		}
+	}
+	return 0;
+}
+
+/* The body built, as one record of generation @gen at @off.  Return: its bytes, or -errno. */
+static int64_t write_record(struct cpuhpd_fdstore *s, uint64_t gen, uint64_t off)
+{
+	char hdr[CPUHPD_JOURNAL_REC_HEADER_MAX];
+	int n = cpuhpd_journal_rec_header(hdr, gen, s->body.p, s->body.len);
+	struct iovec iov[2] = {{hdr, (size_t)n}, {s->body.p, s->body.len}};
+	int err = write_at(s->state_fd, iov, 2, off);
+
+	return err ? err : (int64_t)n + (int64_t)s->body.len;
+}
+
+/*
+ * A new base, every connection's lines made anew (@final: a restart's
+ * stop, with the frames half read), then the other slot names it: see
+ * journal.h.  Return: 0 or -errno.
+ */
+static int compact(struct cpuhpd *d, bool final)
+{
+	struct cpuhpd_fdstore *s = &d->fdstore;
+	struct cpuhpd_list *pos;
+	char slot[CPUHPD_JOURNAL_SLOT];
+	uint64_t gen = s->gen + 1, off;
+	int64_t len;
+	int err;
+
+	s->body.len = 0;
+	err = put_daemon(d, true);
 	cpuhpd_list_for_each(pos, &d->conns)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
 
-		if (err)
-			return err;
-		if (!c->stored || c->closing)
-			continue;
-		if (c->st_dirty || !c->st_chunk) {
-			size_t len;
-			char *chunk = conn_chunk(c, &len);
-
-			if (!chunk)
-				return -ENOMEM;
-			free(c->st_chunk);
-			c->st_chunk = chunk;
-			c->st_len = len;
-			c->st_dirty = false;
-		}
-		err = put(s, c->st_chunk, c->st_len);
+		if (!err && c->stored && !c->closing)
+			err = put_stream(d, conn_lines, c);
 	}
-	tail = tail_text(d, &tail_len);
-	if (!tail)
-		return -ENOMEM;
 	if (!err)
-		err = put(s, tail, tail_len);
-	free(tail);
-	return err;
+		err = put_stream(d, reqs_lines, final ? d : NULL);
+	if (err)
+		return err;
+	/* Where it overlaps nothing the valid slot names. */
+	off = CPUHPD_JOURNAL_DATA + s->body.len + CPUHPD_JOURNAL_REC_HEADER_MAX <= s->live_off
+	          ? CPUHPD_JOURNAL_DATA
+	          : s->end;
+	len = write_record(s, gen, off);
+	if (len < 0)
+		return (int)len;
+	cpuhpd_journal_slot(slot, gen, off);
+	err = write_at(s->state_fd, &(struct iovec){slot, sizeof(slot)}, 1,
+	               (uint64_t)!s->slot * CPUHPD_JOURNAL_SLOT);
+	if (err)
+		return err;
+	s->slot = !s->slot;
+	s->gen = gen;
+	s->live_off = off;
+	s->end = off + (uint64_t)len;
+	s->base_len = (uint64_t)len;
+	s->since_base = 0;
+	/* The old records are nobody's now: give their memory back. */
+	if (off == CPUHPD_JOURNAL_DATA) {
+		if (ftruncate(s->state_fd, (off_t)s->end) < 0)
+			cpuhpd_warn("cannot cut the restart state: %m");
+	} else {
+		fallocate(s->state_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		          CPUHPD_JOURNAL_DATA, (off_t)(off - CPUHPD_JOURNAL_DATA));
+	}
+	while (!cpuhpd_list_empty(&s->dirty))
+		dequeue(
+		    cpuhpd_container_of(cpuhpd_list_first(&s->dirty), struct cpuhpd_conn, st_node));
+	s->ngone = 0;
+	s->reqs_dirty = false;
+	s->broken = false;
+	if (s->body.cap > BODY_KEEP)
+		cpuhpd_buf_free(&s->body);
+	return 0;
+}
+
+/* What changed since the last record, as one record (or a new base). */
+static void flush(struct cpuhpd *d)
+{
+	struct cpuhpd_fdstore *s = &d->fdstore;
+	int64_t len = 0;
+	int err;
+
+	if (s->state_fd < 0 || s->writing_off)
+		return;
+	if (s->broken) {
+		err = compact(d, false);
+		goto out;
+	}
+	s->body.len = 0;
+	err = put_daemon(d, false);
+	for (unsigned i = 0; i < s->ngone && !err; i++) {
+		char line[32];
+		int n = snprintf(line, sizeof(line), "gone %u\n", s->gone[i]);
+
+		err = put(s, line, (size_t)n);
+	}
+	while (!err && !cpuhpd_list_empty(&s->dirty)) {
+		struct cpuhpd_conn *c =
+		    cpuhpd_container_of(cpuhpd_list_first(&s->dirty), struct cpuhpd_conn, st_node);
+
+		dequeue(c);
+		err = put_stream(d, conn_lines, c);
+	}
+	if (!err && s->reqs_dirty)
+		err = put_stream(d, reqs_lines, NULL);
+	if (err || !s->body.len)
+		goto out;
+	s->ngone = 0;
+	s->reqs_dirty = false;
+	if (s->since_base + s->body.len > (s->base_len > COMPACT_MIN ? s->base_len : COMPACT_MIN)) {
+		err = compact(d, false);
+		goto out;
+	}
+	len = write_record(s, s->gen, s->end);
+	if (len < 0) {
+		err = (int)len;
+		goto out;
+	}
+	s->end += (uint64_t)len;
+	s->since_base += (uint64_t)len;
+out:
+	if (err) {
+		/* Whatever was not written is in no record: the next change writes all anew. */
+		s->broken = true;
+		cpuhpd_err("cannot write the restart state (%s): a restart now would drop leases",
+		           strerror(-err));
+	}
 }
 
 void cpuhpd_fdstore_changed(struct cpuhpd *d)
 {
-	struct cpuhpd_fdstore *s = &d->fdstore;
-	char first[CPUHPD_STATETEXT_HEADER_MAX];
-	struct iovec iov[2];
-	size_t len, off = 0;
-	int n;
+	d->fdstore.reqs_dirty = true;
+	flush(d);
+}
 
-	if (s->state_fd < 0 || s->writing_off)
-		return;
-	if (build(d)) {
-		cpuhpd_err("out of memory writing the restart state: a restart now would drop "
-		           "leases");
-		return;
-	}
-	n = cpuhpd_statetext_header(first, sizeof(first), s->body, s->body_len);
-	len = (size_t)n + s->body_len;
-	/*
-	 * Written over the old text, then cut to length: a kill in between
-	 * leaves a length or hash that does not match, and the next daemon
-	 * refuses the text instead of misreading it (statetext.h).
-	 */
-	while (off < len) {
-		ssize_t w;
-		int k = 0;
+void cpuhpd_fdstore_conn_stale(struct cpuhpd_conn *c)
+{
+	struct cpuhpd_fdstore *s = &c->d->fdstore;
 
-		if (off < (size_t)n)
-			iov[k++] = (struct iovec){first + off, (size_t)n - off};
-		iov[k++] = (struct iovec){s->body + (off > (size_t)n ? off - (size_t)n : 0),
-		                          s->body_len - (off > (size_t)n ? off - (size_t)n : 0)};
-		w = pwritev(s->state_fd, iov, k, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			cpuhpd_err("cannot write the restart state: %m");
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (off == len && ftruncate(s->state_fd, (off_t)len) < 0)
-		cpuhpd_err("cannot cut the restart state: %m");
+	if (!c->stored || c->closing || c->st_queued)
+		return;
+	c->st_queued = true;
+	cpuhpd_list_add_tail(&s->dirty, &c->st_node);
 }
 
 void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c)
 {
-	c->st_dirty = true;
-	if (c->stored && !c->closing)
-		cpuhpd_fdstore_changed(c->d);
+	if (!c->stored || c->closing)
+		return;
+	cpuhpd_fdstore_conn_stale(c);
+	flush(c->d);
+}
+
+void cpuhpd_fdstore_finish(struct cpuhpd *d)
+{
+	struct cpuhpd_fdstore *s = &d->fdstore;
+	int err;
+
+	if (s->state_fd < 0 || s->writing_off)
+		return;
+	err = compact(d, true);
+	if (err)
+		cpuhpd_err("cannot write the restart state (%s): the next cpuhpd will adopt "
+		           "what it said last",
+		           strerror(-err));
+	s->writing_off = true;
+}
+
+/* @c closes: "gone", unless its lines were never written. */
+static void conn_gone_record(struct cpuhpd_conn *c)
+{
+	struct cpuhpd_fdstore *s = &c->d->fdstore;
+	unsigned *g;
+
+	dequeue(c);
+	if (s->state_fd < 0)
+		return;
+	if (s->ngone == s->gone_cap) {
+		unsigned cap = s->gone_cap ? 2 * s->gone_cap : 16;
+
+		g = realloc(s->gone, cap * sizeof(*g));
+		if (!g) {
+			s->broken = true;
+			return;
+		}
+		s->gone = g;
+		s->gone_cap = cap;
+	}
+	s->gone[s->ngone++] = c->id;
+	flush(c->d);
 }

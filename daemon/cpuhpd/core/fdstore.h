@@ -8,16 +8,19 @@
  *                 socket unit keeps its own);
  *   "conn-N"      every client connection N;
  *   "region-N"    connection N's fast-lease region memfd;
- *   "state"       a memfd holding the state text (statetext.h), rewritten
- *                 before any reply that changes what it says (so that
- *                 after SIGKILL it says at least what clients were told).
+ *   "state"       a memfd holding the state text (statetext.h) as a journal
+ *                 (journal.h): what changed is appended before any reply
+ *                 that tells of it (so that after SIGKILL it says at least
+ *                 what clients were told).
  * A connection that closes is taken out (FDSTOREREMOVE=1), so that its
  * client sees EOF, not a socket that the store keeps open.
  *
  * The store is on when $NOTIFY_SOCKET is set and either --fd-store-max or
  * systemd's $FDSTORE (its FileDescriptorStoreMax=, systemd 254 and later)
- * is above 0; more descriptors than that are not stored (those
- * connections are told at a restart, as without a store).
+ * is above 0; more descriptors than that are not stored: a connection
+ * whose region would not fit gets no fast path (cpuhpd_fdstore_has_room()),
+ * and one that does not fit itself ends at a restart, its client seeing
+ * EOF, as without a store.
  *
  * At start, the descriptors come back in LISTEN_FDS/LISTEN_FDNAMES;
  * adopt.c rebuilds connections from them and the state text.
@@ -33,6 +36,9 @@
 
 #include "cpuhp.pb-c.h"
 
+#include "base/buf.h"
+#include "base/journal.h"
+#include "base/list.h"
 #include "base/statetext.h"
 
 struct cpuhpd;
@@ -65,13 +71,24 @@ struct cpuhpd_fdstore {
 	unsigned stored;  /* ours in it now */
 	int state_fd;     /* the state memfd, -1 without the store */
 	bool writing_off; /* no state text writes (adoption, or a restart's last one done) */
-	char *body;       /* the text after its first line, rebuilt in place */
-	size_t body_len, body_cap;
+	/* The journal in the memfd (journal.h; fdstore.c says how it is written). */
+	uint64_t gen;                  /* of the valid slot */
+	unsigned slot;                 /* the valid slot */
+	uint64_t live_off, end;        /* its records: the base, then what changed */
+	uint64_t base_len, since_base; /* bytes of the base, and of the records after it */
+	bool broken;                   /* a write failed: the next change writes a new base */
+	struct cpuhpd_list dirty;      /* connections whose lines changed, not yet written */
+	unsigned *gone;                /* connections closed, not yet written */
+	unsigned ngone, gone_cap;
+	bool reqs_dirty;        /* the requests still to answer changed */
+	char daemon_line[192];  /* as last written */
+	struct cpuhpd_buf body; /* the record being built */
 	/* From LISTEN_FDS at start, until adopt.c is done with them. */
 	struct cpuhpd_fdstore_taken *taken;
 	unsigned ntaken;
 	bool have_saved; /* a state text was taken and parsed */
 	struct cpuhpd_saved saved;
+	struct cpuhpd_journal_pos prev; /* where its records were, if parsed */
 	const struct cpuhpd_store_savers *savers;
 };
 
@@ -99,6 +116,13 @@ int cpuhpd_fdstore_listen_fd(struct cpuhpd *d);
  */
 int cpuhpd_fdstore_ready(struct cpuhpd *d);
 
+/*
+ * Whether a restart would keep one more descriptor of @c, for the fast
+ * path to grant a region only where it survives (or where nothing does: no
+ * store, or @c not in it, so that its client sees EOF at a restart).
+ */
+bool cpuhpd_fdstore_has_room(const struct cpuhpd_conn *c);
+
 /* Store connection @c's socket ("conn-N"), and its fast-lease region of @nslots slots. */
 void cpuhpd_fdstore_conn_new(struct cpuhpd_conn *c);
 void cpuhpd_fdstore_region_new(struct cpuhpd_conn *c, int fd, unsigned nslots);
@@ -110,18 +134,33 @@ void cpuhpd_fdstore_conn_gone(struct cpuhpd_conn *c);
 void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c);
 
 /*
- * Something in the state text changed: rewrite it now (a no-op without
- * the store).  Call it before the reply that tells the client.  Use
- * cpuhpd_fdstore_conn_changed() when it is @c's lines (its leases, waiting
- * acquires, states, held freezes, identity, Hello, watch, region): only
- * those are formatted again.  The rest (the requests still to answer)
- * is made anew each time.
+ * Something in the state text changed: record it now (a no-op without the
+ * store).  Call it before the reply that tells the client.
+ * cpuhpd_fdstore_conn_changed(): @c's lines (its leases, waiting acquires,
+ * states, held freezes, identity, Hello, watch, region); they are made
+ * anew and appended.  cpuhpd_fdstore_changed(): the requests still to
+ * answer (the "req" lines of every connection), made anew and appended.
  */
 void cpuhpd_fdstore_changed(struct cpuhpd *d);
 void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c);
+/*
+ * @c's lines change with the next rewrite, which the caller makes
+ * (cpuhpd_fdstore_changed()) once it has marked every connection it
+ * changed: one write for a change that touches many.
+ */
+void cpuhpd_fdstore_conn_stale(struct cpuhpd_conn *c);
 
-/* A request still to answer, as a "req" line of connection @conn_id (the modules' writers). */
-void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq);
+/*
+ * A restart's stop, at its end: the whole text a last time, with the
+ * frames half read, and no writes after it.
+ */
+void cpuhpd_fdstore_finish(struct cpuhpd *d);
+
+/*
+ * A request still to answer, as a "req" line of connection @conn_id (the
+ * modules' writers); @running: the hotplug in the worker, a "run" line.
+ */
+void cpuhpd_fdstore_put_request(FILE *f, unsigned conn_id, const Cpuhp__Request *rq, bool running);
 
 /* Whether SIGTERM keeps the clients (the store holds them for the next cpuhpd). */
 bool cpuhpd_fdstore_keeps(const struct cpuhpd *d);

@@ -113,6 +113,36 @@ static int clear_stale(const char *path)
 	return 0;
 }
 
+/*
+ * --socket-group: give the socket we just bound its group.  An AF_UNIX
+ * socket's fd is not the file bind() made (fchown() on it changes the
+ * socket's inode in sockfs), and chown(path) would follow a symlink
+ * swapped in since.  So the file is opened without following (O_PATH,
+ * which a socket file allows), checked to be a socket of ours, and exactly
+ * that inode gets the group.  Before listen(): nobody has connected yet.
+ */
+static int set_group(const struct cpuhpd *d, const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC), err = 0;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		err = -errno;
+	else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+		err = -EEXIST;
+	else if (fchownat(fd, "", (uid_t)-1, d->opt.socket_gid, AT_EMPTY_PATH) < 0)
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err == -EPERM)
+		cpuhpd_err("cannot give %s the group %s: cpuhpd is not root and not a member of it",
+		           path, d->opt.socket_group);
+	else if (err)
+		cpuhpd_err("cannot give %s the group %s: %s", path, d->opt.socket_group,
+		           err == -EEXIST ? "it is no longer the socket we bound" : strerror(-err));
+	return err;
+}
+
 static int bind_path(struct cpuhpd *d)
 {
 	const char *path = d->opt.socket_path;
@@ -145,8 +175,11 @@ static int bind_path(struct cpuhpd *d)
 		cpuhpd_err("cannot bind %s: %s", path, uv_strerror(err));
 		return err;
 	}
+	if (d->opt.socket_group && (err = set_group(d, path)))
+		return err;
 	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 0777) != (d->opt.socket_mode & 0777)) {
+	    (st.st_mode & 0777) != (d->opt.socket_mode & 0777) ||
+	    (d->opt.socket_group && st.st_gid != d->opt.socket_gid)) {
 		cpuhpd_err("%s is not the socket we bound with mode %04o: something replaced it; "
 		           "check who can write its directory",
 		           path, (unsigned)(d->opt.socket_mode & 0777));

@@ -2,6 +2,7 @@
 /* Event fan-out to watching clients; see watch.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 
 #include "cpuhpd.h"
 #include "base/log.h"
@@ -60,7 +61,7 @@ void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c)
 	c->d->watch.gen++;
 }
 
-static void broadcast(struct cpuhpd *d, Cpuhp__Event *ev)
+void cpuhpd_watch_event(struct cpuhpd *d, Cpuhp__Event *ev)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	uint64_t seq = ++d->watch.seq;
@@ -100,7 +101,7 @@ void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool onlin
 	hs.online = online;
 	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_STARTED;
 	ev.hotplug_started = &hs;
-	broadcast(d, &ev);
+	cpuhpd_watch_event(d, &ev);
 }
 
 void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,
@@ -116,7 +117,7 @@ void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool onli
 	hf.n_results = nresults;
 	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_FINISHED;
 	ev.hotplug_finished = &hf;
-	broadcast(d, &ev);
+	cpuhpd_watch_event(d, &ev);
 }
 
 void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool external)
@@ -129,11 +130,70 @@ void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool exte
 	oc.external = external;
 	ev.kind_case = CPUHP__EVENT__KIND_ONLINE_CHANGED;
 	ev.online_changed = &oc;
-	broadcast(d, &ev);
+	cpuhpd_watch_event(d, &ev);
+}
+
+/* "CPU 4 is now present (offline)": @set's CPUs that are (@online) in @of, in one line. */
+static void log_present(const struct cpuhp_cpuset *set, const struct cpuhp_cpuset *of, bool online,
+                        bool added)
+{
+	struct cpuhp_cpuset part;
+	char *list;
+	bool one;
+
+	cpuhp_cpuset_zero(&part);
+	for (int cpu = -1; (cpu = cpuhp_cpuset_next(set, cpu)) >= 0;)
+		if (cpuhp_cpuset_has(of, (unsigned)cpu) == online)
+			cpuhp_cpuset_add(&part, (unsigned)cpu);
+	if (!cpuhp_cpuset_count(&part))
+		return;
+	list = cpuhpd_cpus_to_str(&part);
+	one = cpuhp_cpuset_count(&part) == 1;
+	if (added)
+		cpuhpd_info("CPU%s %s %s now present (%s)", one ? "" : "s", list ? list : "?",
+		            one ? "is" : "are", online ? "online" : "offline");
+	else
+		cpuhpd_info("CPU%s %s %s no longer present (%s %s)", one ? "" : "s",
+		            list ? list : "?", one ? "is" : "are", one ? "it was" : "they were",
+		            online ? "online" : "offline");
+	free(list);
+}
+
+/* A CPU hot-added or removed: logged, and told to the watchers. */
+static void present_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch)
+{
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+	Cpuhp__PresentChanged pc = CPUHP__PRESENT_CHANGED__INIT;
+	char *present = cpuhpd_cpus_to_str(&d->view.present);
+	char *added = cpuhpd_cpus_to_str(&ch->added);
+	char *removed = cpuhpd_cpus_to_str(&ch->removed);
+	char *online = cpuhpd_cpus_to_str(&d->view.online);
+
+	log_present(&ch->added, &d->view.online, false, true);
+	log_present(&ch->added, &d->view.online, true, true);
+	log_present(&ch->removed, &ch->online_was, false, false);
+	log_present(&ch->removed, &ch->online_was, true, false);
+	if (present && added && removed && online) {
+		pc.present = present;
+		pc.added = added;
+		pc.removed = removed;
+		pc.online = online;
+		ev.kind_case = CPUHP__EVENT__KIND_PRESENT_CHANGED;
+		ev.present_changed = &pc;
+		cpuhpd_watch_event(d, &ev);
+	} else {
+		cpuhpd_warn("out of memory: watchers were not told that the present CPUs changed");
+	}
+	free(present);
+	free(added);
+	free(removed);
+	free(online);
 }
 
 void cpuhpd_watch_view_changed(struct cpuhpd *d, const struct cpuhpd_view_change *ch)
 {
+	if (ch->present_changed)
+		present_changed(d, ch);
 	/* A hotplug's own change is announced after its HotplugFinished, by the hotplug. */
 	if (ch->external && ch->changed && ch->now)
 		cpuhpd_watch_online_changed(d, ch->now, true);

@@ -7,6 +7,7 @@
 
 #include "cpuhpd.h"
 #include "base/log.h"
+#include "core/admit.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "freeze.h"
@@ -55,6 +56,7 @@ static void drop(struct cpuhpd *d, struct freeze *f)
 	free(f->who);
 	free(f->why);
 	free(f);
+	cpuhpd_admit_dropped(d);
 	if (granted)
 		cpuhpd_fdstore_conn_changed(c);
 	else
@@ -267,7 +269,7 @@ static void save_pending(FILE *out, const struct freeze *f)
 	rq.id = f->req_id;
 	rq.body_case = CPUHP__REQUEST__BODY_FREEZE;
 	rq.freeze = &fq;
-	cpuhpd_fdstore_put_request(out, f->conn->id, &rq);
+	cpuhpd_fdstore_put_request(out, f->conn->id, &rq, false);
 }
 
 void cpuhpd_freeze_save(const struct cpuhpd_conn *c, FILE *out)

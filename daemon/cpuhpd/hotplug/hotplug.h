@@ -33,6 +33,7 @@
 #include "cpuhp.pb-c.h"
 
 #include "base/list.h"
+#include "base/statetext.h"
 
 /*
  * CPUs one request may name, so that its reply (a result per CPU, plus the
@@ -58,6 +59,9 @@ struct cpuhpd_hotplug {
 	/* The request in the worker came back (a stop that waits for it sets this). NULL: nobody.
 	 */
 	void (*settled)(struct cpuhpd *d);
+	/* A restart: the numbers and notices of the requests it handles again, until then. */
+	struct cpuhpd_saved_hotplug *resume;
+	unsigned nresume;
 };
 
 int cpuhpd_hotplug_init(struct cpuhpd *d);
@@ -112,6 +116,22 @@ void cpuhpd_hotplug_hold(struct cpuhpd *d);
  */
 void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f);
 
+/*
+ * The state text's next hotplug number, and a restart's: numbers go on
+ * above the last cpuhpd's; its queued requests keep theirs and their
+ * notices (the "hotplug" lines), until cpuhpd_hotplug_replayed().
+ */
+void cpuhpd_hotplug_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids);
+void cpuhpd_hotplug_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s);
+void cpuhpd_hotplug_replayed(struct cpuhpd *d);
+
+/*
+ * notice.c, the state text: @c's "ready" line (where its notices go, the
+ * hotplug it was told of, its fast leases' delay), if any is set; and back.
+ */
+void cpuhpd_notice_save(const struct cpuhpd_conn *c, FILE *f);
+int cpuhpd_notice_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
+
 /* The snapshot's gauges (snapshot.h): the writer's state, the active request's number, the queue.
  */
 void cpuhpd_hotplug_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
@@ -123,5 +143,12 @@ void cpuhpd_hotplug_gauges(const struct cpuhpd *d, struct cpuhpd_snapshot *s);
  * there for the caller to free.
  */
 int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out);
+
+/*
+ * cpuhpd_hotplug_cpu_info() - for ListCpus: how many requests in the queue
+ * name @ci->cpu (an SMT one once it runs, when its siblings are known),
+ * and the first of them in queue order, into @ci's hotplug fields.
+ */
+void cpuhpd_hotplug_cpu_info(const struct cpuhpd *d, Cpuhp__CpuInfo *ci);
 
 #endif /* CPUHPD_HOTPLUG_H */

@@ -23,6 +23,7 @@ enum hp_state {
 };
 
 struct hotplug_req {
+	struct cpuhpd *d;
 	struct cpuhpd_list node;  /* in hotplug.queue */
 	struct cpuhpd_conn *conn; /* NULL once the client is gone: the answer is dropped */
 	uint64_t req_id;
@@ -39,6 +40,22 @@ struct hotplug_req {
 	/* Who asked, kept for listings after the client is gone. */
 	struct cpuhpd_peer peer;
 	uint64_t arrived; /* uv_now() */
+	/*
+	 * notice.c: HotplugPending went out at ->noticed_at (uv_now(); kept
+	 * across a restart, so delays and the grace count from the first
+	 * notice); HotplugCancelled too once it ended without running.
+	 */
+	bool noticed, cancel_told;
+	bool resumed; /* announced by the previous cpuhpd already: watchers were told */
+	uint64_t noticed_at;
+	/* SetOnline.force: once the grace after the notice is over, every lease is revoked. */
+	bool force, forced;
+	uint32_t force_grace_ms;
+	Cpuhp__LeaseInfo **revoked; /* what that revoked, for the reply (revoke.h) */
+	size_t nrevoked;
+	/* queue.c: notices or revocations going out; destroyed (->gone) once they are done. */
+	unsigned pinned;
+	bool gone;
 };
 
 /* queue.c.  Whether @c may hotplug now; if not, it has been told why. */
@@ -46,6 +63,14 @@ bool cpuhpd_hotplug_allowed(struct cpuhpd_conn *c, uint64_t req_id);
 /* Queue a checked request: @h's kind, desc, cpus_str and job "in" fields are filled. */
 void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *h,
                             uint32_t timeout_ms);
+
+/*
+ * notice.c.  @h waits now: HotplugPending to every watcher and every lease
+ * holder that does not watch (through route.h), once per connection.
+ */
+void cpuhpd_notice_pending(struct cpuhpd *d, struct hotplug_req *h);
+/* @h ended without running (@err, @msg): HotplugCancelled to those told of it. */
+void cpuhpd_notice_cancelled(struct cpuhpd *d, struct hotplug_req *h, int err, const char *msg);
 
 /*
  * replies.c.  Count how @h ended, and tell the hook that writes

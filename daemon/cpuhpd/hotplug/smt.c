@@ -50,5 +50,7 @@ void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	h->job.kind = CPUHPD_JOB_SMT;
 	h->job.online = !strcmp(w, "on");
 	snprintf(h->job.smt_control, sizeof(h->job.smt_control), "%s", w);
+	h->force = ss->force;
+	h->force_grace_ms = ss->force_grace_ms;
 	cpuhpd_hotplug_enqueue(c, req_id, h, ss->timeout_ms);
 }

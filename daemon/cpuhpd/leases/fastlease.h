@@ -105,6 +105,21 @@ void cpuhpd_fastpath_wake(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 /* The connection is going away: revoke and drop its region (its fast leases end). */
 void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c);
 
+/* The active hotplug waits for @c's fast leases now (counted, held, not seen at 0 since). */
+bool cpuhpd_fastpath_conn_waited(const struct cpuhpd_conn *c);
+/* The delay of @c's fast leases (FastPathRequest); 0: block leases, or no region. */
+uint32_t cpuhpd_fastpath_conn_delay(const struct cpuhpd_conn *c);
+/*
+ * cpuhpd_fastpath_revoke() - if the active hotplug waits for @c's fast
+ * leases, take them away: the region's ->live says "revoked" (no lease is
+ * taken there again, and each one's release tells its holder), the region
+ * is dropped (the connection lives on; a FastPathRequest gets a new one),
+ * and the hotplug no longer waits for it.  The caller tells the holder
+ * (cpuhpd_policy_revoked_fast()) and lets the gate look again.
+ * Return: how many were held (a snapshot), 0 if none.
+ */
+unsigned cpuhpd_fastpath_revoke(struct cpuhpd_conn *c);
+
 /* The gate closes: publish "blocked", then order and count the slots. */
 void cpuhpd_fastpath_block(struct cpuhpd *d);
 /*
@@ -133,6 +148,21 @@ void cpuhpd_fastpath_police(struct cpuhpd *d);
 unsigned cpuhpd_fastpath_held(const struct cpuhpd *d);
 /* The same snapshot for one connection's region (0 without the fast path). */
 unsigned cpuhpd_fastpath_conn_held(const struct cpuhpd_conn *c);
+/*
+ * cpuhpd_fastpath_conn_look() - cpuhpd_fastpath_conn_held(), and the
+ * connection's ->fast_since kept: set to @now when its count is first seen
+ * above 0, cleared when seen at 0.  A fast lease is taken unseen, so every
+ * look that can set it makes "held at least" closer to the truth.
+ */
+unsigned cpuhpd_fastpath_conn_look(struct cpuhpd_conn *c, uint64_t now);
+/* cpuhpd_fastpath_conn_look() on every connection with a region (Status does). */
+void cpuhpd_fastpath_look(struct cpuhpd *d);
+
+/*
+ * The online set changed behind cpuhpd's back: bump every region's
+ * ->bypasses, so that the release of each fast lease held now says -ESTALE.
+ */
+void cpuhpd_fastpath_bypassed(struct cpuhpd *d);
 /*
  * A restart: @fd is adopted @c's region memfd from the previous cpuhpd
  * (the fd store), of @nslots slots.  Its counts go on being summed: the

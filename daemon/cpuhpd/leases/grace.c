@@ -19,15 +19,26 @@ static void grace_cb(uv_timer_t *t)
 int cpuhpd_grace_start(struct cpuhpd *d)
 {
 	struct cpuhpd_grace *r = &d->grace;
+	const struct cpuhpd_instance_prev *prev = &d->instance_prev;
+	char why[300];
 	int err;
 
-	if (!d->instance_prev_pid || r->adopted)
+	if (!prev->pid || r->adopted)
 		return 0;
+	if (prev->handover)
+		snprintf(
+		    why, sizeof(why),
+		    "the previous cpuhpd (pid %ld) on this sysfs tree left %u client(s) "
+		    "holding %u lease(s) in the fd store, and this start got none of them back "
+		    "(a stop rather than a restart, or a store lost): they saw EOF",
+		    prev->pid, prev->clients, prev->leases);
+	else
+		snprintf(why, sizeof(why),
+		         "the previous cpuhpd (pid %ld) on this sysfs tree ended without handing "
+		         "its clients over (a crash, or a stop with leases held and no fd store)",
+		         prev->pid);
 	if (!d->opt.restart_grace_ms) {
-		cpuhpd_warn("the previous cpuhpd (pid %ld) on this sysfs tree ended without "
-		            "handing its clients over; --restart-grace-ms 0: hotplugs may run at "
-		            "once",
-		            d->instance_prev_pid);
+		cpuhpd_warn("%s; --restart-grace-ms 0: hotplugs may run at once", why);
 		return 0;
 	}
 	err = uv_timer_init(d->loop, &r->timer);
@@ -37,11 +48,9 @@ int cpuhpd_grace_start(struct cpuhpd *d)
 	r->holding = true;
 	r->until = uv_now(d->loop) + d->opt.restart_grace_ms;
 	uv_timer_start(&r->timer, grace_cb, d->opt.restart_grace_ms, 0);
-	cpuhpd_warn("the previous cpuhpd (pid %ld) on this sysfs tree ended without handing "
-	            "its clients over (a crash, or a stop with leases held and no fd store): "
-	            "holding every hotplug for %u ms (--restart-grace-ms) so that its lease "
+	cpuhpd_warn("%s: holding every hotplug for %u ms (--restart-grace-ms) so that its lease "
 	            "holders notice first; leases are granted meanwhile",
-	            d->instance_prev_pid, d->opt.restart_grace_ms);
+	            why, d->opt.restart_grace_ms);
 	return 0;
 }
 

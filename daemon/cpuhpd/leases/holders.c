@@ -43,11 +43,16 @@ void cpuhpd_holders_identify(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	cpuhpd_conn_send(c, &r);
 }
 
+/* Oldest first; then by lease id and connection, so that the order is total (page.h). */
 static int by_since(const void *a, const void *b)
 {
 	const struct cpuhpd_holder *x = a, *y = b;
 
-	return x->since < y->since ? -1 : x->since > y->since;
+	if (x->since != y->since)
+		return x->since < y->since ? -1 : 1;
+	if (x->lease_id != y->lease_id)
+		return x->lease_id < y->lease_id ? -1 : 1;
+	return x->conn->id < y->conn->id ? -1 : x->conn->id > y->conn->id;
 }
 
 ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
@@ -70,7 +75,7 @@ ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 	{
 		struct cpuhpd_conn *c = cpuhpd_container_of(pos, struct cpuhpd_conn, node);
 		const char *who = c->who ? c->who : "", *why = c->why ? c->why : "";
-		unsigned fast = cpuhpd_fastpath_conn_held(c);
+		unsigned fast = cpuhpd_fastpath_conn_look(c, now);
 
 		for (unsigned i = 0; i < c->nleases; i++) {
 			const struct cpuhpd_lease *l = &c->leases[i];
@@ -80,16 +85,17 @@ ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 			                                .count = 1,
 			                                .since = l->since,
 			                                .who = l->who ? l->who : who,
-			                                .why = l->why ? l->why : why};
+			                                .why = l->why ? l->why : why,
+			                                .delay_ms = l->delay_ms};
 		}
-		if (!fast) {
-			c->fast_since = 0;
+		if (!fast)
 			continue;
-		}
-		if (!c->fast_since)
-			c->fast_since = now ? now : 1;
-		v[n++] = (struct cpuhpd_holder){
-		    .conn = c, .count = fast, .since = c->fast_since, .who = who, .why = why};
+		v[n++] = (struct cpuhpd_holder){.conn = c,
+		                                .count = fast,
+		                                .since = c->fast_since,
+		                                .who = who,
+		                                .why = why,
+		                                .delay_ms = cpuhpd_fastpath_conn_delay(c)};
 	}
 	qsort(v, n, sizeof(*v), by_since);
 	*out = v;
@@ -103,12 +109,18 @@ static int describe_one(const struct cpuhpd_holder *h, uint64_t now, char *buf, 
 	const char *name = h->who[0] ? h->who : h->conn->peer.comm;
 	char what[40] = "";
 
+	/* A fast lease's age is from cpuhpd's first look: it was taken then or before. */
 	if (!h->lease_id)
 		snprintf(what, sizeof(what), ", %u fast lease%s", h->count,
 		         h->count == 1 ? "" : "s");
-	return snprintf(buf, size, "pid %d (%s)%s%s%s%s, held %" PRIu64 ".%" PRIu64 " s",
+	/*
+	 * A fast lease is taken in shared memory, unseen: cpuhpd knows only
+	 * when it first saw the count above zero, which may be this very look.
+	 */
+	return snprintf(buf, size, "pid %d (%s)%s%s%s%s, held %s%" PRIu64 ".%" PRIu64 " s",
 	                (int)h->conn->peer.pid, name, h->why[0] ? " '" : "", h->why,
-	                h->why[0] ? "'" : "", what, ms / 1000, ms % 1000 / 100);
+	                h->why[0] ? "'" : "", what, h->lease_id ? "" : "at least ", ms / 1000,
+	                ms % 1000 / 100);
 }
 
 void cpuhpd_holders_describe(struct cpuhpd *d, char *buf, size_t size)

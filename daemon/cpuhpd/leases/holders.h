@@ -10,7 +10,8 @@
  * accept.  Fast leases are counters in shared memory: they are listed once
  * per connection with their count, under the connection's who/why, held
  * since the daemon first saw the count above zero (it looks whenever it
- * lists, describes or starts waiting for leases).
+ * lists, describes or starts waiting for leases): taken then or before,
+ * which every word about them says ("held at least 1.2 s", ">1.2s").
  *
  * Loop thread only.
  */
@@ -33,6 +34,7 @@ struct cpuhpd_holder {
 	unsigned count;
 	uint64_t since;
 	const char *who, *why; /* never NULL */
+	uint32_t delay_ms;     /* a delay lease's (or region's) delay; 0: block */
 };
 
 /* Handle Identify: set @c's who/why; answers Identified. */

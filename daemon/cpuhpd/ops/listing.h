@@ -3,7 +3,7 @@
  * ListLeases (`cpuhpctl leases`): every socket lease, oldest first, with its
  * holder, names and age; every connection's fast leases as one row with
  * their count; the hotplug queue; the freezes; the restart grace left.
- * Any client.  Loop thread only.
+ * In pages that fit a frame (core/page.h).  Any client.  Loop thread only.
  */
 #ifndef CPUHPD_LISTING_H
 #define CPUHPD_LISTING_H

@@ -2,14 +2,20 @@
 /* Counters, histograms and the Prometheus text for cpuhpd; see metrics.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cpuhp/version.h>
 
+#include "text.h"
+
 #include "cpuhpd.h"
+#include "base/instance.h"
 #include "base/log.h"
 #include "core/conn.h"
 #include "metrics.h"
@@ -37,10 +43,29 @@ static void header(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void scalar(FILE *f, const char *name, const char *type, const char *help, double v)
+static void scalar(FILE *f, const char *name, const char *type, const char *help, uint64_t v)
 {
 	header(f, name, type, help);
-	fprintf(f, "%s %.17g\n", name, v);
+	fprintf(f, "%s %llu\n", name, (unsigned long long)v);
+}
+
+/*
+ * A label's value, between its quotes.  The text format escapes only \,
+ * " and line feed; a value read from sysfs may hold any bytes, so control
+ * characters and bytes that are not UTF-8 are first shown as \xHH
+ * (proto/text.c), whose backslash the format then doubles: a hostile
+ * value can neither end the label nor start a sample of its own.
+ */
+static void label(FILE *f, const char *v)
+{
+	char shown[4 * CPUHP_SMT_CONTROL_MAX + 64];
+
+	cpuhp__text_escape(shown, sizeof(shown), v, strlen(v), CPUHP__TEXT_UTF8);
+	for (const char *p = shown; *p; p++) {
+		if (*p == '\\' || *p == '"')
+			fputc('\\', f);
+		fputc(*p, f);
+	}
 }
 
 static void histogram(FILE *f, const char *name, const char *help, const struct cpuhpd_histogram *h)
@@ -98,18 +123,17 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 	fprintf(f, "cpuhpd_cpu_results_total{result=\"failed\"} %llu\n",
 	        (unsigned long long)m->cpu_failed);
 	scalar(f, "cpuhpd_leases_granted_total", "counter", "Socket leases granted.",
-	       (double)m->leases_granted);
+	       m->leases_granted);
 	scalar(f, "cpuhpd_leases_busy_total", "counter",
 	       "Lease requests without a timeout refused (EAGAIN) because a hotplug was in "
 	       "the way.",
-	       (double)m->lease_busy);
+	       m->lease_busy);
 	scalar(f, "cpuhpd_external_changes_total", "counter",
-	       "Times the online set changed outside cpuhpd (uevents).",
-	       (double)m->external_changes);
+	       "Times the online set changed outside cpuhpd (uevents).", m->external_changes);
 	scalar(f, "cpuhpd_bypasses_total", "counter",
-	       "CPUs that changed while leases were held, outside cpuhpd.", (double)st.bypasses);
+	       "CPUs that changed while leases were held, outside cpuhpd.", st.bypasses);
 	scalar(f, "cpuhpd_lease_revocations_total", "counter", "Leases revoked by policy.",
-	       (double)st.revocations);
+	       st.revocations);
 	header(f, "cpuhpd_errors_total", "counter", "Error replies sent to clients, by code.");
 	for (unsigned code = 0; code < 64; code++) {
 		const ProtobufCEnumValue *v;
@@ -150,15 +174,21 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 	if (d->view.smt_control[0]) {
 		header(f, "cpuhpd_smt_control", "gauge",
 		       "1 for the word smt/control says (on, off, forceoff, notsupported, ...).");
-		fprintf(f, "cpuhpd_smt_control{control=\"%s\"} 1\n", d->view.smt_control);
+		fputs("cpuhpd_smt_control{control=\"", f);
+		label(f, d->view.smt_control);
+		fputs("\"} 1\n", f);
 		scalar(f, "cpuhpd_smt_active", "gauge",
 		       "1 if some core runs more than one hardware thread (smt/active).",
 		       d->view.smt_active);
 	}
 	header(f, "cpuhpd_info", "gauge", "The daemon's version.");
-	fprintf(f, "cpuhpd_info{version=\"%s\"} 1\n", CPUHP_VERSION_STRING);
-	scalar(f, "cpuhpd_uptime_seconds", "gauge", "Seconds since cpuhpd started.",
-	       (double)(uv_hrtime() - d->metrics.started_ns) / 1e9);
+	fputs("cpuhpd_info{version=\"", f);
+	label(f, CPUHP_VERSION_STRING);
+	fputs("\"} 1\n", f);
+	/* The convention: uptime is time() minus this, in the query. */
+	header(f, "process_start_time_seconds", "gauge",
+	       "When cpuhpd started, in seconds since the Unix epoch.");
+	fprintf(f, "process_start_time_seconds %.3f\n", d->metrics.started_s);
 	if (fclose(f)) {
 		free(text);
 		return NULL;
@@ -166,16 +196,76 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 	return text;
 }
 
+/*
+ * The temporary file, made new and ours.  It is opened on the loop, so it
+ * must never block: O_CREAT|O_EXCL never opens what is there already (a
+ * FIFO would block the open, then every request, until someone read it),
+ * O_NOFOLLOW|O_NONBLOCK for good measure.  A file of ours left by a cpuhpd
+ * that died while writing goes; anything else there is refused, so the
+ * published file is always a regular file cpuhpd made.
+ * Return: the fd, or -errno with @why set.
+ */
+static int open_tmp(const char *tmp, char *why, size_t size)
+{
+	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	struct stat st;
+	int fd = open(tmp, flags, 0644);
+
+	if (fd < 0 && errno == EEXIST && lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == geteuid() && unlink(tmp) == 0)
+		fd = open(tmp, flags, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		snprintf(why, size, "%s is there and is not a file cpuhpd left: remove it", tmp);
+		return -EEXIST;
+	}
+	if (fd < 0) {
+		snprintf(why, size, "%s: %s", tmp, strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		snprintf(why, size, "%s is not a regular file of cpuhpd's", tmp);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* Write all of @text to @fd.  Return: 0 or an errno. */
+static int write_all(int fd, const char *text)
+{
+	size_t len = strlen(text), off = 0;
+
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
 void cpuhpd_metrics_write(struct cpuhpd *d)
 {
 	const char *path = d->opt.metrics_file;
-	char tmp[4200];
-	char *text;
-	size_t len, off = 0;
+	char tmp[PATH_MAX + 8], why[PATH_MAX + 256] = "";
+	char *text = NULL, *dir;
 	int fd, err = 0;
 
 	if (!path)
 		return;
+	/* The directory may have come, gone or changed hands since the start. */
+	dir = cpuhpd_dirname(path);
+	if (!dir) {
+		err = ENOMEM;
+		goto out;
+	}
+	err = -cpuhpd_dir_trusted(dir, "--metrics-file", why, sizeof(why));
+	free(dir);
+	if (err)
+		goto out;
 	text = cpuhpd_metrics_text(d);
 	if (!text) {
 		err = ENOMEM;
@@ -183,23 +273,12 @@ void cpuhpd_metrics_write(struct cpuhpd *d)
 	}
 	/* node_exporter reads *.prom only: the temporary name is never half read. */
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = open_tmp(tmp, why, sizeof(why));
 	if (fd < 0) {
-		err = errno;
+		err = -fd;
 		goto out;
 	}
-	len = strlen(text);
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? errno : EIO;
-			break;
-		}
-		off += (size_t)n;
-	}
+	err = write_all(fd, text);
 	if (close(fd) && !err)
 		err = errno;
 	if (!err && rename(tmp, path))
@@ -210,7 +289,7 @@ out:
 	free(text);
 	if (err && !d->metrics.file_failed)
 		cpuhpd_warn("cannot write --metrics-file %s: %s (said once, until it works again)",
-		            path, strerror(err));
+		            path, why[0] ? why : strerror(err));
 	else if (!err && d->metrics.file_failed)
 		cpuhpd_info("--metrics-file %s written again", path);
 	d->metrics.file_failed = err != 0;
@@ -227,9 +306,21 @@ int cpuhpd_metrics_start(struct cpuhpd *d)
 {
 	int err;
 
-	d->metrics.started_ns = uv_hrtime();
+	struct timespec ts;
+	char *dir;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d->metrics.started_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	if (!d->opt.metrics_file)
 		return 0;
+	/* As for the socket: a directory another user may write is refused at start. */
+	dir = cpuhpd_dirname(d->opt.metrics_file);
+	if (!dir)
+		return UV_ENOMEM;
+	err = access(dir, F_OK) == 0 ? cpuhpd_dir_check(dir, "--metrics-file") : 0;
+	free(dir);
+	if (err)
+		return err;
 	cpuhpd_metrics_write(d);
 	if (!d->opt.metrics_interval_ms)
 		return 0;

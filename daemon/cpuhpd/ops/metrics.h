@@ -22,7 +22,7 @@ struct cpuhpd;
 struct cpuhpd_conn;
 
 struct cpuhpd_metrics {
-	uint64_t started_ns; /* uv_hrtime() at start */
+	double started_s; /* the wall clock at start: process_start_time_seconds */
 	/* --metrics-file */
 	uv_timer_t timer;
 	bool timer_on;
@@ -39,16 +39,20 @@ void cpuhpd_metrics_view_changed(struct cpuhpd *d, const struct cpuhpd_view_chan
  */
 char *cpuhpd_metrics_text(struct cpuhpd *d);
 
-/* Start writing --metrics-file (if set) now and every --metrics-interval ms.  Return: 0 or a
- * libuv error, logged. */
+/*
+ * Start writing --metrics-file (if set) now and every --metrics-interval
+ * ms.  Return: 0; a libuv error, or a directory another user may write
+ * (-EPERM), logged.
+ */
 int cpuhpd_metrics_start(struct cpuhpd *d);
 
 /*
  * cpuhpd_metrics_write() - write --metrics-file now (a no-op without one):
  * into a temporary file beside it, then rename(), so that a reader sees the
- * old text or the new, never a part.  Called when a hotplug request ends
- * (however it ends), before its answer goes out, so that a client that
- * heard back reads its count; lease counters are as of the last write.
+ * old text or the new, never a part.  Only into a directory nobody else
+ * may write (instance.h), through a file it made new, without blocking.  Called when a hotplug
+ * request ends (however it ends), before its answer goes out, so that a client that heard back
+ * reads its count; lease counters are as of the last write.
  */
 void cpuhpd_metrics_write(struct cpuhpd *d);
 

@@ -32,6 +32,7 @@ void cpuhpd_status_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	st.possible = s[2];
 	st.present = s[3];
 	cpuhpd_fastpath_police(d); /* a forged count shows capped, and its connection closes */
+	cpuhpd_fastpath_look(d);
 	cpuhpd_snapshot_take(d, &snap);
 	st.leases_held = snap.leases_held + snap.fast_held;
 	st.fast_leases_held = snap.fast_held;

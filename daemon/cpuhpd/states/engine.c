@@ -119,6 +119,18 @@ static unsigned cpus_of(const struct cpuhp_cpuset *set, unsigned *out)
 	return n;
 }
 
+/*
+ * Whether a call of that phase is due for @s on @cpu: a teardown where it
+ * started, a startup where it did not; both where a call was sent and not
+ * answered (a cpuhpd killed meanwhile): the client may have run it.
+ */
+static bool due(const struct cpuhpd_state *s, unsigned cpu, bool teardown)
+{
+	if (s->unsure && s->unsure_cpu == cpu)
+		return true;
+	return cpuhp_cpuset_has(&s->cpus, cpu) == teardown;
+}
+
 static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 {
 	const struct cpuhpd_states_ask *a = &w->job->sc;
@@ -132,7 +144,7 @@ static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && cpuhp_cpuset_has(&s->cpus, cpu))
+			if (s->live && due(s, cpu, true))
 				err = add_step(w, s, cpu, true, false, false);
 		}
 		w->may_rollback = true;
@@ -142,8 +154,15 @@ static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 	{
 		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-		if (s->live && !cpuhp_cpuset_has(&s->cpus, cpu) &&
-		    (err = add_step(w, s, cpu, false, a->rollback, false)))
+		if (!s->live)
+			continue;
+		if (due(s, cpu, false))
+			err = add_step(w, s, cpu, false, a->rollback, false);
+		else if (w->job->resume && !a->rollback &&
+		         !(err = add_step(w, s, cpu, false, false, false)))
+			/* Started before the kill: no call, but a refusal after it undoes it. */
+			w->steps[w->nsteps - 1].assumed = w->steps[w->nsteps - 1].done_ok = true;
+		if (err)
 			break;
 	}
 	/* A rollback of a refused write is not rolled back in turn. */
@@ -208,7 +227,7 @@ static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && cpuhp_cpuset_has(&s->cpus, cpu))
+			if (s->live && due(s, cpu, true))
 				err = add_step(w, s, cpu, true, false, true);
 		}
 	}
@@ -218,7 +237,7 @@ static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && !cpuhp_cpuset_has(&s->cpus, (unsigned)cpu) &&
+			if (s->live && due(s, (unsigned)cpu, false) &&
 			    (err = add_step(w, s, (unsigned)cpu, false, false, true)))
 				break;
 		}
@@ -253,15 +272,32 @@ static bool step_needed(const struct cpuhpd *d, const struct state_step *st)
 {
 	const struct cpuhpd_state *s = st->s;
 
-	if (!cpuhpd_state_alive(s))
+	if (st->assumed || !cpuhpd_state_alive(s))
 		return false;
 	if (st->external)
-		return s->live && cpuhp_cpuset_has(&s->cpus, st->cpu) == st->teardown &&
+		return s->live && due(s, st->cpu, st->teardown) &&
 		       cpuhp_cpuset_has(&d->view.online, st->cpu) != st->teardown;
 	return true;
 }
 
 static void timer_cb(uv_timer_t *t);
+
+/*
+ * A call's id is the CLOCK_MONOTONIC nanosecond it is sent at, made to
+ * increase.  That clock is the boot's, shared by every process, and a
+ * cpuhpd starts only once the last one on its tree is gone (instance.c's
+ * lock): every id it sends is above every id an earlier cpuhpd sent, even
+ * one SIGKILLed before it could write its ids down.  So a late answer to a
+ * killed daemon's call never completes a call of ours, whichever of the
+ * connection's states it came from, and no write is needed per call.
+ */
+static uint64_t next_call_id(struct cpuhpd_states *S, uint64_t now)
+{
+	uint64_t id = now > S->next_call_id ? now : S->next_call_id;
+
+	S->next_call_id = id + 1;
+	return id;
+}
 
 static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step *st)
 {
@@ -271,8 +307,8 @@ static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step
 	struct cpuhpd_state *s = st->s;
 
 	S->in_flight = true;
-	S->call_id = ++S->next_call_id;
 	S->call_t0_ns = now_ns();
+	S->call_id = next_call_id(S, S->call_t0_ns);
 	call.state_id = s->id;
 	call.cpu = st->cpu;
 	call.phase =
@@ -283,6 +319,16 @@ static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step
 	r.id = s->reg_req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
 	r.state_call = &call;
+	/*
+	 * Written down before it goes out: cut by a kill, it may still run from
+	 * its client's socket, so the next cpuhpd makes it again whichever way
+	 * its re-run goes (due()), after it there: a teardown before the CPU
+	 * leaves, a startup after a stale teardown.
+	 */
+	s->unsure = true;
+	s->unsure_cpu = st->cpu;
+	if (s->live && cpuhpd_state_alive(s))
+		cpuhpd_fdstore_conn_changed(s->conn);
 	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64, s->name, s->conn_id,
 	             st->external ? "external " : "", st->rollback ? "rollback " : "",
 	             phase_name(st->teardown), st->cpu, S->call_id);
@@ -358,16 +404,19 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 	uv_timer_stop(&S->timer);
 	record(d, w, st, err, msg, timed_out, gone);
 	st->timed_out = timed_out;
+	/* One that missed its deadline may still run: due again, as one cut by a kill. */
+	st->s->unsure = timed_out;
 	if (!err) {
 		st->done_ok = !gone;
 		if (st->teardown)
 			cpuhp_cpuset_del(&st->s->cpus, st->cpu);
 		else
 			cpuhp_cpuset_add(&st->s->cpus, st->cpu);
-		/* What a restart would call teardown for next. */
-		if (st->s->live && cpuhpd_state_alive(st->s))
-			cpuhpd_fdstore_conn_changed(st->s->conn);
-	} else if (!st->rollback && !w->rolled_back) {
+	}
+	/* What a restart would call teardown for next, and no call in flight. */
+	if (st->s->live && cpuhpd_state_alive(st->s))
+		cpuhpd_fdstore_conn_changed(st->s->conn);
+	if (err && !st->rollback && !w->rolled_back) {
 		if (!w->err) {
 			w->err = err;
 			snprintf(w->failed_state, sizeof(w->failed_state), "%s", st->s->name);

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "core/conn.h"
 #include "core/fdstore.h"
+#include "core/page.h"
 #include "state.h"
 #include "states.h"
 #include "work.h"
@@ -236,10 +237,12 @@ void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	unsigned n = d->states.nstates, i = 0;
 	Cpuhp__StateInfo *info = calloc(n ? n : 1, sizeof(*info));
 	Cpuhp__StateInfo **infop = calloc(n ? n : 1, sizeof(*infop));
+	struct cpuhpd_page_row *rows = calloc(n ? n : 1, sizeof(*rows));
 	char **strs = calloc(n ? n : 1, sizeof(*strs));
 	struct cpuhpd_list *pos;
+	struct cpuhpd_page pg;
 
-	if (!info || !infop || !strs) {
+	if (!info || !infop || !rows || !strs) {
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
 		goto out;
 	}
@@ -257,11 +260,24 @@ void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		info[i].comm = s->comm;
 		strs[i] = cpuhpd_cpus_to_str(&s->cpus);
 		info[i].cpus = strs[i] ? strs[i] : (char *)"";
-		infop[i] = &info[i];
+		/* Startup order: priority, then registration (ids grow with it). */
+		rows[i] = (struct cpuhpd_page_row){{cpuhpd_page_signed(s->priority), s->id},
+		                                   &info[i].base};
 		i++;
 	}
-	sl.n_states = i;
+	if (cpuhpd_page_cut(rows, i, req->list_states->after, req->list_states->limit, &pg)) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "ListStates.after is not a cursor this cpuhpd gave; ask "
+		                       "again from the first page");
+		goto out;
+	}
+	for (size_t k = 0; k < pg.count; k++)
+		infop[k] = (Cpuhp__StateInfo *)rows[pg.first + k].msg;
+	sl.n_states = pg.count;
 	sl.states = infop;
+	sl.more = pg.more;
+	sl.next.data = pg.next;
+	sl.next.len = pg.next_len;
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_STATE_LIST;
 	r.state_list = &sl;
@@ -270,6 +286,7 @@ out:
 	for (i = 0; strs && i < n; i++)
 		free(strs[i]);
 	free(strs);
+	free(rows);
 	free(infop);
 	free(info);
 }

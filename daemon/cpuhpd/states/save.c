@@ -36,6 +36,8 @@ void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f)
 		cpuhpd_statetext_str(f, cpus);
 		fputc('\n', f);
 		free(cpus);
+		if (s->unsure)
+			fprintf(f, "call %u %" PRIu64 " %u\n", c->id, s->id, s->unsure_cpu);
 	}
 }
 
@@ -60,7 +62,7 @@ static void save_waiting(FILE *f, const struct state_work *w)
 		rq.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
 		rq.remove_state = &rm;
 	}
-	cpuhpd_fdstore_put_request(f, w->conn->id, &rq);
+	cpuhpd_fdstore_put_request(f, w->conn->id, &rq, false);
 }
 
 void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f)
@@ -92,10 +94,14 @@ int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return -ENOMEM;
-		if (ss->cpus && cpuhp_cpuset_parse(ss->cpus, &s->cpus)) {
+		if ((ss->cpus && cpuhp_cpuset_parse(ss->cpus, &s->cpus)) ||
+		    (ss->unsure && ss->unsure_cpu >= CPUHP_CPUSET_MAX)) {
 			free(s);
 			return -EINVAL;
 		}
+		/* A call the last cpuhpd sent, unanswered: due again whichever way (engine.c). */
+		s->unsure = ss->unsure;
+		s->unsure_cpu = ss->unsure_cpu;
 		s->refs = 1;
 		s->id = ss->id;
 		if (s->id >= d->states.next_state_id)

@@ -35,7 +35,10 @@ struct cpuhpd_state {
 	uid_t uid;
 	char comm[16];
 	struct cpuhp_cpuset cpus; /* started on */
-	unsigned refs;            /* the registry's, and one per step naming it */
+	/* A call for this CPU was sent and not answered (engine.c's due()). */
+	bool unsure;
+	unsigned unsure_cpu;
+	unsigned refs; /* the registry's, and one per step naming it */
 };
 
 struct cpuhpd_state *cpuhpd_state_get(struct cpuhpd_state *s);

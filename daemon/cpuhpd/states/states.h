@@ -69,8 +69,9 @@ struct cpuhpd_states {
 	struct cpuhpd_list works;   /* struct state_work.node; the head one runs */
 	struct cpuhpd_list waiting; /* REGISTER/REMOVE works waiting for the gate */
 	unsigned holds;             /* readers (REGISTER/REMOVE works) in the FIFO */
-	uint64_t next_state_id, next_call_id;
-	uv_timer_t timer; /* the deadline of the call in flight */
+	uint64_t next_state_id;
+	uint64_t next_call_id; /* the lowest id the next call may have (engine.c) */
+	uv_timer_t timer;      /* the deadline of the call in flight */
 	bool kicking, kick_again;
 	bool hotplug_active;   /* a hotplug job is in the worker: reconcile after it */
 	bool reconcile_queued; /* a RECONCILE work is queued, not yet planned */
@@ -159,14 +160,16 @@ void cpuhpd_states_save_waiting(struct cpuhpd *d, FILE *f);
 int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
 /*
- * Every connection adopted: states whose CPUs differ from the files (a
- * hotplug the last cpuhpd was killed in) get their external calls.
+ * Every connection adopted and its requests replayed: states whose CPUs
+ * differ from the files get their external calls (after the hotplug the
+ * last cpuhpd was killed in, if it runs again now).
  */
 void cpuhpd_states_adopted(struct cpuhpd *d);
 
 /*
- * The state text's next state and call ids, and a restart's: an answer to
- * a call the last cpuhpd made must not pass for one of ours.
+ * The state text's next state and call ids, and a restart's.  Call ids
+ * are times (engine.c), above every id an earlier cpuhpd sent whether it
+ * wrote them down or not; the saved one only keeps them increasing.
  */
 void cpuhpd_states_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids);
 void cpuhpd_states_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s);

@@ -31,6 +31,7 @@ struct state_step {
 	unsigned cpu;
 	bool teardown, rollback, external;
 	bool done_ok; /* its call succeeded: a rollback undoes it */
+	bool assumed; /* no call: done before a kill (a resumed hotplug), a rollback undoes it */
 	bool timed_out;
 };
 

@@ -29,6 +29,15 @@ bool cpuhpd_view_update(struct cpuhpd *d, const struct cpuhpd_cpus *v, bool exte
 	struct cpuhpd_view_change ch = {.external = external};
 	char *was = NULL, *now = NULL;
 
+	ch.present_changed = !cpuhp_cpuset_equal(&d->view.present, &v->present);
+	for (int cpu = -1; ch.present_changed && (cpu = cpuhp_cpuset_next(&v->present, cpu)) >= 0;)
+		if (!cpuhp_cpuset_has(&d->view.present, (unsigned)cpu))
+			cpuhp_cpuset_add(&ch.added, (unsigned)cpu);
+	for (int cpu = -1;
+	     ch.present_changed && (cpu = cpuhp_cpuset_next(&d->view.present, cpu)) >= 0;)
+		if (!cpuhp_cpuset_has(&v->present, (unsigned)cpu))
+			cpuhp_cpuset_add(&ch.removed, (unsigned)cpu);
+	ch.online_was = d->view.online;
 	ch.changed = !cpuhp_cpuset_equal(&d->view.online, &v->online);
 	if (ch.changed)
 		was = cpuhpd_cpus_to_str(&d->view.online);

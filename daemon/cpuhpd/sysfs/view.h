@@ -6,7 +6,8 @@
  * hotplug (hotplug/replies.c) and after uevents (uevent.c).  The
  * subscribers (the feature table lists them, table.c) hear of every
  * update, in their order:
- * metrics count an external change, watchers get OnlineChanged, lease
+ * metrics count an external change, watchers get PresentChanged (a CPU
+ * hot-added or removed) and OnlineChanged, lease
  * holders hear of a bypass, hotplug states are reconciled.  A hotplug's own
  * change reaches the watchers from the hotplug, after its HotplugFinished,
  * and the states when the hotplug ends (cpuhpd_states_hotplug_end()).
@@ -18,6 +19,8 @@
 
 #include <stdbool.h>
 
+#include <cpuhp/cpuset.h>
+
 struct cpuhpd;
 struct cpuhpd_cpus;
 
@@ -27,6 +30,14 @@ struct cpuhpd_view_change {
 	bool changed; /* the online set differs from the last view */
 	/* When changed: the online sets before and now as lists (NULL if out of memory). */
 	const char *was, *now;
+	/*
+	 * The present set differs from the last view: a CPU was hot-added or
+	 * removed.  cpuhpd never does that, so whichever read saw it (a
+	 * uevent's, or a hotplug's that ran meanwhile) tells it.
+	 */
+	bool present_changed;
+	struct cpuhp_cpuset added, removed; /* when present_changed */
+	struct cpuhp_cpuset online_was;     /* the online set before */
 };
 
 typedef void (*cpuhpd_view_fn)(struct cpuhpd *d, const struct cpuhpd_view_change *ch);

@@ -46,6 +46,18 @@ static const char *explain(int err, bool online)
 	case EPERM:
 		return "the kernel does not allow it (not hot pluggable, or an SMT sibling "
 		       "while SMT is off)";
+	case ECANCELED:
+		/*
+		 * The kernel boots an SMT sibling that never ran once, to set it
+		 * up, then parks it again while SMT is off, and answers that first
+		 * try ECANCELED (later ones EPERM).  Not cpuhpd's stop, whose
+		 * cancels say so.
+		 */
+		return online ? "the kernel canceled it: while SMT is off, an SMT sibling that "
+		                "never ran is booted once and parked again (later tries answer "
+		                "EPERM); turn SMT on first (cpuhpctl smt on)"
+		              : "the kernel canceled it (a hotplug callback refused, and the "
+		                "kernel rolled back)";
 	case EACCES:
 		return "permission denied: cpuhpd must run as root to hotplug";
 	case EOPNOTSUPP:
@@ -139,6 +151,14 @@ static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 	if (cpuhp_cpuset_has(&before->online, r->cpu) == online) {
 		snprintf(r->msg, sizeof(r->msg), "CPU %u is already %s", r->cpu,
 		         online ? "online" : "offline");
+		/*
+		 * Resumed: the startups the kill cut short run now, a refusal
+		 * rolling back every state started there and taking the CPU
+		 * offline, as without the kill.  (An offline's teardowns all end
+		 * before its write, so one found offline has nothing left.)
+		 */
+		if (online && job->resume && job->with_states)
+			startup_after(w, job, r);
 		return;
 	}
 	/* Teardown before the CPU goes; a failure rolled back keeps it online. */
@@ -444,6 +464,12 @@ static void worker_main(void *arg)
 			run_smt(w, job);
 		else
 			run_refresh(w, job);
+		/*
+		 * Before "done": a client told that its CPU came online finds that
+		 * CPU's topology read when it asks next.
+		 */
+		if (job->view_ok)
+			cpuhpd_topology_learn(w->topology, w->root, &job->view.online);
 		post(w, &job->msg_done);
 
 		uv_mutex_lock(&w->lock);
@@ -489,6 +515,7 @@ int cpuhpd_worker_start(struct cpuhpd *d)
 	int err;
 
 	w->root = d->opt.sysfs_root;
+	w->topology = &d->topology;
 	cpuhpd_list_init(&w->jobs);
 	cpuhpd_list_init(&w->msgs);
 	err = uv_mutex_init(&w->lock);

@@ -32,6 +32,7 @@
 
 struct cpuhpd;
 struct cpuhpd_job;
+struct cpuhpd_topology;
 
 enum cpuhpd_job_kind {
 	CPUHPD_JOB_HOTPLUG, /* take the hotplug lock, write cpuN/online, read back */
@@ -93,6 +94,11 @@ struct cpuhpd_job {
 	unsigned timeout_ms;                     /* for in-process readers of the hotplug lock */
 	atomic_bool cancel; /* set by the loop; checked once the lock is held */
 	bool with_states;   /* states are registered: ask for their calls per CPU */
+	/*
+	 * Run again after a SIGKILLed cpuhpd cut it in the worker: a CPU found
+	 * online already may have had its startups cut short, so they go on.
+	 */
+	bool resume;
 	/* Loop thread: run the state calls ->sc asks for, then cpuhpd_worker_states_done(). */
 	void (*states)(struct cpuhpd *d, struct cpuhpd_job *job);
 	struct cpuhpd_states_ask sc;
@@ -120,6 +126,8 @@ struct cpuhpd_worker {
 	bool stop;               /* under lock */
 	uv_async_t async;
 	const char *root;
+	/* Learns the topology of the CPUs each view finds online (topology.h). */
+	struct cpuhpd_topology *topology;
 	bool running;
 };
 
