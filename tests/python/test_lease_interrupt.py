@@ -29,6 +29,9 @@ lists no lease and no freeze, and a CPU goes offline with timeout 0.
   Client's next call; and what was held, dropped or not, ends with close().
 - A call an exception left unfinished is let go when it is collected,
   without waiting for a lock the collecting thread may hold.
+- A lease with an on_pending callback, everywhere above: the Client keeps
+  the callback, not the lease; and a lease called back and then dropped
+  ends while the runner (a thread, or a task in the loop) waits.
 """
 import asyncio
 import gc
@@ -177,6 +180,8 @@ SYNC = {
     'freeze': (lambda c: c.freeze(),
                lambda o: granted(o, lambda ll: [f.granted for f in ll.freezes] == [True])),
     'behind-hotplug': (lambda c: c.lease(timeout=GUARD_S), 'behind'),
+    # A callback the Client keeps (and a runner it starts) for the lease.
+    'on-pending': (lambda c: c.lease(on_pending=lambda lease, ev: None), None),
 }
 
 
@@ -237,7 +242,7 @@ def test_an_exception_at_any_point_of_a_plain_take_leaves_nothing_held(cpuhp, da
                 setup, cleanup)
 
 
-@pytest.mark.parametrize('name', ['fast', 'named', 'freeze'])
+@pytest.mark.parametrize('name', ['fast', 'named', 'freeze', 'on-pending'])
 @pytest.mark.parametrize('how', ['with', 'plain'])
 def test_an_exception_at_any_point_of_ending_leaves_nothing_held_once_dropped(
         client, observer, name, how):
@@ -324,7 +329,7 @@ async def aevery_point(observer, run, settle_of):
         nothing_held(observer, f'{point} (point {at} of {count.points})')
 
 
-AIO = ['fast', 'named', 'freeze']
+AIO = ['fast', 'named', 'freeze', 'on-pending']
 
 
 @pytest.mark.parametrize('name', AIO)
@@ -343,7 +348,7 @@ def test_an_exception_at_any_point_in_asyncio_leaves_nothing_held(aio, daemon, o
     asyncio.run(main())
 
 
-@pytest.mark.parametrize('name', ['named', 'freeze', 'behind-hotplug'])
+@pytest.mark.parametrize('name', ['named', 'freeze', 'behind-hotplug', 'on-pending'])
 @pytest.mark.parametrize('when', ['waiting', 'answered'])
 def test_a_task_cancelled_at_its_await_leaves_nothing_held(cpuhp, aio, daemon, sim, observer,
                                                            name, when):
@@ -502,7 +507,7 @@ def test_signals_landing_anywhere_in_fast_leases_leave_nothing_held(daemon, obse
 
 # --- a Lease or Freeze dropped unreleased -----------------------------------------------
 
-@pytest.mark.parametrize('name', ['fast', 'named', 'freeze'])
+@pytest.mark.parametrize('name', ['fast', 'named', 'freeze', 'on-pending'])
 def test_dropping_an_unreleased_lease_or_freeze_ends_it_at_once(client, observer, name):
     held = SYNC[name][0](client)
     got = observer.leases()
@@ -574,3 +579,37 @@ def test_a_call_left_unfinished_is_let_go_without_waiting_for_the_lock(client):
         del cm
     wait_until('the call let go', lambda: client._busy == 0)
     client.status()
+
+
+# --- on_pending: the runner that calls a lease back keeps no lease ---------------------
+
+def test_a_lease_called_back_then_dropped_ends_while_the_runner_waits(client, observer):
+    """The runner thread called the lease's callback (which kept it) and
+    waits for the next notice; the lease is then dropped: it ends at once,
+    so the hotplug that waited for it runs (before: it waited its timeout,
+    the runner's last call still referring to the lease)."""
+    called = threading.Event()
+    lease = client.lease(on_pending=lambda lease, ev: called.set())
+    hp = Bg(observer.set_online, 1, False, GUARD_S)
+    assert called.wait(GUARD_S), 'no callback'
+    del lease
+    assert hp.join().changed == {1}
+    nothing_held(observer, 'the drop after a callback')
+    assert observer.set_online(1, True, timeout=GUARD_S).ok
+
+
+def test_aio_a_lease_called_back_then_dropped_ends_while_the_runner_waits(aio, daemon,
+                                                                          observer):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            called = asyncio.Event()
+            lease = await c.lease(on_pending=lambda lease, ev: called.set())
+            hp = Bg(observer.set_online, 1, False, GUARD_S)
+            await asyncio.wait_for(called.wait(), GUARD_S)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore', ResourceWarning)
+                del lease
+            assert hp.join().changed == {1}
+            nothing_held(observer, 'the drop after a callback')
+            assert observer.set_online(1, True, timeout=GUARD_S).ok
+    asyncio.run(main())
