@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 
 import pytest
 
@@ -581,6 +582,30 @@ def test_a_call_left_unfinished_is_let_go_without_waiting_for_the_lock(client):
     client.status()
 
 
+@pytest.mark.parametrize('name', ['fast', 'named', 'freeze', 'on-pending'])
+def test_one_collected_unended_says_so_with_a_resource_warning(client, observer, name):
+    held = SYNC[name][0](client)
+    held.cycle = held  # only the cyclic collector can find it
+    what = repr(held)
+    gc.collect()  # what earlier tests left, with its own warnings
+    del held
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter('always')
+        gc.collect()
+    assert [(w.category, str(w.message)) for w in got] == [
+        (ResourceWarning, f'{what} was collected unended: ended now')]
+    nothing_held(observer, 'the collection')
+
+
+def test_an_ended_one_collected_says_nothing(client):
+    held = client.lease()
+    held.release()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter('always')
+        del held
+    assert got == []
+
+
 # --- on_pending: the runner that calls a lease back keeps no lease ---------------------
 
 def test_a_lease_called_back_then_dropped_ends_while_the_runner_waits(client, observer):
@@ -592,7 +617,9 @@ def test_a_lease_called_back_then_dropped_ends_while_the_runner_waits(client, ob
     lease = client.lease(on_pending=lambda lease, ev: called.set())
     hp = Bg(observer.set_online, 1, False, GUARD_S)
     assert called.wait(GUARD_S), 'no callback'
-    del lease
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ResourceWarning)
+        del lease
     assert hp.join().changed == {1}
     nothing_held(observer, 'the drop after a callback')
     assert observer.set_online(1, True, timeout=GUARD_S).ok

@@ -245,7 +245,8 @@ class Client:
                 ...                    # may end early: the lease is gone then
 
         No exception leaves the lease held (see Lease); keep the Lease for as
-        long as you mean to hold it: dropped unreleased, it is released.
+        long as you mean to hold it: dropped unreleased, it is released (with
+        a ResourceWarning).
         """
         ms, ident = lease_args(timeout, who, why)
         lease = self._s.lease_now(ms, ident)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -377,7 +378,8 @@ class _Held:
     Dropped while it still holds it (an exception stopped the with block's
     end as it started, or nobody ended it), it ends it: at once unless the
     Client's lock is held (then as soon as that is let go), or, if even
-    this finaliser was stopped, at the Client's next call."""
+    this finaliser was stopped, at the Client's next call.  Collected
+    unended, it says so with a ResourceWarning, as an unclosed file does."""
 
     def __init__(self, client: object, grant: object, session: Session) -> None:
         self.client = client
@@ -411,7 +413,13 @@ class _Held:
         grant = getattr(self, '_grant', None)  # None: __init__ stopped (whoever made it ends it)
         if grant is None or not grant.held:
             return
-        self._session.drop(grant)
+        what = repr(self)
+        try:
+            self._session.drop(self._grant)
+        finally:
+            # After the drop: a warnings filter may make this raise.
+            warnings.warn(f'{what} was collected unended: ended now', ResourceWarning,
+                          source=self)
 
 
 def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) -> None:
@@ -438,7 +446,8 @@ class Lease(_Held):
 
     No exception leaves it held, Ctrl-C's KeyboardInterrupt included: not
     one raised while it is taken (with or without ``with``), nor one raised
-    as the with block ends.  A Lease dropped unreleased is released.
+    as the with block ends.  A Lease dropped unreleased is released, with a
+    ResourceWarning.
     """
 
     #: The cpuhp.Client (or cpuhp.aio.Client) it was taken on.
