@@ -54,7 +54,7 @@ static void state_usage(FILE *f)
 	           "CPUHP_CPU, CPUHP_PHASE (startup or teardown), CPUHP_STATE, CPUHP_EXTERNAL\n"
 	           "and CPUHP_ROLLBACK (1 or 0) in its environment. Exit status 0 is success;\n"
 	           "anything else fails the call, and cpuhpd rolls the hotplug back; so does a\n"
-	           "command still running at the deadline (it is killed at 1.5 times the deadline).\n"
+	           "command still running at the deadline (killed at 1.5 times the deadline).\n"
 	           "On registration the startup command runs for every online CPU (unless\n"
 	           "--nocalls); on SIGINT or SIGTERM the teardown command runs for each of them\n"
 	           "and the state is removed.\n"
