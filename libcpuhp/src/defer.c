@@ -27,8 +27,13 @@
  * our thread is the only one an exit needs, and we start it ourselves,
  * checking the error.  The entries stay queued through the grace period
  * (marked ->gp_wanted, then ->gp_passed), so that a fork finds them here.
- * A fork waits for a grace period in progress (->gp_lock): the child
- * would inherit liburcu's grace-period mutex held.
+ *
+ * Every grace period the library waits, on any thread, goes through
+ * cpuhp__synchronize_rcu(), and a fork waits for those in progress
+ * (gp_lock, below): liburcu holds its grace-period mutex through one and
+ * its registry mutex while it scans the readers, and it has no fork
+ * handlers for them, so a child that inherited them held would hang in
+ * its first grace period or in registering a thread.
  *
  * The thread starts when the first writer enters (cpuhp__defer_prepare(),
  * on a path that may block anyway), and then sleeps in read() on its
@@ -68,9 +73,15 @@ static struct {
 	bool armed;                   /* the timer will fire at ->armed_at */
 	bool broken;                  /* no thread (it could not start, its timerfd went bad) */
 	uint64_t armed_at;            /* CLOCK_MONOTONIC ns */
-	/* Held by the timer thread through its synchronize_rcu(), and across fork(). */
-	pthread_mutex_t gp_lock;
-} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false, 0, PTHREAD_MUTEX_INITIALIZER};
+} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false, 0};
+
+/*
+ * Read-held through each of the library's synchronize_rcu() calls (they
+ * still run concurrently, and liburcu lets them share one grace period);
+ * write-held across fork().  Writers first, so that grace periods waited
+ * back to back by other threads cannot keep a fork waiting.
+ */
+static pthread_rwlock_t gp_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 
 /* Set once the thread runs or cannot: cpuhp__defer_prepare()'s quick look. */
 static _Atomic bool settled;
@@ -209,21 +220,30 @@ static bool run_due_locked(void)
 	return want_gp;
 }
 
+void cpuhp__synchronize_rcu(void)
+{
+	/* synchronize_rcu() may poll(), a cancellation point (internal.h). */
+	int cancel = cpuhp__cancel_off();
+
+	pthread_rwlock_rdlock(&gp_lock);
+	urcu_memb_synchronize_rcu();
+	pthread_rwlock_unlock(&gp_lock);
+	cpuhp__cancel_restore(cancel);
+}
+
 /*
  * With ->lock held on entry and on return, dropped meanwhile: one grace
  * period for the entries marked ->gp_wanted.  They stay queued, and their
  * owners leave them alone until their expire function has run
  * (rcu_sync.c), so nothing but a fork can look at them meanwhile; fork
- * takes ->gp_lock first.  Entries queued during the grace period are not
+ * takes gp_lock first.  Entries queued during the grace period are not
  * marked: it may have begun before their exit.
  */
 static void wait_gp_unlocked(void)
 {
 	pthread_mutex_unlock(&defer.lock);
-	pthread_mutex_lock(&defer.gp_lock);
 	/* J (internal.h): after the marked entries' exits; their expire stores IDLE. */
-	urcu_memb_synchronize_rcu();
-	pthread_mutex_unlock(&defer.gp_lock);
+	cpuhp__synchronize_rcu();
 	pthread_mutex_lock(&defer.lock);
 	for (struct cpuhp__deferred *d = defer.head; d; d = d->next) {
 		if (d->gp_wanted) {
@@ -369,14 +389,36 @@ bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
 
 void cpuhp__defer_before_fork(void)
 {
-	pthread_mutex_lock(&defer.gp_lock);
+	/* No grace period of ours in progress, and none starts, until the fork is done. */
+	pthread_rwlock_wrlock(&gp_lock);
 	pthread_mutex_lock(&defer.lock);
 }
 
 void cpuhp__defer_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&defer.lock);
-	pthread_mutex_unlock(&defer.gp_lock);
+	pthread_rwlock_unlock(&gp_lock);
+}
+
+/*
+ * In a fork child: gp_lock as new.  Not unlocked: glibc's rwlock records
+ * its writer's thread id, which the forking thread no longer has here.
+ */
+static void gp_lock_init_after_fork_child(void)
+{
+#ifdef CPUHP__TSAN
+	pthread_rwlockattr_t a;
+	int err = pthread_rwlockattr_init(&a);
+
+	if (!err)
+		err =
+		    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	if (!err)
+		err = pthread_rwlock_init(&gp_lock, &a);
+	CPUHP_BUG_ON(err, "rcu_sync", "cannot re-initialise after fork");
+#else
+	gp_lock = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+#endif
 }
 
 /* After liburcu's call_rcu workers are back: hand the queue over now. */
@@ -406,5 +448,5 @@ void cpuhp__defer_after_fork_child(void)
 	 */
 	hand_over(d);
 	pthread_mutex_unlock(&defer.lock);
-	pthread_mutex_unlock(&defer.gp_lock);
+	gp_lock_init_after_fork_child();
 }

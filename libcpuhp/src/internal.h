@@ -326,6 +326,14 @@ struct cpuhp__deferred {
 bool cpuhp__defer_gp(struct cpuhp__deferred *d, const struct cpuhp__defer_ops *ops);
 bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
                          const struct cpuhp__defer_ops *ops);
+/*
+ * synchronize_rcu(), for every grace period the library waits: not a
+ * cancellation point, and excluded from fork() (defer.c), which waits for
+ * it to end.  Not inside a read-side section (it would wait for itself),
+ * and so neither may fork() be called inside one while another thread
+ * waits here.
+ */
+void cpuhp__synchronize_rcu(void);
 /* Start the timer thread if it is not running yet: the first enter calls this. */
 void cpuhp__defer_prepare(void);
 /* What the caller of the last queueing paid for it (the timer's arming), ns. */

@@ -514,35 +514,29 @@ static const struct cpuhp__defer_ops gp_ops = {gp_expire, rcu_sync_func};
  */
 static void exit_without_thread(struct cpuhp_rcu_sync *rss)
 {
-	int cancel;
-
 	if (urcu_memb_read_ongoing()) {
 		cpuhp__futex_lock(&rss->lock);
 		rss->parked = true;
 		cpuhp__futex_unlock(&rss->lock);
 		return;
 	}
-	/* Not a cancellation point (internal.h): synchronize_rcu() may poll(). */
-	cancel = cpuhp__cancel_off();
 	for (bool again = true; again;) {
 		/*
 		 * Outside ->lock: until the state leaves EXIT/REPLAY, which
 		 * only we do now, nobody else queues or parks ->defer.
 		 * J (internal.h): the grace period after the last exit.
 		 */
-		urcu_memb_synchronize_rcu();
+		cpuhp__synchronize_rcu();
 		cpuhp__futex_lock(&rss->lock);
 		again = gp_passed_locked(rss);
 		cpuhp__futex_unlock(&rss->lock);
 	}
-	cpuhp__cancel_restore(cancel);
 }
 
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 {
 	enum cpuhp__gp_state was;
 	bool fence_only;
-	int cancel;
 
 	/* call_rcu() and synchronize_rcu() want a registered thread. */
 	cpuhp__thread_get();
@@ -604,9 +598,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 		 * (internal.h): liburcu's may poll() with its own wait node
 		 * queued and its grace-period mutex held.
 		 */
-		cancel = cpuhp__cancel_off();
-		urcu_memb_synchronize_rcu();
-		cpuhp__cancel_restore(cancel);
+		cpuhp__synchronize_rcu();
 		cpuhp__futex_lock(&rss->lock);
 		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 		set_state(rss, CPUHP__GP_PASSED);

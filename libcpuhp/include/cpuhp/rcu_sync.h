@@ -39,7 +39,11 @@
  * was waiting for its grace period counts as passed, and its count keeps
  * that thread's enter, which nothing can exit in the child: readers stay on
  * the slow path there, and cpuhp_rcu_sync_free() forgives the enters that
- * were counted at the fork.
+ * were counted at the fork.  A fork() waits for a grace period that
+ * another thread's enter (or the library's timer thread) is waiting, so
+ * that the child never inherits liburcu's grace-period or registry mutex
+ * held: so do not call fork() inside cpuhp_rcu_read_lock(), which such a
+ * grace period would wait for.
  *
  * Threads, cancellation and signals: rwsem.h's rules.  Only threads made by
  * pthread_create() (or the main thread); no call is a cancellation point
