@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 PKGS=(gcc clang clang-format libclang-rt-14-dev pkg-config meson ninja-build liburcu-dev libuv1-dev
       libprotobuf-c-dev protobuf-c-compiler python3 python3-dev python3-cffi python3-pytest
       python3-pytest-timeout spin valgrind gnuplot-nox util-linux systemd scdoc mandoc
-      libseccomp-dev bash-completion python3-prometheus-client)
+      libseccomp-dev bash-completion python3-prometheus-client libck-dev)
 PY=/usr/bin/python3
 
 install_missing() {
