@@ -568,6 +568,36 @@ static const struct scenario scenarios[] = {
 };
 #define NR_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 #define MAX_REPS     32
+/* The scenarios run (--scenarios): all by default. */
+static bool scenario_on[NR_SCENARIOS] = {true, true, true, true, true};
+
+/* --scenarios: a comma-separated list of names; 0, or -1 after saying why. */
+static int parse_scenarios(const char *list)
+{
+	char *copy = strdup(list), *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return -1;
+	memset(scenario_on, 0, sizeof(scenario_on));
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned s;
+
+		for (s = 0; s < NR_SCENARIOS && strcmp(t, scenarios[s].name); s++)
+			;
+		if (s == NR_SCENARIOS) {
+			fprintf(
+			    stderr,
+			    "bench-peers: unknown scenario '%s' (none-2, none, 100us, 1ms, 10ms)\n",
+			    t);
+			err = -1;
+			break;
+		}
+		scenario_on[s] = true;
+	}
+	free(copy);
+	return err;
+}
 
 static double reads_s[NR_SCENARIOS][L_NR][MAX_REPS];  /* all readers' pairs per second */
 static double writes_s[NR_SCENARIOS][L_NR][MAX_REPS]; /* the writer's writes per second */
@@ -833,6 +863,8 @@ static void usage(FILE *f)
 	        "  --seconds S   length of one read sample (default 0.2)\n"
 	        "  --idle N      idle writes per repetition, 20 ms apart (default 30)\n"
 	        "  --only WHAT   one part: reads, idle or latency (default: all three)\n"
+	        "  --scenarios LIST  the read scenarios, comma-separated, of: none-2, none,\n"
+	        "                100us, 1ms, 10ms (default: all)\n"
 	        "  --help        this text\n"
 	        "\n"
 	        "Exit status: 0; 1 if a reader saw a write half done; 2 on bad usage or error.\n",
@@ -842,13 +874,10 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"quick", no_argument, NULL, 'q'},
-	    {"reps", required_argument, NULL, 'r'},
-	    {"seconds", required_argument, NULL, 's'},
-	    {"idle", required_argument, NULL, 'i'},
-	    {"only", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"quick", no_argument, NULL, 'q'},           {"reps", required_argument, NULL, 'r'},
+	    {"seconds", required_argument, NULL, 's'},   {"idle", required_argument, NULL, 'i'},
+	    {"only", required_argument, NULL, 'o'},      {"help", no_argument, NULL, 'h'},
+	    {"scenarios", required_argument, NULL, 'S'}, {0},
 	};
 	unsigned reps = 5, idle = 30, burst = 100, lat_writes = 50;
 	double seconds = 0.2;
@@ -895,6 +924,10 @@ int main(int argc, char **argv)
 				    optarg);
 				return 2;
 			}
+			break;
+		case 'S':
+			if (parse_scenarios(optarg))
+				return 2;
 			break;
 		case 'h':
 			usage(stdout);
@@ -945,7 +978,7 @@ int main(int argc, char **argv)
 				for (unsigned k = 0; k < L_NR; k++) {
 					enum lock_id l = (enum lock_id)((k + rep) % L_NR);
 
-					if (lock_on(l))
+					if (lock_on(l) && scenario_on[s])
 						run_reads(s, l, rep, (uint64_t)(seconds * 1e9));
 				}
 	if (do_lat)
@@ -973,8 +1006,11 @@ int main(int argc, char **argv)
 				continue;
 			printf("| %s |", lock_label[l]);
 			for (unsigned s = 0; s < NR_SCENARIOS; s++)
-				printf(" %.1f (%.2fx) |", med_of(reads_s[s][l], reps) / 1e6,
-				       ratio_med(reads_s[s], l, REF, reps));
+				if (scenario_on[s])
+					printf(" %.1f (%.2fx) |", med_of(reads_s[s][l], reps) / 1e6,
+					       ratio_med(reads_s[s], l, REF, reps));
+				else
+					printf(" not run |");
 			printf("\n");
 		}
 		printf("\nReads kept with a writer (reads with it / reads with none, 1 reader, "
@@ -991,7 +1027,10 @@ int main(int argc, char **argv)
 
 				for (unsigned i = 0; i < reps; i++)
 					tmp[i] = reads_s[s][l][i] / reads_s[1][l][i];
-				printf(" %.2f |", med_of(tmp, reps));
+				if (scenario_on[s] && scenario_on[1])
+					printf(" %.2f |", med_of(tmp, reps));
+				else
+					printf(" not run |");
 			}
 			printf(" %.2f | %.2f |\n", med_of(pair_ns[1][l], reps),
 			       med_of(pair_ns[0][l], reps));
@@ -1005,8 +1044,11 @@ int main(int argc, char **argv)
 				continue;
 			printf("| %s |", lock_label[l]);
 			for (unsigned s = 2; s < 5; s++)
-				printf(" %.0f (%.3fx) |", med_of(writes_s[s][l], reps),
-				       ratio_med(writes_s[s], l, REF, reps));
+				if (scenario_on[s])
+					printf(" %.0f (%.3fx) |", med_of(writes_s[s][l], reps),
+					       ratio_med(writes_s[s], l, REF, reps));
+				else
+					printf(" not run |");
 			printf("\n");
 		}
 	}

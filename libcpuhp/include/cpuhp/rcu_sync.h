@@ -28,9 +28,10 @@
  *
  * The callback is queued only by PASSED -> EXIT (and by itself), so exactly
  * one is pending while the state is EXIT or REPLAY and none otherwise.
- * A cpuhp_rwsem's own rcu_sync, where membarrier works, replaces the
- * callback with the end of an exit window and REPLAY's extra period with
- * the rest of that window (see rcu_sync.c).
+ * A cpuhp_rwsem's own rcu_sync, where membarrier works, needs no callback
+ * and no REPLAY: its last exit goes PASSED -> LINGER, which the next enter
+ * moves back to PASSED and a reader on the slow path ends in IDLE (see
+ * rcu_sync.c).
  *
  * fork(): the same rule as a cpuhp_rwsem's.  Call fork() while no other
  * thread is between enter and exit; the child then has a working object.
@@ -66,7 +67,7 @@ struct cpuhp_rcu_sync;
  * cpuhp_rcu_sync_new() - allocate an idle rcu_sync.
  * @out: receives the new object on success; untouched on failure.
  *
- * The object is one allocation of 176 bytes (the 152 that each
+ * The object is one allocation of 160 bytes (the 136 that each
  * cpuhp_rwsem embeds, and its place in the fork handlers' list); making
  * it takes no lock but that list's and cannot fail otherwise.
  *

@@ -76,7 +76,7 @@ static inline long *cpuhp__inline_slot(struct cpuhp_rwsem *sem)
 
 static inline bool cpuhp__inline_idle(struct cpuhp_rwsem *sem)
 {
-	/* I (acquire): a reader sees what the last writer did (window_end_locked()). */
+	/* I (acquire): a reader sees what the last writer did (linger_end_locked()). */
 	return __atomic_load_n((int *)(void *)((char *)sem + CPUHP__RWSEM_STATE_OFFSET),
 	                       __ATOMIC_ACQUIRE) == 0;
 }
