@@ -35,6 +35,8 @@
 
 #include <cpuhp/rwsem-inline.h>
 
+#include "bench-opts.h"
+
 enum variant { V_RWLOCK, V_SO, V_INLINE, V_HANDLE, V_NR };
 
 static const char *const variant_label[V_NR] = {
@@ -372,35 +374,6 @@ static void table_head(const char *title)
 	printf("\n");
 }
 
-/* --scenarios: a comma-separated list of names; 0, or -EINVAL after saying why. */
-static int parse_scenarios(const char *list)
-{
-	char *copy = strdup(list), *save = NULL;
-	int err = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (unsigned s = 0; s < NR_SCENARIOS; s++)
-		scenario_on[s] = false;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		unsigned s;
-
-		for (s = 0; s < NR_SCENARIOS && strcmp(t, scenarios[s].name); s++)
-			;
-		if (s == NR_SCENARIOS) {
-			fprintf(stderr,
-			        "bench-mixed: unknown scenario '%s' (none, 20000, 100us, 1ms, "
-			        "10ms)\n",
-			        t);
-			err = -EINVAL;
-			break;
-		}
-		scenario_on[s] = true;
-	}
-	free(copy);
-	return err;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(
@@ -441,22 +414,16 @@ int main(int argc, char **argv)
 			quick = true;
 			break;
 		case 'r':
-			reps = (unsigned)atoi(optarg);
-			if (reps < 1 || reps > MAX_REPS) {
-				fprintf(stderr, "bench-mixed: --reps wants 1..%d\n", MAX_REPS);
+			if (bench_opt_count("bench-mixed", "reps", optarg, 1, MAX_REPS, &reps))
 				return 2;
-			}
 			break;
 		case 's':
-			seconds = atof(optarg);
-			if (!(seconds > 0 && seconds <= 60)) {
-				fprintf(stderr,
-				        "bench-mixed: --seconds wants a number in (0, 60]\n");
+			if (bench_opt_seconds("bench-mixed", optarg, &seconds))
 				return 2;
-			}
 			break;
 		case 'S':
-			if (parse_scenarios(optarg))
+			if (bench_opt_names("bench-mixed", "scenario", optarg, &scenarios[0].name,
+			                    sizeof(scenarios[0]), NR_SCENARIOS, scenario_on))
 				return 2;
 			break;
 		case 'h':

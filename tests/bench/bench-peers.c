@@ -62,6 +62,8 @@
 
 #include <cpuhp/rwsem-inline.h>
 
+#include "bench-opts.h"
+
 #ifdef BENCH_HAVE_CK
 #include <ck_brlock.h>
 #include <ck_pflock.h>
@@ -571,34 +573,6 @@ static const struct scenario scenarios[] = {
 /* The scenarios run (--scenarios): all by default. */
 static bool scenario_on[NR_SCENARIOS] = {true, true, true, true, true};
 
-/* --scenarios: a comma-separated list of names; 0, or -1 after saying why. */
-static int parse_scenarios(const char *list)
-{
-	char *copy = strdup(list), *save = NULL;
-	int err = 0;
-
-	if (!copy)
-		return -1;
-	memset(scenario_on, 0, sizeof(scenario_on));
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		unsigned s;
-
-		for (s = 0; s < NR_SCENARIOS && strcmp(t, scenarios[s].name); s++)
-			;
-		if (s == NR_SCENARIOS) {
-			fprintf(
-			    stderr,
-			    "bench-peers: unknown scenario '%s' (none-2, none, 100us, 1ms, 10ms)\n",
-			    t);
-			err = -1;
-			break;
-		}
-		scenario_on[s] = true;
-	}
-	free(copy);
-	return err;
-}
-
 static double reads_s[NR_SCENARIOS][L_NR][MAX_REPS];  /* all readers' pairs per second */
 static double writes_s[NR_SCENARIOS][L_NR][MAX_REPS]; /* the writer's writes per second */
 static double pair_ns[NR_SCENARIOS][L_NR][MAX_REPS];  /* median timed batch, per pair */
@@ -892,26 +866,16 @@ int main(int argc, char **argv)
 			quick = true;
 			break;
 		case 'r':
-			reps = (unsigned)atoi(optarg);
-			if (reps < 1 || reps > MAX_REPS) {
-				fprintf(stderr, "bench-peers: --reps wants 1..%d\n", MAX_REPS);
+			if (bench_opt_count("bench-peers", "reps", optarg, 1, MAX_REPS, &reps))
 				return 2;
-			}
 			break;
 		case 's':
-			seconds = atof(optarg);
-			if (!(seconds > 0 && seconds <= 60)) {
-				fprintf(stderr,
-				        "bench-peers: --seconds wants a number in (0, 60]\n");
+			if (bench_opt_seconds("bench-peers", optarg, &seconds))
 				return 2;
-			}
 			break;
 		case 'i':
-			idle = (unsigned)atoi(optarg);
-			if (idle < 1 || idle > 10000) {
-				fprintf(stderr, "bench-peers: --idle wants 1..10000\n");
+			if (bench_opt_count("bench-peers", "idle", optarg, 1, 10000, &idle))
 				return 2;
-			}
 			break;
 		case 'o':
 			do_reads = !strcmp(optarg, "reads");
@@ -926,7 +890,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'S':
-			if (parse_scenarios(optarg))
+			if (bench_opt_names("bench-peers", "scenario", optarg, &scenarios[0].name,
+			                    sizeof(scenarios[0]), NR_SCENARIOS, scenario_on))
 				return 2;
 			break;
 		case 'h':
