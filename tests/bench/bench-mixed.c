@@ -35,7 +35,7 @@
 
 #include <cpuhp/rwsem-inline.h>
 
-#include "bench-opts.h"
+#include "bench-util.h"
 
 enum variant { V_RWLOCK, V_SO, V_INLINE, V_HANDLE, V_NR };
 
@@ -200,26 +200,6 @@ static void write_once(struct run *r)
 		cpuhp_rwsem_write_unlock(r->lk->sem);
 }
 
-/*
- * The calling thread's time spent runnable but waiting for a CPU, ns, from
- * /proc (schedstat's second field); NAN where the kernel has none.
- */
-static double runqueue_wait_ns(void)
-{
-	char path[64];
-	unsigned long long run, wait;
-	FILE *f;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
-	f = fopen(path, "r");
-	if (!f)
-		return NAN;
-	n = fscanf(f, "%llu %llu", &run, &wait);
-	fclose(f);
-	return n == 2 ? (double)wait : NAN;
-}
-
 static void *writer_main(void *p)
 {
 	struct run *r = p;
@@ -231,7 +211,7 @@ static void *writer_main(void *p)
 	/* A long-lived writer thread: its registration is not the cost measured. */
 	write_once(r);
 	start_line(r);
-	wait0 = runqueue_wait_ns();
+	wait0 = bench_runqueue_wait_ns();
 	start = now_ns();
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		uint64_t t0 = now_ns(), t1;
@@ -252,7 +232,7 @@ static void *writer_main(void *p)
 	r->writes = writes;
 	r->write_ns = inside;
 	{
-		double run = (double)(now_ns() - start), wait = runqueue_wait_ns() - wait0;
+		double run = (double)(now_ns() - start), wait = bench_runqueue_wait_ns() - wait0;
 
 		r->writer_wait = wait / run;
 		r->writes_off_wait = run > wait ? (double)writes / ((run - wait) * 1e-9) : NAN;

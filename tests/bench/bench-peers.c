@@ -62,7 +62,7 @@
 
 #include <cpuhp/rwsem-inline.h>
 
-#include "bench-opts.h"
+#include "bench-util.h"
 
 #ifdef BENCH_HAVE_CK
 #include <ck_brlock.h>
@@ -363,6 +363,7 @@ struct reader {
 	pthread_t tid;
 	int cpu;
 	uint64_t pairs, bad;
+	double waited_ns;            /* runnable, not running, during the sample */
 	double batch[BATCH_SAMPLES]; /* ticks per timed batch */
 	unsigned nbatch;
 	struct sample *sm;
@@ -378,6 +379,7 @@ struct sample {
 	_Atomic bool go, stop;
 	struct reader r[MAX_READERS];
 	uint64_t writes;
+	double writer_waited_ns;
 };
 
 static void start_line(struct sample *sm)
@@ -452,6 +454,7 @@ static void *reader_main(void *arg)
 		break;
 	}
 	start_line(sm);
+	rd->waited_ns = -bench_runqueue_wait_ns();
 	switch (sm->lock) {
 	case L_SO:
 		READ_LOOP(cpuhp_rwsem_read_lock(p->sem), cpuhp_rwsem_read_unlock(p->sem), true);
@@ -486,6 +489,7 @@ static void *reader_main(void *arg)
 	default:
 		break;
 	}
+	rd->waited_ns += bench_runqueue_wait_ns();
 	return NULL;
 }
 
@@ -497,6 +501,7 @@ static void *writer_main(void *arg)
 	pin(sm->writer_cpu);
 	write_once(sm->p, sm->lock); /* a long-lived writer: its first write is not timed */
 	start_line(sm);
+	sm->writer_waited_ns = -bench_runqueue_wait_ns();
 	while (!stopped(sm)) {
 		uint64_t t1;
 
@@ -507,6 +512,7 @@ static void *writer_main(void *arg)
 			cpu_relax();
 	}
 	sm->writes = writes;
+	sm->writer_waited_ns += bench_runqueue_wait_ns();
 	return NULL;
 }
 
@@ -576,6 +582,10 @@ static bool scenario_on[NR_SCENARIOS] = {true, true, true, true, true};
 static double reads_s[NR_SCENARIOS][L_NR][MAX_REPS];  /* all readers' pairs per second */
 static double writes_s[NR_SCENARIOS][L_NR][MAX_REPS]; /* the writer's writes per second */
 static double pair_ns[NR_SCENARIOS][L_NR][MAX_REPS];  /* median timed batch, per pair */
+/* The largest share of the sample that one of its threads waited for a CPU. */
+static double waited[NR_SCENARIOS][L_NR][MAX_REPS];
+/* --max-wait: samples whose threads waited longer do not count. */
+static double max_wait = 1.0;
 static bool failed;
 
 static int cpus[CPU_SETSIZE], ncpus;
@@ -585,7 +595,7 @@ static void run_reads(unsigned s, enum lock_id l, unsigned rep, uint64_t ns)
 	const struct scenario *sc = &scenarios[s];
 	struct sample *sm = calloc(1, sizeof(*sm));
 	struct peer *p = aligned_alloc(64, sizeof(*p));
-	double pairs = 0, med[MAX_READERS];
+	double pairs = 0, med[MAX_READERS], w;
 
 	if (!sm || !p) {
 		fprintf(stderr, "bench-peers: out of memory\n");
@@ -617,6 +627,12 @@ static void run_reads(unsigned s, enum lock_id l, unsigned rep, uint64_t ns)
 	reads_s[s][l][rep] = pairs / sample_s;
 	writes_s[s][l][rep] = sm->period_ns ? (double)sm->writes / sample_s : NAN;
 	pair_ns[s][l][rep] = quantile(med, sm->nreaders, 0.5);
+	w = sm->period_ns ? sm->writer_waited_ns : 0;
+	for (unsigned i = 0; i < sm->nreaders; i++)
+		w = sm->r[i].waited_ns > w ? sm->r[i].waited_ns : w;
+	waited[s][l][rep] = w / (sample_s * 1e9);
+	if (waited[s][l][rep] > max_wait) /* NAN where /proc has no schedstat: kept */
+		reads_s[s][l][rep] = writes_s[s][l][rep] = pair_ns[s][l][rep] = NAN;
 	peer_fini(p);
 	free(p);
 	free(sm);
@@ -802,6 +818,25 @@ static double ratio_med(double (*a)[MAX_REPS], enum lock_id l, enum lock_id ref,
 	return med_of(tmp, reps);
 }
 
+/* How many of @n repetitions counted (a sample dropped by --max-wait is NAN). */
+static unsigned kept(const double *v, unsigned n)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		k += !isnan(v[i]);
+	return k;
+}
+
+/* The reads and writes tables' cell: value (ratio), and how many counted if not all. */
+static void cell(double v, int decimals, double r, unsigned k, unsigned reps)
+{
+	printf(" %.*f (%.2fx", decimals, v, r);
+	if (k < reps)
+		printf(", %u/%u", k, reps);
+	printf(") |");
+}
+
 static double max_of(double *v, unsigned n)
 {
 	double m = -INFINITY;
@@ -839,6 +874,8 @@ static void usage(FILE *f)
 	        "  --only WHAT   one part: reads, idle or latency (default: all three)\n"
 	        "  --scenarios LIST  the read scenarios, comma-separated, of: none-2, none,\n"
 	        "                100us, 1ms, 10ms (default: all)\n"
+	        "  --max-wait F  a read sample in which a thread waited for a CPU longer than\n"
+	        "                this share of it (0..1) does not count (default 1: all count)\n"
 	        "  --help        this text\n"
 	        "\n"
 	        "Exit status: 0; 1 if a reader saw a write half done; 2 on bad usage or error.\n",
@@ -848,10 +885,15 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"quick", no_argument, NULL, 'q'},           {"reps", required_argument, NULL, 'r'},
-	    {"seconds", required_argument, NULL, 's'},   {"idle", required_argument, NULL, 'i'},
-	    {"only", required_argument, NULL, 'o'},      {"help", no_argument, NULL, 'h'},
-	    {"scenarios", required_argument, NULL, 'S'}, {0},
+	    {"quick", no_argument, NULL, 'q'},
+	    {"reps", required_argument, NULL, 'r'},
+	    {"seconds", required_argument, NULL, 's'},
+	    {"idle", required_argument, NULL, 'i'},
+	    {"only", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"scenarios", required_argument, NULL, 'S'},
+	    {"max-wait", required_argument, NULL, 'w'},
+	    {0},
 	};
 	unsigned reps = 5, idle = 30, burst = 100, lat_writes = 50;
 	double seconds = 0.2;
@@ -894,6 +936,19 @@ int main(int argc, char **argv)
 			                    sizeof(scenarios[0]), NR_SCENARIOS, scenario_on))
 				return 2;
 			break;
+		case 'w': {
+			char *end;
+
+			max_wait = strtod(optarg, &end);
+			if (end == optarg || *end || !(max_wait >= 0 && max_wait <= 1)) {
+				fprintf(
+				    stderr,
+				    "bench-peers: --max-wait wants a share from 0 to 1, not '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -972,8 +1027,9 @@ int main(int argc, char **argv)
 			printf("| %s |", lock_label[l]);
 			for (unsigned s = 0; s < NR_SCENARIOS; s++)
 				if (scenario_on[s])
-					printf(" %.1f (%.2fx) |", med_of(reads_s[s][l], reps) / 1e6,
-					       ratio_med(reads_s[s], l, REF, reps));
+					cell(med_of(reads_s[s][l], reps) / 1e6, 1,
+					     ratio_med(reads_s[s], l, REF, reps),
+					     kept(reads_s[s][l], reps), reps);
 				else
 					printf(" not run |");
 			printf("\n");
@@ -997,8 +1053,12 @@ int main(int argc, char **argv)
 				else
 					printf(" not run |");
 			}
-			printf(" %.2f | %.2f |\n", med_of(pair_ns[1][l], reps),
-			       med_of(pair_ns[0][l], reps));
+			for (unsigned s = 1; s != (unsigned)-1; s--)
+				if (scenario_on[s])
+					printf(" %.2f |", med_of(pair_ns[s][l], reps));
+				else
+					printf(" not run |");
+			printf("\n");
 		}
 		printf("\nWrites/s of the writer (it busy-waits its period between writes), "
 		       "median; in brackets the ratio to %s's within a repetition\n\n| lock | "
@@ -1010,12 +1070,37 @@ int main(int argc, char **argv)
 			printf("| %s |", lock_label[l]);
 			for (unsigned s = 2; s < 5; s++)
 				if (scenario_on[s])
-					printf(" %.0f (%.3fx) |", med_of(writes_s[s][l], reps),
-					       ratio_med(writes_s[s], l, REF, reps));
+					cell(med_of(writes_s[s][l], reps), 0,
+					     ratio_med(writes_s[s], l, REF, reps),
+					     kept(writes_s[s][l], reps), reps);
 				else
 					printf(" not run |");
 			printf("\n");
 		}
+		printf("\nHow long the busiest thread of a sample waited for a CPU (runnable, not "
+		       "running; /proc/self/task/*/schedstat), share of the sample, median over "
+		       "locks and repetitions%s\n\n|",
+		       max_wait < 1 ? "; samples above --max-wait did not count" : "");
+		for (unsigned s = 0; s < NR_SCENARIOS; s++)
+			if (scenario_on[s])
+				printf(" %s |", scenarios[s].label);
+		printf("\n|");
+		for (unsigned s = 0; s < NR_SCENARIOS; s++)
+			if (scenario_on[s])
+				printf("---:|");
+		printf("\n|");
+		for (unsigned s = 0; s < NR_SCENARIOS; s++) {
+			double all[L_NR * MAX_REPS];
+			unsigned n = 0;
+
+			if (!scenario_on[s])
+				continue;
+			for (unsigned l = 0; l < L_NR; l++)
+				for (unsigned i = 0; lock_on(l) && i < reps; i++)
+					all[n++] = waited[s][l][i];
+			printf(" %.1f%% |", 100 * quantile(all, n, 0.5));
+		}
+		printf("\n");
 	}
 	if (do_idle) {
 		printf(

@@ -1,17 +1,41 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Command-line options that several lock benchmarks share (bench-mixed,
- * bench-peers): a repetition count, a sample length, and a list of named
- * scenarios.  Each says what is wrong on stderr, prefixed with the
- * program's name, and returns -1; 0 when the value is taken.
+ * What several lock benchmarks share (bench-mixed, bench-peers): their
+ * options (a repetition count, a sample length, a list of named
+ * scenarios: each says what is wrong on stderr, prefixed with the
+ * program's name, and returns -1; 0 when the value is taken), and how
+ * long a thread waited for a CPU.
  */
-#ifndef BENCH_OPTS_H
-#define BENCH_OPTS_H
+#ifndef BENCH_UTIL_H
+#define BENCH_UTIL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/*
+ * The calling thread's time spent runnable but waiting for a CPU, ns, from
+ * /proc (schedstat's second field); NAN where the kernel has none.
+ */
+static inline double bench_runqueue_wait_ns(void)
+{
+	char path[64];
+	unsigned long long run, wait;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
+	f = fopen(path, "r");
+	if (!f)
+		return NAN;
+	n = fscanf(f, "%llu %llu", &run, &wait);
+	fclose(f);
+	return n == 2 ? (double)wait : NAN;
+}
 
 /* --NAME N, N in [lo, hi]. */
 static inline int bench_opt_count(const char *prog, const char *name, const char *arg, unsigned lo,
@@ -86,4 +110,4 @@ static inline int bench_opt_names(const char *prog, const char *what, const char
 	}
 }
 
-#endif /* BENCH_OPTS_H */
+#endif /* BENCH_UTIL_H */
