@@ -10,7 +10,9 @@ cd "$(dirname "$0")"
 PKGS=(gcc clang clang-format libclang-rt-14-dev pkg-config meson ninja-build liburcu-dev libuv1-dev
       libprotobuf-c-dev protobuf-c-compiler python3 python3-dev python3-cffi python3-pytest
       python3-pytest-timeout spin valgrind gnuplot-nox util-linux systemd scdoc mandoc
-      libseccomp-dev bash-completion python3-prometheus-client libck-dev)
+      libseccomp-dev bash-completion python3-prometheus-client python3-mypy
+      python3-setuptools python3-venv python3-pip libsmartcols-dev qemu-system-x86 mmdebstrap
+      libck-dev)
 PY=/usr/bin/python3
 
 install_missing() {
@@ -54,8 +56,22 @@ cmd_demo() {
 	exec "$PY" examples/demo.py "$@"
 }
 
+# The guest tests' cache (tests/guest/image.py): Debian's kernel, a bookworm
+# root, the kernel's cpu-on-off selftest script from linux-source; each once
+# per machine (about 2 minutes), so that the tests find them.  Without the
+# script guest-selftest skips, saying so; without the rest the guest tests
+# build it themselves.
+fetch_guest() {
+	local sudo=()
+	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+	apt-cache show linux-image-amd64 >/dev/null 2>&1 || "${sudo[@]}" apt-get update -qq
+	"$PY" tests/guest/image.py fetch ||
+		echo "run.sh: the guest tests' cache is not filled (above); they try again" >&2
+}
+
 cmd_test() {
 	install_missing
+	fetch_guest
 	echo "run.sh: building build/ (gcc, debug checks), build-tsan/, build-asan/ (clang)" >&2
 	build_main
 	CC=clang setup build-tsan -Ddebug_checks=true -Dpython=disabled -Db_sanitize=thread \

@@ -30,7 +30,8 @@ static const struct errmap_entry errmap[] = {
     {CPUHP__ERROR_CODE__ERR_EPROTO, EPROTO, "malformed frame or message"},
     {CPUHP__ERROR_CODE__ERR_EMSGSIZE, EMSGSIZE, "frame over the size limit"},
     {CPUHP__ERROR_CODE__ERR_ECONNRESET, ECONNRESET, "connection reset"},
-    {CPUHP__ERROR_CODE__ERR_ECANCELED, ECANCELED, "canceled: the daemon is shutting down"},
+    /* cpuhpd's stop and a kernel that canceled a CPU's hotplug: both say which in their message. */
+    {CPUHP__ERROR_CODE__ERR_ECANCELED, ECANCELED, "canceled"},
     {CPUHP__ERROR_CODE__ERR_EALREADY, EALREADY, "already in progress on this connection"},
     {CPUHP__ERROR_CODE__ERR_EUSERS, EUSERS, "too many connections to the daemon"},
     {CPUHP__ERROR_CODE__ERR_EDQUOT, EDQUOT, "per-connection limit reached"},

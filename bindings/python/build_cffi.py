@@ -7,26 +7,32 @@ meson to compile.
   build_cffi.py LOCK_CDEF CLIENT_CDEF OUTPUT.c  cpuhp._cpuhp_client
                                                 (libcpuhp-client)
 
-cffi in API mode, without setuptools: the declarations come from the cdef
-files, and the C file this writes includes the real headers, so compiling
-it checks every declaration against them and fills in the constants and
-struct layouts the cdef leaves as "...".  The client module includes the
-lock module (ffi.include): the types of cpuhp.cdef, struct cpuhp_cpuset
-first, are one type in both, and the lock module is built and imported on
-its own, without the client library.  meson compiles the result with
-py.extension_module().
+cffi in API mode: the declarations come from the cdef files, and the C
+file this writes includes the real headers, so compiling it checks every
+declaration against them and fills in the constants and struct layouts the
+cdef leaves as "...".  Both include hold.h too, the C of the binding's own
+that the lock context managers call.  The client module includes the lock
+module (ffi.include): the types of cpuhp.cdef, struct cpuhp_cpuset first,
+are one type in both, and the lock module is built and imported on its
+own, without the client library.  meson compiles the result with
+py.extension_module(); setup.py (pip) writes it with lock_ffi() and
+client_ffi() and compiles it with setuptools.
 """
 import contextlib
 import sys
 
 import cffi
 
+# hold.h is found beside this file: meson and setup.py add its directory.
 LOCK_PREAMBLE = '''
 #include <cpuhp/cpuhp.h>
+#include "hold.h"
 '''
 CLIENT_PREAMBLE = '''
+#include <stdlib.h>
 #include <cpuhp/cpuhp.h>
 #include <cpuhp/client.h>
+#include "hold.h"
 '''
 
 
@@ -36,9 +42,19 @@ def read(path):
 
 
 def lock_ffi(cdef_path):
+    """The FFI of cpuhp._cpuhp."""
     ffi = cffi.FFI()
     ffi.cdef(read(cdef_path))
     ffi.set_source('cpuhp._cpuhp', LOCK_PREAMBLE)
+    return ffi
+
+
+def client_ffi(lock, cdef_path):
+    """The FFI of cpuhp._cpuhp_client, which includes *lock*'s types."""
+    ffi = cffi.FFI()
+    ffi.include(lock)
+    ffi.cdef(read(cdef_path))
+    ffi.set_source('cpuhp._cpuhp_client', CLIENT_PREAMBLE)
     return ffi
 
 
@@ -48,11 +64,7 @@ def main(argv):
         return 0 if len(argv) == 2 else 2
     ffi = lock_ffi(argv[1])
     if len(argv) == 4:
-        client = cffi.FFI()
-        client.include(ffi)
-        client.cdef(read(argv[2]))
-        client.set_source('cpuhp._cpuhp_client', CLIENT_PREAMBLE)
-        ffi = client
+        ffi = client_ffi(ffi, argv[2])
     with contextlib.redirect_stdout(None):  # cffi prints 'generating ...'
         ffi.emit_c_code(argv[-1])
     return 0

@@ -23,7 +23,7 @@ _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
-	local commands='status leases states state online offline smt watch hold freeze metrics help'
+	local commands='status leases cpus states state online offline smt watch hold freeze metrics help'
 
 	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -56,7 +56,7 @@ _cpuhpctl()
 			;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-s --socket --sysfs-root -j --json -h --help -V --version' -- "$cur"))
+			COMPREPLY=($(compgen -W '-s --socket --sysfs-root -J --json -h --help -V --version' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
 		fi
@@ -69,7 +69,7 @@ _cpuhpctl()
 		-t | --timeout) return ;; # a number of ms: nothing to offer
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-t --timeout -j --json -h --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '-t --timeout -J --json -h --help' -- "$cur"))
 			return
 		fi
 		# A range list: complete the number after the last ',' or '-'.
@@ -81,9 +81,9 @@ _cpuhpctl()
 		;;
 	watch)
 		case $prev in
-		-n | --count) return ;;
+		-c | --count | -n) return ;;
 		esac
-		COMPREPLY=($(compgen -W '-n --count -j --json -h --help' -- "$cur"))
+		COMPREPLY=($(compgen -W '-c --count -J --json -h --help' -- "$cur"))
 		;;
 	hold | freeze)
 		# CMD starts after '--', or at the first word that is not an option.
@@ -122,22 +122,34 @@ _cpuhpctl()
 			COMPREPLY=($(compgen -c -- "$cur"))
 		fi
 		;;
-	status | leases | states)
-		COMPREPLY=($(compgen -W '-j --json -h --help' -- "$cur"))
+	status)
+		COMPREPLY=($(compgen -W '-J --json -h --help' -- "$cur"))
+		;;
+	leases | states | cpus)
+		if [[ $prev == -o || $prev == --output ]]; then
+			# The columns --help lists, after the last ',' (and a leading '+').
+			local cols pre=
+			cols=$("${COMP_WORDS[0]}" "$cmd" --help 2>/dev/null |
+				sed -n '/^Available output columns/,$s/^ *\([A-Z_]\+\)  .*/\1/p')
+			[[ $cur == *,* || $cur == +* ]] && pre=${cur%"${cur##*[,+]}"}
+			COMPREPLY=($(compgen -P "$pre" -W "$cols" -- "${cur#"$pre"}"))
+			return
+		fi
+		COMPREPLY=($(compgen -W '-o --output -r --raw -n --noheadings -J --json -h --help' -- "$cur"))
 		;;
 	state)
 		case $prev in
-		-p | --priority | -d | --deadline | -t | --teardown | -u | --startup) return ;;
+		-p | --priority | -d | --deadline | -T | --teardown | -t | -u | --startup) return ;;
 		esac
-		[[ $cur == -* ]] && COMPREPLY=($(compgen -W '-p --priority -d --deadline -n --nocalls
-			-t --teardown -u --startup -h --help' -- "$cur"))
+		[[ $cur == -* ]] && COMPREPLY=($(compgen -W '-p --priority -d --deadline -N --nocalls
+			-T --teardown -u --startup -h --help' -- "$cur"))
 		;;
 	smt)
 		case $prev in
 		-t | --timeout) return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-t --timeout -f --force -j --json -h --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '-t --timeout -f --force -J --json -h --help' -- "$cur"))
 		else
 			# forceoff only once --force is on the line: it cannot be undone.
 			local words='on off' w

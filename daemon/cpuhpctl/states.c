@@ -28,19 +28,24 @@
 
 static void states_usage(FILE *f)
 {
-	fprintf(f, "Usage: cpuhpctl states [--json]\n"
+	fprintf(f, "Usage: cpuhpctl states [--output COLS] [--raw] [--noheadings] [--json]\n"
 	           "\n"
 	           "List the hotplug states registered with cpuhpd, in startup order (lowest\n"
 	           "priority first; teardown runs the other way): id, name, priority, the\n"
-	           "deadline of each call, the owner's pid, uid and command, and the CPUs the\n"
+	           "deadline of each call, the owner's pid and command, and the CPUs the\n"
 	           "state was started on.\n"
 	           "\n"
-	           "  -j, --json  one JSON object (schema in cpuhpctl(8))\n");
+	           "  -o, --output COLS  the columns, e.g. NAME,CPUS; +COLS adds to the\n"
+	           "                     default ones\n"
+	           "  -r, --raw          unaligned, blanks and control characters as \\xHH\n"
+	           "  -n, --noheadings   no header line\n"
+	           "  -J, --json         one JSON object: the states as rows keyed by the\n"
+	           "                     columns' names (schema in cpuhpctl(8))\n");
 }
 
 static void state_usage(FILE *f)
 {
-	fprintf(f, "Usage: cpuhpctl state NAME [--priority N] [--deadline MS] [--nocalls]\n"
+	fprintf(f, "Usage: cpuhpctl state NAME [--priority N] [--deadline T] [--nocalls]\n"
 	           "                      [--teardown CMD] [--startup CMD]\n"
 	           "\n"
 	           "Register the hotplug state NAME and keep it until SIGINT or SIGTERM: before\n"
@@ -50,15 +55,15 @@ static void state_usage(FILE *f)
 	           "and CPUHP_ROLLBACK (1 or 0) in its environment. Exit status 0 is success;\n"
 	           "anything else fails the call, and cpuhpd rolls the hotplug back; so does a\n"
 	           "command still running at the deadline (it is killed at twice the deadline).\n"
-	           "On registration the startup\n"
-	           "command runs for every online CPU (unless --nocalls); on SIGINT or SIGTERM\n"
-	           "the teardown command runs for each of them and the state is removed.\n"
+	           "On registration the startup command runs for every online CPU (unless\n"
+	           "--nocalls); on SIGINT or SIGTERM the teardown command runs for each of them\n"
+	           "and the state is removed.\n"
 	           "\n"
 	           "  -p, --priority N   teardown runs from the highest priority down, startup\n"
 	           "                     from the lowest up (default 0)\n"
-	           "  -d, --deadline MS  per call, 1 to 600000 (default 5000)\n"
-	           "  -n, --nocalls      no calls at registration and removal\n"
-	           "  -t, --teardown CMD the command run before a CPU goes offline\n"
+	           "  -d, --deadline T   per call, 1ms to 10m (default 5s; a bare number is ms)\n"
+	           "  -N, --nocalls      no calls at registration and removal\n"
+	           "  -T, --teardown CMD the command run before a CPU goes offline\n"
 	           "  -u, --startup CMD  the command run after a CPU came online\n"
 	           "\n"
 	           "Prints one line per call: phase, CPU, outcome and how long it took.\n"
@@ -68,65 +73,85 @@ static void state_usage(FILE *f)
 
 /* --- cpuhpctl states --------------------------------------------------------- */
 
-static void print_states_text(const struct cpuhp_client_state_info *s, size_t n)
-{
-	printf("%6s %-24s %9s %9s %7s %-16s %s\n", "ID", "NAME", "PRIORITY", "DEADLINE", "PID",
-	       "COMMAND", "CPUS");
-	for (size_t i = 0; i < n; i++) {
-		char *cpus = cpuhpctl_format(&s[i].cpus);
+enum {
+	COL_ID,
+	COL_NAME,
+	COL_PRIORITY,
+	COL_DEADLINE,
+	COL_DEADLINE_MS,
+	COL_PID,
+	COL_UID,
+	COL_COMM,
+	COL_CPUS,
+	NCOLS
+};
 
-		printf("%6" PRIu64 " %-24s %9d %7ums %7d %-16s %s\n", s[i].id, s[i].name,
-		       s[i].priority, s[i].deadline_ms, s[i].pid, s[i].comm,
-		       !cpus     ? "?"
-		       : cpus[0] ? cpus
-		                 : "(none)");
-		free(cpus);
-	}
-	printf("\n%zu state(s) registered.\n", n);
-}
+#define T CPUHPCTL_COL_TEXT
+#define J CPUHPCTL_COL_JSON
+#define R CPUHPCTL_COL_RIGHT
+static const struct cpuhpctl_column columns[NCOLS] = {
+    [COL_ID] = {"ID", "the state's id", T | J | R},
+    [COL_NAME] = {"NAME", "its name, as its owner registered it", T | J},
+    [COL_PRIORITY] = {"PRIORITY", "teardown runs from the highest down, startup up", T | J | R},
+    [COL_DEADLINE] = {"DEADLINE", "how long cpuhpd waits for each call (JSON: milliseconds)",
+                      T | R},
+    [COL_DEADLINE_MS] = {"DEADLINE_MS", "the deadline in milliseconds", J | R},
+    [COL_PID] = {"PID", "the owner's process id", T | J | R},
+    [COL_UID] = {"UID", "the owner's user id", J | R},
+    [COL_COMM] = {"COMM", "the owner's command (its /proc/PID/comm)", T | J},
+    [COL_CPUS] = {"CPUS", "the CPUs the state was started on (JSON: an array)", T | J},
+};
+#undef T
+#undef J
+#undef R
 
-static void print_states_json(const struct cpuhp_client_state_info *s, size_t n)
-{
-	printf("{\"states\":[");
-	for (size_t i = 0; i < n; i++) {
-		printf("%s{\"id\":%" PRIu64 ",\"name\":", i ? "," : "", s[i].id);
-		cpuhpctl_json_string(stdout, s[i].name);
-		printf(",\"priority\":%d,\"deadline_ms\":%u,\"pid\":%d,\"uid\":%u,\"comm\":",
-		       s[i].priority, s[i].deadline_ms, s[i].pid, s[i].uid);
-		cpuhpctl_json_string(stdout, s[i].comm);
-		printf(",\"cpus\":");
-		cpuhpctl_json_cpus(stdout, &s[i].cpus);
-		putchar('}');
-	}
-	printf("]}\n");
-}
-
-int cpuhpctl_states(const struct cpuhpctl *ctl, int argc, char **argv)
+int cpuhpctl_states(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	struct cpuhp_client_state_info *s;
+	struct cpuhpctl_listing opts;
+	struct cpuhpctl_table *t;
 	struct cpuhp_client *c;
-	bool json = ctl->json;
 	size_t n;
 	int ret, err;
 
-	ret = cpuhpctl_parse_no_options(argc, argv, states_usage, &json);
+	ret = cpuhpctl_parse_listing(ctl, argc, argv, states_usage, columns, NCOLS, &opts);
 	if (ret >= 0)
 		return ret;
 	ret = cpuhpctl_connect(ctl, &c);
 	if (ret)
 		return ret;
-	err = cpuhp_client_states_list(c, &s, &n);
+	err = cpuhp_client_list_states(c, &s, &n);
 	if (err < 0) {
-		ret = json ? cpuhpctl_json_fail(c, err, "states") : cpuhpctl_fail(c, err, "states");
-	} else {
-		if (json)
-			print_states_json(s, n);
-		else
-			print_states_text(s, n);
-		free(s);
+		ret = cpuhpctl_fail(ctl, c, err, "states");
+		cpuhp_client_close(c);
+		return ret;
 	}
 	cpuhp_client_close(c);
-	return ret;
+	t = cpuhpctl_table_new(ctl, "states", columns, NCOLS, &opts);
+	for (size_t i = 0; t && i < n; i++) {
+		if (cpuhpctl_table_row(t) < 0)
+			break;
+		cpuhpctl_table_num(t, COL_ID, (long long)s[i].id);
+		cpuhpctl_table_str(t, COL_NAME, s[i].name);
+		cpuhpctl_table_num(t, COL_PRIORITY, s[i].priority);
+		cpuhpctl_table_ms(t, COL_DEADLINE, s[i].deadline_ms);
+		cpuhpctl_table_num(t, COL_DEADLINE_MS, s[i].deadline_ms);
+		cpuhpctl_table_num(t, COL_PID, s[i].pid);
+		cpuhpctl_table_num(t, COL_UID, s[i].uid);
+		cpuhpctl_table_str(t, COL_COMM, s[i].comm);
+		cpuhpctl_table_cpus(t, COL_CPUS, &s[i].cpus);
+	}
+	if (!t || cpuhpctl_table_print(t) < 0) {
+		fprintf(stderr, "cpuhpctl states: out of memory\n");
+		ret = CPUHPCTL_EXIT_FAILED;
+	} else if (ctl->json) {
+		printf("}\n");
+	} else if (!opts.raw && !opts.noheadings) {
+		printf("\n%zu state(s) registered.\n", n);
+	}
+	cpuhpctl_table_free(t);
+	free(s);
+	return fflush(stdout) ? CPUHPCTL_EXIT_FAILED : ret;
 }
 
 /* --- cpuhpctl state: the shell hook ------------------------------------------ */
@@ -288,72 +313,53 @@ static int hook_teardown(struct cpuhp_client_state_call *call, void *arg)
 	return run_hook(h, h->teardown, call);
 }
 
-/* Parse a number in [lo, hi].  Return: 0, or -EINVAL with a message printed. */
-static int parse_long(const char *what, const char *arg, long lo, long hi, long *out)
+/* --priority's number.  Return: 0, or the exit code after a usage error. */
+static int parse_priority(const struct cpuhpctl *ctl, const char *arg, long *out)
 {
 	char *end;
-	long v;
 
 	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v < lo || v > hi) {
-		fprintf(stderr,
-		        "cpuhpctl state: %s must be a whole number from %ld to %ld, not '%s'\n"
-		        "Try 'cpuhpctl state --help'.\n",
-		        what, lo, hi, arg);
-		return -EINVAL;
-	}
-	*out = v;
+	*out = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || *out < INT32_MIN || *out > INT32_MAX)
+		return cpuhpctl_usage_error(ctl, "state", true,
+		                            "--priority must be a whole number from %ld to %ld, "
+		                            "not '%s'",
+		                            (long)INT32_MIN, (long)INT32_MAX, arg);
 	return 0;
 }
 
-int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv)
+int cpuhpctl_state(struct cpuhpctl *ctl, int argc, char **argv)
 {
-	static const struct option opts[] = {{"priority", required_argument, NULL, 'p'},
-	                                     {"deadline", required_argument, NULL, 'd'},
-	                                     {"nocalls", no_argument, NULL, 'n'},
-	                                     {"teardown", required_argument, NULL, 't'},
-	                                     {"startup", required_argument, NULL, 'u'},
-	                                     {"help", no_argument, NULL, 'h'},
-	                                     {0}};
+	/* -t and -n, this command's letters before -t meant --timeout everywhere, still work. */
+	static const struct option opts[] = {
+	    {"priority", required_argument, NULL, 'p'}, {"deadline", required_argument, NULL, 'd'},
+	    {"nocalls", no_argument, NULL, 'N'},        {"teardown", required_argument, NULL, 'T'},
+	    {"startup", required_argument, NULL, 'u'},  {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},           {0}};
 	struct hook h = {.deadline_ms = 5000};
 	struct cpuhp_client_state *s = NULL;
 	struct sigaction sa = {.sa_handler = hook_on_signal};
 	struct cpuhp_client *c;
 	unsigned flags = 0;
-	long prio = 0, v;
+	long prio = 0;
 	int opt, ret, err;
 
-	/* NAME may come before or after the options: take words as they come. */
-	for (;;) {
-		opt = cpuhpctl_getopt(argc, argv, "+:p:d:nt:u:h", opts, argv[0]);
-		if (opt == -1) {
-			if (optind >= argc)
-				break;
-			if (h.name) {
-				fprintf(stderr,
-				        "cpuhpctl state: one NAME only, not '%s'; quote the "
-				        "commands of --teardown and --startup\n"
-				        "Try 'cpuhpctl state --help'.\n",
-				        argv[optind]);
-				return CPUHPCTL_EXIT_USAGE;
-			}
-			h.name = argv[optind++];
-			continue;
-		}
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":p:d:NnT:t:u:Jjh", opts, argv[0])) != -1) {
 		switch (opt) {
 		case 'p':
-			if (parse_long("--priority", optarg, INT32_MIN, INT32_MAX, &prio))
-				return CPUHPCTL_EXIT_USAGE;
+			if ((ret = parse_priority(ctl, optarg, &prio)))
+				return ret;
 			break;
 		case 'd':
-			if (parse_long("--deadline", optarg, 1, 600000, &v))
-				return CPUHPCTL_EXIT_USAGE;
-			h.deadline_ms = (unsigned)v;
+			if ((ret = cpuhpctl_parse_duration(ctl, "state", "--deadline", optarg, 1,
+			                                   600000, &h.deadline_ms)))
+				return ret;
 			break;
+		case 'N':
 		case 'n':
 			flags |= CPUHP_CLIENT_STATE_NOCALLS;
 			break;
+		case 'T':
 		case 't':
 			h.teardown = optarg;
 			break;
@@ -367,16 +373,21 @@ int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv)
 			return CPUHPCTL_EXIT_USAGE;
 		}
 	}
-	if (!h.name) {
-		fprintf(stderr, "cpuhpctl state: which state? Give it a NAME\n"
-		                "Try 'cpuhpctl state --help'.\n");
-		return CPUHPCTL_EXIT_USAGE;
-	}
-	if (!h.teardown && !h.startup) {
-		fprintf(stderr, "cpuhpctl state: give --teardown CMD, --startup CMD or both\n"
-		                "Try 'cpuhpctl state --help'.\n");
-		return CPUHPCTL_EXIT_USAGE;
-	}
+	if (ctl->json)
+		return cpuhpctl_usage_error(ctl, "state", false,
+		                            "--json: state prints one line per call as it runs; "
+		                            "'cpuhpctl --json states' lists the states");
+	if (optind >= argc)
+		return cpuhpctl_usage_error(ctl, "state", true, "which state? Give it a NAME");
+	if (argc - optind > 1)
+		return cpuhpctl_usage_error(ctl, "state", true,
+		                            "one NAME only, not '%s'; quote the commands of "
+		                            "--teardown and --startup",
+		                            argv[optind + 1]);
+	h.name = argv[optind];
+	if (!h.teardown && !h.startup)
+		return cpuhpctl_usage_error(ctl, "state", true,
+		                            "give --teardown CMD, --startup CMD or both");
 	if (pipe2(hook_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		fprintf(stderr, "cpuhpctl state: pipe: %s\n", strerror(errno));
 		return CPUHPCTL_EXIT_FAILED;
@@ -393,12 +404,12 @@ int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv)
 		char what[128];
 
 		snprintf(what, sizeof(what), "state %s", h.name);
-		ret = cpuhpctl_fail(c, err, what);
+		ret = cpuhpctl_fail(ctl, c, err, what);
 		cpuhp_client_close(c);
 		return ret;
 	}
-	printf("state %s registered (id %" PRIu64 "); SIGINT or SIGTERM removes it\n", h.name,
-	       cpuhp_client_state_id(s));
+	printf("state %s registered (id %" PRIu64 "); SIGINT or SIGTERM removes it\n",
+	       cpuhpctl_safe(h.name), cpuhp_client_state_id(s));
 	fflush(stdout);
 	while (!hook_signal) {
 		struct pollfd p[2] = {{.fd = cpuhp_client_state_fd(s), .events = POLLIN},
@@ -417,7 +428,7 @@ int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv)
 		if (err < 0) {
 			fprintf(stderr,
 			        "cpuhpctl state: lost cpuhpd (%s); the state %s is gone with it\n",
-			        strerror(-err), h.name);
+			        strerror(-err), cpuhpctl_safe(h.name));
 			cpuhp_client_state_remove(s, true);
 			cpuhp_client_close(c);
 			return CPUHPCTL_EXIT_UNREACHABLE;
@@ -425,9 +436,10 @@ int cpuhpctl_state(const struct cpuhpctl *ctl, int argc, char **argv)
 	}
 	err = cpuhp_client_state_remove(s, (flags & CPUHP_CLIENT_STATE_NOCALLS) != 0);
 	if (err < 0)
-		fprintf(stderr, "cpuhpctl state: removing %s: %s\n", h.name, strerror(-err));
+		fprintf(stderr, "cpuhpctl state: removing %s: %s\n", cpuhpctl_safe(h.name),
+		        strerror(-err));
 	else
-		printf("state %s removed\n", h.name);
+		printf("state %s removed\n", cpuhpctl_safe(h.name));
 	cpuhp_client_close(c);
 	return ret ? ret : err < 0 ? CPUHPCTL_EXIT_FAILED : CPUHPCTL_EXIT_OK;
 }

@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "cpuhpd.h"
+#include "base/log.h"
+#include "core/conn.h"
+#include "core/dispatch.h"
+#include "core/fdstore.h"
+#include "leases/holders.h"
 #include "adopt.h"
-#include "conn.h"
-#include "dispatch.h"
-#include "fdstore.h"
-#include "log.h"
-#include "watch.h"
+#include "table.h"
 
 static int claim(struct cpuhpd *d, const char *what, unsigned id)
 {
@@ -21,19 +22,13 @@ static int claim(struct cpuhpd *d, const char *what, unsigned id)
 	return cpuhpd_fdstore_claim(d, name);
 }
 
-/* What @c held, back in every module.  Return: 0 or a negative errno. */
+/* What @c held, back in every feature.  Return: 0 or a negative errno. */
 static int rebuild(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc)
 {
-	int err = cpuhpd_lease_adopt(c, sc);
+	int err = 0;
 
-	if (!err && sc->fast_slots)
-		err = cpuhpd_fastpath_adopt(c, claim(c->d, "region", sc->id), sc->fast_slots);
-	if (!err)
-		err = cpuhpd_states_adopt(c, sc);
-	if (!err)
-		err = cpuhpd_freeze_adopt(c, sc);
-	if (!err && sc->watch_id)
-		cpuhpd_watch_adopt(c, sc->watch_id);
+	for (const cpuhpd_adopt_conn_fn *step = cpuhpd_features.adopt_conn; *step && !err; step++)
+		err = (*step)(c, sc);
 	return err;
 }
 
@@ -41,15 +36,8 @@ static void raise_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
 {
 	if (s->next_conn_id > d->next_conn_id)
 		d->next_conn_id = s->next_conn_id;
-	if (s->next_lease_id > d->leases.next_id)
-		d->leases.next_id = s->next_lease_id;
-	if (s->next_state_id > d->states.next_state_id)
-		d->states.next_state_id = s->next_state_id;
-	if (s->next_freeze_id > d->freezes.next_id)
-		d->freezes.next_id = s->next_freeze_id;
-	/* An answer to a call the last one made must not pass for one of ours. */
-	if (s->next_call_id > d->states.next_call_id)
-		d->states.next_call_id = s->next_call_id;
+	for (const cpuhpd_adopt_ids_fn *step = cpuhpd_features.adopt_ids; *step; step++)
+		(*step)(d, s);
 }
 
 int cpuhpd_adopt(struct cpuhpd *d)
@@ -90,20 +78,21 @@ int cpuhpd_adopt(struct cpuhpd *d)
 		}
 		n++;
 	}
-	d->restart.adopted = true;
+	d->grace.adopted = true;
 	cpuhpd_info("restart: took over %u client(s) holding %u lease(s) from cpuhpd pid %d", n,
-	            cpuhpd_lease_held_total(d), (int)s->pid);
-	cpuhpd_states_adopted(d);
+	            cpuhpd_holders_total(d), (int)s->pid);
 	/* Then what was asked and not answered, in its order, before anything new. */
 	for (unsigned i = 0; i < s->nreqs; i++) {
 		struct cpuhpd_saved_conn *sc = cpuhpd_statetext_conn(s, s->reqs[i].conn);
 		struct cpuhpd_conn *c = conns[sc - s->conns];
 
+		d->resuming = s->reqs[i].running;
 		if (c && !c->closing)
 			cpuhpd_dispatch(c, s->reqs[i].req.data, s->reqs[i].req.len);
+		d->resuming = false;
 	}
-	/* After the hotplugs they waited behind are queued again: they still wait for those. */
-	cpuhpd_lease_adopted(d);
+	/* After the hotplugs that waiting acquires waited behind are queued again. */
+	cpuhpd_features_run(d, cpuhpd_features.replayed);
 	for (unsigned i = 0; i < s->nconns; i++)
 		if (conns[i] && !conns[i]->closing)
 			cpuhpd_conn_resume(conns[i], &s->conns[i]);

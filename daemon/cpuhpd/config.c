@@ -101,7 +101,8 @@ static int parse_line(const char *path, unsigned lineno, char *line, const struc
 	return 0;
 }
 
-int cpuhpd_config_argv(const char *path, const struct option *longopts, int *argc, char ***argv)
+int cpuhpd_config_argv(const char *path, bool missing_ok, const struct option *longopts, int *argc,
+                       char ***argv)
 {
 	char *line = NULL, **args = NULL, **grown;
 	size_t cap = 0;
@@ -110,6 +111,8 @@ int cpuhpd_config_argv(const char *path, const struct option *longopts, int *arg
 	FILE *f;
 
 	f = fopen(path, "re");
+	if (!f && errno == ENOENT && missing_ok)
+		return 0;
 	if (!f) {
 		err = -errno;
 		fprintf(stderr, "cpuhpd: --config: cannot read %s: %s\n", path, strerror(errno));

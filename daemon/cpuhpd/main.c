@@ -15,9 +15,9 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
-#include "instance.h"
-#include "log.h"
-#include "notify.h"
+#include "base/instance.h"
+#include "base/log.h"
+#include "base/notify.h"
 #include "options.h"
 
 /* Every client holds a socket: 1,000 clients need more than the usual soft limit of 1024. */
@@ -87,9 +87,9 @@ int main(int argc, char **argv)
 	}
 	cpuhpd_notify("READY=1");
 	uv_run(d.loop, UV_RUN_DEFAULT);
-	if (d.restart.keep) {
+	if (d.handover) {
 		/* Nothing closed: the fd store keeps every client for the next cpuhpd (stop.c). */
-		cpuhpd_info("stopped; the fd store keeps the clients");
+		cpuhpd_info("stopped; the clients are in the fd store");
 		return 0;
 	}
 	uv_loop_close(d.loop);

@@ -10,11 +10,12 @@
 #include <cpuhp/version.h>
 
 #include "cpuhpd.h"
-#include "admit.h"
-#include "auth.h"
+#include "base/auth.h"
+#include "core/admit.h"
+#include "core/conn.h"
+#include "leases/delay.h"
+#include "hotplug/hotplug.h"
 #include "config.h"
-#include "conn.h"
-#include "hotplug.h"
 #include "options.h"
 
 /* The default once, shared with the clients and the socket unit; no client code linked. */
@@ -30,9 +31,13 @@ static void usage(FILE *f)
 	    "  --config FILE          read options from FILE first, one 'name = value' a\n"
 	    "                         line (names as below, without the dashes; 'yes' or\n"
 	    "                         'no' for those without a value); the command line\n"
-	    "                         wins.  cpuhpd.service passes " CPUHPD_CONFIG_FILE "\n"
+	    "                         wins (default " CPUHPD_CONFIG_FILE ",\n"
+	    "                         if it exists; a FILE given must exist)\n"
 	    "  --socket PATH          listen on PATH (default " DEFAULT_SOCKET ");\n"
 	    "                         ignored under systemd socket activation (LISTEN_FDS)\n"
+	    "  --socket-group GROUP   the socket's group, when cpuhpd binds it (without\n"
+	    "                         systemd; cpuhpd.socket's SocketGroup= otherwise):\n"
+	    "                         its members may connect under --socket-mode 0660\n"
 	    "  --socket-mode OCTAL    permissions of the socket (default 0660): who may\n"
 	    "                         connect, hence take leases and read status\n"
 	    "  --admin-group GROUP    members of GROUP may hotplug too (default: root only)\n"
@@ -69,6 +74,10 @@ static void usage(FILE *f)
 	    "  --max-lease-ms MS      revoke a lease held longer than MS ms, tell its holder\n"
 	    "                         and log it; 0: no limit (default 0); no fast path\n"
 	    "                         with a limit\n"
+	    "  --max-delay-ms MS      the longest a delay lease holds a pending hotplug\n"
+	    "                         after its notice (default %u; a longer delay asked\n"
+	    "                         is cut to MS, and the reply says so); like logind's\n"
+	    "                         InhibitDelayMaxSec\n"
 	    "  --max-leases-per-uid N a uid neither root nor in --admin-group may hold or\n"
 	    "                         wait for N leases at most, EDQUOT beyond; 0: no\n"
 	    "                         limit (default 0); no fast path for such uids then\n"
@@ -97,8 +106,8 @@ static void usage(FILE *f)
 	    CPUHPD_ADMIT_MAX_CONNECTIONS, CPUHPD_ADMIT_RESERVED_CONNECTIONS,
 	    CPUHPD_ADMIT_MAX_CONNECTIONS_PER_UID, CPUHPD_ADMIT_MAX_BUFFERED >> 20,
 	    CPUHPD_ADMIT_MAX_BUFFERED_PER_UID >> 20, CPUHPD_ADMIT_CLIENT_TIMEOUT_MS,
-	    CPUHPD_RESTART_GRACE_MS, CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING,
-	    CPUHPD_CONN_MAX_QUEUED, CPUHPD_HOTPLUG_MAX_CPUS);
+	    CPUHPD_MAX_DELAY_MS, CPUHPD_RESTART_GRACE_MS, CPUHPD_CONN_MAX_LEASES,
+	    CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED, CPUHPD_HOTPLUG_MAX_CPUS);
 }
 
 static int parse_uint(const char *opt, const char *s, int base, unsigned long max,
@@ -113,6 +122,19 @@ static int parse_uint(const char *opt, const char *s, int base, unsigned long ma
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* A group by name or number; a missing one is told how to make (sysusers). */
+static int group(const char *opt, const char *name, gid_t *out)
+{
+	if (cpuhpd_auth_group(name, out) == 0)
+		return 0;
+	fprintf(stderr,
+	        "cpuhpd: %s: no group '%s'. Create the groups with 'systemd-sysusers "
+	        "cpuhpd.conf' (the sysusers.d file installed with cpuhpd makes cpuhp and "
+	        "cpuhp-admin), or 'groupadd --system %s'\n",
+	        opt, name, name);
+	return -ENOENT;
 }
 
 /* A number of connections: 1 to a million (0 would refuse every client). */
@@ -167,6 +189,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	enum {
 		O_SOCKET = 256,
 		O_MODE,
+		O_SOCKGROUP,
 		O_GROUP,
 		O_ROOT,
 		O_MAXCONN,
@@ -186,10 +209,12 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_METRICS_INTERVAL,
 		O_FDSTORE,
 		O_GRACE,
+		O_MAXDELAY,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
 	    {"socket-mode", required_argument, NULL, O_MODE},
+	    {"socket-group", required_argument, NULL, O_SOCKGROUP},
 	    {"admin-group", required_argument, NULL, O_GROUP},
 	    {"sysfs-root", required_argument, NULL, O_ROOT},
 	    {"max-connections", required_argument, NULL, O_MAXCONN},
@@ -205,6 +230,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"config", required_argument, NULL, O_CONFIG},
 	    {"max-lease-ms", required_argument, NULL, O_MAXLEASEMS},
 	    {"max-leases-per-uid", required_argument, NULL, O_MAXPERUID},
+	    {"max-delay-ms", required_argument, NULL, O_MAXDELAY},
 	    {"metrics-file", required_argument, NULL, O_METRICS},
 	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
 	    {"fd-store-max", required_argument, NULL, O_FDSTORE},
@@ -215,7 +241,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL;
-	long reserved = -1; /* not given: the default, within an eighth */
+	bool only_asks = false; /* --help or --version: no config file is read */
+	long reserved = -1;     /* not given: the default, within an eighth */
 	unsigned long v;
 	int c;
 
@@ -225,12 +252,20 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	 * line's, so that the command line overrides them.
 	 */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		if (c == O_CONFIG)
 			config = optarg;
+		only_asks |= c == 'h' || c == 'V';
+	}
 	opterr = 1;
 	optind = 0; /* glibc: a full restart */
-	if (config && cpuhpd_config_argv(config, longopts, &argc, &argv))
+	/*
+	 * Without --config, the default file if there is one: a deleted
+	 * /etc/cpuhpd.conf means the defaults, not a service that cannot start.
+	 * A file named on the command line must be there.
+	 */
+	if (!only_asks && cpuhpd_config_argv(config ? config : CPUHPD_CONFIG_FILE, !config,
+	                                     longopts, &argc, &argv))
 		return -1;
 
 	o->socket_path = DEFAULT_SOCKET;
@@ -244,6 +279,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->fast_path = CPUHPD_FAST_AUTO;
 	o->metrics_interval_ms = 10000;
 	o->restart_grace_ms = CPUHPD_RESTART_GRACE_MS;
+	o->max_delay_ms = CPUHPD_MAX_DELAY_MS;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET:
@@ -254,12 +290,15 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 				return -1;
 			o->socket_mode = (mode_t)v;
 			break;
+		case O_SOCKGROUP:
+			o->socket_group = optarg;
+			if (group("--socket-group", optarg, &o->socket_gid))
+				return -1;
+			break;
 		case O_GROUP:
 			o->admin_group = optarg;
-			if (cpuhpd_auth_group(optarg, &o->admin_gid)) {
-				fprintf(stderr, "cpuhpd: --admin-group: no group '%s'\n", optarg);
+			if (group("--admin-group", optarg, &o->admin_gid))
 				return -1;
-			}
 			break;
 		case O_ROOT:
 			o->sysfs_root = optarg;
@@ -319,6 +358,15 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			if (parse_uint("--max-leases-per-uid", optarg, 10, 1000000, &v))
 				return -1;
 			o->max_leases_per_uid = (unsigned)v;
+			break;
+		case O_MAXDELAY:
+			if (parse_uint("--max-delay-ms", optarg, 10, CPUHPD_MAX_DELAY_LIMIT_MS, &v))
+				return -1;
+			if (!v) {
+				fprintf(stderr, "cpuhpd: --max-delay-ms: at least 1 ms\n");
+				return -1;
+			}
+			o->max_delay_ms = (unsigned)v;
 			break;
 		case O_CONFIG:
 			break; /* read above */

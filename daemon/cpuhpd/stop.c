@@ -20,11 +20,13 @@
 #include <errno.h>
 
 #include "cpuhpd.h"
-#include "conn.h"
-#include "instance.h"
-#include "log.h"
-#include "notify.h"
-#include "states.h"
+#include "base/instance.h"
+#include "base/log.h"
+#include "base/notify.h"
+#include "core/conn.h"
+#include "leases/holders.h"
+#include "states/states.h"
+#include "table.h"
 
 /* How long a restart waits for clients to take their replies. */
 #define FLUSH_MS 1000
@@ -34,7 +36,7 @@
 static bool keep_done(struct cpuhpd *d)
 {
 	struct cpuhpd_list *pos, *tmp;
-	bool late = uv_now(d->loop) >= d->restart.keep_until;
+	bool late = uv_now(d->loop) >= d->handover_until;
 
 	if (cpuhpd_hotplug_in_worker(d) || cpuhpd_states_running(d))
 		return false;
@@ -54,7 +56,7 @@ static bool keep_done(struct cpuhpd *d)
 
 static void keep_poll(uv_timer_t *t)
 {
-	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, restart.keep_timer);
+	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, handover_timer);
 
 	if (!keep_done(d))
 		return;
@@ -62,59 +64,71 @@ static void keep_poll(uv_timer_t *t)
 	cpuhpd_stop_finish(d);
 }
 
-/* SIGTERM with the store on: see the top of this file. */
+/*
+ * Whether a former client may count on what it held: a lease, a state, a
+ * freeze.  If so, a next cpuhpd that does not get it back waits its grace.
+ */
+static bool holds_anything(struct cpuhpd *d)
+{
+	return cpuhpd_holders_total(d) || cpuhpd_states_any(d) || d->freezes.n;
+}
+
+/*
+ * SIGTERM with the store on: see the top of this file.  Whether it is a
+ * restart or a stop, only the service manager knows, by what it does with
+ * the store next (a stop empties it): both are said.
+ */
 static void stop_keep(struct cpuhpd *d)
 {
-	cpuhpd_info("stopping for a restart: %u client(s) and %u lease(s) stay in the fd store "
-	            "for the next cpuhpd",
-	            d->nconns, cpuhpd_lease_held_total(d));
-	d->restart.keep = true;
+	cpuhpd_info(
+	    "stopping: %u client(s) holding %u lease(s) go to the fd store: a restart "
+	    "hands them to the next cpuhpd; a stop empties the store, and then their leases "
+	    "end (the clients see EOF)",
+	    d->nconns, cpuhpd_holders_total(d));
+	d->handover = true;
 	cpuhpd_notify("STOPPING=1");
-	cpuhpd_fastpath_stop(d);
-	cpuhpd_hotplug_hold(d);
-	d->restart.keep_until = uv_now(d->loop) + FLUSH_MS;
+	cpuhpd_features_run(d, cpuhpd_features.handover);
+	d->handover_until = uv_now(d->loop) + FLUSH_MS;
 	if (keep_done(d)) {
 		cpuhpd_stop_finish(d);
 		return;
 	}
 	/* Never closed: the process ends with the loop as it is (finish_keep). */
-	uv_timer_init(d->loop, &d->restart.keep_timer);
-	uv_timer_start(&d->restart.keep_timer, keep_poll, POLL_MS, POLL_MS);
+	uv_timer_init(d->loop, &d->handover_timer);
+	uv_timer_start(&d->handover_timer, keep_poll, POLL_MS, POLL_MS);
 }
 
 /* The last of a restart's stop: the last state text, then leave the loop as it is. */
 static void finish_keep(struct cpuhpd *d)
 {
-	cpuhpd_fdstore_changed(d);
-	d->fdstore.writing_off = true;
+	cpuhpd_fdstore_finish(d);
+	/* A stop that empties the store then ends nothing anyone counts on: no grace next. */
+	if (holds_anything(d))
+		cpuhpd_instance_handover(d, d->nconns, cpuhpd_holders_total(d));
+	else
+		cpuhpd_instance_clean(d);
 	cpuhpd_info("state handed over to the fd store: %u client(s), %u lease(s)", d->nconns,
-	            cpuhpd_lease_held_total(d));
+	            cpuhpd_holders_total(d));
 	uv_stop(d->loop);
 }
 
 void cpuhpd_stop(struct cpuhpd *d)
 {
-	bool in_worker;
-
 	if (d->stopping) {
 		cpuhpd_info("already stopping: waiting for the hotplug in progress");
 		return;
 	}
 	d->stopping = true;
+	/* The hotplug in the worker finishes; the stop goes on when it is back. */
+	d->hotplug.settled = cpuhpd_stop_finish;
 	if (cpuhpd_fdstore_keeps(d)) {
 		stop_keep(d);
 		return;
 	}
 	cpuhpd_info("stopping");
 	cpuhpd_notify("STOPPING=1");
-	/* First: fast acquires go to the socket from now on, and get ECANCELED there. */
-	cpuhpd_fastpath_stop(d);
-	cpuhpd_server_stop(d);
-	in_worker = cpuhpd_hotplug_cancel(d);
-	cpuhpd_lease_cancel_waiters(d);
-	cpuhpd_freeze_cancel(d);
-	cpuhpd_states_cancel(d);
-	if (in_worker)
+	cpuhpd_features_run(d, cpuhpd_features.stop);
+	if (cpuhpd_hotplug_in_worker(d))
 		cpuhpd_info("waiting for the hotplug in progress to finish");
 	else
 		cpuhpd_stop_finish(d);
@@ -126,7 +140,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 
 	if (d->stopped)
 		return;
-	if (d->restart.keep) {
+	if (d->handover) {
 		if (keep_done(d)) {
 			d->stopped = true;
 			finish_keep(d);
@@ -135,7 +149,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 	}
 	d->stopped = true;
 	/* Nothing held that a former holder might still count on: no grace for the next one. */
-	if (!d->leases.held && !cpuhpd_fastpath_held(d) && !cpuhpd_states_any(d))
+	if (!holds_anything(d))
 		cpuhpd_instance_clean(d);
 	/* Id 0: the error concerns the connection, which closes (proto/FRAMING.md). */
 	while ((n = cpuhpd_list_first(&d->conns))) {
@@ -144,17 +158,7 @@ void cpuhpd_stop_finish(struct cpuhpd *d)
 		cpuhpd_conn_send_error(c, 0, ECANCELED, "cpuhpd is shutting down");
 		cpuhpd_conn_close(c, NULL);
 	}
-	cpuhpd_admit_close(d);
-	cpuhpd_fastpath_close(d);
-	cpuhpd_uevent_stop(d);
-	cpuhpd_worker_stop(d);
-	cpuhpd_lease_close(d);
-	cpuhpd_policy_close(d);
-	cpuhpd_hotplug_close(d);
-	cpuhpd_states_close(d);
-	cpuhpd_metrics_stop(d);
-	cpuhpd_notify_status_close(d);
-	cpuhpd_restart_close(d);
+	cpuhpd_features_run(d, cpuhpd_features.close);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 }

@@ -3,21 +3,29 @@
  * cpuhpd-simsysfs: build a simulated CPU-hotplug sysfs tree for cpuhpd
  * --sysfs-root, mirroring this machine's CPUs (or a given CPU list).
  *
- * One tool shared by the daemon tests and the demo, in C so that it reads
- * and writes CPU lists with libcpuhp's one parser and formatter.  The tree:
+ * One tool shared by the daemon tests and the demo, and installed, so that
+ * a packaged cpuhpd can be tried (or another project's CI run) without
+ * root; in C so that it reads and writes CPU lists with libcpuhp's one
+ * parser and formatter.  The tree:
  *
  *   DIR/devices/system/cpu/{possible,present,online,offline}   range lists
  *   DIR/devices/system/cpu/cpuN/                               each possible CPU
  *   DIR/devices/system/cpu/cpuN/online                         "0" or "1", only for
  *                                                              hotpluggable CPUs
- *   DIR/devices/system/cpu/cpuN/topology/thread_siblings_list  with --smt, or where
+ *   DIR/devices/system/cpu/cpuN/topology/{core_id,physical_package_id,
+ *                                         thread_siblings_list}   each online CPU
+ *   DIR/devices/system/cpu/cpuN/nodeM -> ../../node/nodeM      each CPU, as with NUMA
+ *   DIR/devices/system/node/nodeM/                             each node
+ *   DIR/devices/system/cpu/smt/{control,active}                with --smt, or where
  *                                                              the mirrored tree has it
- *   DIR/devices/system/cpu/smt/{control,active}                likewise
  *
- * Nothing updates the masks when cpuN/online is written later: cpuhpd reads
- * per-CPU files first (see daemon/cpuhpd/cpus.h).  Nothing acts on a write
- * to smt/control either: cpuhpd sees each sibling into the asked state
- * itself, and smt/active stays as written here (a test writes it).
+ * As the kernel, no topology/ for an offline CPU, and thread_siblings_list
+ * names the online threads only.  Nothing updates the masks or topology/
+ * when cpuN/online is written later: cpuhpd reads per-CPU files first (see
+ * daemon/cpuhpd/sysfs/cpus.h), and a test that plays the kernel removes or
+ * writes topology/ itself.  Nothing acts on a write to smt/control either:
+ * cpuhpd sees each sibling into the asked state itself, and smt/active
+ * stays as written here (a test writes it).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,8 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cpuhp/cpuset.h>
+#include <cpuhp/version.h>
 
 static int mkdirs(const char *path)
 {
@@ -62,6 +72,14 @@ static int write_file(const char *dir, const char *name, const char *text)
 	return err;
 }
 
+static int write_int(const char *dir, const char *name, int v)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%d", v);
+	return write_file(dir, name, buf);
+}
+
 static int write_mask(const char *dir, const char *name, const struct cpuhp_cpuset *set)
 {
 	char buf[32768];
@@ -74,23 +92,42 @@ static int write_mask(const char *dir, const char *name, const struct cpuhp_cpus
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "Usage: cpuhpd-simsysfs [--from ROOT | --cpus LIST [--smt N]] [--smt-control WORD] "
-	        "DIR\n"
-	        "Create a simulated CPU-hotplug sysfs tree under DIR for cpuhpd --sysfs-root.\n"
+	        "Usage: cpuhpd-simsysfs [--from ROOT | --cpus LIST [--smt N] [--sockets N]\n"
+	        "                       [--nodes N] [--offline LIST]] [--smt-control WORD] DIR\n"
+	        "Create a simulated CPU-hotplug sysfs tree under DIR for cpuhpd --sysfs-root:\n"
+	        "a test tool, so that cpuhpd, cpuhpctl and their clients can be tried, or\n"
+	        "tested in CI, without root and without touching the real CPUs.  Writes to\n"
+	        "its cpuN/online files are what cpuhpd's hotplugs change.\n"
+	        "\n"
+	        "  cpuhpd-simsysfs --cpus 0-3 /tmp/sim\n"
+	        "  cpuhpd --socket /tmp/sim.sock --sysfs-root /tmp/sim &\n"
+	        "  cpuhpctl --socket /tmp/sim.sock offline 2\n"
 	        "\n"
 	        "  --from ROOT         mirror the CPUs of the sysfs at ROOT (default /sys): the\n"
 	        "                      same possible, present and online CPUs, an online file\n"
-	        "                      for the CPUs that have one there, and smt/ and each\n"
-	        "                      CPU's topology/thread_siblings_list where ROOT has them\n"
+	        "                      for the CPUs that have one there, and smt/, each CPU's\n"
+	        "                      topology/ and node link where ROOT has them\n"
 	        "  --cpus LIST         invent CPUs instead: LIST possible, present and online,\n"
-	        "                      each with an online file except the first\n"
+	        "                      each with an online file except the first, and with\n"
+	        "                      topology/ and a node link\n"
 	        "  --smt N             with --cpus: N hardware threads per core (1 to 8; the\n"
 	        "                      number of CPUs must divide by N), numbered as x86 does:\n"
 	        "                      with C cores, CPU i's siblings are i mod C, + C, + 2C...;\n"
 	        "                      writes smt/control 'on' and smt/active\n"
+	        "  --sockets N         with --cpus: the cores split into N packages in order\n"
+	        "                      (default 1; the cores must divide by N); core_id counts\n"
+	        "                      within a package\n"
+	        "  --nodes N           with --cpus: the cores split into N NUMA nodes in order\n"
+	        "                      (default 1; the cores must divide by N)\n"
+	        "  --offline LIST      with --cpus: these CPUs start offline, with no topology/\n"
+	        "                      (as the kernel shows them); not the first CPU\n"
 	        "  --smt-control WORD  write WORD into smt/control instead (on, off, forceoff,\n"
 	        "                      notsupported, notimplemented), creating smt/ if needed\n"
-	        "  -h, --help          this help\n");
+	        "  -h, --help          this help\n"
+	        "  -V, --version       print the version\n"
+	        "\n"
+	        "Exit status: 0 done, 1 the tree could not be written or ROOT read, 2 a bad\n"
+	        "command line.  See cpuhpd-simsysfs(1).\n");
 }
 
 /* smt/control and smt/active under @dir. */
@@ -118,21 +155,108 @@ static int write_siblings(const char *cpudir, const struct cpuhp_cpuset *sibling
 	return write_mask(sub, "thread_siblings_list", siblings);
 }
 
+/* cpuN/nodeM under @cpudir, to DIR/devices/system/node/nodeM (made here) as the kernel links it.
+ */
+static int write_node_link(const char *cpudir, int node)
+{
+	char target[64], link[4300], nodedir[4300];
+	int err;
+
+	snprintf(target, sizeof(target), "../../node/node%d", node);
+	snprintf(nodedir, sizeof(nodedir), "%s/%s", cpudir, target);
+	if ((err = mkdirs(nodedir)))
+		return err;
+	snprintf(link, sizeof(link), "%s/node%d", cpudir, node);
+	if (symlink(target, link) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* cpuN/topology/'s files under @cpudir (made here), and its node link if @t has a node. */
+static int write_topology(const char *cpudir, const struct cpuhp_cpu_topology *t)
+{
+	char sub[4300];
+	int err;
+
+	if ((err = write_siblings(cpudir, &t->siblings)))
+		return err;
+	snprintf(sub, sizeof(sub), "%s/topology", cpudir);
+	if ((err = write_int(sub, "core_id", t->core)) ||
+	    (err = write_int(sub, "physical_package_id", t->package)))
+		return err;
+	return t->node >= 0 ? write_node_link(cpudir, t->node) : 0;
+}
+
+/* What --cpus, --smt, --sockets and --nodes make of the machine. */
+struct shape {
+	const struct cpuhp_cpuset *possible, *online;
+	unsigned threads, sockets, nodes;
+};
+
+/*
+ * CPU @cpu's place in @m: the CPU's index i among the possible ones gives
+ * its core, i mod C of the C cores (x86's numbering), whose threads are
+ * the CPUs of that core that are online; packages and nodes take the cores
+ * in order.
+ */
+static void invent_topology(const struct shape *m, unsigned cpu, struct cpuhp_cpu_topology *t)
+{
+	unsigned ncpus = cpuhp_cpuset_count(m->possible), cores = ncpus / m->threads;
+	unsigned idx = 0, core;
+	int c;
+
+	for (c = cpuhp_cpuset_next(m->possible, -1); c >= 0 && (unsigned)c != cpu;
+	     c = cpuhp_cpuset_next(m->possible, c))
+		idx++;
+	core = idx % cores;
+	t->core = (int)(core % (cores / m->sockets));
+	t->package = (int)(core / (cores / m->sockets));
+	t->node = (int)(core / (cores / m->nodes));
+	cpuhp_cpuset_zero(&t->siblings);
+	idx = 0;
+	for (c = cpuhp_cpuset_next(m->possible, -1); c >= 0;
+	     c = cpuhp_cpuset_next(m->possible, c), idx++)
+		if (idx % cores == core && cpuhp_cpuset_has(m->online, (unsigned)c))
+			cpuhp_cpuset_add(&t->siblings, (unsigned)c);
+}
+
+/* --sockets and --nodes' number, 1 to CPUHP_CPUSET_MAX.  Return: 0, or 2 after the message. */
+static int parse_count(const char *opt, const char *arg, unsigned *out)
+{
+	unsigned long v = strtoul(arg, NULL, 10);
+
+	if (!*arg || strspn(arg, "0123456789") != strlen(arg) || v < 1 || v > CPUHP_CPUSET_MAX) {
+		fprintf(stderr, "cpuhpd-simsysfs: %s wants a number from 1 to %d, not '%s'\n", opt,
+		        CPUHP_CPUSET_MAX, arg);
+		return 2;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"from", required_argument, NULL, 'f'}, {"cpus", required_argument, NULL, 'c'},
-	    {"smt", required_argument, NULL, 's'},  {"smt-control", required_argument, NULL, 'C'},
-	    {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+	    {"from", required_argument, NULL, 'f'},
+	    {"cpus", required_argument, NULL, 'c'},
+	    {"smt", required_argument, NULL, 's'},
+	    {"sockets", required_argument, NULL, 'S'},
+	    {"nodes", required_argument, NULL, 'N'},
+	    {"offline", required_argument, NULL, 'o'},
+	    {"smt-control", required_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
-	struct cpuhp_cpuset possible, present, online, offline;
-	const char *from = NULL, *cpus = NULL, *smt_control = NULL;
+	struct cpuhp_cpuset possible, present, online, offline, start_offline;
+	const char *from = NULL, *cpus = NULL, *smt_control = NULL, *offline_arg = NULL;
 	char dir[4096], sub[4200], control[CPUHP_SMT_CONTROL_MAX];
-	unsigned threads = 0, ncpus = 0;
+	unsigned threads = 0, sockets = 0, nodes = 0, ncpus = 0, cores;
+	struct shape shape;
 	bool mirror_smt = false, active = false;
 	int opt, cpu, err, first;
 
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			from = optarg;
@@ -151,6 +275,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'S':
+			if (parse_count("--sockets", optarg, &sockets))
+				return 2;
+			break;
+		case 'N':
+			if (parse_count("--nodes", optarg, &nodes))
+				return 2;
+			break;
+		case 'o':
+			offline_arg = optarg;
+			break;
 		case 'C':
 			smt_control = optarg;
 			if (!*optarg || strlen(optarg) >= CPUHP_SMT_CONTROL_MAX ||
@@ -164,15 +299,30 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("cpuhpd-simsysfs %s\n", CPUHP_VERSION_STRING);
+			return 0;
 		default:
-			usage(stderr);
+			/* getopt_long said which option. */
+			fprintf(stderr, "Try 'cpuhpd-simsysfs --help'.\n");
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || (from && cpus) || (threads && !cpus)) {
-		usage(stderr);
+	if (optind != argc - 1 || (from && cpus) ||
+	    ((threads || sockets || nodes || offline_arg) && !cpus)) {
+		fprintf(stderr, "cpuhpd-simsysfs: %s\nTry 'cpuhpd-simsysfs --help'.\n",
+		        from && cpus ? "--from and --cpus exclude each other"
+		        : cpus
+		            ? (optind == argc ? "which DIR? the tree goes there" : "one DIR only")
+		        : threads        ? "--smt needs --cpus"
+		        : sockets        ? "--sockets needs --cpus"
+		        : nodes          ? "--nodes needs --cpus"
+		        : offline_arg    ? "--offline needs --cpus"
+		        : optind == argc ? "which DIR? the tree goes there"
+		                         : "one DIR only");
 		return 2;
 	}
+	cpuhp_cpuset_zero(&start_offline);
 	if (cpus) {
 		err = cpuhp_cpuset_parse(cpus, &possible);
 		if (err || !cpuhp_cpuset_count(&possible)) {
@@ -190,6 +340,35 @@ int main(int argc, char **argv)
 			        threads, ncpus, threads);
 			return 2;
 		}
+		cores = ncpus / (threads ? threads : 1);
+		if ((sockets && cores % sockets) || (nodes && cores % nodes)) {
+			fprintf(stderr, "cpuhpd-simsysfs: --%s %u: %u cores do not split into %u\n",
+			        sockets && cores % sockets ? "sockets" : "nodes",
+			        sockets && cores % sockets ? sockets : nodes, cores,
+			        sockets && cores % sockets ? sockets : nodes);
+			return 2;
+		}
+		if (offline_arg) {
+			if (cpuhp_cpuset_parse(offline_arg, &start_offline)) {
+				fprintf(stderr,
+				        "cpuhpd-simsysfs: --offline '%s' is not a CPU list such as "
+				        "2-3\n",
+				        offline_arg);
+				return 2;
+			}
+			for (cpu = -1; (cpu = cpuhp_cpuset_next(&start_offline, cpu)) >= 0;) {
+				if (!cpuhp_cpuset_has(&possible, (unsigned)cpu) ||
+				    cpu == cpuhp_cpuset_next(&possible, -1)) {
+					fprintf(stderr, "cpuhpd-simsysfs: --offline: CPU %d %s\n",
+					        cpu,
+					        cpuhp_cpuset_has(&possible, (unsigned)cpu)
+					            ? "is the first, which cannot be hotplugged"
+					            : "is not in --cpus");
+					return 2;
+				}
+				cpuhp_cpuset_del(&online, (unsigned)cpu);
+			}
+		}
 	} else {
 		if (!from)
 			from = "/sys";
@@ -205,6 +384,13 @@ int main(int argc, char **argv)
 		}
 		mirror_smt = cpuhp_sysfs_read_smt(from, control, &active) == 0;
 	}
+	shape = (struct shape){
+	    .possible = &possible,
+	    .online = &online,
+	    .threads = threads ? threads : 1,
+	    .sockets = sockets ? sockets : 1,
+	    .nodes = nodes ? nodes : 1,
+	};
 	snprintf(dir, sizeof(dir), "%s/devices/system/cpu", argv[optind]);
 	err = mkdirs(dir);
 	if (err)
@@ -213,6 +399,7 @@ int main(int argc, char **argv)
 	cpuhp_cpuset_zero(&offline);
 	for (cpu = first; cpu >= 0; cpu = cpuhp_cpuset_next(&possible, cpu)) {
 		bool on = cpuhp_cpuset_has(&online, (unsigned)cpu), pluggable;
+		struct cpuhp_cpu_topology t;
 
 		if (!on)
 			cpuhp_cpuset_add(&offline, (unsigned)cpu);
@@ -232,29 +419,17 @@ int main(int argc, char **argv)
 		}
 		if (pluggable && (err = write_file(sub, "online", on ? "1" : "0")))
 			goto fail;
-		if (threads) {
-			/* The CPU's index among the possible ones gives its core and its siblings.
-			 */
-			unsigned cores = ncpus / threads, idx = 0, core;
-			struct cpuhp_cpuset sib;
-			int c;
-
-			for (c = first; c >= 0 && c != cpu; c = cpuhp_cpuset_next(&possible, c))
-				idx++;
-			core = idx % cores;
-			cpuhp_cpuset_zero(&sib);
-			idx = 0;
-			for (c = first; c >= 0; c = cpuhp_cpuset_next(&possible, c), idx++)
-				if (idx % cores == core)
-					cpuhp_cpuset_add(&sib, (unsigned)c);
-			if ((err = write_siblings(sub, &sib)))
+		if (cpus) {
+			invent_topology(&shape, (unsigned)cpu, &t);
+			/* The node link stays while the CPU is offline; topology/ does not. */
+			if ((err = on ? write_topology(sub, &t) : write_node_link(sub, t.node)))
 				goto fail;
-		} else if (from) {
-			struct cpuhp_cpuset sib;
-
-			if (!cpuhp_sysfs_read_siblings(from, (unsigned)cpu, &sib) &&
-			    (err = write_siblings(sub, &sib)))
+		} else if (!cpuhp_sysfs_read_topology(from, (unsigned)cpu, &t)) {
+			if ((err = write_topology(sub, &t)))
 				goto fail;
+		} else if (!cpuhp_sysfs_read_siblings(from, (unsigned)cpu, &t.siblings) &&
+		           (err = write_siblings(sub, &t.siblings))) {
+			goto fail;
 		}
 	}
 	if (threads && (err = write_smt(dir, smt_control ? smt_control : "on", threads > 1)))

@@ -39,14 +39,17 @@ struct cpuhp_client;
  * compare-and-swap id -> TOMB, so an id is released at most once and an id
  * this table does not hold is refused without touching any count.
  */
-/* A value the state word never takes (a TID is below 2^22): ->live of a connection that ended. */
-#define CPUHP__FAST_CONN_ENDED UINT32_MAX
-
 #define CPUHP__FAST_TOMB     UINT64_C(1)
 #define CPUHP__FAST_RESERVED UINT64_C(2)
 struct cpuhp__fast_table {
 	_Alignas(CPUHP__FAST_LINE) _Atomic uint64_t id[CPUHP__FAST_SLOT_MAX_LEASES];
 	_Atomic uint64_t seq; /* numbers the ids of this slot */
+	/*
+	 * The region's ->bypasses when entry k's lease was granted: written
+	 * before X publishes the id, read by the release after its
+	 * compare-and-swap took the id (which pairs with X).
+	 */
+	uint32_t bypasses[CPUHP__FAST_SLOT_MAX_LEASES];
 };
 
 /*
@@ -64,15 +67,17 @@ struct cpuhp__fast {
 	struct cpuhp__fast_region *reg;       /* this connection's slots */
 	size_t reg_size;
 	struct cpuhp__fast_table *table; /* nslots of them */
-	uint32_t open;                   /* hdr->state while fast leases may be taken */
 	/*
-	 * What the inline acquire and release compare the state with: ->open,
-	 * or CPUHP__FAST_CONN_ENDED once the connection has ended
-	 * (cpuhp__fast_lost), so that every later release leaves the inline
-	 * path and says -ECONNRESET, at no cost to a release while open.
-	 * Relaxed: a flag with no data behind it.
+	 * hdr->state while fast leases may be taken.  The inline acquire and
+	 * release compare the state with the region's ->live instead
+	 * (proto/fastpath.h), which is ->open until cpuhpd drops the region
+	 * (closed, or its leases revoked) or the client sees the connection
+	 * end (cpuhp__fast_lost): then every acquire backs out and every
+	 * release leaves the inline path, at no cost while open.
 	 */
-	_Atomic uint32_t live;
+	uint32_t open;
+	/* Revoked by cpuhpd, kept for its leases' releases (-ETIME) until the handle closes. */
+	struct cpuhp__fast *retired_next;
 	bool fence;      /* P and T are full fences (no membarrier to rely on) */
 	unsigned nslots; /* slot 0 is shared, the others are claimed by threads */
 	uint64_t serial; /* never 0, never reused by another handle */
@@ -96,22 +101,18 @@ struct cpuhp__fast_tls {
 extern __thread struct cpuhp__fast_tls cpuhp__fast_tls[CPUHP__FAST_TLS_WAYS]
     __attribute__((tls_model("initial-exec")));
 
-/*
- * cpuhp__client_fast_setup() - ask for the fast path, map it, publish it in
- * c->fast.  Call with c->lock held, the fast path offered and not yet set.
- * Return: 0 (whether or not it was granted); a connection -errno.
- */
-int cpuhp__client_fast_setup(struct cpuhp_client *c);
 void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked);
 
 /*
  * cpuhp__fast_try() - after a failed fast attempt: try again if the hotplug
- * is over.  Return: 0 with *@lease_id; 1: a hotplug is in the way and
- * @timeout_ms is not 0, so wait for a socket lease on a connection of its
- * own; -EAGAIN (@timeout_ms 0); -ECONNRESET if the connection ended (the
- * daemon closed it, stopped or died); -EDQUOT if this thread's slot is
- * full.  A daemon that stopped or died while the connection lives on (a
- * restart that kept it) counts as a hotplug in the way.
+ * is over, on a new region if cpuhpd revoked this one's leases.
+ * Return: 0 with *@lease_id; 1: a hotplug is in the way and @timeout_ms
+ * is not 0, or the handle has no region now (whatever @timeout_ms), so
+ * ask for a socket lease on a connection of its own; -EAGAIN (@timeout_ms 0); -ECONNRESET if the
+ * connection ended (the daemon closed it, stopped or died); -EDQUOT if
+ * this thread's slot is full.  A daemon that stopped or died while the
+ * connection lives on (a restart that kept it) counts as a hotplug in the
+ * way.
  */
 int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
                     uint64_t *lease_id);
@@ -124,10 +125,12 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f);
 
 /*
- * The state was not "open" after a slot--: send FastWake if a hotplug waits,
- * or if the daemon stopped or died but the connection is still there (a
- * new daemon that took it over sums again on it).  Return: 0; -ECONNRESET
- * (message set) if the connection has ended, and the lease with it.
+ * The state was not the region's ->live after a slot--: send FastWake if a
+ * hotplug waits, or if the daemon stopped or died but the connection is
+ * still there (a new daemon that took it over sums again on it).
+ * Return: 0; -ETIME (message set) if cpuhpd had revoked the lease (a
+ * delay, a forced hotplug); -ECONNRESET (message set) if the connection
+ * has ended, and the lease with it.  @id 0 (a back-out): no message.
  */
 int cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id);
 
@@ -141,6 +144,15 @@ unsigned cpuhp__fast_lost(struct cpuhp__fast *f);
 /* A failed attempt: undo the count like a release, the daemon may have seen it (out of line). */
 void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
                           const struct cpuhp__fast_tls *t, unsigned entry);
+
+/*
+ * The end of a release whose state was not "open" (cpuhp__fast_after_release)
+ * or whose lease was held across a bypass (@bypasses, the region's count at
+ * its acquire, differs from it now: -ESTALE with a message, released all
+ * the same).  Out of line.
+ */
+int cpuhp__fast_released_late(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id,
+                              uint32_t bypasses);
 
 /* A release the table refused: -ESRCH with a message, nothing changed (out of line). */
 int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id);
@@ -219,6 +231,7 @@ static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast
 {
 	struct cpuhp__fast_tls *t = cpuhp__fast_tls_get(f);
 	uint64_t seq, id;
+	uint32_t s;
 	int k;
 
 	if (__builtin_expect(!t, 0))
@@ -230,11 +243,11 @@ static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast
 	cpuhp__fast_order(f); /* P */
 	/*
 	 * Acquire: pairs with U, what a hotplug did before "open" is visible to
-	 * the section.  ->revoked is a flag with no partner (relaxed).
+	 * the section.  L: ->live after it, so that a region revoked before
+	 * that "open" is seen revoked (relaxed: the acquire orders it).
 	 */
-	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_acquire) ==
-	                             atomic_load_explicit(&f->live, memory_order_relaxed) &&
-	                         !atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed),
+	s = atomic_load_explicit(&f->hdr->state, memory_order_acquire);
+	if (__builtin_expect(s == atomic_load_explicit(&f->reg->head.live, memory_order_relaxed),
 	                     1)) {
 		if (__builtin_expect(t->slot != 0, 1)) {
 			seq = atomic_load_explicit(&t->table->seq, memory_order_relaxed) + 1;
@@ -245,6 +258,9 @@ static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast
 		}
 		id = CPUHP_CLIENT_FAST_LEASE | (f->serial & 0x7fff) << 48 |
 		     (uint64_t)t->slot << 42 | (uint64_t)k << 38 | (seq & CPUHP__FAST_ID_SEQ_MASK);
+		/* The bypasses so far: one noticed from now on makes this lease stale. */
+		t->table->bypasses[k] =
+		    atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed);
 		/*
 		 * X: release, the count before the id; pairs with the acquire of
 		 * the compare-and-swap that releases it (cpuhp__fast_release), so
@@ -269,6 +285,7 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	unsigned s = CPUHP__FAST_ID_SLOT(id), k = CPUHP__FAST_ID_ENTRY(id);
 	struct cpuhp__fast_tls *t = &cpuhp__fast_tls[f->serial % CPUHP__FAST_TLS_WAYS];
 	uint64_t want = id;
+	uint32_t bypasses;
 
 	if (__builtin_expect(
 	        CPUHP__FAST_ID_SERIAL(id) != (f->serial & 0x7fff) || s >= f->nslots ||
@@ -278,6 +295,8 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	                                                     memory_order_relaxed),
 	        0))
 		return cpuhp__fast_release_refused(c, f, id);
+	/* Ours since the compare-and-swap; before the entry is free again (Y). */
+	bypasses = f->table[s].bypasses[k];
 	if (__builtin_expect(t->serial == f->serial && t->slot == s, 1))
 		cpuhp__fast_add(t, -1); /* R */
 	else if (s == 0)
@@ -288,10 +307,13 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	/* Y: release, the decrement before the entry is free (cpuhp__fast_entry_claim). */
 	atomic_store_explicit(&f->table[s].id[k], 0, memory_order_release);
 	cpuhp__fast_order(f); /* T */
-	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
-	                         atomic_load_explicit(&f->live, memory_order_relaxed),
-	                     0))
-		return cpuhp__fast_after_release(c, f, id);
+	/* Out of line, rarely: the state is not "open", or a bypass was noticed meanwhile. */
+	if (__builtin_expect(
+	        atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
+	                atomic_load_explicit(&f->reg->head.live, memory_order_relaxed) ||
+	            atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed) != bypasses,
+	        0))
+		return cpuhp__fast_released_late(c, f, id, bypasses);
 	return 0;
 }
 

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The client handle and its transport, shared by conn.c (socket, frames,
- * request/reply matching, the event queue) and client.c (one function per
- * request).  Not installed.
+ * The client handle, and what the library's files give each other.  The
+ * layers, bottom up: message.c (what a failed call says), conn.c (connect,
+ * frames, close), request.c (one request and its reply, the one helper of
+ * every blocking call), call.c (the same on a connection of its own, for
+ * the asynchronous calls) and held.c (what a handle holds on such
+ * connections); then one file per request family: lease.c with
+ * fastpath.c, identity.c, hotplug.c, status.c, metrics.c, list.c,
+ * freeze.c, events.c, state.c, cpus.c.  life.c and fork.c keep a handle safe from
+ * close on another thread and from fork().  Not installed.
  */
 #ifndef CPUHP_CLIENT_INTERNAL_H
 #define CPUHP_CLIENT_INTERNAL_H
@@ -76,14 +82,29 @@ struct cpuhp_client {
 	 * close.  NULL: socket leases only, so far.
 	 */
 	struct cpuhp__fast *_Atomic fast;
+	/*
+	 * Regions cpuhpd revoked (fastpath.c, fast_renew), newest first, kept
+	 * until close for the releases of the leases they counted; pushed
+	 * under lock, read without it.
+	 */
+	struct cpuhp__fast *_Atomic retired;
+
+	/* HelloReply: this connection's number, which connections opened beside it name
+	 * (Hello.notices_to), and the daemon's --max-delay-ms (0: no delay leases). */
+	uint32_t conn_id, max_delay_ms;
+	/* Connections opened beside this one name it, so that notices come here. */
+	uint32_t notices_to;
+	/* cpuhp_client_set_lease_delay(): this handle's leases are delay leases of it (0: block).
+	 */
+	unsigned delay_ms;
 
 	/*
-	 * Leases held on connections of their own (call.c): those a fast-path
+	 * Leases held on connections of their own (held.c): those a fast-path
 	 * handle had to wait for, so that no wait holds ->lock (fastpath.c
 	 * says why), and those of asynchronous calls.
 	 */
 	pthread_mutex_t fb_lock;
-	struct cpuhp__fallback *fb; /* under fb_lock */
+	struct cpuhp__held *fb; /* under fb_lock */
 	unsigned nfb, capfb;
 
 	/*
@@ -113,31 +134,53 @@ struct cpuhp_client {
 	struct cpuhp_client *fork_next, *fork_prev; /* fork.c's list of open handles */
 };
 
-/*
- * fork.c: forks of this process counted by a pthread_atfork child handler,
- * registered by the first connect.  A handle inherited through fork() is
- * refused by every call (cpuhp__client_forked).
- */
-extern _Atomic unsigned cpuhp__client_forks;
-/* Put @c on the list (its socket is closed in fork children) and note the fork count. */
-void cpuhp__client_fork_track(struct cpuhp_client *c);
-void cpuhp__client_fork_untrack(struct cpuhp_client *c);
-bool cpuhp__client_forked(const struct cpuhp_client *c);
-/* -ECHILD with a message, for every call on a handle a fork child inherited. */
-int cpuhp__client_forked_error(struct cpuhp_client *c);
+/* --- message.c: what a failed call says --------------------------------------------- */
 
 /* Set c->message (printf format) and return @err, for `return cpuhp__client_error(...)`. */
 int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /*
+ * The handle's message, if no call runs on it: one that runs (and may
+ * wait) holds ->lock and owns the message.  Return: @err.
+ */
+int cpuhp__client_note(struct cpuhp_client *c, int err, const char *msg);
+
+/* An Error from the daemon: its code as -errno, its message (or a generic one) kept. */
+int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e);
+
+/*
  * cpuhp__client_too_old() - the one wording of "this cpuhpd is too old to
  * ...": for -EOPNOTSUPP answering a request newer than the protocol's first
- * (named by the reply it @expect-s), set @c's message; for the blocking
- * calls and the asynchronous ones' cpuhp_client_call_done() alike.
+ * (named by the reply it @expect-s), set @c's message.  Every reply is
+ * awaited through cpuhp__client_await(), which says it.
  * Return: @ret.
  */
 int cpuhp__client_too_old(struct cpuhp_client *c, int ret, Cpuhp__Response__BodyCase expect);
+
+/* -EPROTO with a message unless @str (NULL: "") is a CPU list: the parse of every list a reply
+ * carries. */
+int cpuhp__client_parse_cpus(struct cpuhp_client *c, const char *what, const char *str,
+                             struct cpuhp_cpuset *out);
+
+/* --- conn.c: connect, frames, close ------------------------------------------------- */
+
+/*
+ * Connect to @sa and say hello: cpuhp_client_connect() once the path is
+ * known.  Without @await_hello the Hello is only sent: the connection's
+ * first await (cpuhp__client_hello_finish()) reads its reply, so that a
+ * request may follow it at once (call.c).  @notices_to: the daemon's
+ * number of the handle this connection is opened beside (its conn_id),
+ * where notices about what this one holds go; 0: here.
+ */
+int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t notices_to,
+                       struct cpuhp_client **out);
+
+/*
+ * Read the reply to the Hello sent (if it is not read yet) and check the
+ * version.  @timeout_ms and the return as for cpuhp__client_await().
+ */
+int cpuhp__client_hello_finish(struct cpuhp_client *c, int timeout_ms);
 
 /* The connection cannot be used again: remember @err for every later call. */
 int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what);
@@ -159,17 +202,8 @@ int cpuhp__client_end(struct cpuhp_client *c, int err, const char *what);
  */
 bool cpuhp__client_conn_ended(struct cpuhp_client *c);
 
-/*
- * cpuhp__client_lease_lost() - -ECONNRESET with a message for lease @id,
- * which died with @c's connection (a message only if no call holds ->lock).
- */
-int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id);
-#define CPUHP__LEASE_LOST_FMT                                                                      \
-	"lease %#llx died with the connection to cpuhpd (the daemon stopped, died or closed "      \
-	"it): CPUs may have changed since; reconnect"
-
-/* An Error from the daemon: its code as -errno, its message (or a generic one) kept. */
-int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e);
+/* c->dead, the error of a connection that failed before, with a message that says so. */
+int cpuhp__client_dead_error(struct cpuhp_client *c);
 
 /*
  * cpuhp__client_send_request() - send @req (its id is assigned here) and
@@ -179,13 +213,47 @@ int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e);
 int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req);
 
 /*
+ * cpuhp__client_send_all() - write @buf whole to the socket, under
+ * ->send_lock only (so a fast lease release may send without ->lock).
+ * Return: 0 or the -errno of send().
+ */
+int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len);
+
+/*
+ * cpuhp__client_read() - the next Response, from the read-ahead or the socket.
+ * @timeout_ms: -1 blocks; 0 returns -EAGAIN if no whole frame is there;
+ *              else -ETIMEDOUT when it runs out.
+ */
+int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out);
+
+/*
+ * cpuhp__client_take_fds() - the @n descriptors that came with the reply
+ * just read (FastPathGranted), now the caller's.
+ * Return: 0; -EBADMSG if there were not exactly @n (all are closed then).
+ */
+int cpuhp__client_take_fds(struct cpuhp_client *c, int *fds, unsigned n);
+
+/* --- request.c: one request and its reply ------------------------------------------- */
+
+/*
+ * cpuhp__client_enter() - begin a public call on @c: refuse a handle a fork
+ * child inherited, count the call as a user of @c (so that close on
+ * another thread waits for it, life.c), take ->lock and clear the message.
+ * Return: 0; -ECHILD; -ECANCELED once close began (message set).
+ */
+int cpuhp__client_enter(struct cpuhp_client *c);
+/* End the call: unlock, say -ECANCELED for a failure close caused.  Return: @ret or that. */
+int cpuhp__client_leave(struct cpuhp_client *c, int ret);
+
+/*
  * cpuhp__client_await() - the reply to request @id, queueing events that
  * arrive first.  Requests are answered in order: await each before the next.
  * @expect:     the body case of a successful reply.
  * @timeout_ms: -1 blocks; 0 returns 1 while no whole reply is there.
  * @out:        the reply, to free with cpuhp__response__free_unpacked();
  *              written only on success.
- * Return: 0; 1 (not yet); the daemon's Error as -errno (message set); -EPROTO
+ * Return: 0; 1 (not yet); the daemon's Error as -errno (message set, in
+ * cpuhp__client_too_old()'s words for a request it does not know); -EPROTO
  * for a reply of another kind; a connection -errno.
  */
 int cpuhp__client_await(struct cpuhp_client *c, uint64_t id, Cpuhp__Response__BodyCase expect,
@@ -196,95 +264,130 @@ int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
                        Cpuhp__Response__BodyCase expect, Cpuhp__Response **out);
 
 /*
- * cpuhp__client_read() - the next Response, from the read-ahead or the socket.
- * @timeout_ms: -1 blocks; 0 returns -EAGAIN if no whole frame is there;
- *              else -ETIMEDOUT when it runs out.
+ * What a request family makes of a successful reply, under ->lock: fill
+ * what @arg points to (the caller's out-parameter only at the end, so that
+ * it stays untouched on failure).  Return: 0; -errno with the message set.
  */
-int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out);
-
-/* Queue an event response (takes ownership); drops and counts when full. */
-void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev);
-
-/* Pop the oldest queued event; NULL if none. */
-Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c);
+typedef int (*cpuhp__client_take_fn)(struct cpuhp_client *c, const Cpuhp__Response *resp,
+                                     void *arg);
 
 /*
- * Connect to @sa and say hello: cpuhp_client_connect() once the path is
- * known.  Without @await_hello the Hello is only sent: the connection's
- * first await (cpuhp__client_hello_finish()) reads its reply, so that a
- * request may follow it at once (call.c).
+ * cpuhp__client_request_locked() - cpuhp__client_call(), then @take (NULL:
+ * the reply says only that it was done) on the reply, which is freed.
+ * Under ->lock, between cpuhp__client_enter() and _leave().
  */
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out);
+int cpuhp__client_request_locked(struct cpuhp_client *c, Cpuhp__Request *req,
+                                 Cpuhp__Response__BodyCase expect, cpuhp__client_take_fn take,
+                                 void *arg);
+
+/* A whole blocking call: enter, cpuhp__client_request_locked(), leave. */
+int cpuhp__client_request(struct cpuhp_client *c, Cpuhp__Request *req,
+                          Cpuhp__Response__BodyCase expect, cpuhp__client_take_fn take, void *arg);
 
 /*
- * cpuhp__client_send_all() - write @buf whole to the socket, under
- * ->send_lock only (so a fast lease release may send without ->lock).
- * Return: 0 or the -errno of send().
+ * A listing that comes in pages (ListLeases, ListStates): given a page,
+ * send the request for the next one on @c (its id into *@id).  Return: 1
+ * sent; 0 @resp was the last page; -EPROTO (set on @c) for a cursor with
+ * no row before it, which would never end; a connection -errno.
  */
-int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len);
-
-/* Send Hello; called by open. */
-int cpuhp__client_hello_send(struct cpuhp_client *c);
-/*
- * Read the reply to the Hello sent (if it is not read yet) and check the
- * version.  @timeout_ms and the return as for cpuhp__client_await().
- */
-int cpuhp__client_hello_finish(struct cpuhp_client *c, int timeout_ms);
+typedef int (*cpuhp__client_again_fn)(struct cpuhp_client *c, const Cpuhp__Response *resp,
+                                      uint64_t *id);
 
 /*
- * cpuhp__client_take_fds() - the @n descriptors that came with the reply
- * just read (FastPathGranted), now the caller's.
- * Return: 0; -EBADMSG if there were not exactly @n (all are closed then).
+ * cpuhp__client_next_page() - the again function's common part: after a
+ * page of @rows rows whose cursor is @next, send @req (the next page's
+ * request, asking from @next) unless the listing is complete.  Return: as
+ * cpuhp__client_again_fn.
  */
-int cpuhp__client_take_fds(struct cpuhp_client *c, int *fds, unsigned n);
+int cpuhp__client_next_page(struct cpuhp_client *c, ProtobufCBinaryData next, size_t rows,
+                            Cpuhp__Request *req, uint64_t *id);
 
 /*
- * The handle's message, if no call runs on it: one that runs (and may
- * wait) holds ->lock and owns the message.  Return: @err.
+ * cpuhp__client_pages() - cpuhp__client_request() of a listing in pages:
+ * @req asks for the first, @take gets each page in turn (it appends to
+ * @arg), @again asks for the next; one bracket for all of them.
  */
-int cpuhp__client_note(struct cpuhp_client *c, int err, const char *msg);
+int cpuhp__client_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                        Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                        cpuhp__client_take_fn take, void *arg);
 
-/* client.c: ask for the fast path (under ->lock); *@f stays NULL if there is none. */
-int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f);
-/* client.c: a reply into the public structs; the message is set on @c on failure. */
-int cpuhp__client_convert_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
-                                  struct cpuhp_client_cpu_result **results, size_t *n_results);
-int cpuhp__client_convert_status(struct cpuhp_client *c, const Cpuhp__Status *s,
-                                 struct cpuhp_client_status *out);
-int cpuhp__client_convert_list(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
-                               struct cpuhp_client_lease_list **out);
+/* cpuhp__client_pages() for a caller inside cpuhp__client_enter()/_leave(). */
+int cpuhp__client_pages_locked(struct cpuhp_client *c, Cpuhp__Request *req,
+                               Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                               cpuhp__client_take_fn take, void *arg);
+
+/* --- call.c: a request on a connection of its own ------------------------------------ */
 
 /*
- * call.c: leases held on connections of their own (a lease that waited
- * behind a hotplug, a lease of cpuhp_client_lease_acquire_begin()), which
- * are @c's: cpuhp_client_lease_release(@c, id) releases one and closes its
- * connection, cpuhp_client_close(@c) closes them all.
+ * cpuhp__call_begin() - open a connection of its own for @c, send its
+ * Hello and @req there (the replies not awaited), and make the call that
+ * cpuhp_client_call_done() completes.  A reply of @expect LEASE_GRANTED or
+ * FROZEN leaves the connection holding that lease or freeze for @c
+ * (held.c).  Return: 0; -ENOMEM; a connection -errno (@c's message set).
  */
+int cpuhp__call_begin(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Response__BodyCase expect,
+                      struct cpuhp_client_call **out);
+
+/* cpuhp__call_begin() of a listing in pages: the call asks for each next page with @again. */
+int cpuhp__call_begin_pages(struct cpuhp_client *c, Cpuhp__Request *req,
+                            Cpuhp__Response__BodyCase expect, cpuhp__client_again_fn again,
+                            struct cpuhp_client_call **out);
+
 /*
- * The table also has the socket leases held on @c's own connection
- * (@w NULL), so that a release knows a lease that died with it.
+ * cpuhp__call_pages() - the pages of done @call, a paged call of @expect,
+ * in order (owned by @call).  Return: as cpuhp__call_reply().
+ */
+int cpuhp__call_pages(struct cpuhp_client_call *call, Cpuhp__Response__BodyCase expect,
+                      Cpuhp__Response *const **pages, size_t *npages, struct cpuhp_client **conn);
+
+/* A lease call done at once: fast lease @id, taken without the daemon.  Return: 0; -ENOMEM. */
+int cpuhp__call_granted(struct cpuhp_client *c, uint64_t id, struct cpuhp_client_call **out);
+
+/*
+ * cpuhp__call_reply() - the answer of done @call, a call of @expect: the
+ * reply (owned by @call) and the connection whose message a conversion
+ * sets.  Return: 0; -EINVAL (not done, or another kind); the call's error.
+ */
+int cpuhp__call_reply(struct cpuhp_client_call *call, Cpuhp__Response__BodyCase expect,
+                      const Cpuhp__Response **resp, struct cpuhp_client **conn);
+
+/* The lease's or freeze's id of done @call, a call of @expect.  Return: as cpuhp__call_reply(). */
+int cpuhp__call_id(const struct cpuhp_client_call *call, Cpuhp__Response__BodyCase expect,
+                   uint64_t *id);
+
+/* Poll and read until @call is done, resuming after signals.  Return: as done. */
+int cpuhp__client_call_wait(struct cpuhp_client_call *call);
+
+/* --- held.c: leases and freezes held on connections of their own ----------------------- */
+
+/*
+ * Leases held on connections of their own (a lease that waited behind a
+ * hotplug, a lease of cpuhp_client_lease_acquire_begin()), which are
+ * @c's: cpuhp_client_lease_release(@c, id) releases one and closes its
+ * connection, cpuhp_client_close(@c) closes them all.  The table also has
+ * the socket leases held on @c's own connection (@w NULL), so that a
+ * release knows a lease that died with it, and the freezes of
+ * cpuhp_client_freeze_begin() (@freeze), each on its connection.
  * Return: 0; -ENOMEM (nothing changed).
  */
-int cpuhp__fallback_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w);
+int cpuhp__held_add(struct cpuhp_client *c, uint64_t id, struct cpuhp_client *w, bool freeze);
 /*
- * Take lease @id out of the table: true if it was there, with *@w the
- * connection it is held on, now the caller's (NULL: @c's own).
+ * Take lease (or freeze, @freeze) @id out of the table: true if it was
+ * there, with *@w the connection it is held on, now the caller's (NULL:
+ * @c's own).
  */
-bool cpuhp__fallback_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w);
-/*
- * The table holds the freezes of cpuhp_client_freeze_begin() too, each on its
- * connection (never @c's own): take freeze @id out for cpuhp_client_thaw().
- */
-bool cpuhp__freeze_take(struct cpuhp_client *c, uint64_t id, struct cpuhp_client **w);
+bool cpuhp__held_take(struct cpuhp_client *c, uint64_t id, bool freeze, struct cpuhp_client **w);
 /* Leases in the table that died with their connection (@c's own one if @own_ended). */
-unsigned cpuhp__fallback_lost(struct cpuhp_client *c, bool own_ended);
-void cpuhp__client_fallback_close_all(struct cpuhp_client *c);
+unsigned cpuhp__held_lost(struct cpuhp_client *c, bool own_ended);
+/* Close every connection in the table, and free it: cpuhp_client_close(). */
+void cpuhp__held_close_all(struct cpuhp_client *c);
+
+/* --- life.c: close against calls that wait -------------------------------------------- */
 
 /*
- * life.c: cpuhp_client_close() against calls that wait.  A call that may
- * block brackets itself with get (-ECANCELED once close has begun) and
- * put; a wait on a connection of its own registers it for close to shut
- * down.  Once close began, a call's failure is -ECANCELED.
+ * A call that may block brackets itself with get (-ECANCELED once close
+ * has begun) and put; a wait on a connection of its own registers it for
+ * close to shut down.  Once close began, a call's failure is -ECANCELED.
  */
 int cpuhp__client_get(struct cpuhp_client *c);
 void cpuhp__client_put(struct cpuhp_client *c);
@@ -296,12 +399,65 @@ bool cpuhp__client_closing(struct cpuhp_client *c);
 /* close: refuse new calls, end the waits, and return once none is left. */
 void cpuhp__client_close_waiters(struct cpuhp_client *c);
 
+/* --- fork.c: a handle a fork child inherited ------------------------------------------ */
+
 /*
- * call.c: begin a LeaseAcquire on a connection of its own (no fast path
+ * Forks of this process counted by a pthread_atfork child handler,
+ * registered by the first connect.  A handle inherited through fork() is
+ * refused by every call (cpuhp__client_forked).
+ */
+extern _Atomic unsigned cpuhp__client_forks;
+/* Put @c on the list (its socket is closed in fork children) and note the fork count. */
+void cpuhp__client_fork_track(struct cpuhp_client *c);
+void cpuhp__client_fork_untrack(struct cpuhp_client *c);
+bool cpuhp__client_forked(const struct cpuhp_client *c);
+/* -ECHILD with a message, for every call on a handle a fork child inherited. */
+int cpuhp__client_forked_error(struct cpuhp_client *c);
+
+/* --- the request families -------------------------------------------------------------- */
+
+/*
+ * lease.c: -ECONNRESET with a message for lease @id, which died with @c's
+ * connection (a message only if no call holds ->lock).
+ */
+int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id);
+
+/* list.c: one row of a lease listing (or of what a forced hotplug revoked). */
+void cpuhp__lease_info_from_wire(struct cpuhp_client_lease_info *o, const Cpuhp__LeaseInfo *li);
+
+/* lease.c: @c's lease mode (cpuhp_client_set_lease_delay()) into @acq. */
+void cpuhp__lease_mode(const struct cpuhp_client *c, Cpuhp__LeaseAcquire *acq);
+
+/*
+ * lease.c: begin a LeaseAcquire on a connection of its own (no fast path
  * tried), named @who/@why (NULL: the handle's identity).
  */
 int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, const char *who,
                                   const char *why, struct cpuhp_client_call **out);
+
+/* fastpath.c: ask for the fast path (a call on @c); *@f stays NULL if there is none. */
+int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f);
+
+/*
+ * identity.c: may a call that names its holder start?  -ECHILD on a handle
+ * a fork child inherited; -EINVAL (@c's message set, if no call runs on
+ * it) if @who or @why is over CPUHP_CLIENT_IDENTITY_MAX bytes; else 0.
+ */
+int cpuhp__identity_check(struct cpuhp_client *c, const char *who, const char *why);
+/*
+ * identity.c: the names of a request made on a connection of its own for
+ * @c: @who and @why, or where NULL the handle's (copied into @hwho, @hwhy,
+ * which the daemon learns only from the request).
+ */
+void cpuhp__identity_names(struct cpuhp_client *c, const char **who, const char **why,
+                           char (*hwho)[CPUHP_CLIENT_IDENTITY_MAX + 1],
+                           char (*hwhy)[CPUHP_CLIENT_IDENTITY_MAX + 1]);
+
+/* events.c: queue an event response (takes ownership); drops and counts when full. */
+void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev);
+/* events.c: free the events still queued (close). */
+void cpuhp__client_events_free(struct cpuhp_client *c);
+
 /*
  * state.c: true while a state callback runs on this thread.  A lease that
  * would wait is refused there with -EDEADLK (cpuhp__client_deadlk).
@@ -309,7 +465,8 @@ int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, c
 extern _Thread_local bool cpuhp__client_in_state_cb;
 int cpuhp__client_deadlk(struct cpuhp_client *c);
 
-/* call.c: poll and read until @call is done, resuming after signals.  Return: as done. */
-int cpuhp__client_call_wait(struct cpuhp_client_call *call);
+/* state.c: cpuhp_client_list_states() under ->lock, for cpus.c's listing too. */
+int cpuhp__client_list_states_locked(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                                     size_t *n);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The client's transport: connecting, the hello, sending frames, reading
- * ahead and matching replies to requests by id.  Events that arrive while
- * a call waits for its reply are queued for cpuhp_client_next_event().
+ * A connection to cpuhpd: connecting (the socket, the daemon's uid, the
+ * Hello that agrees on the protocol), frames out and in (with the
+ * descriptors that come with a frame), the connection's end, and closing.
+ * Which reply answers which request is request.c's.
  */
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,28 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text.h"
+
 #include "client-fastpath.h"
 #include "client-internal.h"
-#include "errmap.h"
-
-int cpuhp__client_error(struct cpuhp_client *c, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->message, sizeof(c->message), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-int cpuhp__client_note(struct cpuhp_client *c, int err, const char *msg)
-{
-	if (pthread_mutex_trylock(&c->lock) == 0) {
-		snprintf(c->message, sizeof(c->message), "%s", msg);
-		pthread_mutex_unlock(&c->lock);
-	}
-	return err;
-}
 
 int cpuhp__client_kill(struct cpuhp_client *c, int err, const char *what)
 {
@@ -57,9 +39,15 @@ int cpuhp__client_end(struct cpuhp_client *c, int err, const char *what)
 	if (!first)
 		return err;
 	/* The fast leases first: from here on no fast lease is granted on @c. */
-	c->leases_lost = cpuhp__fast_lost(f) + cpuhp__fallback_lost(c, true);
+	c->leases_lost = cpuhp__fast_lost(f) + cpuhp__held_lost(c, true);
 	c->leases_lost_pending = c->leases_lost > 0;
 	return err;
+}
+
+int cpuhp__client_dead_error(struct cpuhp_client *c)
+{
+	return cpuhp__client_error(c, c->dead,
+	                           "the connection to cpuhpd failed earlier; reconnect");
 }
 
 bool cpuhp__client_conn_ended(struct cpuhp_client *c)
@@ -73,14 +61,6 @@ bool cpuhp__client_conn_ended(struct cpuhp_client *c)
 		return false;
 	atomic_store_explicit(&c->ended, true, memory_order_relaxed);
 	return true;
-}
-
-int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id)
-{
-	char msg[CPUHP_CLIENT_MESSAGE_MAX];
-
-	snprintf(msg, sizeof(msg), CPUHP__LEASE_LOST_FMT, (unsigned long long)id);
-	return cpuhp__client_note(c, -ECONNRESET, msg);
 }
 
 int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t len)
@@ -255,38 +235,6 @@ int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response *
 	}
 }
 
-void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev)
-{
-	if (c->qlen == CPUHP_CLIENT_EVENT_QUEUE_MAX) {
-		c->lost++;
-		cpuhp__response__free_unpacked(ev, NULL);
-		return;
-	}
-	c->queue[(c->qhead + c->qlen) % CPUHP_CLIENT_EVENT_QUEUE_MAX] = ev;
-	c->qlen++;
-}
-
-Cpuhp__Response *cpuhp__client_dequeue_event(struct cpuhp_client *c)
-{
-	Cpuhp__Response *ev;
-
-	if (!c->qlen)
-		return NULL;
-	ev = c->queue[c->qhead];
-	c->qhead = (c->qhead + 1) % CPUHP_CLIENT_EVENT_QUEUE_MAX;
-	c->qlen--;
-	return ev;
-}
-
-int cpuhp__client_take_error(struct cpuhp_client *c, const Cpuhp__Error *e)
-{
-	int err = cpuhp__errmap_from_wire(e->code);
-
-	if (e->message && e->message[0])
-		return cpuhp__client_error(c, err, "%s", e->message);
-	return cpuhp__client_error(c, err, "cpuhpd: %s", cpuhp__errmap_describe(e->code));
-}
-
 /*
  * After a failed send the daemon may have said why before closing (too
  * many connections, shutting down): prefer its word over EPIPE.
@@ -317,8 +265,7 @@ int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req)
 	int ret;
 
 	if (c->dead)
-		return cpuhp__client_error(c, c->dead,
-		                           "the connection to cpuhpd failed earlier; reconnect");
+		return cpuhp__client_dead_error(c);
 	req->id = ++c->next_id;
 	ret = cpuhp__frame_pack_request(req, &frame, &len);
 	if (ret == 0 && len - CPUHP__FRAME_HDR > c->max_frame) {
@@ -337,62 +284,53 @@ int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req)
 	return ret < 0 ? send_failed(c, ret) : 0;
 }
 
-int cpuhp__client_await(struct cpuhp_client *c, uint64_t id, Cpuhp__Response__BodyCase expect,
-                        int timeout_ms, Cpuhp__Response **out)
+static int hello_send(struct cpuhp_client *c)
 {
-	for (;;) {
-		Cpuhp__Response *resp;
-		int ret;
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello hello = CPUHP__HELLO__INIT;
+	char name[256];
+	size_t name_len;
+	int ret;
 
-		if (c->dead)
-			return cpuhp__client_error(
-			    c, c->dead, "the connection to cpuhpd failed earlier; reconnect");
-		ret = cpuhp__client_read(c, timeout_ms, &resp);
-		if (ret == -EAGAIN && timeout_ms == 0)
-			return 1; /* nothing yet: the caller polls the fd */
-		if (ret < 0)
-			return ret;
-		/* Id 0: a notice to a lease holder (revoked, bypassed), watching or not. */
-		if (resp->body_case == CPUHP__RESPONSE__BODY_EVENT &&
-		    ((c->watch_id && resp->id == c->watch_id) || resp->id == 0)) {
-			cpuhp__client_queue_event(c, resp);
-			continue;
-		}
-		if (resp->id == id ||
-		    (resp->id == 0 && resp->body_case == CPUHP__RESPONSE__BODY_ERROR)) {
-			if (resp->body_case == CPUHP__RESPONSE__BODY_ERROR) {
-				ret = cpuhp__client_take_error(c, resp->error);
-				/* Id 0: about the connection, which the daemon now closes. */
-				if (resp->id == 0)
-					cpuhp__client_end(c, ret, c->message);
-			} else if (resp->body_case != expect) {
-				ret = cpuhp__client_error(c, -EPROTO,
-				                          "cpuhpd answered with a reply of another "
-				                          "kind (%d, expected %d)",
-				                          (int)resp->body_case, (int)expect);
-			} else {
-				*out = resp;
-				return 0;
-			}
-			cpuhp__response__free_unpacked(resp, NULL);
-			return ret;
-		}
-		/*
-		 * Requests are answered in order, and a call (or a begin's hello)
-		 * awaits the one before the next: any other id is a daemon bug.
-		 */
-		cpuhp__response__free_unpacked(resp, NULL);
-		return cpuhp__client_kill(c, -EPROTO,
-		                          "cpuhpd answered a request that was not asked");
+	hello.version = CPUHP__PROTO_VERSION;
+	hello.client_name = program_invocation_short_name;
+	hello.notices_to = c->notices_to;
+	/* Any bytes may name a program; cpuhpd takes UTF-8 only (strfields.h). */
+	name_len = strlen(hello.client_name);
+	if (!cpuhp__text_utf8_valid(hello.client_name, name_len)) {
+		cpuhp__text_escape(name, sizeof(name), hello.client_name, name_len, 0);
+		hello.client_name = name;
 	}
+	req.body_case = CPUHP__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	ret = cpuhp__client_send_request(c, &req);
+	if (ret == 0)
+		c->hello_id = req.id;
+	return ret;
 }
 
-int cpuhp__client_call(struct cpuhp_client *c, Cpuhp__Request *req,
-                       Cpuhp__Response__BodyCase expect, Cpuhp__Response **out)
+int cpuhp__client_hello_finish(struct cpuhp_client *c, int timeout_ms)
 {
-	int ret = cpuhp__client_send_request(c, req);
+	Cpuhp__Response *resp;
+	int ret;
 
-	return ret < 0 ? ret : cpuhp__client_await(c, req->id, expect, -1, out);
+	if (!c->hello_id)
+		return 0;
+	ret = cpuhp__client_await(c, c->hello_id, CPUHP__RESPONSE__BODY_HELLO, timeout_ms, &resp);
+	if (ret != 0)
+		return ret;
+	c->hello_id = 0;
+	if (resp->hello->version != CPUHP__PROTO_VERSION)
+		ret = c->dead = cpuhp__client_error(
+		    c, -EPROTONOSUPPORT, "cpuhpd speaks protocol version %u, this client %u",
+		    resp->hello->version, CPUHP__PROTO_VERSION);
+	else if (resp->hello->max_frame && resp->hello->max_frame < c->max_frame)
+		c->max_frame = resp->hello->max_frame;
+	c->fast_offered = ret == 0 && resp->hello->fast_path;
+	c->conn_id = resp->hello->connection;
+	c->max_delay_ms = resp->hello->max_delay_ms;
+	cpuhp__response__free_unpacked(resp, NULL);
+	return ret;
 }
 
 /* Blocking connect; a signal during it leaves the connect going on: wait for its end. */
@@ -442,7 +380,8 @@ static int check_daemon_uid(int fd)
 	return -EPERM;
 }
 
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out)
+int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t notices_to,
+                       struct cpuhp_client **out)
 {
 	struct cpuhp_client *c;
 	int ret;
@@ -477,6 +416,7 @@ int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cp
 		goto err_free;
 	}
 	c->sa = *sa;
+	c->notices_to = notices_to;
 	cpuhp__frame_decoder_init(&c->dec, CPUHP__FRAME_MAX);
 	c->max_frame = CPUHP__FRAME_MAX;
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -490,7 +430,7 @@ int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cp
 		ret = check_daemon_uid(c->fd);
 	if (ret < 0)
 		goto err_close;
-	ret = cpuhp__client_hello_send(c);
+	ret = hello_send(c);
 	if (ret == 0 && await_hello)
 		ret = cpuhp__client_hello_finish(c, -1);
 	if (ret < 0)
@@ -532,13 +472,11 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	return cpuhp__client_open(&sa, true, out);
+	return cpuhp__client_open(&sa, true, 0, out);
 }
 
 void cpuhp_client_close(struct cpuhp_client *c)
 {
-	Cpuhp__Response *ev;
-
 	bool forked;
 
 	if (!c)
@@ -556,12 +494,12 @@ void cpuhp_client_close(struct cpuhp_client *c)
 	cpuhp__client_fork_untrack(c);
 	/* Fast leases still held end here, with the connection, as socket leases do. */
 	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed), forked);
-	cpuhp__client_fallback_close_all(c);
+	cpuhp__client_fast_free(atomic_load_explicit(&c->retired, memory_order_relaxed), forked);
+	cpuhp__held_close_all(c);
 	drop_fds(c);
 	if (c->fd >= 0)
 		close(c->fd);
-	while ((ev = cpuhp__client_dequeue_event(c)))
-		cpuhp__response__free_unpacked(ev, NULL);
+	cpuhp__client_events_free(c);
 	cpuhp__frame_decoder_fini(&c->dec);
 	if (!forked) {
 		pthread_cond_destroy(&c->life_cond);
@@ -576,9 +514,4 @@ void cpuhp_client_close(struct cpuhp_client *c)
 int cpuhp_client_fd(struct cpuhp_client *c)
 {
 	return c->fd;
-}
-
-const char *cpuhp_client_last_message(struct cpuhp_client *c)
-{
-	return c->message;
 }

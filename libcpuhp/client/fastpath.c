@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The client's fast path around the inline acquire and release of
- * client-fastpath.h: asking for it after the hello, mapping what the daemon
- * sent, the membarrier registration, a thread's slot, and FastWake (W).
- * The protocol and its barrier labels are proto/FASTPATH.md.
+ * client-fastpath.h: asking for it at a handle's first lease (or at
+ * cpuhp_client_fast_path()), mapping what the daemon sent, the membarrier
+ * registration, a thread's slot, and FastWake (W).  The protocol and its
+ * barrier labels are proto/FASTPATH.md.
  *
  * Slots: slot 0 is shared (atomic read-modify-writes); every other slot
  * belongs to one thread at a time, found by its TID under ->claim_lock the
@@ -14,7 +15,7 @@
  *
  * While a hotplug waits or runs, a fast acquire with a timeout waits for a
  * socket lease on a connection of its own, made for it and closed when that
- * lease is released (cpuhp__fast_slow_acquire, with call.c's calls).  Not
+ * lease is released (cpuhp__fast_slow_acquire, with lease.c's calls).  Not
  * on the handle's own connection: a call holds the handle's lock while it waits, and another
  * thread of this process may need that lock to release a socket lease it
  * holds, the lease the hotplug, and so the wait, is waiting for.  The
@@ -101,15 +102,38 @@ void cpuhp__fast_back_out(struct cpuhp_client *c, struct cpuhp__fast *f,
 	(void)cpuhp__fast_after_release(c, f, 0);
 }
 
+int cpuhp__fast_released_late(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id,
+                              uint32_t bypasses)
+{
+	int ret = 0;
+
+	if (atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
+	    atomic_load_explicit(&f->reg->head.live, memory_order_relaxed))
+		ret = cpuhp__fast_after_release(c, f, id);
+	if (ret == 0 &&
+	    atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed) != bypasses)
+		ret =
+		    cpuhp__client_note(c, -ESTALE,
+		                       "the online CPUs changed behind cpuhpd's back while this "
+		                       "fast lease was held (see the LEASE_BYPASSED event); it is "
+		                       "released all the same");
+	return ret;
+}
+
 int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
 {
 	char msg[CPUHP_CLIENT_MESSAGE_MAX];
 
-	if (f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed))
+	if (f && f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed))
 		return cpuhp__client_note(
 		    c, -ESRCH,
 		    "this handle was inherited through fork(): its leases are the "
 		    "parent's; connect anew in the child");
+	/* Acquire: pairs with the release that put it on the list (fast_renew). */
+	for (struct cpuhp__fast *r = atomic_load_explicit(&c->retired, memory_order_acquire); r;
+	     r = r->retired_next)
+		if (r != f && CPUHP__FAST_ID_SERIAL(id) == (r->serial & 0x7fff))
+			return cpuhp__fast_release(c, r, id);
 	snprintf(msg, sizeof(msg),
 	         "no fast lease %#llx on this handle: released already, never granted, or "
 	         "taken on another handle (nothing was changed)",
@@ -120,11 +144,24 @@ int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, u
 int cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
 {
 	uint32_t s = atomic_load_explicit(&f->hdr->state, memory_order_relaxed);
-	bool live = atomic_load_explicit(&f->live, memory_order_relaxed) == f->open;
+	uint32_t l = atomic_load_explicit(&f->reg->head.live, memory_order_relaxed);
+	bool live = l == f->open;
+	char msg[CPUHP_CLIENT_MESSAGE_MAX];
 
 	/* Open again since the caller looked: nobody waits for this count. */
 	if (live && s == f->open)
 		return 0;
+	/* Revoked: cpuhpd stopped counting the region when it told us (LEASE_REVOKED). */
+	if (l == CPUHP__FAST_LIVE_REVOKED) {
+		if (!id)
+			return 0;
+		snprintf(
+		    msg, sizeof(msg),
+		    "fast lease %#llx was revoked (a delay lease's delay, or a forced hotplug, "
+		    "ran out after the hotplug's notice): it was no longer held from then on",
+		    (unsigned long long)id);
+		return cpuhp__client_note(c, -ETIME, msg);
+	}
 	/*
 	 * Stopped, died or revoked, when the connection has ended too: so has
 	 * the lease (the daemon forgot it), which its holder must hear.  Not
@@ -152,9 +189,14 @@ unsigned cpuhp__fast_lost(struct cpuhp__fast *f)
 {
 	unsigned n = 0;
 
+	uint32_t open;
+
 	if (!f)
 		return 0;
-	atomic_store_explicit(&f->live, CPUHP__FAST_CONN_ENDED, memory_order_relaxed);
+	/* Unless cpuhpd dropped it first (closed, revoked): that says as much. */
+	open = f->open;
+	atomic_compare_exchange_strong_explicit(&f->reg->head.live, &open, CPUHP__FAST_LIVE_ENDED,
+	                                        memory_order_relaxed, memory_order_relaxed);
 	for (unsigned s = 0; s < f->nslots; s++)
 		for (unsigned k = 0; k < CPUHP__FAST_SLOT_MAX_LEASES; k++) {
 			uint64_t v = atomic_load_explicit(&f->table[s].id[k], memory_order_relaxed);
@@ -168,6 +210,7 @@ void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked)
 {
 	if (!f)
 		return;
+	cpuhp__client_fast_free(f->retired_next, forked);
 	/* A fork child has no such mappings (MADV_DONTFORK); its claim_lock may be taken. */
 	if (f->hdr && !forked)
 		munmap((void *)f->hdr, CPUHP__FAST_HEADER_SIZE);
@@ -236,7 +279,6 @@ static bool map_granted(struct cpuhp__fast *f, const Cpuhp__FastPathGranted *g, 
 		return false;
 	memset(f->table, 0, f->nslots * sizeof(*f->table));
 	f->open = f->hdr->open;
-	atomic_init(&f->live, f->open);
 	switch (g->barrier) {
 	case CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_EXPEDITED:
 		/* Per process and idempotent; without it the daemon's barrier skips us. */
@@ -273,17 +315,56 @@ static bool pack_wake(struct cpuhp__fast *f)
 	return f->wake_len != 0;
 }
 
+static int fast_setup(struct cpuhp_client *c);
+
+/*
+ * cpuhpd revoked @f's leases and dropped its region: ask for a new one on
+ * the connection, keeping @f for the releases of what it counted.  Never
+ * waits for the handle's lock (a call may hold it for as long as it
+ * waits): when another thread has it, this lease goes to the socket.
+ * Return: the handle's fast path now, NULL if none.
+ */
+static struct cpuhp__fast *fast_renew(struct cpuhp_client *c, struct cpuhp__fast *f)
+{
+	struct cpuhp__fast *now;
+
+	if (pthread_mutex_trylock(&c->lock))
+		return NULL;
+	now = atomic_load_explicit(&c->fast, memory_order_relaxed);
+	if (now == f && !c->dead && !cpuhp__client_closing(c)) {
+		f->retired_next = atomic_load_explicit(&c->retired, memory_order_relaxed);
+		/* Release: a release that finds it on the list sees it whole. */
+		atomic_store_explicit(&c->retired, f, memory_order_release);
+		atomic_store_explicit(&c->fast, NULL, memory_order_release);
+		c->fast_refused = false;
+		fast_setup(c);
+		now = atomic_load_explicit(&c->fast, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return now;
+}
+
 int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
                     uint64_t *lease_id)
 {
 	for (;;) {
 		uint32_t s = atomic_load_explicit(&f->hdr->state, memory_order_relaxed);
+		uint32_t l = atomic_load_explicit(&f->reg->head.live, memory_order_relaxed);
 
-		if (atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed))
+		if (l == CPUHP__FAST_LIVE_REVOKED) {
+			struct cpuhp__fast *nf = fast_renew(c, f);
+
+			/* No region now: a socket lease, which a timeout of 0 only tries. */
+			if (!nf)
+				return 1;
+			f = nf;
+			continue;
+		}
+		if (l == CPUHP__FAST_LIVE_CLOSED)
 			return cpuhp__client_note(c, -ECONNRESET,
 			                          "cpuhpd closed this connection (see its log); "
 			                          "reconnect");
-		if (atomic_load_explicit(&f->live, memory_order_relaxed) != f->open)
+		if (l != f->open)
 			return cpuhp__client_note(c, -ECONNRESET,
 			                          "the connection to cpuhpd ended (the daemon "
 			                          "stopped, died or closed it); reconnect");
@@ -333,14 +414,19 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 		return ret;
 	ret = cpuhp__client_call_wait(call);
 	if (ret == 0)
-		ret = cpuhp_client_call_lease(call, lease_id);
+		ret = cpuhp_client_call_lease_acquire(call, lease_id);
 	if (ret < 0)
 		cpuhp__client_note(c, ret, cpuhp_client_call_message(call));
 	cpuhp_client_call_free(call);
 	return ret;
 }
 
-int cpuhp__client_fast_setup(struct cpuhp_client *c)
+/*
+ * Ask for the fast path, map it, publish it in c->fast.  Under c->lock, the
+ * fast path offered and not yet set.  Return: 0 (whether or not it was
+ * granted); a connection -errno.
+ */
+static int fast_setup(struct cpuhp_client *c)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__FastPathRequest fr = CPUHP__FAST_PATH_REQUEST__INIT;
@@ -354,6 +440,8 @@ int cpuhp__client_fast_setup(struct cpuhp_client *c)
 		return 0;
 	}
 	fr.slots = slots_wanted();
+	fr.mode = c->delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+	fr.delay_ms = c->delay_ms;
 	req.body_case = CPUHP__REQUEST__BODY_FAST_PATH;
 	req.fast_path = &fr;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_FAST_PATH_GRANTED, &resp);
@@ -390,8 +478,32 @@ int cpuhp__client_fast_setup(struct cpuhp_client *c)
 	c->fast_refused = false;
 	/*
 	 * Release: lease calls on other threads read it without the lock; pairs
-	 * with their acquire loads of c->fast (client.c).
+	 * with their acquire loads of c->fast (lease.c).
 	 */
 	atomic_store_explicit(&c->fast, f, memory_order_release);
 	return 0;
+}
+
+int cpuhp__client_fast_get(struct cpuhp_client *c, struct cpuhp__fast **f)
+{
+	int ret;
+
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	if (!atomic_load_explicit(&c->fast, memory_order_relaxed) && !c->fast_refused && !c->dead)
+		ret = fast_setup(c);
+	*f = atomic_load_explicit(&c->fast, memory_order_relaxed);
+	return cpuhp__client_leave(c, ret);
+}
+
+int cpuhp_client_fast_path(struct cpuhp_client *c)
+{
+	struct cpuhp__fast *f = atomic_load_explicit(&c->fast, memory_order_acquire);
+	int ret = 0;
+
+	if (cpuhp__client_forked(c))
+		return cpuhp__client_forked_error(c);
+	if (!f && c->fast_offered)
+		ret = cpuhp__client_fast_get(c, &f);
+	return ret < 0 ? ret : f != NULL;
 }

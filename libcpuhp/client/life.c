@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cpuhp_client_close() while other threads wait in calls on the handle
- * (issue 17 §7): before, close freed the handle under a thread blocked in
- * recvmsg() or in a lease wait on a connection of its own, which then
- * wrote into freed memory (or returned a lease on a freed handle).
+ * cpuhp_client_close() while other threads wait in calls on the handle:
+ * close must not free the handle under a thread blocked in recvmsg() or in
+ * a lease wait on a connection of its own, which would then write into
+ * freed memory (or hand a lease to a freed handle).
  *
- * Now a call that may block counts itself a user of the handle (get/put),
+ * So a call that may block counts itself a user of the handle (get/put),
  * and a wait on a connection of its own is on the handle's ->waiting list.
  * Close marks the handle closing (no new call starts: -ECANCELED), shuts
  * down the sockets those calls wait on (shutdown() wakes a thread blocked

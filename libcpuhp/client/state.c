@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Hotplug states on the client side (<cpuhp/client.h> says who calls what).
- * Each state has its own connection, used by one thread at a time: the
+ * Hotplug states on the client side (<cpuhp/client.h> says who calls what),
+ * and the list of every state registered (cpuhp_client_list_states(), a
+ * call on the handle).  Each state has its own connection, used by one thread at a time: the
  * registering thread until register returns, then the state's thread (or the
  * application's dispatcher), then the removing thread once the state's
  * thread is joined.  So the connection needs no lock of its own.
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "errmap.h"
+#include "text.h"
 
 #include "client-internal.h"
 
@@ -54,6 +56,7 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	    .rollback = sc->rollback,
 	};
 	cpuhp_client_state_fn fn = call.teardown ? s->teardown : s->startup;
+	char shown[4 * sizeof(call.message)];
 	int ret = 0;
 
 	if (fn) {
@@ -68,6 +71,12 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	if (ret < 0 && !call.message[0])
 		snprintf(call.message, sizeof(call.message), "%s", strerror(-ret));
 	ans.message = call.message;
+	/* cpuhpd ignores an answer whose string is not UTF-8: the answer must count. */
+	if (!cpuhp__text_utf8_valid(call.message, strlen(call.message))) {
+		cpuhp__text_escape(shown, sizeof(shown), call.message, strlen(call.message),
+		                   CPUHP__TEXT_UTF8);
+		ans.message = shown;
+	}
 	req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 	req.state_answer = &ans;
 	return cpuhp__client_send_request(s->conn, &req);
@@ -187,7 +196,7 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	s->teardown = teardown;
 	s->arg = arg;
 	s->threaded = flags & CPUHP_CLIENT_STATE_THREAD;
-	ret = cpuhp__client_open(&c->sa, true, &s->conn);
+	ret = cpuhp__client_open(&c->sa, true, 0, &s->conn);
 	if (ret < 0) {
 		free(s);
 		/* The per-uid cap is what a process with many states meets: name it. */
@@ -308,4 +317,84 @@ int cpuhp_client_state_dispatch(struct cpuhp_client_state *s)
 uint64_t cpuhp_client_state_id(const struct cpuhp_client_state *s)
 {
 	return s->id;
+}
+
+/* The list so far, in pages; the caller's out-parameters are written only on success. */
+struct state_list {
+	struct cpuhp_client_state_info *v;
+	size_t n;
+};
+
+static int take_states(struct cpuhp_client *c, const Cpuhp__Response *resp, void *arg)
+{
+	struct state_list *o = arg;
+	size_t k = resp->state_list->n_states;
+	struct cpuhp_client_state_info *v = realloc(o->v, (o->n + k + 1) * sizeof(*v));
+
+	if (!v)
+		return cpuhp__client_error(c, -ENOMEM, "out of memory for %zu states", o->n + k);
+	o->v = v;
+	v += o->n;
+	memset(v, 0, (k + 1) * sizeof(*v));
+	for (size_t i = 0; i < k; i++) {
+		const Cpuhp__StateInfo *si = resp->state_list->states[i];
+
+		v[i].id = si->state_id;
+		snprintf(v[i].name, sizeof(v[i].name), "%s", si->name);
+		snprintf(v[i].comm, sizeof(v[i].comm), "%s", si->comm);
+		v[i].priority = si->priority;
+		v[i].deadline_ms = si->deadline_ms;
+		v[i].pid = si->pid;
+		v[i].uid = si->uid;
+		if (cpuhp_cpuset_parse(si->cpus, &v[i].cpus) < 0)
+			cpuhp_cpuset_zero(&v[i].cpus);
+	}
+	o->n += k;
+	return 0;
+}
+
+static int states_again(struct cpuhp_client *c, const Cpuhp__Response *resp, uint64_t *id)
+{
+	const Cpuhp__StateList *page = resp->state_list;
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
+
+	ls.after = page->next;
+	req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
+	req.list_states = &ls;
+	return cpuhp__client_next_page(c, page->next, page->n_states, &req, id);
+}
+
+int cpuhp__client_list_states_locked(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                                     size_t *n)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
+	struct state_list o = {NULL, 0};
+	int ret;
+
+	req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
+	req.list_states = &ls;
+	ret = cpuhp__client_pages_locked(c, &req, CPUHP__RESPONSE__BODY_STATE_LIST, states_again,
+	                                 take_states, &o);
+	if (ret < 0) {
+		free(o.v);
+		return ret;
+	}
+	/* Never NULL, as before paging: a list of none is an empty array. */
+	if (!o.v && !(o.v = calloc(1, sizeof(*o.v))))
+		return cpuhp__client_note(c, -ENOMEM, "out of memory");
+	*out = o.v;
+	*n = o.n;
+	return 0;
+}
+
+int cpuhp_client_list_states(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
+                             size_t *n)
+{
+	int ret = cpuhp__client_enter(c);
+
+	if (ret < 0)
+		return ret;
+	return cpuhp__client_leave(c, cpuhp__client_list_states_locked(c, out, n));
 }

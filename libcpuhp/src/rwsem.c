@@ -230,8 +230,13 @@ static bool granted_reader_counted(struct cpuhp_rwsem *sem)
 	return true;
 }
 
-/* Out of line and cold: the fast paths then need no stack frame. */
-__attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *sem, bool try)
+/*
+ * Out of line and cold: the fast paths then need no stack frame.  False if
+ * @try found a writer in the way, or @deadline (NULL: none) passed with this
+ * reader still queued; the lock is then as before.
+ */
+__attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *sem, bool try,
+                                                           const struct timespec *deadline)
 {
 	struct cpuhp__slot *s = reader_slot(sem);
 	unsigned gen;
@@ -266,13 +271,28 @@ __attribute__((noinline, cold)) static bool read_lock_slow(struct cpuhp_rwsem *s
 	gen = atomic_load_explicit(&sem->rgen, memory_order_relaxed);
 	sem->nr_rwait++;
 	do {
+		int err;
+
 		cpuhp__futex_unlock(&sem->lock);
 		/*
 		 * release_block() bumps ->rgen under ->lock before it wakes
 		 * us: a bump after our unlock makes this return at once.
 		 */
-		cpuhp__futex_wait(&sem->rgen, gen, NULL);
+		err = cpuhp__futex_wait(&sem->rgen, gen, deadline);
 		cpuhp__futex_lock(&sem->lock);
+		if (err == -ETIMEDOUT &&
+		    atomic_load_explicit(&sem->rgen, memory_order_relaxed) == gen) {
+			/*
+			 * Not let in: ->rgen moves only with ->nr_rwait
+			 * folded into ->nr_granted, under ->lock, so we are
+			 * still one of ->nr_rwait.  Leave it, or the unlock
+			 * would grant a reader that never counts itself and
+			 * the next writer would wait for it forever.
+			 */
+			sem->nr_rwait--;
+			cpuhp__futex_unlock(&sem->lock);
+			return false;
+		}
 	} while (atomic_load_explicit(&sem->rgen, memory_order_relaxed) == gen);
 	/*
 	 * Let in by the unlock that bumped ->rgen.  The next writer waits
@@ -355,7 +375,7 @@ __attribute__((noinline)) static bool read_lock_rest(struct cpuhp_rwsem *sem, st
 		cpuhp__debug_read_locked(sem, s);
 		return true;
 	}
-	return read_lock_slow(sem, try);
+	return read_lock_slow(sem, try, NULL);
 }
 
 static inline bool read_lock_common(struct cpuhp_rwsem *sem, bool try)
@@ -380,6 +400,17 @@ void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem)
 bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem)
 {
 	return read_lock_common(sem, true);
+}
+
+int cpuhp_rwsem_read_lock_timeout(struct cpuhp_rwsem *sem, unsigned timeout_ms)
+{
+	struct timespec deadline;
+
+	/* The fast paths first: the clock is read only when a writer is in the way. */
+	if (read_lock_common(sem, true))
+		return 0;
+	cpuhp__deadline(&deadline, timeout_ms);
+	return read_lock_slow(sem, false, &deadline) ? 0 : -ETIMEDOUT;
 }
 
 /* A thread that never took this lock releases it (or has no slot yet). */
@@ -473,7 +504,7 @@ void cpuhp__rwsem_read_lock_writer_coming(struct cpuhp_rwsem *sem)
 	struct cpuhp__slot *s = cpuhp__slot_lookup(&sem->readers);
 
 	if (!fast_inc_writer_coming(sem, s))
-		read_lock_slow(sem, false);
+		read_lock_slow(sem, false, NULL);
 }
 
 /* The inline unlock found a writer coming after its decrement. */

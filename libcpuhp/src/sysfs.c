@@ -7,6 +7,7 @@
  * kernel can produce (or one that never ends, like /dev/zero) is not a
  * sysfs file we understand, and is -EINVAL rather than an unbounded read.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -287,4 +288,77 @@ int cpuhp_sysfs_read_siblings(const char *root, unsigned cpu, struct cpuhp_cpuse
 		return ret;
 	ret = cpuhp_cpuset_parse(buf, out);
 	return ret == -ERANGE ? -EINVAL : ret;
+}
+
+/* The int in cpuN/topology/@name.  Return: 0, -errno, -EINVAL unless one decimal int. */
+static int read_topology_int(const char *root, unsigned cpu, const char *name, int *out)
+{
+	char path[PATH_MAX], rel[96], buf[32], *word, *end;
+	long v;
+	int ret;
+
+	snprintf(rel, sizeof(rel), "cpu%u/topology/%s", cpu, name);
+	if ((ret = cpu_path(path, sizeof(path), root, rel)) ||
+	    (ret = read_small_file(path, buf, sizeof(buf))))
+		return ret;
+	word = trim(buf);
+	errno = 0;
+	v = strtol(word, &end, 10);
+	if (!*word || *end || errno || v < INT_MIN || v > INT_MAX)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+/* The N of cpuN's "nodeN" entry, or -1 if it has none.  Return: 0 or -errno. */
+static int read_node(const char *root, unsigned cpu, int *node)
+{
+	char path[PATH_MAX], rel[32];
+	struct dirent *e;
+	DIR *dir;
+	int ret, cancel;
+
+	snprintf(rel, sizeof(rel), "cpu%u", cpu);
+	if ((ret = cpu_path(path, sizeof(path), root, rel)))
+		return ret;
+	/* As in read_small_file(): not a cancellation point, no descriptor left behind. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	dir = opendir(path);
+	if (!dir) {
+		ret = -errno;
+		pthread_setcancelstate(cancel, &cancel);
+		return ret;
+	}
+	*node = -1;
+	while ((e = readdir(dir))) {
+		const char *digits = e->d_name + 4;
+		char *end;
+		long v;
+
+		if (strncmp(e->d_name, "node", 4) || *digits < '0' || *digits > '9')
+			continue;
+		errno = 0;
+		v = strtol(digits, &end, 10);
+		if (!*end && !errno && v <= INT_MAX) {
+			*node = (int)v;
+			break;
+		}
+	}
+	closedir(dir);
+	pthread_setcancelstate(cancel, &cancel);
+	return 0;
+}
+
+int cpuhp_sysfs_read_topology(const char *root, unsigned cpu, struct cpuhp_cpu_topology *out)
+{
+	struct cpuhp_cpu_topology t;
+	int ret;
+
+	if ((ret = read_topology_int(root, cpu, "core_id", &t.core)) ||
+	    (ret = read_topology_int(root, cpu, "physical_package_id", &t.package)) ||
+	    (ret = cpuhp_sysfs_read_siblings(root, cpu, &t.siblings)) ||
+	    (ret = read_node(root, cpu, &t.node)))
+		return ret;
+	*out = t;
+	return 0;
 }

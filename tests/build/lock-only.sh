@@ -3,9 +3,9 @@
 # lock-only.sh [--python] SOURCE_ROOT
 # The lock library on its own: configure SOURCE_ROOT in a temporary build
 # directory with the client, daemon and Python parts switched off, check in
-# meson's own log that neither libuv nor protobuf-c was looked up, build,
-# and run the unit and stress suites there.  A machine without libuv or
-# protobuf-c can build and test libcpuhp this way.  --python: the same with
+# meson's log that none of libuv, protobuf-c, libsmartcols was looked up,
+# build, and run the unit and stress suites there.  A machine without them
+# can build and test libcpuhp this way.  --python: the same with
 # the Python binding on (-Dpython=enabled): only its lock half is built,
 # and the python suite runs (the lock tests, and test_no_client.py).
 set -eu
@@ -16,7 +16,7 @@ if [ "${1:-}" = --python ]; then
 fi
 case "${1:-}" in
 "" | -h | --help)
-	sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'
 	[ -n "${1:-}" ] && exit 0
 	exit 2
 	;;
@@ -34,8 +34,8 @@ meson setup "$work/build" "$src" -Dclient=disabled -Ddaemon=disabled -Dpython=$p
 log=$work/build/meson-logs/meson-log.txt
 # Any probe names the package: "Run-time dependency libuv found: ...",
 # "Program protoc-c found: ...", pkg-config command lines.
-if grep -Ein 'libuv|protobuf|protoc-c' "$log"; then
-	echo "lock-only: meson looked up libuv or protobuf-c (lines above, from $log)" >&2
+if grep -Ein 'libuv|protobuf|protoc-c|smartcols' "$log"; then
+	echo "lock-only: meson looked up libuv, protobuf-c or libsmartcols (lines above, from $log)" >&2
 	exit 1
 fi
 grep -q 'Run-time dependency liburcu-memb found: YES' "$log" || {

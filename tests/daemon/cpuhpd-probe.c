@@ -15,13 +15,19 @@
  *   rawconnect NAME         connect only
  *   send NAME REQ...        send a request, print its id; REQ is one of
  *                           hello VERSION | acquire MS | release ID | status | watch
+ *                           | acquiredelay MS DELAY_MS | hellofrom VERSION CONN
  *                           | online CPUS MS | offline CPUS MS | empty
+ *                           | forceonline CPUS MS GRACE_MS | forceoffline CPUS MS GRACE_MS
+ *                           | forcesmt WORD MS GRACE_MS
  *                           | identify WHO WHY | acquireas MS WHO WHY | leases
  *                           | freeze WHO WHY | thaw ID
  *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *                           | register STATE PRIO DEADLINE_MS [nocalls] | remove ID [nocalls]
- *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...] | states
+ *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...]
+ *                           | states [LIMIT [AFTER]] | leases [LIMIT [AFTER]]
+ *                           (a page of the listing: at most LIMIT rows, 0 as many as
+ *                           fit; AFTER: a page's "next", in hex, as printed)
  *                           (StateCall events, which carry the register's id, are
  *                           never taken as the reply of a call: recv them)
  *   call NAME REQ...        send, then wait for the reply with that id (other
@@ -43,6 +49,8 @@
  *                           announcing LEN payload bytes and only SENT of them
  *   eofmany PREFIX          read each of those to its end, count the last error
  *                           codes, close them
+ *   readmany PREFIX N       wait until cpuhpd has read every byte written on the
+ *                           first N of those (SIOCOUTQ 0 on each)
  *   drip NAME HEX MS        write HEX a byte at a time; before each next byte wait up
  *                           to MS for the connection to become readable (an answer
  *                           or its end), and stop there
@@ -88,6 +96,15 @@ static size_t nconns, capconns;
 static const char *sock_path;
 
 /* ---- JSON output ---- */
+
+/* A page of a listing: the rows after it and the cursor for the next ("" if none). */
+static void page_out(uint32_t more, ProtobufCBinaryData next)
+{
+	printf(",\"more\":%u,\"next\":\"", more);
+	for (size_t i = 0; i < next.len; i++)
+		printf("%02x", next.data[i]);
+	putchar('"');
+}
 
 static void jstr(const char *s)
 {
@@ -169,6 +186,33 @@ static void print_results(Cpuhp__CpuResult **r, size_t n)
 	printf("]");
 }
 
+static void print_lease_info(const Cpuhp__LeaseInfo *li)
+{
+	printf("{\"lease_id\":%" PRIu64 ",\"fast\":%s,\"count\":%u,\"pid\":%u,"
+	       "\"uid\":%u,\"held_ms\":%" PRIu64 ",\"connection\":%u,\"mode\":\"%s\","
+	       "\"delay_ms\":%u,\"comm\":",
+	       li->lease_id, li->kind == CPUHP__LEASE_KIND__LEASE_FAST ? "true" : "false",
+	       li->count, li->pid, li->uid, li->held_ms, li->connection,
+	       li->mode == CPUHP__LEASE_MODE__LEASE_DELAY ? "delay" : "block", li->delay_ms);
+	jstr(li->comm);
+	printf(",\"who\":");
+	jstr(li->who);
+	printf(",\"why\":");
+	jstr(li->why);
+	printf("}");
+}
+
+/* A forced hotplug's revoked leases, as a "revoked" member. */
+static void print_revoked(Cpuhp__LeaseInfo **v, size_t n)
+{
+	printf(",\"revoked\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s", i ? "," : "");
+		print_lease_info(v[i]);
+	}
+	printf("]");
+}
+
 static void print_response(const Cpuhp__Response *r)
 {
 	printf("{\"id\":%" PRIu64 ",", r->id);
@@ -180,14 +224,19 @@ static void print_response(const Cpuhp__Response *r)
 		break;
 	case CPUHP__RESPONSE__BODY_HELLO:
 		printf("\"kind\":\"hello\",\"version\":%u,\"max_frame\":%u,\"fast_path\":%s,"
-		       "\"daemon_version\":",
+		       "\"max_delay_ms\":%u,\"connection\":%u,\"daemon_version\":",
 		       r->hello->version, r->hello->max_frame,
-		       r->hello->fast_path ? "true" : "false");
+		       r->hello->fast_path ? "true" : "false", r->hello->max_delay_ms,
+		       r->hello->connection);
 		jstr(r->hello->daemon_version);
 		break;
 	case CPUHP__RESPONSE__BODY_LEASE_GRANTED:
-		printf("\"kind\":\"lease_granted\",\"lease_id\":%" PRIu64,
-		       r->lease_granted->lease_id);
+		printf("\"kind\":\"lease_granted\",\"lease_id\":%" PRIu64
+		       ",\"mode\":\"%s\",\"delay_ms\":%u,\"delay_clipped\":%s",
+		       r->lease_granted->lease_id,
+		       r->lease_granted->mode == CPUHP__LEASE_MODE__LEASE_DELAY ? "delay" : "block",
+		       r->lease_granted->delay_ms,
+		       r->lease_granted->delay_clipped ? "true" : "false");
 		break;
 	case CPUHP__RESPONSE__BODY_LEASE_RELEASED:
 		printf("\"kind\":\"lease_released\",\"lease_id\":%" PRIu64,
@@ -198,6 +247,7 @@ static void print_response(const Cpuhp__Response *r)
 		jstr(r->set_online->online);
 		printf(",\"results\":");
 		print_results(r->set_online->results, r->set_online->n_results);
+		print_revoked(r->set_online->revoked, r->set_online->n_revoked);
 		break;
 	case CPUHP__RESPONSE__BODY_STATUS: {
 		const Cpuhp__Status *s = r->status;
@@ -232,6 +282,8 @@ static void print_response(const Cpuhp__Response *r)
 			print_results(r->smt->cpus->results, r->smt->cpus->n_results);
 		else
 			printf("[]");
+		if (r->smt->cpus)
+			print_revoked(r->smt->cpus->revoked, r->smt->cpus->n_revoked);
 		break;
 	case CPUHP__RESPONSE__BODY_METRICS:
 		printf("\"kind\":\"metrics\",\"text\":");
@@ -247,26 +299,20 @@ static void print_response(const Cpuhp__Response *r)
 		for (size_t i = 0; i < l->n_leases; i++) {
 			const Cpuhp__LeaseInfo *li = l->leases[i];
 
-			printf("%s{\"lease_id\":%" PRIu64 ",\"fast\":%s,\"count\":%u,\"pid\":%u,"
-			       "\"uid\":%u,\"held_ms\":%" PRIu64 ",\"connection\":%u,\"comm\":",
-			       i ? "," : "", li->lease_id,
-			       li->kind == CPUHP__LEASE_KIND__LEASE_FAST ? "true" : "false",
-			       li->count, li->pid, li->uid, li->held_ms, li->connection);
-			jstr(li->comm);
-			printf(",\"who\":");
-			jstr(li->who);
-			printf(",\"why\":");
-			jstr(li->why);
-			printf("}");
+			printf("%s", i ? "," : "");
+			print_lease_info(li);
 		}
 		printf("],\"hotplugs\":[");
 		for (size_t i = 0; i < l->n_hotplugs; i++) {
 			const Cpuhp__HotplugInfo *h = l->hotplugs[i];
 
 			printf("%s{\"seq\":%" PRIu64 ",\"online\":%s,\"state\":\"%s\",\"pid\":%u,"
-			       "\"uid\":%u,\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u,\"cpus\":",
+			       "\"uid\":%u,\"waited_ms\":%" PRIu64
+			       ",\"timeout_ms\":%u,\"force\":%s,"
+			       "\"force_grace_ms\":%u,\"cpus\":",
 			       i ? "," : "", h->seq, h->online ? "true" : "false",
-			       writer_name(h->state), h->pid, h->uid, h->waited_ms, h->timeout_ms);
+			       writer_name(h->state), h->pid, h->uid, h->waited_ms, h->timeout_ms,
+			       h->force ? "true" : "false", h->force_grace_ms);
 			jstr(h->cpus);
 			printf(",\"comm\":");
 			jstr(h->comm);
@@ -288,6 +334,7 @@ static void print_response(const Cpuhp__Response *r)
 			printf("}");
 		}
 		printf("]");
+		page_out(l->more, l->next);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_FROZEN:
@@ -315,11 +362,49 @@ static void print_response(const Cpuhp__Response *r)
 			printf("\"event\":\"online_changed\",\"external\":%s,\"online\":",
 			       e->online_changed->external ? "true" : "false");
 			jstr(e->online_changed->online);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_PRESENT_CHANGED) {
+			printf("\"event\":\"present_changed\",\"present\":");
+			jstr(e->present_changed->present);
+			printf(",\"added\":");
+			jstr(e->present_changed->added);
+			printf(",\"removed\":");
+			jstr(e->present_changed->removed);
+			printf(",\"online\":");
+			jstr(e->present_changed->online);
 		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
+			const Cpuhp__LeaseRevoked *rv = e->lease_revoked;
+			static const char *const reasons[] = {"max_lease", "delay", "forced"};
+
 			printf("\"event\":\"lease_revoked\",\"lease_id\":%" PRIu64
-			       ",\"held_ms\":%" PRIu64 ",\"max_lease_ms\":%u",
-			       e->lease_revoked->lease_id, e->lease_revoked->held_ms,
-			       e->lease_revoked->max_lease_ms);
+			       ",\"held_ms\":%" PRIu64 ",\"max_lease_ms\":%u,\"reason\":\"%s\","
+			       "\"hotplug_id\":%" PRIu64
+			       ",\"fast\":%s,\"count\":%u,\"delay_ms\":%u",
+			       rv->lease_id, rv->held_ms, rv->max_lease_ms,
+			       (unsigned)rv->reason < 3 ? reasons[rv->reason] : "?", rv->hotplug_id,
+			       rv->fast ? "true" : "false", rv->count, rv->delay_ms);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_HOTPLUG_PENDING) {
+			const Cpuhp__HotplugPending *hp = e->hotplug_pending;
+
+			printf(
+			    "\"event\":\"hotplug_pending\",\"hotplug_id\":%" PRIu64
+			    ",\"online\":%s,\"timeout_ms\":%u,\"force\":%s,\"force_grace_ms\":%u,"
+			    "\"cpus\":",
+			    hp->hotplug_id, hp->online ? "true" : "false", hp->timeout_ms,
+			    hp->force ? "true" : "false", hp->force_grace_ms);
+			jstr(hp->cpus);
+			printf(",\"smt\":");
+			jstr(hp->smt);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_HOTPLUG_CANCELLED) {
+			const Cpuhp__HotplugCancelled *hc = e->hotplug_cancelled;
+
+			printf("\"event\":\"hotplug_cancelled\",\"hotplug_id\":%" PRIu64
+			       ",\"online\":%s,\"code\":\"%s\",\"cpus\":",
+			       hc->hotplug_id, hc->online ? "true" : "false", code_name(hc->code));
+			jstr(hc->cpus);
+			printf(",\"smt\":");
+			jstr(hc->smt);
+			printf(",\"message\":");
+			jstr(hc->message);
 		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED) {
 			printf("\"event\":\"lease_bypassed\",\"leases\":%u,\"online\":",
 			       e->lease_bypassed->leases);
@@ -369,6 +454,7 @@ static void print_response(const Cpuhp__Response *r)
 			printf("}");
 		}
 		printf("]");
+		page_out(r->state_list->more, r->state_list->next);
 		break;
 	default:
 		printf("\"kind\":\"unknown\"");
@@ -577,6 +663,29 @@ static char *identity_word(char *w)
 	return w;
 }
 
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* @hex as bytes in @buf (cut to @size). */
+static ProtobufCBinaryData unhex(const char *hex, uint8_t *buf, size_t size)
+{
+	ProtobufCBinaryData b = {0, buf};
+
+	while (hex[2 * b.len] && hex[2 * b.len + 1] && b.len < size) {
+		buf[b.len] = (uint8_t)(hexval(hex[2 * b.len]) << 4 | hexval(hex[2 * b.len + 1]));
+		b.len++;
+	}
+	return b;
+}
+
 /* Build and send the request in @argv; Return: its id, or 0 on error (printed). */
 static uint64_t send_req(struct conn *c, int argc, char **argv)
 {
@@ -596,6 +705,7 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
 	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
 	char msg[1024] = "";
+	uint8_t cursor[128];
 	Cpuhp__SetSmt smt = CPUHP__SET_SMT__INIT;
 	Cpuhp__MetricsRequest mr = CPUHP__METRICS_REQUEST__INIT;
 	const char *k = argc > 0 ? argv[0] : "";
@@ -609,8 +719,20 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		hello.client_name = (char *)"cpuhpd-probe";
 		req.body_case = CPUHP__REQUEST__BODY_HELLO;
 		req.hello = &hello;
+	} else if (!strcmp(k, "hellofrom") && argc >= 3) {
+		hello.version = (uint32_t)strtoul(argv[1], NULL, 10);
+		hello.client_name = (char *)"cpuhpd-probe";
+		hello.notices_to = (uint32_t)strtoul(argv[2], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_HELLO;
+		req.hello = &hello;
 	} else if (!strcmp(k, "acquire") && argc >= 2) {
 		acq.timeout_ms = (uint32_t)strtoul(argv[1], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+		req.lease_acquire = &acq;
+	} else if (!strcmp(k, "acquiredelay") && argc >= 3) {
+		acq.timeout_ms = (uint32_t)strtoul(argv[1], NULL, 10);
+		acq.mode = CPUHP__LEASE_MODE__LEASE_DELAY;
+		acq.delay_ms = (uint32_t)strtoul(argv[2], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
 		req.lease_acquire = &acq;
 	} else if (!strcmp(k, "acquireas") && argc >= 4) {
@@ -633,25 +755,34 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		th.freeze_id = strtoull(argv[1], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_THAW;
 		req.thaw = &th;
-	} else if (!strcmp(k, "smt") && argc >= 3) {
+	} else if ((!strcmp(k, "smt") && argc >= 3) || (!strcmp(k, "forcesmt") && argc >= 4)) {
 		smt.control = identity_word(argv[1]);
 		smt.timeout_ms = (uint32_t)strtoul(argv[2], NULL, 10);
+		smt.force = !strcmp(k, "forcesmt");
+		smt.force_grace_ms = smt.force ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
 		req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
 		req.set_smt = &smt;
 	} else if (!strcmp(k, "metrics")) {
 		req.body_case = CPUHP__REQUEST__BODY_METRICS;
 		req.metrics = &mr;
 	} else if (!strcmp(k, "leases")) {
+		if (argc >= 2)
+			ll.limit = (uint32_t)strtoul(argv[1], NULL, 10);
+		if (argc >= 3)
+			ll.after = unhex(argv[2], cursor, sizeof(cursor));
 		req.body_case = CPUHP__REQUEST__BODY_LIST_LEASES;
 		req.list_leases = &ll;
 	} else if (!strcmp(k, "release") && argc >= 2) {
 		rel.lease_id = strtoull(argv[1], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
 		req.lease_release = &rel;
-	} else if ((!strcmp(k, "online") || !strcmp(k, "offline")) && argc >= 3) {
+	} else if (((!strcmp(k, "online") || !strcmp(k, "offline")) && argc >= 3) ||
+	           ((!strcmp(k, "forceonline") || !strcmp(k, "forceoffline")) && argc >= 4)) {
 		so.cpus = argv[1];
-		so.online = !strcmp(k, "online");
+		so.online = !strcmp(k, "online") || !strcmp(k, "forceonline");
 		so.timeout_ms = (uint32_t)strtoul(argv[2], NULL, 10);
+		so.force = !strncmp(k, "force", 5);
+		so.force_grace_ms = so.force ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
 		req.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		req.set_online = &so;
 	} else if (!strcmp(k, "status")) {
@@ -686,6 +817,10 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 		req.state_answer = &ans;
 	} else if (!strcmp(k, "states")) {
+		if (argc >= 2)
+			ls.limit = (uint32_t)strtoul(argv[1], NULL, 10);
+		if (argc >= 3)
+			ls.after = unhex(argv[2], cursor, sizeof(cursor));
 		req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
 		req.list_states = &ls;
 	} else if (strcmp(k, "empty")) {
@@ -719,17 +854,6 @@ static void print_end(int err)
 		printf("{\"ok\":false,\"eof\":true}\n");
 	else
 		reply_err("recv", err);
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 static void cmd_many(const char *prefix, unsigned n, const char *ms)
@@ -907,6 +1031,25 @@ static void cmd_halfmany(const char *prefix, unsigned n, uint32_t want, size_t s
 	printf("{\"ok\":true,\"opened\":%u}\n", n);
 }
 
+static void cmd_readmany(const char *prefix, unsigned n)
+{
+	char name[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c;
+		int q = 0;
+
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		if (!(c = find(name))) {
+			printf("{\"ok\":false,\"what\":\"no connection %s\"}\n", name);
+			return;
+		}
+		while (ioctl(c->fd, SIOCOUTQ, &q) == 0 && q > 0)
+			poll(NULL, 0, 1);
+	}
+	printf("{\"ok\":true}\n");
+}
+
 static void cmd_eofmany(const char *prefix)
 {
 	size_t plen = strlen(prefix);
@@ -1020,6 +1163,8 @@ static void run(int argc, char **argv)
 	} else if (!strcmp(cmd, "halfmany") && argc >= 5) {
 		cmd_halfmany(argv[1], (unsigned)strtoul(argv[2], NULL, 10),
 		             (uint32_t)strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10));
+	} else if (!strcmp(cmd, "readmany") && argc >= 3) {
+		cmd_readmany(argv[1], (unsigned)strtoul(argv[2], NULL, 10));
 	} else if (!strcmp(cmd, "eofmany") && argc >= 2) {
 		cmd_eofmany(argv[1]);
 	} else if (!c) {

@@ -89,6 +89,14 @@ class Manager:
             self.messages.remove(found)
             return found
 
+    def discard(self):
+        """What systemd does at a stop (not a restart): close everything stored."""
+        self.sync()
+        with self.cond:
+            for _, fd in self.store:
+                os.close(fd)
+            self.store = []
+
     def start(self, daemon, extra_env=None):
         """Start daemon (a fixture.Daemon) with the store's descriptors; wait for READY=1."""
         self.sync()

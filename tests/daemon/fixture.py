@@ -73,8 +73,9 @@ class Daemon:
         self.rc = None
 
     def argv(self):
-        argv = [str(CPUHPD), '--socket', self.socket, '--sysfs-root', self.sysfs_root,
-                '--verbose']
+        # --config /dev/null: whatever this machine's SYSCONFDIR/cpuhpd.conf says.
+        argv = [str(CPUHPD), '--config', '/dev/null', '--socket', self.socket,
+                '--sysfs-root', self.sysfs_root, '--verbose']
         if self.uevent_socket:
             # A simulated tree: its uevents come from the test, and the real
             # kernel's (another test hotplugging for real) would only add noise.
@@ -114,8 +115,9 @@ class Daemon:
             os.close(pidfd)
 
     def log(self):
+        """The log as text; a byte that is not UTF-8 (a client's, quoted) as \\xHH."""
         try:
-            return self.logpath.read_text()
+            return self.logpath.read_text(errors='backslashreplace')
         except FileNotFoundError:
             return ''
 
@@ -235,6 +237,15 @@ def daemon_as_nobody(tmp, sysfs_root, args=()):
         os.umask(old)
 
 
+def read_until(stream, prefix):
+    """Read lines of @stream (a process's, text) until one starts with @prefix;
+    Return: that line.  The process ending first is a failure."""
+    for line in stream:
+        if line.startswith(prefix):
+            return line
+    raise AssertionError(f'the stream ended before a line starting {prefix!r}')
+
+
 def error_code(r):
     """The ErrorCode name of an error answer, or None for any other answer."""
     return r['code'] if r.get('kind') == 'error' else None
@@ -274,3 +285,38 @@ class StalledOnlineFile:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+# --- frames written by hand, for what no well-behaved encoder sends -------------
+
+def frame(payload):
+    """A frame (proto/FRAMING.md): 4-byte big-endian length, then the payload."""
+    return len(payload).to_bytes(4, 'big') + payload
+
+
+def pb_varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def pb(*fields):
+    """A protobuf message from (number, value) pairs: an int is a varint,
+    bytes (or a str, as UTF-8) and nested pb() results are length-delimited."""
+    out = bytearray()
+    for num, value in fields:
+        if isinstance(value, int):
+            out += pb_varint(num << 3) + pb_varint(value)
+        else:
+            data = value.encode() if isinstance(value, str) else bytes(value)
+            out += pb_varint(num << 3 | 2) + pb_varint(len(data)) + data
+    return bytes(out)
+
+
+def request_frame(req_id, body_field, body):
+    """A framed cpuhp.Request: id (field 1), its body as field @body_field."""
+    return frame(pb((1, req_id), (body_field, body)))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * admit.c on its own (issue 17 §3, §4): the connection limits and the byte
+ * admit.c on its own: the connection limits and the byte
  * bounds decided for peers of every kind, to the byte, without sockets.
  * The end-to-end tests (test_admission.py, test_memory.py) show the same
  * rules through cpuhpd; here each edge is exact, including the parts a
@@ -17,8 +17,8 @@
 #include "../unit/check.h"
 
 #include "cpuhpd.h"
-#include "admit.h"
-#include "conn.h"
+#include "core/admit.h"
+#include "core/conn.h"
 
 static struct cpuhpd d;
 

@@ -79,6 +79,11 @@ def test_default_socket_mode_0660_keeps_other_users_out(tmp, sim):
     try:
         r = p('connect n')
         assert r['errno'] == 'EACCES', r
+        # cpuhpctl names the group to join: the socket's (root's, here).
+        group = grp.getgrgid(os.stat(d.socket).st_gid).gr_name
+        r = subprocess.run(NOBODY + [str(fixture.CPUHPCTL), '--socket', d.socket, 'status'],
+                           capture_output=True, text=True, timeout=fixture.GUARD_S)
+        assert r.returncode == 69 and f"join its group '{group}'" in r.stderr, r.stderr
     finally:
         p.kill()
         assert d.stop() == 0, d.log()

@@ -9,6 +9,7 @@ Nothing sleeps: a command that must run while a lease is held runs inside
 for a lease to vanish is given a long timeout and simply finishes once the
 lease goes."""
 import ctypes
+import json
 import os
 import select
 import signal
@@ -133,7 +134,7 @@ def test_bad_command_lines_exit_2_before_connecting(tmp, args):
     (['hold', '-t'], 'cpuhpctl hold: option -t needs an argument'),
     (['watch', '--count'], "cpuhpctl watch: option '--count' needs an argument"),
     (['status', '-z'], "cpuhpctl status: invalid option -- 'z'"),
-    ([], 'cpuhpctl: which command? (status, leases, states, state, online, offline, smt, watch, hold, freeze, metrics)'),
+    ([], 'cpuhpctl: which command? (status, leases, cpus, states, state, online, offline, smt, watch, hold, freeze, metrics)'),
     (['frobnicate'], "cpuhpctl: unknown command 'frobnicate'"),
 ])
 def test_a_bad_option_is_named_with_the_program_and_a_one_line_hint(tmp, args, message):
@@ -293,3 +294,147 @@ def test_watch_prints_the_events_of_a_hotplug(daemon4):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+# --- options: anywhere on the line, one meaning per letter, times with units ---
+
+
+def test_options_may_follow_the_cpu_list_as_getopt_long_programs_take_them(daemon4, sim4,
+                                                                           probe):
+    r = ctl(daemon4, 'offline', '3', '--timeout', '2000')
+    assert (r.returncode, r.stdout) == (0, 'CPU 3 disabled\n'), r
+    r = ctl(daemon4, 'online', '3', '-t', '2s', '--json')
+    assert r.returncode == 0 and json.loads(r.stdout)['action'] == 'online', r
+    probe.connect('a')
+    probe.lease('a')
+    r = ctl(daemon4, 'offline', '2', '-t', '0')
+    assert r.returncode == 75 and sim4.read_online(2) == '1', r
+    # hold's options end at CMD: what follows is CMD's.
+    r = ctl(daemon4, 'hold', '--timeout', '0', 'sh', '-c', 'echo "$0 $1"', '--timeout', '5')
+    assert (r.returncode, r.stdout) == (0, '--timeout 5\n'), r
+
+
+@pytest.mark.parametrize('timeout, ms', [('50', 50), ('50ms', 50), ('0.05s', 50),
+                                         ('.05s', 50), ('1s', 1000), ('0.5s', 500)])
+def test_a_timeout_takes_a_unit_and_a_bare_number_is_milliseconds(daemon4, probe, timeout, ms):
+    probe.connect('a')
+    probe.lease('a')
+    r = ctl(daemon4, 'offline', '--timeout', timeout, '2')
+    assert r.returncode == 75, r
+    assert f'timed out after {ms} ms behind 1 lease' in r.stderr, r
+
+
+@pytest.mark.parametrize('args, words', [
+    (['offline', '--timeout', '5x', '1'], "--timeout wants a time such as 500ms, 5s or 2m"),
+    (['offline', '--timeout', '0.5ms', '1'], "--timeout '0.5ms' is not a whole number of ms"),
+    (['offline', '--timeout', '50d', '1'], "--timeout wants a time"),
+    (['offline', '--timeout', '2000h', '1'], "--timeout '2000h' is out of range"),
+    (['hold', '--grace', '-1', '--', 'true'], "--grace wants a time"),
+    (['state', 'x', '--deadline', '11m', '--startup', 'true'],
+     "--deadline '11m' is out of range: 1ms to 10m00s"),
+])
+def test_a_bad_time_is_a_usage_error(tmp, args, words):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), *args],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 2 and words.replace(' of ms', ' of milliseconds') in r.stderr, r
+
+
+def test_times_with_units_reach_every_option_that_takes_one(daemon4, sim4):
+    # --deadline 1.5s: the state lists 1500 ms; --grace and hold's --timeout parse too.
+    hook = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'state', 'pool',
+                             '-N', '--deadline', '1.5s', '-T', 'true'],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert hook.stdout.readline().startswith('state pool registered')
+        [s] = json.loads(ctl(daemon4, 'states', '-J').stdout)['states']
+        assert s['deadline_ms'] == 1500, s
+    finally:
+        hook.send_signal(signal.SIGINT)
+        hook.communicate(timeout=GUARD_S)
+    r = ctl(daemon4, 'hold', '--timeout', '2s', '--strict', '--grace', '100ms', '--', 'true')
+    assert r.returncode == 0, r
+
+
+def test_each_letter_means_one_thing_and_the_old_spellings_still_work(daemon4, sim4, probe):
+    # -n is --noheadings for the listings; watch's --count is -c, state's --nocalls -N,
+    # state's --teardown -T (-t is --timeout wherever it is taken).
+    for cmd in ('leases', 'states'):
+        r = ctl(daemon4, cmd, '-n')
+        assert (r.returncode, r.stdout) == (0, ''), r   # no heading, no row
+    for count, nocalls, teardown in (('-c', '-N', '-T'), ('-n', '-n', '-t')):
+        w = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'watch',
+                              count, '1'], stdout=subprocess.PIPE, text=True)
+        hook = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'state',
+                                 'pool', nocalls, teardown, 'echo torn down $1'],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            assert w.stdout.readline() == 'watching cpuhpd events\n'
+            # --nocalls: no startup line before the registration's.
+            assert hook.stdout.readline().startswith('state pool registered'), count
+            assert ctl(daemon4, 'offline', 3).returncode == 0
+            assert hook.stdout.readline() == 'torn down 3\n'
+            assert w.wait(timeout=GUARD_S) == 0 and len(w.stdout.read().splitlines()) == 1
+            assert ctl(daemon4, 'online', 3).returncode == 0
+        finally:
+            hook.send_signal(signal.SIGINT)
+            hook.communicate(timeout=GUARD_S)
+            w.stdout.close()
+    for cmd in ('leases', 'states'):
+        assert json.loads(ctl(daemon4, cmd, '-J').stdout) == \
+            json.loads(ctl(daemon4, cmd, '-j').stdout)
+
+
+# --- --json: an object whatever happens, or a clear refusal ---
+
+
+@pytest.mark.parametrize('args', [
+    ['--json', 'offline'], ['offline', '--bogus', '1', '--json'], ['-J', 'frobnicate'],
+    ['--json', 'online', '--timeout', 'soon', '1'], ['leases', '-o', 'NOPE', '-J'],
+    ['--json', 'metrics'], ['metrics', '-J'], ['--json', 'hold', '--', 'true'],
+    ['freeze', '-J', '--', 'true'], ['--json', 'state', 'x', '-T', 'true'],
+    ['--json', 'smt', 'forceoff'],
+])
+def test_a_json_usage_error_is_an_error_object_on_stdout(tmp, args):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), *args],
+                       capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 2, r
+    out = json.loads(r.stdout)
+    assert out['error'] == 'EINVAL' and out['message'] and r.stderr, r
+    assert out['message'] in r.stderr, r   # the same words for a person
+
+
+@pytest.mark.parametrize('cmd', [['status'], ['leases'], ['states'], ['offline', '1'],
+                                 ['smt', 'off'], ['watch']])
+def test_an_unreachable_daemon_is_an_error_object_on_stdout(tmp, cmd):
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none.sock'), *cmd,
+                        '--json'], capture_output=True, text=True, timeout=GUARD_S)
+    assert r.returncode == 69, r
+    out = json.loads(r.stdout)
+    assert out['error'] == 'ENOENT' and str(tmp / 'none.sock') in out['message'], out
+
+
+def test_json_refused_by_commands_without_it_says_what_to_use(tmp):
+    for cmd, words in ((['metrics'], 'Prometheus text'), (['hold', '--', 'true'], "CMD's output"),
+                       (['freeze', '--', 'true'], "CMD's output"),
+                       (['state', 'x', '-T', 'true'], 'one line per call')):
+        r = subprocess.run([str(fixture.CPUHPCTL), '--socket', str(tmp / 'none'), '--json',
+                            *cmd], capture_output=True, text=True, timeout=GUARD_S)
+        assert r.returncode == 2 and words in r.stderr, r
+
+
+def test_online_is_the_online_cpus_in_every_json_output(daemon4):
+    w = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', daemon4.socket, 'watch', '--json',
+                          '--count', '3'], stdout=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(w.stdout.readline()) == {'event': 'watching'}
+        r = ctl(daemon4, '--json', 'offline', '2')
+        events = [json.loads(line) for line in w.stdout]
+        assert w.wait(timeout=GUARD_S) == 0
+    finally:
+        w.kill()
+        w.stdout.close()
+    res = json.loads(r.stdout)
+    assert res['action'] == 'offline' and 'online' not in res, res
+    assert [e.get('action') for e in events] == ['offline', 'offline', None], events
+    assert events[2] == {'event': 'online_changed', 'online': [0, 1, 3], 'external': False}
+    assert json.loads(ctl(daemon4, '--json', 'status').stdout)['online'] == [0, 1, 3]

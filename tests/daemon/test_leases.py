@@ -145,6 +145,49 @@ def test_a_hotplug_that_times_out_names_the_holders_to_the_caller_and_the_log(da
     assert sim4.read_online(2) == '1'
 
 
+def test_a_status_look_starts_a_fast_leases_age(daemon4):
+    """A Status sums the fast slots: from that look on, the lease's age is
+    known to be at least the time since, and a later timeout says so (it
+    said "held at least 0.0 s" when the first look was the hotplug's)."""
+    import fastlib
+    client = fastlib.FastClient(daemon4.socket)
+    try:
+        client.connect('h')
+        client.thread('t', 'h')
+        client.lease('t')
+        rc, st = ctl_json(daemon4, 'status')
+        assert rc == 0 and st['leases_held'] == 1, st
+        looked = time.monotonic()
+        # Not a synchronisation: the lease must age before the hotplug looks.
+        time.sleep(0.4)
+        r = ctl(daemon4, 'offline', '--timeout', 10, 2)
+        aged = time.monotonic() - looked
+        assert r.returncode == 75, r
+        held = float(r.stderr.split(', held at least ')[1].split(' s')[0])
+        assert 0.3 <= held <= aged + 0.1, (held, aged, r.stderr)
+    finally:
+        client.kill()
+
+
+def test_a_fast_leases_age_is_said_to_be_a_lower_bound(daemon4):
+    """cpuhpd sees a fast lease's count, not when it was taken: its age counts
+    from cpuhpd's first look, and every word about it says "at least"."""
+    import fastlib
+    client = fastlib.FastClient(daemon4.socket)
+    try:
+        client.connect('h')
+        client.thread('t', 'h')
+        client.lease('t')
+        r = ctl(daemon4, 'offline', '--timeout', 10, 2)
+        assert r.returncode == 75, r
+        assert ', 1 fast lease, held at least ' in r.stderr, r
+        text = ctl(daemon4, 'leases')
+        [row] = [line for line in text.stdout.splitlines() if ' fast ' in line]
+        assert row.split()[5] == '1' and row.split()[6].startswith('>'), row
+    finally:
+        client.kill()
+
+
 def test_an_unnamed_holder_is_named_by_its_command(daemon4, probe):
     probe.connect('a')
     probe.lease('a')
@@ -208,12 +251,12 @@ def test_status_json(daemon4, probe):
 def test_online_offline_json_per_cpu_and_errors(daemon4, sim4, probe):
     rc, out = ctl_json(daemon4, 'offline', '2-3')
     assert rc == 0, out
-    assert out == {'online': False, 'results': [
+    assert out == {'action': 'offline', 'results': [
         {'cpu': 2, 'ok': True, 'changed': True, 'error': None, 'message': '', 'states': []},
         {'cpu': 3, 'ok': True, 'changed': True, 'error': None, 'message': '', 'states': []}]}, out
     rc, out = ctl_json(daemon4, 'online', '3,7')
     assert rc == 64, out
-    assert out['online'] is True and out['results'][0]['changed'] is True, out
+    assert out['action'] == 'online' and out['results'][0]['changed'] is True, out
     assert out['results'][1]['cpu'] == 7 and out['results'][1]['ok'] is False, out
     assert out['results'][1]['error'].startswith('E') and out['results'][1]['message'], out
     probe.connect('a')
@@ -235,8 +278,8 @@ def test_watch_json_one_object_per_event(daemon4):
     finally:
         w.kill()
     assert events == [
-        {'event': 'hotplug_started', 'online': False, 'cpus': [2]},
-        {'event': 'hotplug_finished', 'online': False, 'cpus': [2], 'ok': True, 'failed': []},
+        {'event': 'hotplug_started', 'action': 'offline', 'cpus': [2]},
+        {'event': 'hotplug_finished', 'action': 'offline', 'cpus': [2], 'ok': True, 'failed': []},
     ], events
 
 

@@ -10,7 +10,9 @@ holder, a count in Status, ESTALE on the release of a socket lease held.
 Ordering without sleeps: a revocation is awaited as the holder's notice (a
 probe recv), a bypass as the watcher's online_changed event; the daemon
 answers one connection's requests in order."""
+import errno
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -18,6 +20,7 @@ import time
 import pytest
 
 import fixture
+from fastlib import FastClient
 from test_leases import ctl, ctl_json
 
 GUARD_S = fixture.GUARD_S
@@ -40,6 +43,8 @@ def test_a_lease_held_past_max_lease_ms_is_revoked_and_its_holder_told(tmp, sim4
         assert p.call('a', 'identify', 'pools', 'sizing')['kind'] == 'identified'
         lease = p.lease('a')
         hp = p.send('b', 'offline', 2, 60000)             # waits behind the lease
+        ev = p.recv('a')                                  # told it waits, id 0
+        assert (ev['id'], ev['event'], ev['cpus']) == (0, 'hotplug_pending', '2'), ev
         ev = p.recv('a')                                  # the notice, id 0
         assert ev['id'] == 0 and ev['kind'] == 'event', ev
         assert (ev['event'], ev['lease_id'], ev['max_lease_ms']) == ('lease_revoked', lease, 300)
@@ -181,6 +186,33 @@ def test_a_cpu_changed_behind_cpuhpd_while_leases_are_held_is_a_bypass(daemon4, 
     fresh = probe.lease('other')
     assert probe.call('other', 'release', fresh)['kind'] == 'lease_released'
     assert fixture.error_code(probe.call('other', 'release', other)) == 'ERR_ESTALE'
+
+
+def test_a_fast_lease_held_across_a_bypass_is_stale_on_release(daemon4, sim4, probe):
+    """A fast lease's release never reaches cpuhpd: before, its holder got
+    the LeaseBypassed notice but a release that said 0, and the warning
+    said "held 0.0 s" of a lease cpuhpd had only just seen."""
+    c = FastClient(daemon4.socket)
+    try:
+        c.connect('a')
+        c.thread('t', 'a')
+        held = c.lease('t')
+        probe.connect('w')
+        assert probe.call('w', 'watch')['kind'] == 'watch_started'
+        change_behind_cpuhpd(daemon4, sim4, probe, 'w', 2, 0)
+        # The notice follows the mark, so the release below comes after it.
+        ev = c(f'event a {GUARD_S * 1000}')
+        assert ev['ret'] == 0 and ev['type'] == 6 and ev['leases'] == 1, ev
+        assert re.search(r'1 fast lease, held at least \d+\.\d s', daemon4.log()), daemon4.log()
+        c.release('t', held)
+        r = c.wait('t')
+        assert r['ret'] == -errno.ESTALE and "behind cpuhpd's back" in r['message'], r
+        assert probe.status('w')['leases_held'] == 0   # released all the same
+        # A lease taken after the bypass is not stale.
+        fresh = c.lease('t')
+        c.unlease('t', fresh)
+    finally:
+        c.kill()
 
 
 def test_an_external_change_with_no_lease_held_is_no_bypass(daemon4, sim4, probe):

@@ -138,6 +138,45 @@ def test_fast_leases_survive_a_restart(tmp, sim, manager, sig):
 
 
 @pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
+def test_a_full_fd_store_keeps_a_lease_or_ends_its_connection_never_half(tmp, sim, manager, sig):
+    """--fd-store-max 3: the state memfd, the socket cpuhpd bound and one
+    connection fill it.  That connection's fast-lease region would not fit:
+    it gets no fast path, so its lease is a socket lease the next cpuhpd
+    keeps.  A connection the store cannot take sees EOF at the restart, so
+    that its client knows its lease is gone."""
+    d = start(manager, tmp, sim, ['--fd-store-max', '3'])
+    client = fastlib.FastClient(d.socket)
+    probe = fixture.Probe(d.socket)
+    try:
+        r = client('connect h')
+        assert r['ret'] == 0 and not r['fast'], r
+        client.thread('t', 'h')
+        client.lease('t', fast=False)
+        assert sorted(manager.names()) == ['conn-1', 'listen', 'state']
+        probe.connect('lost')
+        probe.lease('lost')
+        assert 'fd store full' in d.log() and 'conn-2' in d.log(), d.log()
+        # Said at start: the default --max-connections 4096 needs 2 x 4096 + 2.
+        assert 'but --max-connections 4096 needs 8194' in d.log(), d.log()
+        d = restart(manager, d, sig)
+        assert 'took over 1 client(s) holding 1 lease(s)' in d.log(), d.log()
+        r = probe('eof lost')
+        assert r['end'] == 'eof' and r['responses'] == [], r
+        probe.connect('admin')
+        hp = probe.send('admin', 'offline', 1, 60000)
+        s = probe.status('admin')
+        assert s['leases_held'] == 1 and s['writer'] == 'WRITER_WAITING', s
+        assert sim.read_online(1) == '1'
+        client.unlease('t')
+        r = probe.recv('admin')
+        assert r['id'] == hp and r['results'][0]['ok'] and sim.read_online(1) == '0', r
+    finally:
+        client.kill()
+        probe.kill()
+        d.stop()
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGKILL], ids=['sigterm', 'sigkill'])
 def test_a_hotplug_state_still_gets_its_teardown_after_a_restart(tmp, sim, manager, sig):
     d = start(manager, tmp, sim)
     st = fixture.Lines([fixture.BUILD / 'tests' / 'daemon' / 'state-client', d.socket,
@@ -192,7 +231,7 @@ def test_sigterm_lets_a_running_hotplug_finish_and_keeps_what_arrives_meanwhile(
         r = p.recv('w')                      # the gate opened behind it
         assert r['id'] == lw and r['kind'] == 'lease_granted', r
         assert d.wait() == 0, d.log()
-        assert 'stopping for a restart' in d.log() and sim.read_online(1) == '0'
+        assert 'stopping' in d.log() and sim.read_online(1) == '0'
         d = manager.start(d)
         r = p.recv('s')                      # answered by the next cpuhpd
         assert r['id'] == ls and r['kind'] == 'lease_granted', r
@@ -255,6 +294,58 @@ def test_python_lease_and_state_survive_a_restart(tmp, sim, manager, sig):
         assert py('calls')['calls'] == [['teardown', 1]]
     finally:
         py.kill()
+        probe.kill()
+        d.stop()
+
+
+# --- a stop, not a restart, with the fd store on -----------------------------------------
+
+def test_a_stop_with_nothing_held_costs_the_next_start_no_grace(tmp, sim, manager):
+    """SIGTERM with the store on, a client connected but nothing held, then
+    what systemd does at `systemctl stop` (the store is emptied): the next
+    socket-activated cpuhpd adopts nothing and must not hold hotplugs."""
+    d = start(manager, tmp, sim, ['--restart-grace-ms', '3600000'])
+    probe = fixture.Probe(d.socket)
+    try:
+        probe.connect('idle')
+        d.send_signal(signal.SIGTERM)
+        assert d.wait() == 0, d.log()
+        log = d.log()
+        # Said as it is: which of the two happens is the service manager's choice.
+        assert 'a restart hands them to the next cpuhpd' in log and 'a stop' in log, log
+        assert 'stopping for a restart' not in log, log
+        manager.discard()
+        assert probe('eof idle')['end'] == 'eof'
+        d = manager.start(d)
+        probe.connect('h')
+        assert probe.status('h')['restart_grace_ms'] == 0, d.log()
+        assert 'without handing its clients over' not in d.log(), d.log()
+    finally:
+        probe.kill()
+        d.stop()
+
+
+def test_a_stop_with_a_lease_held_is_told_and_the_next_start_waits_the_grace(tmp, sim,
+                                                                            manager):
+    """The same with a lease held: its holder sees EOF when the store is
+    emptied, and the next cpuhpd, given nothing back, holds hotplugs for the
+    grace and says why."""
+    d = start(manager, tmp, sim, ['--restart-grace-ms', '3600000'])
+    probe = fixture.Probe(d.socket)
+    try:
+        probe.connect('a')
+        probe.lease('a')
+        d.send_signal(signal.SIGTERM)
+        assert d.wait() == 0, d.log()
+        manager.discard()
+        assert probe('eof a')['end'] == 'eof'
+        d = manager.start(d)
+        probe.connect('h')
+        assert probe.status('h')['restart_grace_ms'] > 0
+        log = d.log()
+        assert 'left 1 client(s) holding 1 lease(s) in the fd store' in log, log
+        assert 'got none of them back' in log, log
+    finally:
         probe.kill()
         d.stop()
 
@@ -359,3 +450,22 @@ def test_the_grace_shows_in_the_status_line_systemctl_shows(tmp, sim, manager):
         assert line.startswith('STATUS='), line
     finally:
         d.stop_clean()
+
+
+def test_the_status_line_counts_connections_as_they_come_and_go(tmp, sim, manager):
+    """`systemctl show -p StatusText` must not say "2 connections" after both left."""
+    d = manager.start(fixture.Daemon(tmp, sim.root))
+    probe = fixture.Probe(d.socket)
+    try:
+        manager.wait_for('no hotplug pending; 0 connections')
+        probe.connect('a')
+        probe.connect('b')
+        manager.wait_for('no hotplug pending; 2 connections')
+        probe('close a')
+        probe('close b')
+        probe.connect('c')
+        probe.status('c')      # cpuhpd has seen a and b go: it read c after them
+        manager.wait_for('no hotplug pending; 1 connection')
+    finally:
+        probe.kill()
+        d.stop()

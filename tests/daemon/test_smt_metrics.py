@@ -82,7 +82,7 @@ def test_smt_off_takes_the_siblings_offline_and_on_brings_them_back(smt_daemon):
     r = ctl(d, '--json', 'smt', 'on')
     assert r.returncode == 0, r
     out = json.loads(r.stdout)
-    assert out['smt_control'] == 'on' and out['online'] is True
+    assert out['smt_control'] == 'on' and out['action'] == 'online'
     assert [(x['cpu'], x['ok'], x['changed']) for x in out['results']] == \
         [(2, True, True), (3, True, True)]
     assert online_files(sim) == {1: '1', 2: '1', 3: '1'}
@@ -148,11 +148,36 @@ def test_smt_on_a_tree_without_smt_control(daemon4):
     assert '(no smt/control' in ctl(daemon4, 'status').stdout
 
 
+def test_smt_prints_the_state_callbacks_under_each_cpu_as_offline_does(smt_daemon):
+    d = smt_daemon
+    hook = subprocess.Popen([str(fixture.CPUHPCTL), '--socket', d.socket, 'state', 'pool',
+                             '--teardown', 'true', '--startup', 'true'],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        # The startups for CPUs 0-3 at registration, then the line saying it is registered.
+        # The startups' lines, then the registration's.
+        fixture.read_until(hook.stdout, 'state pool registered')
+        for word, verb, phase in (('off', 'disabled', 'teardown'), ('on', 'enabled', 'startup')):
+            r = ctl(d, 'smt', word)
+            assert r.returncode == 0, r
+            lines = r.stdout.splitlines()
+            assert [x for x in lines if not x.startswith('  ')] == \
+                [f'CPU 2 {verb}', f'CPU 3 {verb}', f'SMT control: {word}'], r.stdout
+            # Each CPU's line is followed by its callback's, as offline and online print them.
+            for cpu in (2, 3):
+                at = lines.index(f'CPU {cpu} {verb}')
+                assert lines[at + 1].startswith(
+                    f'  {phase} of state pool (pid {hook.pid}, cpuhpctl): '), r.stdout
+    finally:
+        hook.send_signal(signal.SIGTERM)
+        hook.communicate(timeout=GUARD_S)
+
+
 def test_smt_bad_command_lines(smt_daemon):
     d = smt_daemon
     for args, words in ((['forceoff'], 'add --force'), (['sideways'], 'none of on, off'),
                         ([], 'on, off or forceoff?'), (['on', 'off'], 'give one word'),
-                        (['--timeout', 'x', 'on'], '--timeout wants milliseconds')):
+                        (['--timeout', 'x', 'on'], '--timeout wants a time such as 500ms')):
         r = ctl(d, 'smt', *args)
         assert r.returncode == 2 and words in r.stderr, (args, r)
     assert online_files(d.sim) == {1: '1', 2: '1', 3: '1'}
@@ -265,7 +290,7 @@ def test_metrics_parse_and_count_what_happened(smt_daemon, tmp):
                                     key=lambda kv: float(dict(kv[0])['le']))]
     assert buckets == sorted(buckets)
     assert buckets[-1] == sample(f, 'cpuhpd_lease_wait_seconds_count')
-    assert 'cpuhpd_uptime_seconds' in f
+    assert 'process_start_time_seconds' in f and 'cpuhpd_uptime_seconds' not in f
 
 
 @needs_prometheus

@@ -13,6 +13,8 @@ as the kernel does.
 
 The tree: CPUs 0-3, two threads a core (cores {0,2} and {1,3}): SMT off
 takes CPUs 2 and 3.  The probe answers every state call itself."""
+import subprocess
+
 import pytest
 
 import fixture
@@ -169,3 +171,23 @@ def test_a_failed_startup_after_smt_on_takes_that_cpu_offline_again(kdaemon, ksi
     assert [ksim.read_online(n) for n in (1, 2, 3)] == ['1', '1', '0']
     assert state_cpus(kprobe) == {'a': '0-2', 'b': '0-2'}
     assert kprobe('queued s')['queued'] == 0
+
+
+def test_the_kernels_ecanceled_for_a_parked_sibling_is_explained(tmp, kdaemon, ksim, kprobe):
+    """The kernel answers the first online of an SMT sibling that never ran,
+    while SMT is off, with ECANCELED (it boots it once, then parks it).
+    Before, cpuhpd said a bare "Operation canceled" and the wire's errno
+    text called ECANCELED "the daemon is shutting down"."""
+    kprobe.connect('h')
+    assert kprobe.call('h', 'smt', 'off', 5000)['control'] == 'off'
+    with open(tmp / 'faults', 'a') as f:
+        f.write('cpu2/online write ECANCELED\n')
+    r = kprobe.call('h', 'online', 2, 5000)
+    [res] = r['results']
+    assert not res['ok'] and res['code'] == 'ERR_ECANCELED', r
+    assert 'SMT sibling that never ran is booted once and parked' in res['message'], res
+    assert 'cpuhpctl smt on' in res['message'] and 'shutting down' not in res['message']
+    r = subprocess.run([str(fixture.CPUHPCTL), '--socket', kdaemon.socket, 'online', '2'],
+                       capture_output=True, text=True, timeout=fixture.GUARD_S)
+    assert r.returncode == 1, r   # a failed CPU, not "cpuhpd unreachable" (69)
+    assert 'parked again' in r.stderr and 'shutting down' not in r.stderr, r.stderr

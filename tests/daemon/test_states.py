@@ -462,8 +462,8 @@ def test_cpuhpctl_states_lists_name_priority_deadline_owner_and_cpus(daemon4, si
     r = ctl(daemon4, 'states')
     assert r.returncode == 0, r
     rows = [line.split() for line in r.stdout.splitlines()[1:3]]
-    assert [row[1:5] for row in rows] == [['early', '-3', '5000ms', str(pid)],
-                                          ['pool', '10', '2500ms', str(pid)]], r.stdout
+    assert [row[1:5] for row in rows] == [['early', '-3', '5.0s', str(pid)],
+                                          ['pool', '10', '2.5s', str(pid)]], r.stdout
     # Registered without calls, a state counts as started on the CPUs online, as in the kernel.
     assert rows[0][-1] == rows[1][-1] == '0-3', r.stdout
     assert '2 state(s) registered' in r.stdout, r.stdout
@@ -600,7 +600,7 @@ def test_a_hook_command_past_the_deadline_is_killed_and_rolled_back(daemon4, sim
 
 def test_the_hook_refuses_bad_arguments_and_a_taken_name(daemon4, probe, tmp_path):
     for args, msg in [([], 'which state?'), (['x'], '--teardown CMD, --startup CMD or both'),
-                      (['x', '--deadline', 0, '--startup', 'true'], '--deadline must be'),
+                      (['x', '--deadline', 0, '--startup', 'true'], "--deadline '0' is out of range"),
                       (['x', '--priority', 'high', '--startup', 'true'], '--priority must be'),
                       (['x', 'y', '--startup', 'true'], 'one NAME only')]:
         r = ctl(daemon4, 'state', *args)

@@ -13,7 +13,11 @@
  * daemon's side of the bargain: every reply must answer a request of this
  * connection that is still unanswered.  A reply to an id never sent or
  * already answered (a request answered twice) is an anomaly: it prints
- * "anomaly: ..." and exits 3.
+ * "anomaly: ..." and exits 3.  A lease may be revoked (cpuhpd
+ * --max-lease-ms, a delay lease's delay, a forced hotplug): its LeaseRevoked
+ * notice (id 0) is noted ("got 0 revoked ID"), and then, only then, its
+ * release may be answered ERR_ETIME.  Other notices to a lease holder (a
+ * hotplug pending or cancelled) answer nothing: a line "notice" each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,7 +46,17 @@ struct client {
 	uint8_t buf[8192];
 	size_t have, off;
 	unsigned long requests, replies;
+	uint64_t revoked[MAX_OUT]; /* the last leases revoked (LeaseRevoked notices) */
+	unsigned nrevoked;
 };
+
+static bool was_revoked(const struct client *c, uint64_t lease_id)
+{
+	for (unsigned i = 0; i < MAX_OUT && i < c->nrevoked; i++)
+		if (c->revoked[i] == lease_id)
+			return true;
+	return false;
+}
 
 static void die(const char *what, int err)
 {
@@ -112,6 +126,21 @@ static Cpuhp__Response *recv_reply(struct client *c)
 				continue;
 			if (cpuhp__frame_unpack_response(payload, plen, &r))
 				anomaly("a frame that is not a Response (%zu bytes)", plen);
+			/* A notice, no reply: a lease of ours revoked, or a hotplug's notice. */
+			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT &&
+			    r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
+				uint64_t id = r->event->lease_revoked->lease_id;
+
+				printf("got 0 revoked %" PRIu64 "\n", id);
+				c->revoked[c->nrevoked++ % MAX_OUT] = id;
+				cpuhp__response__free_unpacked(r, NULL);
+				continue;
+			}
+			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT) {
+				printf("notice\n");
+				cpuhp__response__free_unpacked(r, NULL);
+				continue;
+			}
 			for (i = 0; i < c->nout && c->out[i] != r->id; i++)
 				;
 			if (i == c->nout)
@@ -188,8 +217,11 @@ static void connect_hello(struct client *c, const char *path)
 	cpuhp__response__free_unpacked(r, NULL);
 }
 
-/* One round: acquire @k leases (pipelined), then release those granted. */
-static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
+/*
+ * One round: acquire @k leases (pipelined; delay leases of @delay_ms unless
+ * 0), then release those granted.
+ */
+static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms, uint32_t delay_ms)
 {
 	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
 	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
@@ -197,6 +229,8 @@ static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
 	unsigned granted = 0;
 
 	acq.timeout_ms = timeout_ms;
+	acq.mode = delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+	acq.delay_ms = delay_ms;
 	for (unsigned i = 0; i < k; i++) {
 		Cpuhp__Request req = CPUHP__REQUEST__INIT;
 
@@ -222,10 +256,14 @@ static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
 	}
 	for (unsigned i = 0; i < granted; i++) {
 		Cpuhp__Response *r = recv_reply(c);
+		/* Releases are answered in order, so this one is leases[i]'s. */
+		bool revoked = r->body_case == CPUHP__RESPONSE__BODY_ERROR &&
+		               r->error->code == CPUHP__ERROR_CODE__ERR_ETIME &&
+		               was_revoked(c, leases[i]);
 
 		printf("got %" PRIu64 " %s\n", r->id, kind(r));
-		/* Our own lease, held until now: anything but LeaseReleased is wrong. */
-		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED)
+		/* Our own lease, held until now (or revoked, as a notice said). */
+		if (r->body_case != CPUHP__RESPONSE__BODY_LEASE_RELEASED && !revoked)
 			anomaly("release %" PRIu64 " of a held lease was refused", r->id);
 		cpuhp__response__free_unpacked(r, NULL);
 	}
@@ -273,8 +311,8 @@ static void freeze_round(struct client *c, unsigned k)
 	}
 }
 
-/* One round: @cpus offline, then online. */
-static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_ms)
+/* One round: @cpus offline, then online; forced with a grace of @grace_ms unless -1. */
+static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_ms, long grace_ms)
 {
 	for (int online = 0; online < 2; online++) {
 		Cpuhp__Request req = CPUHP__REQUEST__INIT;
@@ -284,6 +322,8 @@ static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_m
 		so.cpus = (char *)cpus;
 		so.online = online;
 		so.timeout_ms = timeout_ms;
+		so.force = grace_ms >= 0;
+		so.force_grace_ms = grace_ms >= 0 ? (uint32_t)grace_ms : 0;
 		req.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		req.set_online = &so;
 		send_req(c, &req, online ? "online" : "offline");
@@ -327,9 +367,14 @@ static int fast_rounds(const char *path, unsigned k, unsigned timeout_ms, unsign
 		}
 		for (unsigned j = 0; j < granted; j++) {
 			err = cpuhp_client_lease_release(cl, leases[j]);
-			if (err)
+			/*
+			 * -ETIME: cpuhpd revoked it (--max-lease-ms, a delay lease's
+			 * delay, a forced hotplug); a fast lease's only when cpuhpd
+			 * stored "revoked" in the region, which the daemon alone writes.
+			 */
+			if (err && err != -ETIME)
 				anomaly("release of a held lease failed: %s", strerror(-err));
-			printf("got - released\n");
+			printf(err ? "got - revoked\n" : "got - released\n");
 		}
 	}
 	cpuhp_client_close(cl);
@@ -364,12 +409,16 @@ static void usage(FILE *f)
 	           "       cpuhpd-churn SOCKET fast K TIMEOUT_MS ROUNDS\n"
 	           "       cpuhpd-churn SOCKET fasthold K TIMEOUT_MS 1\n"
 	           "       cpuhpd-churn SOCKET hotplug CPUS TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET delay K TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET forced CPUS TIMEOUT_MS ROUNDS\n"
 	           "       cpuhpd-churn SOCKET freeze K TIMEOUT_MS ROUNDS\n"
 	           "Loop over K pipelined lease acquires then their releases (fast: K leases\n"
 	           "through libcpuhp-client's fast path), or over taking CPUS offline then\n"
 	           "online, printing one line per request and per reply.  fasthold takes K\n"
 	           "leases through libcpuhp-client and holds them until killed.  freeze\n"
-	           "loops over K pipelined hotplug freezes, then their thaws.\n"
+	           "loops over K pipelined hotplug freezes, then their thaws.  delay is lease\n"
+	           "with delay leases of 5 ms; forced is hotplug, forced with a grace of 5 ms.\n"
+	           "A release refused with ETIME after a LeaseRevoked notice is no anomaly.\n"
 	           "Exit 0 after ROUNDS rounds; 3 if a reply answers no outstanding request\n"
 	           "(answered twice or never asked); 1 on a connection error; 2 on bad usage.\n");
 }
@@ -387,13 +436,14 @@ int main(int argc, char **argv)
 	}
 	if (argc != 6 ||
 	    (strcmp(argv[2], "lease") && strcmp(argv[2], "fast") && strcmp(argv[2], "fasthold") &&
-	     strcmp(argv[2], "hotplug") && strcmp(argv[2], "freeze"))) {
+	     strcmp(argv[2], "hotplug") && strcmp(argv[2], "freeze") && strcmp(argv[2], "delay") &&
+	     strcmp(argv[2], "forced"))) {
 		usage(stderr);
 		return 2;
 	}
 	timeout_ms = (uint32_t)strtoul(argv[4], NULL, 10);
 	rounds = strtoul(argv[5], NULL, 10);
-	if (strcmp(argv[2], "hotplug")) {
+	if (strcmp(argv[2], "hotplug") && strcmp(argv[2], "forced")) {
 		k = (unsigned)strtoul(argv[3], NULL, 10);
 		if (k < 1 || k > MAX_OUT) {
 			usage(stderr);
@@ -410,9 +460,9 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[2], "freeze"))
 			freeze_round(&c, k);
 		else if (k)
-			lease_round(&c, k, timeout_ms);
+			lease_round(&c, k, timeout_ms, strcmp(argv[2], "delay") ? 0 : 5);
 		else
-			hotplug_round(&c, argv[3], timeout_ms);
+			hotplug_round(&c, argv[3], timeout_ms, strcmp(argv[2], "forced") ? -1 : 5);
 	}
 	printf("done rounds=%lu requests=%lu replies=%lu\n", rounds, c.requests, c.replies);
 	return 0;

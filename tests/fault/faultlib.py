@@ -160,6 +160,14 @@ class Ledger:
         q = self.queued.get(name)
         return q.pop(0) if q else self._wire(name)
 
+    def reply(self, name):
+        """recv(), past the notices to a lease holder (events with id 0: a
+        hotplug pending or cancelled, a lease revoked), which answer nothing."""
+        while True:
+            r = self.recv(name)
+            if not (r['id'] == 0 and r['kind'] == 'event'):
+                return r
+
     def call(self, name, *req):
         rid = self.send(name, *req)
         q = self.queued.setdefault(name, [])
@@ -229,14 +237,15 @@ class Rig:
         return {'LD_PRELOAD': str(SHIM), 'CPUHP_FAULT_FILE': str(self.ctl),
                 'CPUHP_FAULT_LOG': str(self.flog)}
 
-    def start(self):
+    def start(self, extra=()):
+        """@extra: more options (the limits an administrator may set)."""
         self.daemon = fixture.Daemon(self.tmp, self.sim.root,
                                      args=['--max-connections', str(MAX_CONNECTIONS),
                                            '--socket-mode', '0666',
                                            '--max-connections-per-uid', str(PER_UID),
                                            '--max-buffered-bytes-per-uid', PER_UID_BYTES,
                                            '--client-timeout-ms', str(CLIENT_TIMEOUT_MS),
-                                           '--admin-group', str(os.getgid())])
+                                           '--admin-group', str(os.getgid()), *extra])
         self.daemon.start(env=self.env())
         self.new_probe()
         return self
@@ -260,8 +269,9 @@ class Rig:
         except FileNotFoundError:
             return []
 
-    def churn(self, *args):
-        return subprocess.Popen([str(CHURN), self.daemon.socket, *map(str, args)],
+    def churn(self, *args, prefix=()):
+        """cpuhpd-churn ARGS; @prefix: run it through that (setpriv: as nobody)."""
+        return subprocess.Popen([*prefix, str(CHURN), self.daemon.socket, *map(str, args)],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def stop(self):

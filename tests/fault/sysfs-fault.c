@@ -22,7 +22,9 @@
  *                        tree's siblings then change before cpuhpd's own
  *                        per-CPU writes, as they do on a real kernel
  *
- * ERRNO is a name: EBUSY, EIO, EPERM, EACCES, EINVAL, EOPNOTSUPP, ENOSPC.
+ * ERRNO is a name: EBUSY, EIO, EPERM, EACCES, EINVAL, EOPNOTSUPP, ENOSPC,
+ * ECANCELED (the kernel's answer to the first online of an SMT sibling that
+ * never ran, while SMT is off).
  * Each injection appends "SUFFIX OP ERRNO PATH" to CPUHP_FAULT_LOG (when
  * set), so the test proves that the fault it meant did happen; a FIFO
  * there lets a test wait for the injection (a stall) instead of sleeping.
@@ -70,7 +72,7 @@ static const struct {
 	int err;
 } errnos[] = {
     {"EBUSY", EBUSY},   {"EIO", EIO},       {"EPERM", EPERM},           {"EACCES", EACCES},
-    {"EINVAL", EINVAL}, {"ENOSPC", ENOSPC}, {"EOPNOTSUPP", EOPNOTSUPP},
+    {"EINVAL", EINVAL}, {"ENOSPC", ENOSPC}, {"EOPNOTSUPP", EOPNOTSUPP}, {"ECANCELED", ECANCELED},
 };
 
 static void resolve(void)

@@ -63,6 +63,13 @@ def _killed_client_hotplug_never_runs(rig, rnd):
     # victim go (its lease ends then): after our reply, the victim's fate is known.
     mine = led.call(h, 'offline', '1', GUARD_MS)
     assert mine['kind'] == 'set_online', mine
+    # Its hotplug was announced pending (it waited for the victim's own lease),
+    # then cancelled when the victim went.
+    pend, canc = led.recv(wt), led.recv(wt)
+    assert pend['event'] == 'hotplug_pending' and \
+        parse_cpus(pend['cpus']) == set(cpus), pend
+    assert (canc['event'], canc['hotplug_id'], canc['code']) == \
+        ('hotplug_cancelled', pend['hotplug_id'], 'ERR_ECANCELED'), canc
     first = led.recv(wt)
     assert first['event'] == 'hotplug_started' and first['cpus'] == '1' and not first['online'], \
         f'the hotplug of a killed client ran: {first}'
@@ -324,7 +331,7 @@ def test_connection_flood_past_the_limit_gets_eusers_and_service_goes_on(rig, ro
         hp = led.send(h, 'online', '1', GUARD_MS)   # waits for fillers and mine
         led.release(h, mine)
         assert fill(f'closemany f {room - k}')['closed'] == room - k
-        r = led.recv(h)
+        r = led.reply(h)   # past the notice that it waits for h's own lease
         assert r['id'] == hp and r['kind'] == 'set_online', r
         s = led.status(h)
         assert s['leases_held'] == 0 and s['connections'] <= limit - room, s
@@ -501,6 +508,73 @@ def test_nobody_flood_stops_at_its_per_uid_caps_and_root_is_served(rig, row):
     check_invariants(rig, rnd, row)
 
 
+# ---- 5b. the limits an administrator sets on lease holders ----
+
+MAX_LEASE_MS = 1500   # longer than any check holds a lease, so only the holder below is revoked
+
+
+def test_clients_sigkilled_under_max_lease_ms_and_max_leases_per_uid(rig, row):
+    """SIGKILL of root's and nobody's lease clients under --max-lease-ms and --max-leases-per-uid."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        import pytest
+        pytest.skip('needs root and setpriv to run clients as nobody: skipped')
+    rnd = faultlib.rng('limits')
+    tmp = rig.tmp / 'limits'
+    tmp.mkdir(mode=0o755)
+    lim = faultlib.Rig(tmp).start(extra=['--max-lease-ms', str(MAX_LEASE_MS),
+                                         '--max-leases-per-uid', '2'])
+    rounds, kills, refused, revoked = 8, 0, 0, 0
+    try:
+        for _ in range(rounds):
+            procs = [lim.churn(rnd.choice(('lease', 'fast')), rnd.randint(1, 4), 2000, 10**6)
+                     for _ in range(rnd.randint(1, 2))]
+            procs += [lim.churn('lease', rnd.randint(1, 4), 2000, 10**6, prefix=fixture.NOBODY)
+                      for _ in range(rnd.randint(1, 2))]
+            if rnd.random() < 0.5:
+                procs.append(lim.churn('hotplug', '1-3', 2000, 10**6))
+            outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
+            for everything in outputs:
+                bad = [x for x in everything.splitlines() if x.startswith(('anomaly', 'error:'))]
+                assert not bad, f'cpuhpd-churn: {bad}'
+                assert 'fast path on' not in everything, 'a fast path under --max-lease-ms'
+                refused += everything.count(' ERR_EDQUOT')
+                revoked += everything.count(' revoked')
+                kills += 1
+            check_invariants(lim, rnd, row)
+        # The limits themselves, seen: nobody's third lease is refused, its two
+        # are revoked at the limit (a notice each), and their releases say so.
+        nob = fixture.Probe(lim.daemon.socket, fixture.NOBODY)
+        try:
+            nob.connect('n')
+            held = [nob.lease('n'), nob.lease('n')]
+            r = nob.call('n', 'acquire', 0)
+            assert error_code(r) == 'ERR_EDQUOT' and '--max-leases-per-uid 2' in r['message'], r
+            notices = [nob.recv('n') for _ in held]
+            assert sorted(ev['lease_id'] for ev in notices) == sorted(held), notices
+            assert all(ev['event'] == 'lease_revoked' and ev['id'] == 0 for ev in notices)
+            for lease in held:
+                assert error_code(nob.call('n', 'release', lease)) == 'ERR_ETIME'
+        finally:
+            nob.kill()
+        check_invariants(lim, rnd, row)
+    finally:
+        lim.stop()
+    row['injected'].append(f'{rounds} rounds on a cpuhpd of its own with --max-lease-ms '
+                           f'{MAX_LEASE_MS} --max-leases-per-uid 2: 1-2 root lease clients '
+                           '(socket, or libcpuhp-client), 1-2 of nobody (1-4 pipelined '
+                           'acquires), half the time a hotplug client, each SIGKILLed after '
+                           'a random 0-40 steps; then nobody holding two leases past the limit')
+    row['checked'] += ['no reply to an id not outstanding; a release answered ERR_ETIME only '
+                       'after its LeaseRevoked notice (cpuhpd-churn)',
+                       'no fast path is offered', 'invariants after every round',
+                       "nobody's third lease is ERR_EDQUOT naming the limit; its two are "
+                       'revoked with a notice each and their releases are ERR_ETIME']
+    row['numbers']['SIGKILLs'] = kills
+    row['numbers']['acquires refused at the per-uid limit'] = refused
+    row['numbers']['revocations seen by the churn clients'] = revoked
+
+
 # ---- 6. forged, double and inherited releases (issue 17) ----
 
 FAST_BIT = 1 << 63
@@ -567,7 +641,7 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
             if raw and bad:
                 # The hotplug's count judged the slot: the connection is closed.
                 r = raw('closed')
-                assert r['code'] == 'ERR_EPROTO' and r['revoked'] == 1, r
+                assert r['code'] == 'ERR_EPROTO' and r['live'] == 0xfffffffe, r  # closed
                 closed += 1
             for lease in held:
                 c.unlease('t0', lease)
@@ -702,6 +776,10 @@ def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row
     victim.kill()
     mine = led.call(h, 'offline', '1', GUARD_MS)
     assert mine['kind'] == 'set_online', mine
+    pend, canc = led.recv(wt), led.recv(wt)
+    assert (pend['event'], pend['cpus'], pend['smt']) == ('hotplug_pending', '', 'off'), pend
+    assert (canc['event'], canc['hotplug_id'], canc['smt']) == \
+        ('hotplug_cancelled', pend['hotplug_id'], 'off'), canc
     first = led.recv(wt)
     assert first['event'] == 'hotplug_started' and first['cpus'] == '1', \
         f'the SMT request of a killed client ran: {first}'
@@ -731,6 +809,74 @@ def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row
                        'partial and dropped SMT requests', 'invariants']
     check_invariants(rig, rnd, row)
 
+
+
+# ---- 6c. a hotplug's notices, delay leases, forced hotplugs (issue 31) ----
+
+def test_clients_killed_while_hotplugs_are_pending_forced_or_delayed(rig, row):
+    """Holders of block, delay and fast leases, and plain and forced hotplugs, SIGKILLed.
+
+    Killed at random points: notices and revocations go to dead and dying
+    clients."""
+    rnd = faultlib.rng('ready')
+    rounds = 15
+    steps = collections.Counter()
+    notices = revoked = kills = 0
+    row['injected'].append(f'{rounds} rounds: 1-3 lease clients (block socket leases, delay '
+                           'leases of 5 ms, fast leases; 1-4 pipelined acquires) and a client '
+                           'taking CPUs 1-3 off and on, forced (grace 5 ms) two times in three, '
+                           'each SIGKILLed after a random 0-40 of its steps; then a forced '
+                           'hotplug whose client is killed in its grace')
+    row['checked'] += ['no reply to an id not outstanding, notices apart (cpuhpd-churn); a '
+                       'release refused ETIME only after a LeaseRevoked notice',
+                       'invariants after every round',
+                       'a forced hotplug withdrawn in its grace revokes nothing, and its '
+                       'holders hear it cancelled']
+    for _ in range(rounds):
+        procs = [rig.churn(rnd.choice(('lease', 'delay', 'fast')), rnd.randint(1, 4), 2000,
+                           10**6) for _ in range(rnd.randint(1, 3))]
+        procs.append(rig.churn('forced' if rnd.random() < 2 / 3 else 'hotplug', '1-3', 2000,
+                               10**6))
+        outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
+        for everything in outputs:
+            lines = everything.splitlines()
+            bad = [x for x in lines if x.startswith(('anomaly', 'error:'))]
+            assert not bad, f'cpuhpd-churn: {bad}'
+            steps[_step(lines[-1] if lines else '')] += 1
+            notices += sum(x == 'notice' or x.startswith('got 0 revoked') for x in lines)
+            revoked += sum(x == 'got - revoked' or 'ERR_ETIME' in x for x in lines)
+            kills += 1
+        check_invariants(rig, rnd, row)
+    _forced_hotplug_withdrawn_in_its_grace_revokes_nothing(rig, rnd)
+    row['numbers']['SIGKILLs'] = kills
+    row['numbers']['notices read before the kills'] = notices
+    row['numbers']['releases of revoked leases'] = revoked
+    row['numbers']['killed at'] = '/'.join(f'{k} {v}' for k, v in sorted(steps.items()))
+
+
+def _forced_hotplug_withdrawn_in_its_grace_revokes_nothing(rig, rnd):
+    led = rig.ledger
+    holder, wt = rig.name('hold'), rig.name('wt')
+    led.connect(holder)
+    led.connect(wt)
+    assert led.call(wt, 'watch')['kind'] == 'watch_started'
+    lease = led.lease(holder)
+    victim = fixture.Probe(rig.daemon.socket)
+    victim.connect('v')
+    cpus = ','.join(map(str, sorted(rnd.sample(faultlib.HOTPLUGGABLE, rnd.randint(1, 3)))))
+    victim.send('v', 'forceoffline', cpus, GUARD_MS, GUARD_MS)
+    pend = led.recv(holder)
+    assert (pend['event'], pend['force']) == ('hotplug_pending', True), pend
+    victim.kill()
+    for n in (holder, wt):
+        ev = led.recv(n)
+        if ev['event'] == 'hotplug_pending':   # the watcher's own copy came first
+            ev = led.recv(n)
+        assert (ev['event'], ev['hotplug_id'], ev['code']) == \
+            ('hotplug_cancelled', pend['hotplug_id'], 'ERR_ECANCELED'), (n, ev)
+    led.release(holder, lease)                  # still held: nothing was revoked
+    led.finish(holder)
+    led.finish(wt)
 
 
 # ---- 7. SIGTERM with requests waiting (last: it ends the daemon) ----
@@ -959,7 +1105,12 @@ def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, ro
     conns = {n for n, _ in waiting} | {holder, watcher, idle}
     for n in conns:
         rest = led.finish(n)
-        assert [(x['id'], x.get('code')) for x in rest] == [(0, 'ERR_ECANCELED')], (n, rest)
+        # The holder and the watcher were told the first hotplug was pending, then cancelled.
+        told = [(x['event'], x.get('code')) for x in rest if x['kind'] == 'event']
+        assert told == ([('hotplug_pending', None), ('hotplug_cancelled', 'ERR_ECANCELED')]
+                        if n in (holder, watcher) else []), (n, rest)
+        assert [(x['id'], x.get('code')) for x in rest if x['kind'] != 'event'] == \
+            [(0, 'ERR_ECANCELED')], (n, rest)
     assert sim_online(sim) == before, 'a cancelled hotplug changed a CPU'
     # A daemon started again on the same path serves a fresh client.
     again = fixture.Daemon(rig.tmp, sim.root, socket_path=d.socket)
@@ -1048,7 +1199,7 @@ def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig,
                     fast.unlease(lease)
                 else:
                     led.release(n, lease)
-            r = led.recv(hpn)
+            r = led.reply(hpn)
             assert r['id'] == hp and r['kind'] == 'set_online', r
             assert all(x['ok'] for x in r['results']), r
             for n, rid in waiters:
@@ -1084,3 +1235,93 @@ def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig,
     row['numbers']['leases kept'] = kept
     row['numbers']['of them fast'] = fast_kept
     row['numbers']['acquires kept waiting'] = waited
+
+
+def test_cpuhpd_restarted_with_an_fd_store_too_small_keeps_each_lease_or_ends_it(rig, row):
+    """cpuhpd restarted (SIGKILL or SIGTERM) with an fd store too small for its clients."""
+    from fastlib import FastClient
+    import fdstore
+    rnd = faultlib.rng('fullstore')
+    rounds, kept, ended, fast_kept = 4, 0, 0, 0
+    for i in range(rounds):
+        tmp = rig.tmp / f'fullstore{i}'
+        tmp.mkdir()
+        sim = fixture.SimSysfs(tmp / 'sys', cpus=faultlib.CPUS)
+        manager = fdstore.Manager(tmp)
+        size = rnd.randint(3, 9)
+        d = manager.start(fixture.Daemon(tmp, sim.root, args=['--fd-store-max', str(size)]))
+        probe = fixture.Probe(d.socket)
+        holders = []     # [probe connection name or FastClient, leases held]
+        try:
+            # Socket and fast holders interleaved, so that the store fills at any point.
+            for k in range(rnd.randint(3, 6)):
+                if rnd.random() < 0.5:
+                    n = f's{k}'
+                    probe.connect(n)
+                    holders.append([n, [probe.lease(n) for _ in range(rnd.randint(1, 2))]])
+                else:
+                    c = FastClient(d.socket)
+                    r = c('connect h')
+                    assert r['ret'] == 0, r
+                    c.thread('t', 'h')
+                    c.fast = r['fast']
+                    holders.append([c, [c.lease('t', fast=r['fast'])]])
+            sig = rnd.choice((signal.SIGKILL, signal.SIGTERM))
+            d.send_signal(sig)
+            d.wait()
+            manager.sync()
+            d = manager.start(d)
+            # Each holder is either still served, with its leases counted, or told the end.
+            alive = []
+            for h, leases in holders:
+                if isinstance(h, str):
+                    r = probe.call(h, 'status')
+                    ok = r.get('kind') == 'status'
+                    assert ok or r.get('eof') or r.get('errno') in ('EPIPE', 'ECONNRESET'), r
+                else:
+                    r = h('status h')
+                    ok = r['ret'] == 0
+                    if not ok:
+                        h.release('t', leases[0])
+                        r = h.wait('t')
+                        assert r['ret'] == -errno.ECONNRESET, r
+                    fast_kept += ok and h.fast
+                if ok:
+                    alive.append((h, leases))
+                    kept += len(leases)
+                else:
+                    ended += len(leases)
+            want = sum(len(leases) for _, leases in alive)
+            probe.connect('admin')
+            s = probe.status('admin')
+            assert s['leases_held'] == want, (s, holders, d.log()[-3000:])
+            if want:
+                hp = probe.send('admin', 'offline', 1, 60000)
+                for h, leases in alive:
+                    s = probe.status('admin')
+                    assert s['pending_hotplugs'] == 1 and sim.read_online(1) == '1', s
+                    if isinstance(h, str):
+                        for lease in leases:
+                            probe.call(h, 'release', lease)
+                    else:
+                        h.unlease('t')
+                r = probe.recv('admin')
+                assert r['id'] == hp and r['results'][0]['ok'], r
+        finally:
+            for h, _ in holders:
+                if not isinstance(h, str):
+                    h.kill()
+            probe.kill()
+            d.stop()
+            manager.close()
+    row['injected'].append(f'{rounds} rounds, each on a cpuhpd of its own with --fd-store-max '
+                           '3-9: 3-6 holders of socket leases (1-2) or a libcpuhp-client lease '
+                           '(fast where granted), interleaved; cpuhpd SIGKILLed or SIGTERMed, '
+                           'then started again with the store')
+    row['checked'] += ['each holder is either still served with its leases counted, or sees '
+                       'the end (EOF; its release ECONNRESET): never kept without its leases',
+                       'leases_held equals the leases of the holders kept',
+                       'a hotplug waits until the last kept lease is released']
+    row['numbers']['leases kept'] = kept
+    row['numbers']['of them fast'] = fast_kept
+    row['numbers']['leases ended with their connection'] = ended

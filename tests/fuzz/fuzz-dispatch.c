@@ -16,7 +16,7 @@
  *
  * Input: byte 0 % 8 = how many of the next bytes give piece sizes (1..256,
  * cycled); the rest is the stream.  Byte 0 & 8: the client also writes into
- * its fast-path slots, as a forger would (issue 17): once a FastPathGranted
+ * its fast-path slots, as a forger would: once a FastPathGranted
  * came, before each piece it stores that piece's size byte, sign-extended
  * (0x7f: INT32_MAX), into the count (even byte) or the released word (odd)
  * of slot (byte % nslots).  A slot outside 0..16 must make the daemon close
@@ -42,6 +42,15 @@
  *  - the daemon's online set is what the simulated files say.
  * Between inputs the tree is reset (every CPU online) and lease ids restart,
  * so an input means the same thing whenever it runs.
+ *
+ * CPUHP_FUZZ_LIMITS=1 runs the daemon as an administrator who limits lease
+ * holders does (--max-lease-ms 2, --max-leases-per-uid 2, no admin group),
+ * with a client held to them: a uid that is not root (as root, the fuzzer
+ * connects through a child that became nobody and hands the socket back,
+ * so that SO_PEERCRED names nobody).  Leases are then revoked while inputs
+ * run (a LeaseRevoked notice, ERR_ETIME on release), acquires past two get
+ * ERR_EDQUOT, hotplugs and freezes ERR_EPERM, and the fast path is never
+ * offered; the properties above hold all the same.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -55,16 +64,19 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "errmap.h"
 #include "fastpath.h"
 #include "frame.h"
+#include "strfields.h"
 
 #include "cpuhpd.h"
-#include "conn.h"
-#include "log.h"
+#include "core/conn.h"
+#include "base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -78,8 +90,9 @@ static struct cpuhpd d;
 static char tmpdir[64];
 static char sock_path[96];
 static bool log_on;
+static bool limits; /* CPUHP_FUZZ_LIMITS=1 (see the top) */
 
-/* ---- the log, replacing daemon/cpuhpd/log.c: every line is formatted, printed on demand ---- */
+/* ---- the log, instead of daemon/cpuhpd/base/log.c: each line formatted, printed on demand ---- */
 
 void cpuhpd_log_set_verbose(bool v)
 {
@@ -213,7 +226,7 @@ static void daemon_start(void)
 	d.opt.socket_mode = 0600;
 	d.opt.max_connections = 4;
 	/*
-	 * Admission (issue 17 §3, §4): a budget smaller than one frame, so that a
+	 * Admission: a budget smaller than one frame, so that a
 	 * request split across pieces can overrun it (ERR_EDQUOT, closed), and a
 	 * timeout no input lasts (its list is walked, its timer never fires).
 	 */
@@ -228,6 +241,17 @@ static void daemon_start(void)
 	d.opt.no_netlink = true;
 	/* Fast leases too, so FastPathRequest, FastWake and the gate's barrier are reached. */
 	d.opt.fast_path = CPUHPD_FAST_AUTO;
+	/* Delay leases revoked within an input (a longer delay asked is cut to this). */
+	d.opt.max_delay_ms = 5;
+	limits = getenv("CPUHP_FUZZ_LIMITS") && !strcmp(getenv("CPUHP_FUZZ_LIMITS"), "1");
+	if (limits) {
+		d.opt.max_lease_ms = 2;
+		d.opt.max_leases_per_uid = 2;
+		d.opt.admin_group = NULL;
+		/* nobody's child must reach the socket. */
+		d.opt.socket_mode = 0666;
+		FUZZ_CHECK(chmod(tmpdir, 0755) == 0);
+	}
 	FUZZ_CHECK(cpuhpd_start(&d) == 0);
 }
 
@@ -353,17 +377,79 @@ static bool send_piece(struct client *cl, const uint8_t *p, size_t len)
 	return true;
 }
 
+/* A connected client socket, or -1. */
+static int connect_here(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * Root under CPUHP_FUZZ_LIMITS: a child becomes nobody, connects (the peer
+ * credentials are taken then) and hands the socket back over a socketpair.
+ * The child makes system calls only: the fuzzer has threads.
+ */
+static int connect_as_nobody(void)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = (char[1]){0}, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+	int sv[2], fd = -1, status = 0;
+	pid_t pid, w;
+
+	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	pid = fork();
+	FUZZ_CHECK(pid >= 0);
+	if (pid == 0) {
+		/* Raw system calls: glibc's set*id() would signal the parent's threads. */
+		if (syscall(SYS_setgroups, 0, NULL) ||
+		    syscall(SYS_setresgid, 65534, 65534, 65534) ||
+		    syscall(SYS_setresuid, 65534, 65534, 65534))
+			_exit(10 + errno % 100);
+		if ((fd = connect_here()) < 0)
+			_exit(110 + errno % 100);
+		mh.msg_control = ctl;
+		mh.msg_controllen = sizeof(ctl);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		_exit(sendmsg(sv[1], &mh, 0) == 1 ? 0 : 1);
+	}
+	close(sv[1]);
+	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	if (w != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "the child that connects as nobody: waitpid %d (%s), status %#x\n",
+		        (int)w, w < 0 ? strerror(errno) : "", status);
+	FUZZ_CHECK(w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	mh.msg_control = ctl;
+	mh.msg_controllen = sizeof(ctl);
+	FUZZ_CHECK(recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC) == 1);
+	cm = CMSG_FIRSTHDR(&mh);
+	FUZZ_CHECK(cm && cm->cmsg_type == SCM_RIGHTS);
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	close(sv[0]);
+	return fd;
+}
+
 static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, const uint8_t *s,
                        size_t n, bool forger)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct cpuhpd_conn *c;
 	size_t pos = 0, i = 0;
 
-	cl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	cl->fd = limits && geteuid() == 0 ? connect_as_nobody() : connect_here();
 	FUZZ_CHECK(cl->fd >= 0);
-	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
-	FUZZ_CHECK(connect(cl->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	while (d.nconns == 0)
 		uv_run(d.loop, UV_RUN_ONCE);
 	while (pos < n) {
@@ -447,6 +533,7 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 	struct cpuhp__frame_decoder dec;
 	size_t pos = 0;
 	bool hello = false;
+	char why[128];
 
 	ref->clean = false;
 	cpuhp__frame_decoder_init(&dec, 0);
@@ -468,12 +555,26 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		ref->nrequests++;
 		ic = idc(ref, req->id);
 		ic->requests++;
-		/*
-		 * A Hello of an unsupported version, or anything but a Hello
-		 * first, is answered with its id, then the connection closes.
+		/* Anything but a Hello first is answered with its id, then the connection closes.
 		 */
-		closes =
-		    req->body_case == CPUHP__REQUEST__BODY_HELLO ? req->hello->version < 1 : !hello;
+		if (req->body_case != CPUHP__REQUEST__BODY_HELLO && !hello) {
+			cpuhp__request__free_unpacked(req, NULL);
+			goto out;
+		}
+		/*
+		 * A string field with a NUL or bytes that are not UTF-8: refused
+		 * whole (EINVAL), the connection kept; a Hello so refused is none.
+		 */
+		if (cpuhp__strfields_check(&cpuhp__request__descriptor, payload, plen, why,
+		                           sizeof(why))) {
+			if (req->body_case != CPUHP__REQUEST__BODY_STATE_ANSWER &&
+			    req->body_case != CPUHP__REQUEST__BODY_FAST_WAKE)
+				ic->must_answer++;
+			cpuhp__request__free_unpacked(req, NULL);
+			continue;
+		}
+		/* A Hello of an unsupported version: answered, then the connection closes. */
+		closes = req->body_case == CPUHP__REQUEST__BODY_HELLO && req->hello->version < 1;
 		if (closes) {
 			cpuhp__request__free_unpacked(req, NULL);
 			goto out;
@@ -528,13 +629,15 @@ static void check_response(const Cpuhp__Response *r, struct reference *ref, bool
 		}
 	}
 	/*
-	 * Id 0 and a notice kind: to a lease holder (policy.c), never an
-	 * answer.  Any other event with id 0 belongs to a Watch the client sent
-	 * with id 0 (ids are the client's), checked as such below.
+	 * Id 0 and a notice kind: to a lease holder (policy.c, notice.c),
+	 * never an answer.  Any other event with id 0 belongs to a Watch the
+	 * client sent with id 0 (ids are the client's), checked as such below.
 	 */
 	if (r->body_case == CPUHP__RESPONSE__BODY_EVENT && r->id == 0 &&
 	    (r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED ||
-	     r->event->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED))
+	     r->event->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED ||
+	     r->event->kind_case == CPUHP__EVENT__KIND_HOTPLUG_PENDING ||
+	     r->event->kind_case == CPUHP__EVENT__KIND_HOTPLUG_CANCELLED))
 		return;
 	if (r->body_case == CPUHP__RESPONSE__BODY_SMT) {
 		FUZZ_CHECK(r->smt->cpus && r->smt->control && r->smt->control[0]);
@@ -604,7 +707,7 @@ static void check_daemon_state(void)
 	const char *which;
 
 	FUZZ_CHECK(d.nconns == 0 && cpuhpd_list_empty(&d.conns));
-	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !d.leases.blocked);
+	FUZZ_CHECK(d.leases.held == 0 && d.leases.nwaiters == 0 && !cpuhpd_gate_closed(&d));
 	FUZZ_CHECK(d.hotplug.nqueued == 0 && cpuhpd_list_empty(&d.hotplug.queue));
 	FUZZ_CHECK(cpuhpd_list_empty(&d.watch.list));
 	FUZZ_CHECK(d.freezes.n == 0 && cpuhpd_list_empty(&d.freezes.list));

@@ -40,9 +40,9 @@ def test_it_registers_a_function_for_cpuhpctl():
 
 
 def test_commands():
-    assert complete('cpuhpctl ') == sorted(['status', 'leases', 'states', 'state', 'online',
-                                            'offline', 'smt', 'watch', 'hold', 'freeze',
-                                            'metrics', 'help'])
+    assert complete('cpuhpctl ') == sorted(['status', 'leases', 'cpus', 'states', 'state',
+                                            'online', 'offline', 'smt', 'watch', 'hold',
+                                            'freeze', 'metrics', 'help'])
     assert complete('cpuhpctl of') == ['offline']
     assert complete('cpuhpctl --socket /run/x.sock st') == ['state', 'states', 'status']
 
@@ -58,6 +58,7 @@ def test_options_are_the_ones_cpuhpctl_has():
                        ('cpuhpctl freeze -', ('freeze',)),
                        ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',)),
                        ('cpuhpctl states -', ('states',)), ('cpuhpctl state x -', ('state',)),
+                       ('cpuhpctl cpus -', ('cpus',)),
                        ('cpuhpctl smt -', ('smt',)), ('cpuhpctl metrics -', ('metrics',))):
         got = set(complete(line)) - {'--'}
         assert got and got <= has(*args), (line, got - has(*args))
@@ -115,3 +116,20 @@ def test_hold_completes_the_command_to_run():
     assert {'--strict', '--grace'} <= set(complete('cpuhpctl hold --'))
     assert '--strict' not in complete('cpuhpctl freeze --')
     assert 'true' in complete('cpuhpctl freeze --why x -- tru')
+
+
+def test_output_columns_come_from_the_commands_help():
+    prog = str(fixture.CPUHPCTL)
+    assert complete(f'{prog} leases -o W') == ['WHO', 'WHY']
+    assert complete(f'{prog} leases --output WHO,P') == ['WHO,PID']
+    assert complete(f'{prog} states -o +CP') == ['+CPUS']
+    assert complete(f'{prog} cpus -o CPU,TOP') == ['CPU,TOPOLOGY']
+    assert complete(f'{prog} cpus --output HOTPLUG_') == ['HOTPLUG_ACTION', 'HOTPLUG_SEQ',
+                                                          'HOTPLUG_STATE']
+    assert '-o' in complete(f'{prog} states -') and '--noheadings' in complete(f'{prog} leases --')
+
+
+def test_the_renamed_letters_are_offered():
+    assert {'-c', '--count'} <= set(complete('cpuhpctl watch -'))
+    assert {'-N', '-T'} <= set(complete('cpuhpctl state x -'))
+    assert '-J' in complete('cpuhpctl status -')

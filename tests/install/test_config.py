@@ -3,6 +3,7 @@
 SYSCONFDIR/cpuhpd.conf: the shipped file names every option with its
 default, a daemon runs from it, the command line overrides it, and a bad
 line is refused with the file and line number."""
+import pathlib
 import re
 import subprocess
 
@@ -117,8 +118,47 @@ def test_a_bad_value_in_the_file_is_checked_like_the_command_line(tmp):
     assert r.returncode == 2 and "--max-connections: invalid value 'lots'" in r.stderr, r
 
 
-def test_help_names_the_config_file_the_unit_passes():
-    unit = (fixture.BUILD / 'daemon' / 'cpuhpd' / 'cpuhpd.service').read_text()
-    path = re.search(r'^ExecStart=\S+ --config (\S+)$', unit, re.M)[1]
+UNIT = fixture.BUILD / 'daemon' / 'cpuhpd' / 'cpuhpd.service'
+
+
+def default_file():
+    """The file the unit's comment names, which cpuhpd reads without --config."""
+    path = re.search(r'^# Options: (\S+)', UNIT.read_text(), re.M)[1]
     assert path.endswith('/cpuhpd.conf')
-    assert path in cpuhpd('--help').stdout
+    return path
+
+
+def test_help_names_the_default_config_file():
+    assert f'(default {default_file()},' in cpuhpd('--help').stdout
+
+
+def test_a_missing_default_file_means_the_defaults(tmp, sim):
+    """As the unit starts it: a deleted /etc/cpuhpd.conf must not stop the service."""
+    if pathlib.Path(default_file()).exists():
+        pytest.skip(f'{default_file()} exists on this machine: its absence cannot be tried')
+    exec_start = re.search(r'^ExecStart=(.*)$', UNIT.read_text(), re.M)[1].split()
+    d = fixture.Daemon(tmp, sim.root, uevents=False)
+    d.start(argv=[str(fixture.CPUHPD), *exec_start[1:], '--socket', d.socket,
+                  '--sysfs-root', str(sim.root), '--no-netlink'])
+    try:
+        assert f'listening on {d.socket}' in d.log()
+    finally:
+        d.stop_clean()
+
+
+def test_help_and_version_read_no_config_file(tmp):
+    """A broken default file must not keep --help from saying what is wrong."""
+    conf = tmp / 'bad.conf'
+    conf.write_text('nonsense\n')
+    for arg in ('--help', '--version'):
+        r = cpuhpd('--config', conf, arg)
+        assert r.returncode == 0 and 'cpuhpd' in r.stdout, r
+
+
+def test_a_missing_admin_group_says_how_to_create_it(tmp):
+    """A package that never ran sysusers: the service exits 2 saying what to run."""
+    r = cpuhpd('--config', '/dev/null', '--admin-group', 'cpuhp-no-such-group',
+               '--socket', tmp / 's', '--sysfs-root', tmp)
+    assert r.returncode == 2, r
+    assert "no group 'cpuhp-no-such-group'" in r.stderr, r.stderr
+    assert 'systemd-sysusers' in r.stderr and 'groupadd --system cpuhp-no-such-group' in r.stderr

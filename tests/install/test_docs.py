@@ -13,7 +13,7 @@ import fixture
 from units import SERVICE, SOCKET, settings
 
 DOC = fixture.BUILD / 'doc'
-PAGES = ['cpuhpd.8', 'cpuhpctl.8', 'libcpuhp.3']
+PAGES = ['cpuhpd.8', 'cpuhpctl.8', 'libcpuhp.3', 'cpuhpd-simsysfs.1']
 built = pytest.mark.skipif(not (DOC / 'libcpuhp.3').exists(),
                            reason='skipped: the man pages were not built (apt-get install scdoc)')
 
@@ -79,6 +79,19 @@ def test_cpuhpctl_8_describes_every_command_and_option():
 
 
 @built
+def test_cpuhpd_simsysfs_is_installed_with_a_page_for_every_option():
+    # A test tool a packaged user runs: bindir, and its page says what --help says.
+    r = subprocess.run(['meson', 'introspect', '--installed', str(fixture.BUILD)],
+                       capture_output=True, text=True, check=True, timeout=fixture.GUARD_S)
+    assert any(d.endswith('/bin/cpuhpd-simsysfs') for d in json.loads(r.stdout).values())
+    page = text('cpuhpd-simsysfs.1')
+    opts = help_options([str(fixture.SIMSYSFS)])
+    assert {'--from', '--cpus', '--smt', '--smt-control', '--help', '--version'} <= opts, opts
+    missing = {o for o in opts if o not in page}
+    assert not missing and 'test tool' in page, missing
+
+
+@built
 def test_libcpuhp_3_points_at_every_public_header():
     page = text('libcpuhp.3')
     headers = {p.name for p in (fixture.SOURCE / 'libcpuhp' / 'include' / 'cpuhp').glob('*.h')
@@ -87,3 +100,14 @@ def test_libcpuhp_3_points_at_every_public_header():
     assert not missing, missing
     for word in ('cpuhp_rwsem_read_lock', 'cpuhp_client_lease_acquire', 'FAST LEASES'):
         assert word in page
+
+
+@built
+@pytest.mark.parametrize('page', PAGES)
+def test_the_page_points_at_no_file_a_package_does_not_ship(page):
+    # A man page is read where only what `meson install` put is: no source
+    # file, README or example path of the source tree.  Headers are
+    # installed (<cpuhp/...h>), and so are the pages it names.
+    names = re.findall(r'[\w./-]*(?:README|\.md\b|\.c\b|\.py\b|\.txt\b|examples/|daemon/|'
+                       r'tests/|proto/|bindings/)[\w./-]*', text(page))
+    assert not names, names

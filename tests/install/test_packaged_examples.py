@@ -103,3 +103,23 @@ def test_lease_builds_against_the_staged_libcpuhp_client_and_holds_a_lease(stage
         assert re.search(r'^lease: lease \d+ released$', r.stdout, re.M), r.stdout
     finally:
         d.stop_clean()
+
+
+def test_the_staged_test_tools_try_cpuhpd_without_root(staged, tmp):
+    # What a packaged user (or another project's CI) does: a simulated tree from the
+    # installed cpuhpd-simsysfs, the installed cpuhpd on it, the installed cpuhpctl.
+    dest, _, libdir = staged
+    bins = {p.name: p for p in dest.rglob('*') if p.name in ('cpuhpd-simsysfs', 'cpuhpd',
+                                                            'cpuhpctl') and p.is_file()}
+    assert set(bins) == {'cpuhpd-simsysfs', 'cpuhpd', 'cpuhpctl'}, bins
+    env = run_env(staged)
+    r = run([bins['cpuhpd-simsysfs'], '--cpus', '0-3', tmp / 'sim'], env=env)
+    assert r.returncode == 0, r.stderr
+    d = fixture.Daemon(tmp, tmp / 'sim')
+    d.start(argv=[str(bins['cpuhpd'])] + d.argv()[1:], env={'LD_LIBRARY_PATH': str(libdir)})
+    try:
+        r = run([bins['cpuhpctl'], '--socket', d.socket, 'offline', '2'], env=env)
+        assert (r.returncode, r.stdout) == (0, 'CPU 2 disabled\n'), r
+        assert (tmp / 'sim/devices/system/cpu/cpu2/online').read_text() == '0\n'
+    finally:
+        d.stop_clean()

@@ -30,9 +30,10 @@ def test_the_socket_group_and_the_admin_group_are_created_by_sysusers():
     assert {'cpuhp', admin} <= sysusers_groups()
 
 
-def test_the_service_reads_the_config_file():
-    assert re.fullmatch(r'\S+/cpuhpd --config \S+/cpuhpd\.conf',
-                        settings(SERVICE)['ExecStart'][0])
+def test_the_service_reads_the_default_config_file():
+    """No --config: cpuhpd reads SYSCONFDIR/cpuhpd.conf if it exists (a file
+    named with --config must exist, so a deleted one would stop the service)."""
+    assert re.fullmatch(r'\S+/cpuhpd', settings(SERVICE)['ExecStart'][0])
 
 
 @needs_analyze

@@ -192,6 +192,23 @@ CHECKS = [
           "connection is closed, the hotplug neither runs under thread 0's "
           "lease nor waits for ever",
           ["-DSAME_PROCESS", "-DFORGE", "-DHOTPLUGS=2"], model=FASTLEASE),
+    # Issue 31: a region's leases revoked (a delay, a forced hotplug).
+    Check("fastlease-revoke",
+          "2 client processes, 2 hotplugs; the first may revoke client 1's "
+          "region while it waits for it: no lease taken in a revoked region "
+          "gets inside either hotplug, client 0's lease still holds them off",
+          ["-DREVOKE", "-DKILL", "-DHOTPLUGS=2"], model=FASTLEASE),
+    Check("fastlease-mutant-live-first",
+          "the acquire loads the region's ->live before the state (L broken): "
+          "it sees the region live, the state open after the revoking "
+          "hotplug, and holds a lease that the next hotplug does not count",
+          ["-DREVOKE", "-DHOTPLUGS=2", "-DMUTANT_LIVE_FIRST"], expect=ASSERT,
+          ignore_deadlocks=True, model=FASTLEASE),
+    Check("fastlease-mutant-no-live",
+          "the region dropped without storing 'revoked': its client takes a "
+          "fast lease there after the hotplug, which the next one does not count",
+          ["-DREVOKE", "-DHOTPLUGS=2", "-DMUTANT_NO_LIVE"], expect=ASSERT,
+          ignore_deadlocks=True, model=FASTLEASE),
     Check("fastlease-mutant-old-release",
           "the code before the fix (no lease table, no per-slot judgement): a "
           "double release cancels thread 0's lease and the hotplug gets in",
@@ -262,6 +279,19 @@ CHECKS = [
           "an answer matched by its state alone: a callback answered twice "
           "completes the state's next call before it ran",
           ["-DNS=2", "-DDUP", "-DMUTANT_MATCH_STATE"], expect=ASSERT,
+          ignore_deadlocks=True, model=STATES),
+    Check("states-restart",
+          "3 states, the daemon SIGKILLed once while it awaits an answer and the "
+          "hotplug run again by the next one from its record (unanswered calls "
+          "due again), the killed one's calls and answers still in flight: an "
+          "answer taken for a call is that call's, never a late one to the "
+          "killed daemon's; calls in order, under the writer side",
+          ["-DRESTART", "-DKILL"], model=STATES),
+    Check("states-mutant-saved-ids",
+          "after the kill, call ids go on from what the state text said at the "
+          "last change: the next daemon reuses the id of the call cut by the "
+          "kill and takes the killed daemon's late answer for its own",
+          ["-DNS=2", "-DRESTART", "-DMUTANT_SAVED_IDS"], expect=ASSERT,
           ignore_deadlocks=True, model=STATES),
     Check("states-mutant-await-dead",
           "a dead client's call still awaited (no deadline to end it): the "

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * states.pml: the hotplug-state callback protocol of cpuhpd (issue 12;
- * daemon/cpuhpd/states.c, "Hotplug states" in daemon/cpuhpd/README.md).
+ * states.pml: the hotplug-state callback protocol of cpuhpd
+ * (daemon/cpuhpd/states/, "Hotplug states" in daemon/cpuhpd/README.md).
  *
  * One CPU, online at the start, is taken offline and, if that worked,
  * brought back online, by one hotplug each.  NS states are registered,
@@ -36,11 +36,26 @@
  *   - once every live client has run every call sent to it, every live
  *     state's view matches the file (late calls are undone in order).
  *
+ * With -DRESTART the daemon may be SIGKILLed once, while it awaits an
+ * answer: the next cpuhpd runs the same hotplug again from its record
+ * (started[], what the state text says each state is started on, and
+ * unsure[], a call written down before it went out and not answered: due
+ * again whichever way), with the killed one's calls still in the clients'
+ * channels and their answers still on their way.  Checked: an answer the
+ * daemon takes for its call is an answer to that call of that daemon, not a
+ * late one to the killed daemon's call (each message carries which daemon
+ * sent the call, a ghost); calls only under the writer side, in order.
+ * What the views end as after a kill needs the daemon's reconciling, which
+ * is not modelled: the daemon tests show it (test_restart_states.py).
+ *
  * Mutants (run.py): -DMUTANT_NO_ROLLBACK (a failure is not rolled back),
  * -DMUTANT_EARLY_TEARDOWN (teardown before the leases drained),
  * -DMUTANT_MATCH_STATE (an answer matched by its state alone, so an answer
  * given twice is taken for the next call), -DMUTANT_AWAIT_DEAD (a dead
- * owner's call still awaited; with -DNO_DEADLINE nothing ends the wait).
+ * owner's call still awaited; with -DNO_DEADLINE nothing ends the wait),
+ * -DMUTANT_SAVED_IDS (with -DRESTART: call ids go on from what the state
+ * text said at the last change, not from above every id sent, so the next
+ * daemon reuses the id of the call cut by the kill).
  */
 
 #ifndef NS
@@ -63,6 +78,11 @@
 #define DEADLINE (nlate < MAXLATE)
 #endif
 #define MAY_DIE (ndead < MAXDEAD)
+#ifdef RESTART
+#define MAY_KILL (!killed)
+#else
+#define MAY_KILL false
+#endif
 
 #define TEARDOWN 1
 #define STARTUP 0
@@ -76,11 +96,22 @@ bit blocked;             /* the lease gate */
 bit daemon_done;
 bit ready;               /* init has set the views and started the clients */
 
-chan call[NS] = [4] of { byte, bit, bit };  /* call id, phase, rollback */
-chan ans = [8] of { byte, byte, bit };      /* state, call id, ok */
+/* call id, phase, rollback, which daemon sent it (a ghost the client echoes) */
+chan call[NS] = [6] of { byte, bit, bit, bit };
+chan ans = [10] of { byte, byte, bit, bit };    /* state, call id, ok, daemon */
 
 byte next_id = 1;
 byte nlate, ndead;
+
+/* The daemon's record, the state text: state i started on the CPU; a call of it unanswered. */
+bit started[NS];
+bit unsure[NS];
+bit inc;              /* which daemon runs: 1 after the kill */
+bit killed;
+byte saved_id = 1;    /* the next call id as the text said it at the last change */
+
+/* A call of that phase is due: where started for a teardown, else a startup; both if unsure. */
+#define DUE(k, ph) (unsure[k] || started[k] == (ph == TEARDOWN))
 
 /* One call of state s.  res: 0 done (or the owner is gone), 1 failed, 2 late. */
 inline invoke(s, ph, rb, res) {
@@ -92,16 +123,19 @@ inline invoke(s, ph, rb, res) {
 			assert(blocked && leases == 0);
 			myid = next_id;
 			next_id++;
-			call[s]!myid, ph, rb
+			unsure[s] = 1;  /* written down before it goes out */
+			call[s]!myid, ph, rb, inc
 		};
 		do
-		:: ans?as, aid, aok ->
+		:: ans?as, aid, aok, ainc ->
 			if
 #ifdef MUTANT_MATCH_STATE
 			:: as == s ->
 #else
 			:: as == s && aid == myid ->
 #endif
+				/* Taken for this call: it answers this call of this daemon. */
+				assert(ainc == inc);
 				if
 				:: aok -> res = 0
 				:: else -> res = 1
@@ -109,14 +143,27 @@ inline invoke(s, ph, rb, res) {
 				break
 			:: else -> skip  /* late, repeated or foreign: ignored */
 			fi;
-			as = 0; aid = 0; aok = 0
+			as = 0; aid = 0; aok = 0; ainc = 0
 #ifndef MUTANT_AWAIT_DEAD
 		:: dead[s] -> res = 0; break  /* the connection closed: counts as done */
 #endif
 		:: DEADLINE -> res = 2; late = 1; nlate++; break
+		:: MAY_KILL -> res = 3; break  /* SIGKILL while it waits */
 		od;
+		if
+		:: res != 3 ->
+			d_step {
+				unsure[s] = (res == 2);  /* past its deadline: it may still run */
+				if
+				:: res == 0 -> started[s] = (ph == STARTUP)
+				:: else -> skip
+				fi;
+				saved_id = next_id
+			}
+		:: else -> skip
+		fi;
 		/* Spent locals are reset: the search would count their old values as states. */
-		as = 0; aid = 0; aok = 0; myid = 0
+		as = 0; aid = 0; aok = 0; ainc = 0; myid = 0
 	fi
 }
 
@@ -150,42 +197,66 @@ inline assert_views(v) {
 
 active proctype daemon() {
 	byte myid, as, aid, k;
-	bit aok, late;
+	bit aok, ainc, late;
 	byte res, r2;
 	short i, failed;
+	byte done;   /* states whose call of this hotplug succeeded (or started before a kill) */
+	bit phase;   /* 0: the offline, 1: the online */
 
 	ready;
-	/* ---- offline ---- */
+hotplug:
 	blocked = 1;
 #ifndef MUTANT_EARLY_TEARDOWN
 	(leases == 0);
 #endif
-	late = 0;
+	late = killed;  /* after a kill, the killed daemon's calls still run */
 	failed = -1;
+	done = 0;
+	if
+	:: phase == 1 -> goto online_phase
+	:: else -> skip
+	fi;
+	/* ---- offline ---- */
 	i = NS - 1;
 	do
 	:: i >= 0 ->
-		assert_order(i, TEARDOWN);
-		invoke(i, TEARDOWN, 0, res);
 		if
-		:: res != 0 -> failed = i; break
-		:: else -> i--
-		fi
+		:: DUE(i, TEARDOWN) ->
+			assert_order(i, TEARDOWN);
+			invoke(i, TEARDOWN, 0, res);
+			if
+			:: res == 3 -> goto kill
+			:: res == 1 || res == 2 -> failed = i; break
+			:: res == 0 -> done = done | (1 << i)
+			fi
+		:: else -> skip
+		fi;
+		i--
 	:: else -> break
 	od;
 	if
 	:: failed < 0 ->
-		assert_views(0);
+		if
+		:: !late -> assert_views(0)
+		:: else -> skip
+		fi;
 		online = 0
 	:: else ->
 #ifndef MUTANT_NO_ROLLBACK
-		/* startup again, lowest first: the failed state if it was late, those above it */
-		if
-		:: res == 2 -> i = failed
-		:: else -> i = failed + 1
-		fi;
+		/* startup again, lowest first: the failed state if it was late, those done */
+		i = 0;
 		do
-		:: i < NS -> invoke(i, STARTUP, 1, r2); i++
+		:: i < NS ->
+			if
+			:: (done & (1 << i)) || (i == failed && res == 2) ->
+				invoke(i, STARTUP, 1, r2);
+				if
+				:: r2 == 3 -> goto kill
+				:: else -> skip
+				fi
+			:: else -> skip
+			fi;
+			i++
 		:: else -> break
 		od
 #endif
@@ -196,70 +267,98 @@ active proctype daemon() {
 	:: else -> skip
 	fi;
 	blocked = 0;
-
-	/* ---- online, if the CPU went ---- */
 	if
-	:: online == 0 ->
-		blocked = 1;
-		(leases == 0);
-		late = 0;
-		online = 1;
-		failed = -1;
-		i = 0;
-		do
-		:: i < NS ->
+	:: online == 0 -> phase = 1; goto hotplug
+	:: else -> goto finished
+	fi;
+
+online_phase:
+	/* ---- online, the CPU having gone ---- */
+	if
+	:: online == 0 -> online = 1
+	:: else -> skip  /* written before a kill: the startups go on where they were */
+	fi;
+	i = 0;
+	do
+	:: i < NS ->
+		if
+		:: DUE(i, STARTUP) ->
 			assert_order(i, STARTUP);
 			invoke(i, STARTUP, 0, res);
 			if
-			:: res != 0 -> failed = i; break
-			:: else -> i++
+			:: res == 3 -> goto kill
+			:: res == 1 || res == 2 -> failed = i; break
+			:: res == 0 -> done = done | (1 << i)
 			fi
+		:: else -> done = done | (1 << i)  /* started before a kill: a rollback undoes it */
+		fi;
+		i++
+	:: else -> break
+	od;
+	if
+	:: failed >= 0 ->
+#ifndef MUTANT_NO_ROLLBACK
+		/* teardown, highest first: the failed state if late, those done */
+		i = NS - 1;
+		do
+		:: i >= 0 ->
+			if
+			:: (done & (1 << i)) || (i == failed && res == 2) ->
+				invoke(i, TEARDOWN, 1, r2);
+				if
+				:: r2 == 3 -> goto kill
+				:: else -> skip
+				fi
+			:: else -> skip
+			fi;
+			i--
 		:: else -> break
 		od;
-		if
-		:: failed >= 0 ->
-#ifndef MUTANT_NO_ROLLBACK
-			/* teardown, highest first: the failed state if late, those below it */
-			if
-			:: res == 2 -> i = failed
-			:: else -> i = failed - 1
-			fi;
-			do
-			:: i >= 0 -> invoke(i, TEARDOWN, 1, r2); i--
-			:: else -> break
-			od;
 #endif
-			online = 0
-		:: else -> skip
-		fi;
-		if
-		:: !late -> assert_views(online)
-		:: else -> skip
-		fi;
-		blocked = 0
+		online = 0
 	:: else -> skip
 	fi;
+	if
+	:: !late -> assert_views(online)
+	:: else -> skip
+	fi;
+	blocked = 0;
+	goto finished;
+
+kill:
+	/* The next cpuhpd: the same hotplug again, from the record; ids as the fix gives them. */
+	atomic {
+		killed = 1;
+		inc = 1;
+#ifdef MUTANT_SAVED_IDS
+		next_id = saved_id;
+#endif
+		res = 0; r2 = 0
+	}
+	goto hotplug;
+
+finished:
 	daemon_done = 1;
 	/* cpuhpd reads (and drops) what clients still send. */
 end_drain:
 	do
-	:: ans?as, aid, aok -> as = 0; aid = 0; aok = 0
+	:: ans?as, aid, aok, ainc -> as = 0; aid = 0; aok = 0; ainc = 0
 	od
 }
 
 proctype client(byte s) {
 	byte id;
-	bit ph, rb, sent;
+	bit ph, rb, sent, ci;
 #ifdef DUP
 	bit dupped;
 #endif
 
 end_idle:
 	do
-	:: atomic { call[s]?id, ph, rb -> busy[s] = 1 };
+	:: atomic { call[s]?id, ph, rb, ci -> busy[s] = 1 };
 		if
-		:: atomic { view[s] = (ph == STARTUP); ans!s, id, 1; sent = 1; busy[s] = 0 }
-		:: atomic { !rb -> ans!s, id, 0; sent = 0; busy[s] = 0 }  /* fails, changing nothing */
+		:: atomic { view[s] = (ph == STARTUP); ans!s, id, 1, ci; sent = 1; busy[s] = 0 }
+		:: atomic { !rb -> ans!s, id, 0, ci; sent = 0; busy[s] = 0 }  /* fails, changing nothing */
 #ifdef KILL
 		:: atomic { MAY_DIE -> dead[s] = 1; ndead++; busy[s] = 0 };  /* inside the callback */
 			goto gone
@@ -268,11 +367,11 @@ end_idle:
 #ifdef DUP
 		/* Answered twice, at any later moment before the next call. */
 		if
-		:: !dupped -> ans!s, id, sent; dupped = 1
+		:: !dupped -> ans!s, id, sent, ci; dupped = 1
 		:: skip
 		fi;
 #endif
-		id = 0; ph = 0; rb = 0; sent = 0
+		id = 0; ph = 0; rb = 0; sent = 0; ci = 0
 #ifdef KILL
 	:: atomic { MAY_DIE -> dead[s] = 1; ndead++ };  /* between calls */
 		goto gone
@@ -310,7 +409,8 @@ active proctype quiesced() {
 	atomic {
 		k = 0;
 		do
-		:: k < NS -> assert(dead[k] || len(call[k]) > 0 || busy[k] || view[k] == online); k++
+		:: k < NS -> assert(killed || dead[k] || len(call[k]) > 0 || busy[k] ||
+		                    view[k] == online); k++
 		:: else -> break
 		od
 	}
@@ -321,7 +421,7 @@ init {
 
 	atomic {
 		do
-		:: k < NS -> view[k] = 1; run client(k); k++
+		:: k < NS -> view[k] = 1; started[k] = 1; run client(k); k++
 		:: else -> break
 		od;
 		ready = 1

@@ -432,6 +432,8 @@ def test_close_ends_the_calls_tasks_await_and_they_raise_ecanceled(cpuhp, aio, d
             leaser = await started(c.lease())
             wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
             c.watch()
+            # The holder was told of the hotplug it holds up; then nothing more comes.
+            assert isinstance(await c.next_event(GUARD_S), cpuhp.HotplugPending)
             watcher = await started(c.next_event())
             c.close()
             # The tasks have not run since: close() itself ended their requests.
@@ -486,3 +488,12 @@ def test_the_module_shows_its_api_documented_and_typed(aio):
         assert inspect.getdoc(m), name
         sig = inspect.signature(m)
         assert sig.return_annotation is not inspect.Signature.empty, name
+
+
+def test_cpus_is_the_sync_clients_listing(cpuhp, aio, daemon, observer):
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            rows = await c.cpus()
+        assert rows == observer.cpus()
+        assert [(r.cpu, r.topology) for r in rows] == [(n, 'live') for n in range(4)]
+    run(main())

@@ -391,12 +391,12 @@ def test_hotplug_with_a_lease_held_and_timeout_0_is_blockingioerror(cpuhp, clien
 
 def test_bad_arguments_are_refused_before_anything_is_sent(cpuhp, daemon, client,
                                                            monkeypatch):
-    import cpuhp._client
     import cpuhp._cpuset
+    import cpuhp._session
     from spy import spy_on
     bad_cpus = [-1, [1, -2], '1-', 'garbage', '3-1', '', [], range(0), cpuhp.CPUSET_MAX,
                 '1\x00', 1.0, None, b'1', True]
-    with spy_on(monkeypatch, cpuhp._client, cpuhp._cpuset) as lib:
+    with spy_on(monkeypatch, cpuhp._session, cpuhp._cpuset) as lib:
         for cpus in bad_cpus:
             with pytest.raises((ValueError, TypeError)):
                 client.set_online(cpus, False)
@@ -461,6 +461,20 @@ def test_fileno_polls_readable_when_an_event_arrives(cpuhp, client, observer):
     observer.set_online(1, False)
     assert select.select([fd], [], [], GUARD_S)[0] == [fd]
     assert isinstance(client.next_event(0), cpuhp.HotplugStarted)
+
+
+def test_a_hot_added_cpu_is_a_present_changed_event(cpuhp, daemon, sim, client):
+    """A vCPU plugged in: the present set grows, the new CPU waits offline."""
+    client.watch()
+    (sim.cpu / 'cpu4').mkdir()
+    sim.write_online(4, 0)
+    (sim.cpu / 'possible').write_text('0-4\n')
+    (sim.cpu / 'present').write_text('0-4\n')
+    daemon.inject_uevent('add', '/devices/system/cpu/cpu4')
+    ev = client.next_event(GUARD_S)
+    assert ev == cpuhp.PresentChanged(present_cpus=frozenset(range(5)), added=frozenset({4}),
+                                      removed=frozenset(), online_cpus=frozenset(range(4)))
+    assert isinstance(ev, cpuhp.Event)
 
 
 def test_a_stopping_daemon_ends_the_watch_with_an_oserror(cpuhp, tmp, sim):
@@ -533,21 +547,23 @@ def test_a_thread_blocked_in_watch_holds_up_no_lease_of_the_same_client(cpuhp, d
     """Before, the watcher held the Client while it waited, and a
     lease(timeout=0.1) waited for the watcher's next event instead."""
     events = client.watch()
-    watcher = Bg(lambda: list(itertools.islice(events, 3)))
+    watcher = Bg(lambda: list(itertools.islice(events, 4)))
     wait_until('the watcher asleep', lambda: thread_asleep(watcher))
     with client.lease(timeout=0.1):  # granted at once: no hotplug in the way
         assert observer.status().leases_held == 1
     held = observer.lease()
     with cpuhp.Client(daemon.socket) as h:
         hp = Bg(h.set_online, 1, False, GUARD_S)
-        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        # The holder is told that the hotplug waits for it (once cpuhpd counted the leases).
+        assert isinstance(observer.next_event(GUARD_S), cpuhp.HotplugPending)
         with pytest.raises(TimeoutError):  # the daemon's 0.1 s, not the watcher's wait
             client.lease(timeout=0.1)
         assert watcher.is_alive()  # no event came: the lease did not wait for one
         assert client.status().pending_leases == 0
         held.release()
         assert hp.join().changed == {1}
-    started, finished, changed = watcher.join()
+    pending, started, finished, changed = watcher.join()
+    assert isinstance(pending, cpuhp.HotplugPending) and pending.cpus == {1}, pending
     assert isinstance(started, cpuhp.HotplugStarted) and changed.online_cpus == {0, 2, 3}
 
 
@@ -580,3 +596,38 @@ def test_a_lease_on_a_client_without_the_fast_path_waits_on_a_connection_of_its_
         wait_until('its connection closed', lambda: observer.status().connections == 2)
         observer.set_online(1, False)
         assert isinstance(watcher.join(), cpuhp.HotplugStarted)
+
+
+def test_cpus_lists_each_cpu_with_its_topology_states_and_hotplugs(cpuhp, daemon, sim, client,
+                                                                  observer):
+    rows = client.cpus()
+    assert [r.cpu for r in rows] == [0, 1, 2, 3]
+    assert all(isinstance(r, cpuhp.CpuInfo) for r in rows)
+    # cpuhpd-simsysfs --cpus: a core of its own each, package 0, node 0.
+    assert [(r.online, r.present, r.topology, r.node, r.socket, r.core, r.siblings)
+            for r in rows] == [(True, True, 'live', 0, 0, n, frozenset({n})) for n in range(4)]
+    assert all(r.states == () and r.hotplugs == 0 and r.hotplug_seq is None for r in rows)
+    with client.register_state('pools', nocalls=True):
+        client.set_online(2, False, timeout=GUARD_S)
+        # The kernel takes an offline CPU's topology/ away; cpuhpd remembers it.
+        for f in (sim.cpu / 'cpu2' / 'topology').iterdir():
+            f.unlink()
+        (sim.cpu / 'cpu2' / 'topology').rmdir()
+        client.set_online(3, False, timeout=GUARD_S)
+        client.set_online(3, True, timeout=GUARD_S)  # the state's startup runs on CPU 3
+        lease = client.lease()
+        with cpuhp.Client(daemon.socket) as h:
+            hp = Bg(h.set_online, 1, False, GUARD_S)
+            wait_until('the hotplug waiting', writer_is(cpuhp, observer,
+                                                        cpuhp.WriterState.WAITING))
+            rows = observer.cpus()
+            lease.release()
+            hp.join()
+    two, three, one = rows[2], rows[3], rows[1]
+    assert (two.online, two.topology, two.core, two.siblings) == (False, 'remembered', 2,
+                                                                  frozenset({2}))
+    # nocalls: taken as started on the CPUs online then, called on none; gone with CPU 2.
+    assert three.states == one.states == ('pools',) and two.states == ()
+    assert (one.hotplugs, one.hotplug_online, one.hotplug_state) == (1, False,
+                                                                    cpuhp.WriterState.WAITING)
+    assert one.hotplug_seq > 0 and three.hotplugs == 0 and three.hotplug_state is None

@@ -101,3 +101,20 @@ def test_aio_names_and_lists(cpuhp, daemon):
             async with c.lease():
                 assert [r.who for r in (await c.leases()).leases] == ['renamed']
     asyncio.run(main())
+
+
+def test_a_listing_larger_than_a_frame_comes_whole_and_the_asker_keeps_its_fast_lease(
+        cpuhp, client, observer):
+    """128 leases named at the 255-byte limit do not fit one frame: the
+    library asks for every page, on the lease-holding Client itself."""
+    named = [observer.lease(who='w' * 255, why=f'{i:03d}' + 'y' * 252) for i in range(128)]
+    try:
+        with client.lease() as mine:
+            rows = client.leases().leases
+            assert len(rows) == 129, len(rows)
+            assert sorted(r.why[:3] for r in rows if not r.fast) == [f'{i:03d}' for i in range(128)]
+            assert [r.count for r in rows if r.fast] == [1]
+            assert observer.status().fast_leases_held == 1 and not mine.released
+    finally:
+        for lease in named:
+            lease.release()

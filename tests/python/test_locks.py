@@ -176,19 +176,45 @@ def test_timeout_must_be_a_number(cpuhp):
         cpuhp.RWSem().acquire_write(timeout='1')
 
 
-def test_a_semaphore_dropped_while_read_locked_is_not_freed_under_the_lock(cpuhp):
-    # In a child: the read lock stays held to the end (cpuhp_rwsem_free() of a
-    # held lock would abort a debug build; a normal one would free it in use).
-    code = ('import gc, cpuhp\n'
-            'sem = cpuhp.RWSem()\n'
-            'sem.acquire_read()\n'
-            'held = sem._held\n'
-            'del sem\n'
-            'gc.collect()\n'
-            'print(held.count)\n')
+def child_says(code):
+    """What a Python child running *code* prints, once it exited 0."""
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                        timeout=GUARD_S)
-    assert r.returncode == 0 and r.stdout == '1\n', r.stderr
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_a_semaphore_dropped_while_read_locked_is_not_freed_under_the_lock(cpuhp):
+    # In a child: the read lock stays held to the end by a thread that never
+    # releases it (cpuhp_rwsem_free() of a held lock would abort a debug
+    # build; a normal one would free it in use).
+    code = ('import gc, threading, weakref, cpuhp\n'
+            'sem = cpuhp.RWSem()\n'
+            'count, gone = sem._count, weakref.ref(sem)\n'
+            'took, never = threading.Event(), threading.Event()\n'
+            'def reader(box):\n'
+            '    box.pop().acquire_read()\n'
+            '    took.set()\n'
+            '    never.wait()\n'
+            'threading.Thread(target=reader, args=([sem],), daemon=True).start()\n'
+            'took.wait()\n'
+            'del sem\n'
+            'gc.collect()\n'
+            'print(gone() is None, count[0])\n')
+    assert child_says(code) == 'True 1\n'
+
+
+def test_a_semaphore_dropped_by_the_thread_holding_it_is_released_then_freed(cpuhp):
+    # The forgotten acquire_read()'s hold goes with the semaphore: on the
+    # thread that took the lock, it releases it first.
+    code = ('import gc, cpuhp\n'
+            'sem = cpuhp.RWSem()\n'
+            'count = sem._count\n'
+            'sem.acquire_read()\n'
+            'del sem\n'
+            'gc.collect()\n'
+            'print(count[0])\n')
+    assert child_says(code) == '0\n'
 
 
 def test_hotplug_section_waits_for_online_cpus_held_readers(cpuhp):

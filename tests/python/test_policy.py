@@ -2,7 +2,7 @@
 """Lease limits and bypasses from Python (issue 13): a lease revoked at
 cpuhpd's --max-lease-ms raises OSError(ETIME) on release; a CPU changed
 behind cpuhpd's back while a lease is held comes as a LeaseBypassed event
-and, for a socket lease, as OSError(ESTALE) on release."""
+and as OSError(ESTALE) on release, for a socket or a fast lease."""
 import errno
 
 import pytest
@@ -33,9 +33,10 @@ def test_a_revoked_lease_raises_etime_on_release(cpuhp, limited):
         assert e.value.errno == errno.ETIME and '--max-lease-ms is 100' in e.value.strerror
 
 
-def test_a_bypass_comes_as_an_event_to_a_fast_lease_holder(cpuhp, daemon, sim):
+def test_a_bypass_comes_as_an_event_to_a_fast_lease_holder_and_estale_on_release(
+        cpuhp, daemon, sim):
     with cpuhp.Client(daemon.socket) as c:
-        with c.lease():
+        with pytest.raises(OSError) as e, c.lease() as lease:
             events = c.watch(timeout=30)
             changed_behind(daemon, sim, 2, 0)
             seen = []
@@ -43,6 +44,9 @@ def test_a_bypass_comes_as_an_event_to_a_fast_lease_holder(cpuhp, daemon, sim):
                 seen.append(ev)
                 if isinstance(ev, cpuhp.LeaseBypassed):
                     break
+        # The block's exit released the fast lease: stale, released all the same.
+        assert e.value.errno == errno.ESTALE and lease.released, e.value
+        assert c.status().fast_leases_held == 0
         assert any(isinstance(e, cpuhp.OnlineChanged) and e.external for e in seen), seen
         assert seen[-1] == cpuhp.LeaseBypassed(online_cpus=frozenset({0, 1, 3}), leases=1)
         assert c.status().bypasses == 1

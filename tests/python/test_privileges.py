@@ -3,6 +3,7 @@
 the socket (EACCES: not allowed to connect), for a Python client running as
 `nobody` (through setpriv: root is needed to switch, else this skips)."""
 import errno
+import grp
 import os
 import shutil
 import subprocess
@@ -65,6 +66,8 @@ def test_a_socket_the_user_may_not_open_is_permissionerror_eacces(open_tmp, sim)
     try:
         out = as_nobody(d.socket, 'lease')
         assert out.startswith(f'PermissionError {errno.EACCES} '), out
+        group = grp.getgrgid(os.stat(d.socket).st_gid).gr_name
+        assert f"join its group '{group}'" in out, out
     finally:
         assert d.stop() == 0, d.log()
 

@@ -155,3 +155,16 @@ def test_close_during_register_cancels_it_and_rolls_back(cpuhp, client, observer
     log.clear()
     assert observer.set_online('2', False, timeout=5).ok and sim.read_online(2) == '0'
     assert log == []  # the state is gone from the daemon
+
+
+def test_a_long_message_cut_inside_a_character_still_counts_as_the_answer(client, observer):
+    """Cut to the message's size, the text ends inside a character; cpuhpd
+    ignores an answer that is not UTF-8, so the library sends valid text
+    and the failure is the callback's, not a missed deadline."""
+    def busy(cpu):
+        raise OSError(errno.EBUSY, 'é' * 300)
+
+    with client.register_state('py-long', teardown=busy, nocalls=True, deadline=2.0):
+        r = observer.set_online('1', False, timeout=5, check=False)
+        res = r.results[0]
+        assert res.errno == errno.EBUSY and 'éééé' in res.message, res

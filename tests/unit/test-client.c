@@ -933,11 +933,11 @@ static void client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is
 	CHECK_EQ_INT(cpuhp_client_lease_acquire_begin(c, 500, &call), 0);
 	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
 	CHECK_EQ_INT(cpuhp_client_call_done(call), -EINPROGRESS); /* the fake waits for go */
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EINVAL);
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), -EINVAL);
 	test_go();
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_done(call), 0); /* and stays so */
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), 0);
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), 0);
 	CHECK_EQ_INT(id, 7);
 	CHECK_EQ_STR(cpuhp_client_call_message(call), "");
 	cpuhp_client_call_free(call); /* the lease is c's now */
@@ -977,7 +977,7 @@ static void client_call_freed_before_its_answer_closes_its_connection(void)
 	CHECK_EQ_INT(pipe(go_pipe), 0);
 	fake_start(&f, script_call_freed_early);
 	c = connect_ok(&f);
-	CHECK_EQ_INT(cpuhp_client_set_online_begin(c, "2-3", false, 4000, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_set_online_results_begin(c, "2-3", false, 4000, &call), 0);
 	srv_wait_go(); /* the fake read the request */
 	CHECK_EQ_INT(cpuhp_client_call_done(call), -EINPROGRESS);
 	cpuhp_client_call_free(call);
@@ -1051,13 +1051,13 @@ static void client_calls_give_the_answers_and_errors_of_the_blocking_calls(void)
 	CHECK_EQ_INT(call_wait(call), -EAGAIN);
 	CHECK_EQ_INT(cpuhp_client_call_done(call), -EAGAIN);
 	CHECK_EQ_STR(cpuhp_client_call_message(call), "a CPU hotplug is waiting or running");
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EAGAIN);
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), -EAGAIN);
 	cpuhp_client_call_free(call);
 
-	CHECK_EQ_INT(cpuhp_client_set_online_begin(c, "2", false, 100, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_set_online_results_begin(c, "2", false, 100, &call), 0);
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_status(call, st), -EINVAL); /* not a status call */
-	CHECK_EQ_INT(cpuhp_client_call_results(call, &res, &n), 0);
+	CHECK_EQ_INT(cpuhp_client_call_set_online_results(call, &res, &n), 0);
 	CHECK_EQ_INT(n, 1);
 	CHECK(res[0].cpu == 2 && res[0].error == 0 && res[0].changed);
 	cpuhp_client_results_free(res);
@@ -1133,7 +1133,7 @@ static void script_leases_begin(int fd)
 	srv_wait_close(fd);
 }
 
-static void client_leases_begin_lists_on_a_connection_of_its_own(void)
+static void client_list_leases_begin_lists_on_a_connection_of_its_own(void)
 {
 	struct cpuhp_client_lease_list *l = NULL;
 	struct cpuhp_client_status *st = calloc(1, sizeof(*st));
@@ -1144,12 +1144,12 @@ static void client_leases_begin_lists_on_a_connection_of_its_own(void)
 	CHECK(st != NULL);
 	fake_start(&f, script_leases_begin);
 	c = connect_ok(&f);
-	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
 	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
-	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), -EINVAL); /* not done yet */
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), -EINVAL); /* not done yet */
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_status(call, st), -EINVAL); /* not a status call */
-	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), 0);
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), 0);
 	CHECK_EQ_INT(l->n_leases, 1);
 	CHECK_EQ_INT(l->leases[0].lease_id, 11);
 	CHECK_EQ_STR(l->leases[0].comm, "resize-pools");
@@ -1164,9 +1164,9 @@ static void client_leases_begin_lists_on_a_connection_of_its_own(void)
 
 	/* A list that does not parse: the getter's error, with the message on the call. */
 	l = NULL;
-	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
 	CHECK_EQ_INT(call_wait(call), 0);
-	CHECK_EQ_INT(cpuhp_client_call_leases(call, &l), -EPROTO);
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), -EPROTO);
 	CHECK(l == NULL);
 	CHECK(strstr(cpuhp_client_call_message(call), "2,zebra") != NULL);
 	cpuhp_client_call_free(call);
@@ -1174,6 +1174,126 @@ static void client_leases_begin_lists_on_a_connection_of_its_own(void)
 	cpuhp_client_close(c);
 	fake_finish(&f);
 	free(st);
+}
+
+/*
+ * One page of leases: lease @lease_id; @next the cursor of the page after
+ * ("" for the last).  The request must have asked from @after.
+ */
+static void srv_lease_page(int fd, const char *after, uint64_t lease_id, const char *next)
+{
+	Cpuhp__Request *req = srv_read(fd);
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__LeaseList l = CPUHP__LEASE_LIST__INIT;
+	Cpuhp__LeaseInfo li = CPUHP__LEASE_INFO__INIT;
+	Cpuhp__LeaseInfo *lp = &li;
+
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LIST_LEASES);
+	CHECK_EQ_INT(req->list_leases->after.len, strlen(after));
+	/* Empty: no data at all, which memcmp() must not be given. */
+	CHECK(!after[0] || !memcmp(req->list_leases->after.data, after, strlen(after)));
+	li.lease_id = lease_id;
+	li.comm = "x";
+	li.who = "";
+	li.why = "";
+	l.n_leases = 1;
+	l.leases = &lp;
+	l.more = next[0] ? 1 : 0;
+	l.next.data = (uint8_t *)next;
+	l.next.len = strlen(next);
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_LEASE_LIST;
+	r.lease_list = &l;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+}
+
+static void srv_state_page(int fd, const char *after, uint64_t state_id, const char *next)
+{
+	Cpuhp__Request *req = srv_read(fd);
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateList l = CPUHP__STATE_LIST__INIT;
+	Cpuhp__StateInfo si = CPUHP__STATE_INFO__INIT;
+	Cpuhp__StateInfo *sp = &si;
+
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_LIST_STATES);
+	CHECK_EQ_INT(req->list_states->after.len, strlen(after));
+	/* Empty: no data at all, which memcmp() must not be given. */
+	CHECK(!after[0] || !memcmp(req->list_states->after.data, after, strlen(after)));
+	si.state_id = state_id;
+	si.name = "st";
+	si.comm = "x";
+	si.cpus = "0-1";
+	l.n_states = 1;
+	l.states = &sp;
+	l.more = next[0] ? 1 : 0;
+	l.next.data = (uint8_t *)next;
+	l.next.len = strlen(next);
+	r.id = req->id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_LIST;
+	r.state_list = &l;
+	srv_send(fd, &r);
+	cpuhp__request__free_unpacked(req, NULL);
+}
+
+static void script_pages(int fd)
+{
+	int w;
+
+	srv_hello(fd);
+	srv_lease_page(fd, "", 1, "c1");
+	srv_lease_page(fd, "c1", 2, "c2");
+	srv_lease_page(fd, "c2", 3, "");
+	srv_state_page(fd, "", 7, "s7");
+	srv_state_page(fd, "s7", 8, "");
+	w = srv_accept();
+	srv_hello(w);
+	srv_lease_page(w, "", 4, "c4");
+	srv_lease_page(w, "c4", 5, "");
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_listings_ask_for_every_page(void)
+{
+	struct cpuhp_client_lease_list *l = NULL;
+	struct cpuhp_client_state_info *s = NULL;
+	struct cpuhp_client_call *call;
+	struct cpuhp_client *c;
+	struct fake f;
+	size_t n = 0;
+
+	fake_start(&f, script_pages);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_list_leases(c, &l), 0);
+	CHECK_EQ_INT(l->n_leases, 3);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK_EQ_INT(l->leases[i].lease_id, i + 1);
+	cpuhp_client_lease_list_free(l);
+	CHECK_EQ_INT(cpuhp_client_list_states(c, &s, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	CHECK_EQ_INT(s[0].id, 7);
+	CHECK_EQ_INT(s[1].id, 8);
+	CHECK_EQ_INT(cpuhp_cpuset_count(&s[1].cpus), 2);
+	free(s);
+
+	/* The asynchronous form asks for the next page on its own connection. */
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(call_wait(call), 0);
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), 0);
+	CHECK_EQ_INT(l->n_leases, 2);
+	CHECK_EQ_INT(l->leases[0].lease_id, 4);
+	CHECK_EQ_INT(l->leases[1].lease_id, 5);
+	cpuhp_client_lease_list_free(l);
+	/* Asked twice, the same rows. */
+	CHECK_EQ_INT(cpuhp_client_call_list_leases(call, &l), 0);
+	CHECK_EQ_INT(l->n_leases, 2);
+	cpuhp_client_lease_list_free(l);
+	cpuhp_client_call_free(call);
+
+	cpuhp_client_close(c);
+	fake_finish(&f);
 }
 
 /* A cpuhpd from before leases() and freezes: each request unknown, blocking or not. */
@@ -1213,7 +1333,7 @@ static void client_too_old_daemon_is_named_by_blocking_and_async_calls(void)
 	CHECK_EQ_INT(cpuhp_client_freeze(c, NULL, NULL, &id), -EOPNOTSUPP);
 	CHECK_EQ_STR(cpuhp_client_last_message(c), "this cpuhpd is too old to freeze hotplug");
 
-	CHECK_EQ_INT(cpuhp_client_leases_begin(c, &call), 0);
+	CHECK_EQ_INT(cpuhp_client_list_leases_begin(c, &call), 0);
 	CHECK_EQ_INT(call_wait(call), -EOPNOTSUPP);
 	CHECK_EQ_STR(cpuhp_client_call_message(call), "this cpuhpd is too old to list leases");
 	cpuhp_client_call_free(call);
@@ -1303,7 +1423,7 @@ static void client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handl
 	CHECK(cpuhp_client_call_fd(call) >= 0 && cpuhp_client_call_fd(call) != cpuhp_client_fd(c));
 	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), -EINVAL); /* not done yet */
 	CHECK_EQ_INT(call_wait(call), 0);
-	CHECK_EQ_INT(cpuhp_client_call_lease(call, &id), -EINVAL); /* not a lease call */
+	CHECK_EQ_INT(cpuhp_client_call_lease_acquire(call, &id), -EINVAL); /* not a lease call */
 	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), 0);
 	CHECK_EQ_INT(id, 5);
 	cpuhp_client_call_free(call); /* the freeze is c's now */
@@ -1312,6 +1432,10 @@ static void client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handl
 	CHECK_EQ_INT(cpuhp_client_thaw(c, 5), 0);
 
 	CHECK_EQ_INT(cpuhp_client_set_identity(c, "pools", "sizing"), 0);
+	/* Bytes that are not UTF-8 are refused before anything is sent (cpuhpd would too). */
+	CHECK_EQ_INT(cpuhp_client_set_identity(c, "bad\xff", NULL), -EINVAL);
+	CHECK(strstr(cpuhp_client_last_message(c), "UTF-8") != NULL);
+	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, "cut \xc3", &call), -EINVAL);
 	CHECK_EQ_INT(cpuhp_client_freeze_begin(c, NULL, NULL, &call), 0);
 	CHECK_EQ_INT(call_wait(call), 0);
 	CHECK_EQ_INT(cpuhp_client_call_freeze(call, &id), 0);
@@ -1535,7 +1659,8 @@ int main(void)
 	RUN_TEST(client_lease_begin_waits_on_a_connection_of_its_own_and_the_lease_is_the_handles);
 	RUN_TEST(client_call_freed_before_its_answer_closes_its_connection);
 	RUN_TEST(client_calls_give_the_answers_and_errors_of_the_blocking_calls);
-	RUN_TEST(client_leases_begin_lists_on_a_connection_of_its_own);
+	RUN_TEST(client_list_leases_begin_lists_on_a_connection_of_its_own);
+	RUN_TEST(client_listings_ask_for_every_page);
 	RUN_TEST(client_too_old_daemon_is_named_by_blocking_and_async_calls);
 	RUN_TEST(client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handle);
 	RUN_TEST(client_close_wakes_a_socket_lease_wait_with_ecanceled);

@@ -53,10 +53,24 @@ static void errmap_codes_from_a_newer_peer_are_failures(void)
 	CHECK(cpuhp__errmap_describe(9999) != NULL);
 }
 
+/*
+ * ECANCELED is cpuhpd's stop for a request, and the kernel's answer for one
+ * CPU of a hotplug: the text a client shows when no message came must not
+ * claim either.
+ */
+static void errmap_ecanceled_claims_no_shutdown(void)
+{
+	const char *t = cpuhp__errmap_describe(CPUHP__ERROR_CODE__ERR_ECANCELED);
+
+	CHECK(strstr(t, "shutting down") == NULL);
+	CHECK_EQ_STR(t, "canceled");
+}
+
 int main(void)
 {
 	RUN_TEST(errmap_every_declared_code_round_trips);
 	RUN_TEST(errmap_unknown_errno_becomes_unknown_then_eio);
 	RUN_TEST(errmap_codes_from_a_newer_peer_are_failures);
+	RUN_TEST(errmap_ecanceled_claims_no_shutdown);
 	return 0;
 }

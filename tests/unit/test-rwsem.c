@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cpuhp_rwsem: exclusion, writer preference, fairness between writers and
- * the readers they blocked, trylock, the timeout path, release on another
+ * the readers they blocked, trylock, the timeout paths, release on another
  * thread, short-lived threads, and fork.
  *
  * Threads are driven step by step with semaphores, and a test moves on when
@@ -31,14 +31,14 @@ static struct cpuhp_rwsem *new_sem(void)
 
 /* ---- actors: a thread that takes a lock, reports, and holds it until told */
 
-enum op { OP_READ, OP_WRITE, OP_WRITE_TIMEOUT };
+enum op { OP_READ, OP_READ_TIMEOUT, OP_WRITE, OP_WRITE_TIMEOUT };
 
 struct actor {
 	pthread_t tid;
 	struct cpuhp_rwsem *sem;
 	enum op op;
 	unsigned timeout_ms;
-	int result;         /* of a timed write lock */
+	int result;         /* of a timed lock */
 	_Atomic int locked; /* set once the lock is held */
 	_Atomic long order; /* position at which it got the lock */
 	sem_t go_unlock, done;
@@ -54,6 +54,9 @@ static void *actor_main(void *p)
 	case OP_READ:
 		cpuhp_rwsem_read_lock(a->sem);
 		break;
+	case OP_READ_TIMEOUT:
+		a->result = cpuhp_rwsem_read_lock_timeout(a->sem, a->timeout_ms);
+		break;
 	case OP_WRITE:
 		cpuhp_rwsem_write_lock(a->sem);
 		break;
@@ -62,14 +65,14 @@ static void *actor_main(void *p)
 		break;
 	}
 	a->order = atomic_fetch_add(&acquisitions, 1);
-	if (a->op == OP_WRITE_TIMEOUT && a->result) {
+	if (a->result) {
 		sem_post(&a->done);
 		return NULL;
 	}
 	atomic_store(&a->locked, 1);
 	sem_post(&a->done);
 	sem_wait(&a->go_unlock);
-	if (a->op == OP_READ)
+	if (a->op == OP_READ || a->op == OP_READ_TIMEOUT)
 		cpuhp_rwsem_read_unlock(a->sem);
 	else
 		cpuhp_rwsem_write_unlock(a->sem);
@@ -80,6 +83,7 @@ static void actor_start(struct actor *a, struct cpuhp_rwsem *sem, enum op op)
 {
 	a->sem = sem;
 	a->op = op;
+	a->result = 0;
 	a->locked = 0;
 	sem_init(&a->go_unlock, 0, 0);
 	sem_init(&a->done, 0, 0);
@@ -370,6 +374,85 @@ static void rwsem_write_timeout_while_queued_leaves_queue_unchanged(void)
 	CHECK_EQ_INT(lw_gp_count(&sem->rss), 1);
 	cpuhp_rwsem_write_unlock(sem);
 	CHECK(!lw_blocked(sem));
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_read_timeout_behind_a_writer_leaves_the_lock_unchanged(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor r = {.timeout_ms = 30};
+
+	CHECK_EQ_INT(cpuhp_rwsem_read_lock_timeout(sem, 0), 0); /* no writer: at once */
+	CHECK_EQ_INT(lw_readers(sem), 1);
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_write_lock(sem);
+	CHECK_EQ_INT(cpuhp_rwsem_read_lock_timeout(sem, 0), -ETIMEDOUT);
+	actor_start(&r, sem, OP_READ_TIMEOUT);
+	actor_wait_locked(&r);
+	CHECK_EQ_INT(r.result, -ETIMEDOUT);
+	pthread_join(r.tid, NULL);
+	CHECK_EQ_INT(lw_readers(sem), 0);
+	CHECK_EQ_INT(lw_readers_waiting(sem), 0);
+	CHECK(lw_blocked(sem)); /* still the writer's */
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(cpuhp_rwsem_read_lock_timeout(sem, 0), 0);
+	cpuhp_rwsem_read_unlock(sem);
+	cpuhp_rwsem_free(sem);
+}
+
+static void rwsem_read_timeout_let_in_by_the_writers_unlock_holds_the_lock(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor r = {.timeout_ms = 3600 * 1000}, w2;
+
+	cpuhp_rwsem_write_lock(sem);
+	actor_start(&r, sem, OP_READ_TIMEOUT);
+	WAIT_FOR(lw_readers_waiting(sem) == 1);
+	actor_start(&w2, sem, OP_WRITE);
+	WAIT_FOR(lw_writers_queued(sem) == 1);
+	cpuhp_rwsem_write_unlock(sem);
+	actor_wait_locked(&r); /* before the writer that queued after it */
+	CHECK_EQ_INT(r.result, 0);
+	WAIT_FOR(lw_writer_draining(sem));
+	CHECK(!w2.locked);
+	actor_unlock(&r);
+	actor_wait_locked(&w2);
+	CHECK(r.order < w2.order);
+	actor_unlock(&w2);
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * A reader that timed out in the queue is gone from it: the unlock grants
+ * only the readers still waiting, and the next writer, which waits for
+ * every granted reader to count itself, gets the lock once they leave.
+ */
+static void rwsem_read_timeout_in_the_queue_is_not_granted_by_the_unlock(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+	struct actor timed = {.timeout_ms = 30}, r, w2;
+
+	cpuhp_rwsem_write_lock(sem);
+	actor_start(&r, sem, OP_READ);
+	WAIT_FOR(lw_readers_waiting(sem) == 1);
+	actor_start(&timed, sem, OP_READ_TIMEOUT);
+	WAIT_FOR(lw_readers_waiting(sem) == 2);
+	actor_wait_locked(&timed);
+	CHECK_EQ_INT(timed.result, -ETIMEDOUT);
+	pthread_join(timed.tid, NULL);
+	CHECK_EQ_INT(lw_readers_waiting(sem), 1);
+	actor_start(&w2, sem, OP_WRITE);
+	WAIT_FOR(lw_writers_queued(sem) == 1);
+	cpuhp_rwsem_write_unlock(sem);
+	actor_wait_locked(&r);
+	WAIT_FOR(lw_writer_draining(sem));
+	CHECK_EQ_INT(lw_readers(sem), 1);
+	actor_unlock(&r);
+	actor_wait_locked(&w2);
+	actor_unlock(&w2);
+	CHECK_EQ_INT(lw_readers_waiting(sem), 0);
+	CHECK_EQ_INT(cpuhp_rwsem_read_lock_timeout(sem, 1000), 0);
+	cpuhp_rwsem_read_unlock(sem);
 	cpuhp_rwsem_free(sem);
 }
 
@@ -1054,6 +1137,9 @@ int main(void)
 	RUN_TEST(rwsem_read_trylock_fails_only_while_writer_blocks);
 	RUN_TEST(rwsem_write_timeout_while_draining_restores_lock_and_lets_readers_in);
 	RUN_TEST(rwsem_write_timeout_while_queued_leaves_queue_unchanged);
+	RUN_TEST(rwsem_read_timeout_behind_a_writer_leaves_the_lock_unchanged);
+	RUN_TEST(rwsem_read_timeout_let_in_by_the_writers_unlock_holds_the_lock);
+	RUN_TEST(rwsem_read_timeout_in_the_queue_is_not_granted_by_the_unlock);
 	RUN_TEST(rwsem_read_lock_released_on_another_thread);
 	RUN_TEST(rwsem_new_takes_the_lowest_free_id_and_reuses_freed_ones);
 	RUN_TEST(rwsem_new_reuses_a_freed_lock_slot_as_a_new_lock);

@@ -473,6 +473,47 @@ static void sysfs_read_siblings_parses_the_thread_list(void)
 	tree_free();
 }
 
+static void sysfs_read_topology_reads_core_package_siblings_and_node(void)
+{
+	struct cpuhp_cpu_topology t;
+	struct cpuhp_cpuset want;
+
+	tree_new();
+	/* An offline CPU: the kernel took its topology/ away. */
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 2, &t), -ENOENT);
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 7, &t), -ENOENT);
+	put_dir("cpu2/topology");
+	put("cpu2/topology/core_id", "5\n");
+	put("cpu2/topology/physical_package_id", "-1\n");
+	put("cpu2/topology/thread_siblings_list", "2,6\n");
+	/* No node link: a kernel without NUMA. */
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 2, &t), 0);
+	CHECK_EQ_INT(t.core, 5);
+	CHECK_EQ_INT(t.package, -1);
+	CHECK_EQ_INT(t.node, -1);
+	cpuhp_cpuset_zero(&want);
+	cpuhp_cpuset_add(&want, 2);
+	cpuhp_cpuset_add(&want, 6);
+	CHECK(cpuhp_cpuset_equal(&t.siblings, &want));
+	put_symlink("cpu2/node13", "../../node/node13");
+	put_dir("cpu2/nodefoo");
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 2, &t), 0);
+	CHECK_EQ_INT(t.node, 13);
+	/* What is not one int, or not a list, is refused; nothing is written then. */
+	put("cpu2/topology/core_id", "5 6\n");
+	t.core = 77;
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 2, &t), -EINVAL);
+	CHECK_EQ_INT(t.core, 77);
+	put("cpu2/topology/core_id", "4294967296\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 2, &t), -EINVAL);
+	put("cpu2/topology/core_id", "\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 2, &t), -EINVAL);
+	put("cpu2/topology/core_id", "0\n");
+	put("cpu2/topology/thread_siblings_list", "two\n");
+	CHECK_EQ_INT(cpuhp_sysfs_read_topology(tree, 2, &t), -EINVAL);
+	tree_free();
+}
+
 static void sysfs_set_online_never_creates_a_missing_file(void)
 {
 	tree_new();
@@ -697,6 +738,7 @@ int main(void)
 	RUN_TEST(sysfs_read_smt_reads_control_and_active);
 	RUN_TEST(sysfs_set_smt_writes_one_word_and_verifies_it);
 	RUN_TEST(sysfs_read_siblings_parses_the_thread_list);
+	RUN_TEST(sysfs_read_topology_reads_core_package_siblings_and_node);
 	RUN_TEST(sysfs_set_online_returns_the_errno_of_open_and_write);
 	RUN_TEST(sysfs_set_online_is_eio_when_an_accepted_write_does_not_read_back);
 	RUN_TEST(sysfs_set_online_is_eio_when_the_file_reads_back_the_other_value);

@@ -5,7 +5,8 @@ Inside one process (libcpuhp):
 
 - ``RWSem()``: a reader/writer semaphore whose readers are almost free;
   ``with sem.read(): ...``, ``with sem.write(timeout=1.0): ...``,
-  ``sem.try_read()``.
+  ``sem.read(timeout=1.0)``, ``sem.try_read()``.  No exception leaves one
+  of these locks held, Ctrl-C's KeyboardInterrupt while it waits included.
 - ``online_cpus_held()``: ``with cpuhp.online_cpus_held(): ...`` keeps this
   process's ``hotplug_section()`` writers out.
 
@@ -42,17 +43,24 @@ other.  The in-process locks wait in C: give them a timeout.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._cpuset import CPUSET_MAX, CPUs, format_cpulist, parse_cpulist
 from ._locks import RWSem, hotplug_section, online_cpus_held
 
-#: The names of the cross-process part (libcpuhp-client's).
-_CLIENT_NAMES = [
-    'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult',
+# Written out, not computed, so that type checkers see every public name.
+__all__ = [
+    'RWSem', 'online_cpus_held', 'hotplug_section',
+    'parse_cpulist', 'format_cpulist', 'CPUs', 'CPUSET_MAX', 'HAVE_CLIENT',
+    # The cross-process part (libcpuhp-client's), from 'Client' on: only in
+    # a build with the client (HAVE_CLIENT), and else dropped below.
+    'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult', 'CpuInfo',
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
-    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'EventsLost',
-    'LeaseRevoked', 'LeaseBypassed', 'LeasesLost',
+    'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'PresentChanged', 'EventsLost',
+    'LeaseRevoked', 'LeaseBypassed', 'LeasesLost', 'HotplugPending', 'HotplugCancelled',
     'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State',
 ]
+_CLIENT_NAMES = frozenset(__all__[__all__.index('Client'):])
 
 try:
     from ._cpuhp_client import lib as _client_lib  # built only with libcpuhp-client
@@ -62,42 +70,44 @@ except ModuleNotFoundError as _e:
     del _e
     #: Whether this build has the cross-process part (Client, libcpuhp-client).
     HAVE_CLIENT: bool = False
+    __all__ = [n for n in __all__ if n not in _CLIENT_NAMES]
 else:
     del _client_lib
     HAVE_CLIENT = True
-    from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuResult, Event, EventsLost,
-                          Freeze, FreezeInfo, HotplugFinished, HotplugInfo, HotplugResult,
-                          HotplugStarted, Lease, LeaseBypassed, LeaseInfo, LeaseList,
-                          LeaseRevoked, LeasesLost, OnlineChanged, Status,
+    from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuInfo, CpuResult, Event,
+                          EventsLost, Freeze, FreezeInfo, HotplugCancelled, HotplugFinished,
+                          HotplugInfo, HotplugPending, HotplugResult, HotplugStarted, Lease,
+                          LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                          OnlineChanged, PresentChanged, Status,
                           WriterState, socket_path)
     from ._states import State
+
+if TYPE_CHECKING:
+    # Imported on first use at run time (__getattr__ below), as it raises
+    # ImportError without the client.
+    from . import aio
 
 
 def _version() -> str:
     from ._cpuhp import ffi, lib
-    return ffi.string(lib.CPUHP_VERSION_STRING).decode()
+    return str(ffi.string(lib.CPUHP_VERSION_STRING).decode())
 
 
 #: The version of the libcpuhp this package was built with.
 __version__: str = _version()
 del _version
 
-__all__ = [
-    'RWSem', 'online_cpus_held', 'hotplug_section',
-    'parse_cpulist', 'format_cpulist', 'CPUs', 'CPUSET_MAX', 'HAVE_CLIENT',
-] + (_CLIENT_NAMES if HAVE_CLIENT else [])
-
-
-def __getattr__(name: str) -> object:
-    if name == 'aio':  # the submodule, imported on first use (it raises without the client)
-        import importlib
-        return importlib.import_module(f'{__name__}.aio')
-    if name in _CLIENT_NAMES:
-        raise ImportError(f'cpuhp.{name} is not in this build: the cpuhp package was built '
-                          'without libcpuhp-client (meson -Dclient=disabled, or protobuf-c '
-                          'missing); rebuild with -Dclient=enabled to talk to cpuhpd',
-                          name=__name__)
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+if not TYPE_CHECKING:  # a type checker knows every name: unknown ones are errors there
+    def __getattr__(name: str) -> object:
+        if name == 'aio':  # the submodule, imported on first use (it raises without the client)
+            import importlib
+            return importlib.import_module(f'{__name__}.aio')
+        if name in _CLIENT_NAMES:
+            raise ImportError(f'cpuhp.{name} is not in this build: the cpuhp package was built '
+                              'without libcpuhp-client (meson -Dclient=disabled, or protobuf-c '
+                              'missing); rebuild with -Dclient=enabled to talk to cpuhpd',
+                              name=__name__)
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 def __dir__() -> list[str]:
@@ -113,4 +123,4 @@ for _name in __all__:
             globals()[_name].__module__ = __name__
         except (AttributeError, TypeError):
             pass
-del _name, annotations
+del _name, annotations, TYPE_CHECKING

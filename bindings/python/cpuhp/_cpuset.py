@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterable
-from typing import Union
+from typing import Any, Union
 
 from ._cpuhp import ffi, lib
 from ._errors import error
@@ -32,7 +32,7 @@ def _cpu_number(cpu: object) -> int:
     return cpu
 
 
-def _parse_into(text: str, cset) -> None:
+def _parse_into(text: str, cset: Any) -> None:
     if not isinstance(text, str):
         raise TypeError(f'a CPU list must be a str, not {type(text).__name__}')
     if '\0' in text:
@@ -50,7 +50,7 @@ def _parse_into(text: str, cset) -> None:
                          '"0-15:2/4"')
 
 
-def to_cset(cpus: CPUs):
+def to_cset(cpus: CPUs) -> Any:
     """A new struct cpuhp_cpuset holding *cpus*.  TypeError or ValueError (a
     negative or too large CPU, a list that does not parse) if they are not
     CPUs."""
@@ -74,7 +74,7 @@ def to_cset(cpus: CPUs):
     return cset
 
 
-def from_cset(cset) -> frozenset[int]:
+def from_cset(cset: Any) -> frozenset[int]:
     """The CPUs in a struct cpuhp_cpuset."""
     out = []
     cpu = lib.cpuhp_cpuset_next(cset, -1)
@@ -84,12 +84,12 @@ def from_cset(cset) -> frozenset[int]:
     return frozenset(out)
 
 
-def format_cset(cset) -> str:
+def format_cset(cset: Any) -> str:
     buf = ffi.new('char[]', lib.CPUHP_CPUSET_LIST_MAX)
     n = lib.cpuhp_cpuset_format(cset, buf, len(buf))
     if n < 0:  # the buffer is the documented worst case: cannot happen
         raise error(n)
-    return ffi.string(buf, n).decode('ascii')
+    return str(ffi.string(buf, n).decode('ascii'))
 
 
 def parse_cpulist(text: str) -> frozenset[int]:

@@ -33,7 +33,7 @@ class State:
     A context manager: leaving the block removes the state (teardown runs
     for every CPU it was started on, as remove() does)."""
 
-    def __init__(self, client, name: str, startup: Callable[[int], object] | None,
+    def __init__(self, session, name: str, startup: Callable[[int], object] | None,
                  teardown: Callable[[int], object] | None, priority: int, deadline: float,
                  nocalls: bool, start: bool = True) -> None:
         if not isinstance(name, str) or not name or len(name.encode()) > 63 or \
@@ -63,7 +63,7 @@ class State:
         self._done = threading.Event()
         self._err: OSError | None = None
         self._removed = False
-        self._client = client
+        self._session = session  # the Client's (cpuhp._session)
         if start:
             self._start()
             self._wait_registered()
@@ -71,10 +71,10 @@ class State:
     def _start(self) -> None:
         """Start the state's thread, which registers it (without *start*,
         the caller's to call once, then _wait_registered())."""
-        self._client._handle()  # ValueError if closed
+        self._session.handle()  # ValueError if closed
         self._stop_r, self._stop_w = os.pipe()
         self._thread = threading.Thread(target=self._main, name=f'cpuhp-state-{self.name}',
-                                        args=(self._client, self._nocalls,
+                                        args=(self._session, self._nocalls,
                                               max(1, round(self.deadline * 1000))),
                                         daemon=True)
         self._thread.start()
@@ -104,25 +104,24 @@ class State:
         return self._removed
 
     # On the state's thread.
-    def _main(self, client, nocalls: bool, ms: int) -> None:
+    def _main(self, session, nocalls: bool, ms: int) -> None:
         out = ffi.new('struct cpuhp_client_state **')
         flags = lib.CPUHP_CLIENT_STATE_NOCALLS if nocalls else 0
         # A call in progress on the Client: close() on another thread wakes
         # it (ECANCELED) and frees the handle only after it, and its message.
         try:
-            with client._using() as use:
+            with session.using() as use:
                 rc = lib.cpuhp_client_state_register(use.c, self.name.encode(), self.priority,
                                                      ms, flags, lib._cpuhp_state_cb,
                                                      lib._cpuhp_state_cb, self._handle, out)
                 if rc < 0:
-                    raise error(rc, ffi.string(lib.cpuhp_client_last_message(use.c)).decode(
-                        'utf-8', 'replace') or None)
+                    raise session.error(use.c, rc)
         except (OSError, ValueError) as e:
             # Registered as close() came: the caller gets the error, so the
             # state (on a connection of its own) must not outlive it.
             if out[0] != ffi.NULL:
                 lib.cpuhp_client_state_remove(out[0], False)
-            self._err = e if isinstance(e, OSError) else client._closed_error()
+            self._err = e if isinstance(e, OSError) else session.closed_error()
             self._ready.set()
             return
         self._s = out[0]
@@ -153,7 +152,7 @@ class State:
         except BaseException as e:  # noqa: B036 (a failed answer, whatever it was)
             text = f'{type(e).__name__}: {e}' if str(e) else type(e).__name__
             data = text.encode('utf-8', 'replace')[:len(call.message) - 1]
-            call.message = data
+            call.message = data.decode('utf-8', 'ignore').encode()  # not inside a character
             code = e.errno if isinstance(e, OSError) and e.errno else errno.EIO
             return -code
         return 0

@@ -31,7 +31,8 @@ Run in the loop, without waiting: a fast lease and its release (ns).  Run
 in the loop as one round trip that cpuhpd answers at once: connecting
 (``Client()``), a Client's first lease (it asks for the fast path),
 subscribing (``watch()``), releasing a lease that waited behind a hotplug,
-thawing a freeze (``Freeze.thaw()``, the end of ``async with freeze()``).
+thawing a freeze (``Freeze.thaw()``, the end of ``async with freeze()``);
+and as a few such round trips, listing the CPUs (``cpus()``).
 
 The results, events and errors are cpuhp's (``cpuhp.Lease``,
 ``cpuhp.HotplugResult``, ``cpuhp.Status``, ``cpuhp.HotplugStarted``...,
@@ -40,6 +41,7 @@ OSError subclasses), and the arguments are those of ``cpuhp.Client``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator
@@ -53,14 +55,18 @@ if not HAVE_CLIENT:
                       'libcpuhp-client (meson -Dclient=disabled, or protobuf-c missing); '
                       'rebuild with -Dclient=enabled to talk to cpuhpd', name=__name__)
 
-from . import _client  # noqa: E402  (after the check above)
+# After the check above.
 from ._cpuset import CPUs  # noqa: E402
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
+from ._session import (Call, Session, force_ms, identity, lease_args,  # noqa: E402
+                       run_callback, set_online_args)
 from ._states import State  # noqa: E402
+from ._types import (CpuInfo, Event, Freeze, HotplugPending, HotplugResult,  # noqa: E402
+                     Lease, LeaseList, Status)
 
 __all__ = ['Client']
 
-_T = TypeVar('_T', _client.Lease, _client.Freeze, State)
+_T = TypeVar('_T', Lease, Freeze, State)
 _R = TypeVar('_R')
 
 
@@ -166,25 +172,55 @@ class _Request(Coroutine[object, None, _T]):
 class Client:
     """A connection to cpuhpd whose waits are awaited (see the module).
 
-    *path* as for cpuhp.Client.  Connects at once (a round trip the
-    daemon answers at once).  An async context manager that closes the
-    connection, which ends its leases.
+    *path*, *who*, *why* and *delay* as for cpuhp.Client.  Connects at
+    once (a round trip the daemon answers at once).  An async context
+    manager that closes the connection, which ends its leases.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, who: str | None = None,
-                 why: str | None = None) -> None:
-        self._sync = _client.Client(path, who=who, why=why)
+                 why: str | None = None, delay: float | None = None) -> None:
+        self._s = Session(self, path, who, why, delay)
         self._readers = _Readers()
+        self._s.start_runner = self._start_runner
+        self._pump: asyncio.Task[None] | None = None
+
+    @property
+    def lease_delay(self) -> float:
+        """As cpuhp.Client.lease_delay."""
+        return self._s.lease_delay
+
+    def _start_runner(self) -> None:
+        """The first lease with an on_pending callback: a task in the loop
+        reads the notices and calls them (set on_pending in the loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._s.runner_on = False
+            raise RuntimeError('a cpuhp.aio lease\'s on_pending is set in its event loop') \
+                from None
+        self._pump = loop.create_task(self._run_notices())
+
+    async def _run_notices(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            calls, fds = self._s.runner_step()
+            for callback, lease, ev in calls:
+                result = run_callback(callback, lease, ev)
+                if inspect.isawaitable(result):
+                    loop.create_task(result)
+            if fds is None:
+                return
+            await self._readers.wait(fds)
 
     @property
     def path(self) -> str:
         """The daemon's socket."""
-        return self._sync.path
+        return self._s.path
 
     @property
     def closed(self) -> bool:
         """close() was called: every other call raises ValueError."""
-        return self._sync.closed
+        return self._s.closed
 
     def __repr__(self) -> str:
         return f'<cpuhp.aio.Client {"closed" if self.closed else "open"} path={self.path!r}>'
@@ -205,30 +241,29 @@ class Client:
         a lease request and cancels a hotplug not writing sysfs yet).  From
         another thread than the loop's, as cpuhp.Client.close(): it waits
         for the loop to wake those tasks."""
-        self._sync.close()
+        self._s.close()
 
-    def _cancel(self, call: _client._Call | None = None) -> None:
-        """A call's _Use.cancel: close() on the loop's thread, while the task
-        waits in the loop.  Its next step is Client._check_open()."""
+    def _cancel(self, call: Call | None = None) -> None:
+        """A call's Use.cancel: close() on the loop's thread, while the task
+        waits in the loop.  Its next step is Session.check_open()."""
         self._readers.abort()
         if call is not None:
             call.close()
 
     def fileno(self) -> int:
         """The Client's socket (events come on it).  Do not read, write or close it."""
-        return self._sync.fileno()
+        return self._s.fileno()
 
-    async def _done(self, call: _client._Call) -> None:
+    async def _done(self, call: Call) -> None:
         while not call.done():
-            await self._readers.wait([call.fileno(), self._sync._closed_r])
-            self._sync._check_open()  # before the call, which close() may have freed
+            await self._readers.wait([call.fileno(), self._s.closed_fd])
+            self._s.check_open()  # before the call, which close() may have freed
 
-    async def _call(self, begin: Callable[[object], _client._Call],
-                    end: Callable[[_client._Call], _R]) -> _R:
+    async def _call(self, begin: Callable[[object], Call], end: Callable[[Call], _R]) -> _R:
         """One asynchronous call of libcpuhp-client, counted as in progress
         on the Client (close() from anywhere wakes it with ECANCELED):
         *begin* it on the handle, await it, read its result with *end*."""
-        with self._sync._using() as use:
+        with self._s.using() as use:
             call = begin(use.c)
             use.cancel = lambda: self._cancel(call)
             try:
@@ -238,40 +273,50 @@ class Client:
                 call.close()
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
-              why: str | None = None) -> _Request[_client.Lease]:
+              why: str | None = None,
+              on_pending: Callable[[Lease, HotplugPending], object] | None = None
+              ) -> _Request[Lease]:
         """A reader lease, as cpuhp.Client.lease(): ``async with
         client.lease(): ...`` holds it for the block, ``lease = await
         client.lease()`` returns it (release it with ``lease.release()``).
         A lease that died with the daemon's connection raises
         ConnectionResetError from the block's exit (a LeasesLost event
-        comes first, to a watcher).  Bad arguments raise here, before
-        anything is awaited."""
-        ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        if who is None and why is None:
-            return _Request(lambda: self._lease(ms))
-        ident = (_client._identity(who, 'who'), _client._identity(why, 'why'))
-        return _Request(lambda: self._lease(ms, ident))
+        comes first, to a watcher).  *on_pending*: as cpuhp.Client.lease()'s,
+        called in the loop (a coroutine function's result runs as a task).
+        Bad arguments raise here, before anything is awaited."""
+        ms, ident = lease_args(timeout, who, why)
+        if on_pending is not None and not callable(on_pending):
+            raise TypeError(f'on_pending must be callable, not {type(on_pending).__name__}')
+        return _Request(lambda: self._lease(ms, ident, on_pending))
 
     def set_identity(self, who: str | None = None, why: str | None = None) -> None:
         """As cpuhp.Client.set_identity(): one round trip, run in the loop
         (the daemon answers it at once)."""
-        self._sync.set_identity(who, why)
+        self._s.set_identity(who, why)
 
-    async def leases(self) -> _client.LeaseList:
+    async def leases(self) -> LeaseList:
         """Every lease, hotplug request and freeze, as cpuhp.Client.leases()
         (asked on a connection of its own, counted in ``connections``)."""
-        return await self._call(self._sync._leases_begin, self._sync._leases_end)
+        return await self._call(self._s.leases_begin, self._s.leases_end)
 
-    async def _lease(self, ms: int, ident: tuple | None = None) -> _client.Lease:
-        lease = None if ident else self._sync._lease_now(ms)
-        if lease is not None:
-            return lease
-        return await self._call(
-            (lambda c: self._sync._lease_as_begin(c, ms, *ident)) if ident else
-            (lambda c: self._sync._lease_begin(c, ms)), self._sync._lease_end)
+    async def cpus(self) -> list[CpuInfo]:
+        """Each possible CPU, as cpuhp.Client.cpus(): run in the loop, a
+        round trip per page of CPUs and one for the states, on the
+        Client's connection, each of which cpuhpd answers at once."""
+        return self._s.cpus()
+
+    async def _lease(self, ms: int, ident: tuple | None,
+                     on_pending: Callable[..., object] | None = None) -> Lease:
+        lease = self._s.lease_now(ms, ident)
+        if lease is None:
+            lease = await self._call(lambda c: self._s.lease_begin(c, ms, ident),
+                                     self._s.lease_end)
+        if on_pending is not None:
+            lease.on_pending = on_pending
+        return lease
 
     def freeze(self, *, who: str | None = None,
-               why: str | None = None) -> _Request[_client.Freeze]:
+               why: str | None = None) -> _Request[Freeze]:
         """Freeze CPU hotplug, as cpuhp.Client.freeze(): ``async with
         client.freeze(): ...`` holds it for the block (thawed on the way
         out), ``freeze = await client.freeze()`` returns it (end it with
@@ -279,12 +324,11 @@ class Client:
         wait for the hotplugs queued before it is awaited, on a connection
         of its own; cancelled before the daemon answers, the freeze request
         is given up.  Bad arguments raise here, before anything is awaited."""
-        ident = (_client._identity(who, 'who'), _client._identity(why, 'why'))
+        ident = (identity(who, 'who'), identity(why, 'why'))
         return _Request(lambda: self._freeze(*ident))
 
-    async def _freeze(self, who, why) -> _client.Freeze:
-        return await self._call(lambda c: self._sync._freeze_begin(c, who, why),
-                                self._sync._freeze_end)
+    async def _freeze(self, who, why) -> Freeze:
+        return await self._call(lambda c: self._s.freeze_begin(c, who, why), self._s.freeze_end)
 
     def register_state(self, name: str, startup: Callable[[int], object] | None = None,
                        teardown: Callable[[int], object] | None = None, priority: int = 0,
@@ -300,7 +344,7 @@ class Client:
         executor, not in the loop.  A task cancelled during that wait
         removes the state once it is registered.  Bad arguments raise here,
         before anything is awaited."""
-        st = State(self._sync, name, startup, teardown, priority, deadline, nocalls, start=False)
+        st = State(self._s, name, startup, teardown, priority, deadline, nocalls, start=False)
         return _Request(lambda: self._registered(st), self._remove_state)
 
     @staticmethod
@@ -323,33 +367,34 @@ class Client:
         await asyncio.get_running_loop().run_in_executor(None, st.remove)
 
     async def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
-                         check: bool = True) -> _client.HotplugResult:
+                         check: bool = True, force: bool | float | None = None
+                         ) -> HotplugResult:
         """Bring *cpus* online or take them offline, as
-        cpuhp.Client.set_online().  Cancelled before the daemon answers:
-        a hotplug still waiting for leases is cancelled, one writing sysfs
-        finishes."""
-        text = self._sync._set_online_args(cpus, online)
+        cpuhp.Client.set_online() (*force* too).  Cancelled before the
+        daemon answers: a hotplug still waiting for leases is cancelled,
+        one writing sysfs finishes."""
+        text = set_online_args(cpus, online)
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        return await self._call(lambda c: self._sync._set_online_begin(c, text, online, ms),
-                                lambda call: self._sync._set_online_end(call, online, check))
+        grace = force_ms(force)
+        return await self._call(lambda c: self._s.set_online_begin(c, text, online, ms, grace),
+                                lambda call: self._s.set_online_end(call, online, check))
 
-    async def status(self) -> _client.Status:
+    async def status(self) -> Status:
         """The daemon's view, as cpuhp.Client.status() (asked on a
         connection of its own, counted in ``connections``)."""
-        return await self._call(self._sync._status_begin, self._sync._status_end)
+        return await self._call(self._s.status_begin, self._s.status_end)
 
-    def watch(self, timeout: float | None = None) -> AsyncIterator[_client.Event]:
+    def watch(self, timeout: float | None = None) -> AsyncIterator[Event]:
         """Subscribe to events (at once) and return an async iterator of
         them, as cpuhp.Client.watch(): ``async for event in
         client.watch(): ...``.  *timeout*: seconds to wait for each event;
         the iteration ends when none comes in time; None: as long as it
         takes."""
         ms = timeout_ms(timeout, forever=-1, limit=INT_MS_MAX)
-        with self._sync._lock:
-            self._sync._subscribe(self._sync._handle())
+        self._s.subscribe()
         return self._events(ms)
 
-    async def _events(self, ms: int) -> AsyncIterator[_client.Event]:
+    async def _events(self, ms: int) -> AsyncIterator[Event]:
         # Nothing held across a yield: a loop that breaks out leaves the
         # Client free to close before this generator is finalised.
         while True:
@@ -358,18 +403,18 @@ class Client:
                 return
             yield ev
 
-    async def next_event(self, timeout: float | None = None) -> _client.Event | None:
+    async def next_event(self, timeout: float | None = None) -> Event | None:
         """The next event (subscribing first if watch() was not called), or
         None if none came within *timeout* seconds, as
         cpuhp.Client.next_event()."""
         return await self._next_event(timeout_ms(timeout, forever=-1, limit=INT_MS_MAX))
 
-    async def _next_event(self, ms: int) -> _client.Event | None:
+    async def _next_event(self, ms: int) -> Event | None:
         deadline = None if ms < 0 else time.monotonic() + ms / 1000
-        with self._sync._using() as use:
+        with self._s.using() as use:
             use.cancel = self._cancel
             while True:
-                ev, fds = self._sync._try_event(use.c)
+                ev, fds = self._s.try_event(use.c)
                 if ev is not None:
                     return ev
                 left = None if deadline is None else deadline - time.monotonic()

@@ -152,9 +152,8 @@ enum cpuhp_client_event_type {
 	 * The online set changed behind cpuhpd's back (sysfs written directly,
 	 * chcpu, firmware) while @leases leases of @c were held: what they
 	 * protected may be stale.  @online_cpus: the new online set.  The
-	 * release of each socket lease held then fails with -ESTALE (the lease
-	 * is released all the same); a fast lease's release never asks cpuhpd,
-	 * so this event is all its holder gets.
+	 * release of each lease held then, socket or fast, fails with -ESTALE
+	 * (the lease is released all the same).
 	 */
 	CPUHP_CLIENT_EVENT_LEASE_BYPASSED = 6,
 	/*
@@ -169,6 +168,39 @@ enum cpuhp_client_event_type {
 	 * Not sent when the connection ends with no lease held.
 	 */
 	CPUHP_CLIENT_EVENT_LEASES_LOST = 7,
+	/*
+	 * The present CPUs changed behind cpuhpd (never its doing): @added
+	 * were hot-added (a vCPU plugged in: it usually comes offline),
+	 * @removed are gone (ejected).  @present_cpus: the present set now,
+	 * @online_cpus: the online set now.  An ONLINE_CHANGED follows if the
+	 * online set changed too.
+	 */
+	CPUHP_CLIENT_EVENT_PRESENT_CHANGED = 8,
+	/*
+	 * A hotplug became the next to run and waits (for leases, among
+	 * others): to a watcher, and as a notice to a handle that holds a
+	 * lease (its fast leases and those on connections of their own
+	 * included), once per hotplug.  A holder that can let go now should:
+	 * the hotplug runs as soon as nothing holds it.  @hotplug_id, @cpus
+	 * (empty for SMT: @smt says what), @online, @timeout_ms (until it gives
+	 * up), @force and @force_grace_ms (then every lease still held is
+	 * revoked).  A delay lease is revoked its delay after this.
+	 */
+	CPUHP_CLIENT_EVENT_HOTPLUG_PENDING = 9,
+	/*
+	 * The hotplug of a HOTPLUG_PENDING ended without running: timed out,
+	 * or withdrawn (its client left, cpuhpd stops): @error, @message.  To
+	 * those told of it.  One that runs is followed by HOTPLUG_STARTED
+	 * (to watchers) instead.
+	 */
+	CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED = 10,
+};
+
+/* Why cpuhpd revoked a lease (LEASE_REVOKED's @revoke_reason). */
+enum cpuhp_client_revoke_reason {
+	CPUHP_CLIENT_REVOKED_MAX_LEASE = 0, /* held past cpuhpd --max-lease-ms */
+	CPUHP_CLIENT_REVOKED_DELAY = 1,     /* a delay lease: its delay after the notice is over */
+	CPUHP_CLIENT_REVOKED_FORCED = 2,    /* a forced hotplug's grace is over */
 };
 
 struct cpuhp_client_event {
@@ -179,11 +211,27 @@ struct cpuhp_client_event {
 	unsigned lost;                   /* LOST */
 	struct cpuhp_cpuset cpus;        /* HOTPLUG_*: the CPUs asked for */
 	struct cpuhp_cpuset failed;      /* HOTPLUG_FINISHED: those that did not get there */
-	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED: the new online set */
-	uint64_t lease_id;               /* LEASE_REVOKED */
+	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED, PRESENT_CHANGED: the
+	                                    new online set */
+	uint64_t lease_id;               /* LEASE_REVOKED (0: @fast) */
 	uint64_t held_ms;                /* LEASE_REVOKED */
 	unsigned max_lease_ms;           /* LEASE_REVOKED */
 	unsigned leases; /* LEASE_BYPASSED, LEASES_LOST: leases of this handle held then */
+	struct cpuhp_cpuset present_cpus; /* PRESENT_CHANGED: the present set now */
+	struct cpuhp_cpuset added;        /* PRESENT_CHANGED: CPUs that became present */
+	struct cpuhp_cpuset removed;      /* PRESENT_CHANGED: CPUs no longer present */
+	/* HOTPLUG_PENDING, HOTPLUG_CANCELLED, LEASE_REVOKED (DELAY, FORCED): "hotplug #N" */
+	uint64_t hotplug_id;
+	char smt[16];        /* HOTPLUG_*: an SMT change's word ("off"...); "" for CPUs */
+	unsigned timeout_ms; /* HOTPLUG_PENDING: until the hotplug gives up */
+	bool force;          /* HOTPLUG_PENDING: leases still held after the grace are revoked */
+	unsigned force_grace_ms;                /* HOTPLUG_PENDING */
+	int error;                              /* HOTPLUG_CANCELLED: why, a negative errno */
+	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* HOTPLUG_CANCELLED: cpuhpd's words */
+	enum cpuhp_client_revoke_reason revoke_reason; /* LEASE_REVOKED */
+	bool fast;         /* LEASE_REVOKED: @count fast leases of this handle (no @lease_id) */
+	unsigned count;    /* LEASE_REVOKED, @fast */
+	unsigned delay_ms; /* LEASE_REVOKED, DELAY: the lease's delay */
 };
 
 /**
@@ -273,10 +321,29 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  * blocks (it may write one frame).
  * Return: 0; -ESRCH if @c holds no such lease (also in a fork child, for
  * its parent's leases); -ECONNRESET if the lease died with the connection;
- * -ETIME (revoked), -ESTALE (bypassed) for socket leases; another -errno if
+ * -ETIME (revoked, socket leases), -ESTALE (bypassed); another -errno if
  * the connection failed otherwise; -ECANCELED (cpuhp_client_close()).
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
+
+/**
+ * cpuhp_client_set_lease_delay() - make @c's leases delay leases: when a
+ * hotplug becomes the next to run, it tells the holders
+ * (CPUHP_CLIENT_EVENT_HOTPLUG_PENDING) and waits for a delay lease at most
+ * @delay_ms after that, then revokes it (CPUHP_CLIENT_EVENT_LEASE_REVOKED;
+ * its release fails with -ETIME) and goes on.  A block lease, the default
+ * (@delay_ms 0), holds it up to the hotplug's own timeout.  Like logind's
+ * delay inhibitors; release on the notice to let the hotplug go at once.
+ * @delay_ms:   at most cpuhpd --max-delay-ms; more is cut to that.
+ * @granted_ms: NULL, or the delay the leases will get.
+ *
+ * For every lease @c takes from now on, fast and socket ones.
+ * Context: no round trip (the limit came with the connection).
+ * Return: 0; -EBUSY if @c took a lease already (set it first); -EOPNOTSUPP
+ * from a cpuhpd too old for delay leases; -ECHILD.
+ */
+CPUHP_EXPORT int cpuhp_client_set_lease_delay(struct cpuhp_client *c, unsigned delay_ms,
+                                              unsigned *granted_ms);
 
 /* Longest who or why the daemon keeps (bytes, NUL not counted). */
 #define CPUHP_CLIENT_IDENTITY_MAX 255
@@ -325,6 +392,7 @@ struct cpuhp_client_lease_info {
 	char why[CPUHP_CLIENT_IDENTITY_MAX + 1];
 	uint64_t held_ms;    /* fast: since the daemon first saw them, so possibly less */
 	unsigned connection; /* the connection's number in cpuhpd's log */
+	unsigned delay_ms;   /* a delay lease's delay (cpuhp_client_set_lease_delay()); 0: block */
 };
 
 /* A hotplug request in cpuhpd's queue. */
@@ -338,6 +406,9 @@ struct cpuhp_client_hotplug_info {
 	char comm[17];
 	uint64_t waited_ms; /* since it arrived */
 	unsigned timeout_ms;
+	bool force;              /* forced (cpuhp_client_set_online_forced()) */
+	unsigned force_grace_ms; /* and its grace */
+	char smt[16];            /* an SMT change's word; "" for CPUs */
 };
 
 /* A hotplug freeze (cpuhp_client_freeze()). */
@@ -440,6 +511,28 @@ CPUHP_EXPORT int cpuhp_client_set_online_results(struct cpuhp_client *c, const c
                                                  struct cpuhp_client_cpu_result **results,
                                                  size_t *n_results);
 
+/**
+ * cpuhp_client_set_online_forced() - cpuhp_client_set_online_results() that
+ * does not wait for the leases held beyond a grace: cpuhpd tells their
+ * holders (CPUHP_CLIENT_EVENT_HOTPLUG_PENDING, with force), waits up to
+ * @grace_ms for them to let go, then revokes every lease still held
+ * (CPUHP_CLIENT_EVENT_LEASE_REVOKED to each holder; their releases fail
+ * with -ETIME), logs them, and runs.  For a CPU that must go now (a
+ * machine-check handler's failing CPU).  @timeout_ms still bounds the
+ * whole wait, and the daemon's in-process readers are waited for as
+ * always.  Root or cpuhpd's admin group, as any hotplug (-EPERM).
+ * @revoked:   what was revoked, one row per socket lease and per
+ *             connection's fast leases (held_ms: how long they had been
+ *             held), for free(); @n_revoked rows.
+ * Return: as cpuhp_client_set_online_results().
+ */
+CPUHP_EXPORT int cpuhp_client_set_online_forced(struct cpuhp_client *c, const char *cpus,
+                                                bool online, unsigned timeout_ms, unsigned grace_ms,
+                                                struct cpuhp_client_cpu_result **results,
+                                                size_t *n_results,
+                                                struct cpuhp_client_lease_info **revoked,
+                                                size_t *n_revoked);
+
 /** cpuhp_client_results_free() - free what set_online_results gave (NULL: no-op). */
 CPUHP_EXPORT void cpuhp_client_results_free(struct cpuhp_client_cpu_result *results);
 
@@ -462,14 +555,14 @@ struct cpuhp_client_state_run {
  * cpuhp_client_results_states() - the state callbacks run for
  * @results[@i], in order (a failed one is the first with error and not
  * rollback).  @results is an array from set_online_results or
- * cpuhp_client_call_results(), not a copy.
+ * cpuhp_client_call_set_online_results(), not a copy.
  * Return: the runs, owned by @results (valid until it is freed), and their
  * number in *@n; NULL with *@n 0 if none ran.
  */
 CPUHP_EXPORT const struct cpuhp_client_state_run *
 cpuhp_client_results_states(const struct cpuhp_client_cpu_result *results, size_t i, size_t *n);
 
-/* A registered state, as cpuhp_client_states_list() gives it. */
+/* A registered state, as cpuhp_client_list_states() gives it. */
 struct cpuhp_client_state_info {
 	uint64_t id;
 	char name[64];
@@ -482,14 +575,69 @@ struct cpuhp_client_state_info {
 };
 
 /**
- * cpuhp_client_states_list() - every state registered with the daemon, in
+ * cpuhp_client_list_states() - every state registered with the daemon, in
  * startup order (priority ascending).
  * @out: to free with free(); @n: how many.
  * Context: a round trip, under @c's mutex.
  * Return: 0; -ENOMEM; -EOPNOTSUPP (a cpuhpd without states); a connection -errno.
  */
-CPUHP_EXPORT int cpuhp_client_states_list(struct cpuhp_client *c,
+CPUHP_EXPORT int cpuhp_client_list_states(struct cpuhp_client *c,
                                           struct cpuhp_client_state_info **out, size_t *n);
+
+/* Where a CPU's topology in a cpuhp_client_cpu_info comes from. */
+enum cpuhp_client_topology {
+	CPUHP_CLIENT_TOPOLOGY_UNKNOWN = 0, /* not seen online since boot: core...siblings unset */
+	CPUHP_CLIENT_TOPOLOGY_LIVE = 1,    /* read from sysfs since the CPU last came online */
+	/* Read when it was last online (the kernel has no topology/ for an offline CPU). */
+	CPUHP_CLIENT_TOPOLOGY_REMEMBERED = 2,
+};
+
+/* A possible CPU, as cpuhp_client_list_cpus() gives it. */
+struct cpuhp_client_cpu_info {
+	unsigned cpu;
+	bool online, present;
+	enum cpuhp_client_topology topology;
+	int core;   /* topology/core_id, its core within its package (0 when UNKNOWN) */
+	int socket; /* topology/physical_package_id (-1 where the platform has none) */
+	int node;   /* its NUMA node; -1 if none, or UNKNOWN */
+	/* topology/thread_siblings_list, the threads of its core online then ("" when UNKNOWN). */
+	const char *siblings;
+	/* The hotplug states started on it: pointers into the list's ->states. */
+	size_t n_states;
+	const struct cpuhp_client_state_info *const *states;
+	/* The hotplug requests queued or running that name it, and the first of them. */
+	unsigned hotplugs;
+	uint64_t hotplug_seq; /* "hotplug #N" in cpuhpd's log */
+	bool hotplug_online;
+	enum cpuhp_client_writer_state hotplug_state; /* as in struct cpuhp_client_hotplug_info */
+};
+
+struct cpuhp_client_cpu_list {
+	size_t n_cpus;
+	struct cpuhp_client_cpu_info *cpus; /* each possible CPU, ascending */
+	size_t n_states;
+	struct cpuhp_client_state_info *states; /* as cpuhp_client_list_states() gives them */
+};
+
+/**
+ * cpuhp_client_list_cpus() - each possible CPU as a row, like `lscpu -e`:
+ * online, present, core, socket, NUMA node, SMT siblings, the hotplug
+ * states started on it and the hotplug requests that name it.
+ * @out: to free with cpuhp_client_cpu_list_free().
+ *
+ * The kernel has no topology for an offline CPU: cpuhpd gives the one it
+ * read when the CPU was last online (CPUHP_CLIENT_TOPOLOGY_REMEMBERED),
+ * across its restarts but not across a reboot.  A machine with many CPUs
+ * takes a request per page of them (each page is answered at once; the
+ * list is not one snapshot), then one for the states.
+ * Context: blocks for those round trips, under @c's mutex.
+ * Return: 0; -EOPNOTSUPP from an older cpuhpd; -EPROTO (a reply that does
+ * not add up); -ENOMEM; -ECHILD; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_list_cpus(struct cpuhp_client *c, struct cpuhp_client_cpu_list **out);
+
+/** cpuhp_client_cpu_list_free() - free what list_cpus gave (NULL: no-op). */
+CPUHP_EXPORT void cpuhp_client_cpu_list_free(struct cpuhp_client_cpu_list *list);
 
 /**
  * cpuhp_client_set_online() - cpuhp_client_set_online_results() for callers
@@ -526,6 +674,19 @@ CPUHP_EXPORT int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char
                                               unsigned timeout_ms,
                                               struct cpuhp_client_cpu_result **results,
                                               size_t *n_results, char *smt_control);
+
+/**
+ * cpuhp_client_set_smt_forced() - cpuhp_client_set_smt_results() forced as
+ * cpuhp_client_set_online_forced() is: leases still held @grace_ms after
+ * the notice are revoked (@revoked, @n_revoked: for free()).
+ * Return: as cpuhp_client_set_smt_results().
+ */
+CPUHP_EXPORT int cpuhp_client_set_smt_forced(struct cpuhp_client *c, const char *control,
+                                             unsigned timeout_ms, unsigned grace_ms,
+                                             struct cpuhp_client_cpu_result **results,
+                                             size_t *n_results, char *smt_control,
+                                             struct cpuhp_client_lease_info **revoked,
+                                             size_t *n_revoked);
 
 /**
  * cpuhp_client_metrics() - the daemon's counters, histograms and gauges in
@@ -617,6 +778,11 @@ CPUHP_EXPORT const char *cpuhp_client_last_message(struct cpuhp_client *c);
  * A call is used by one thread at a time; calls of one handle run on any
  * threads at once.  Free every call of @c before cpuhp_client_close(@c).
  * In a fork child, a call begun in the parent fails with -ECHILD.
+ *
+ * Names pair: cpuhp_client_X_begin() starts the request of the blocking
+ * cpuhp_client_X(), and once it is done cpuhp_client_call_X() gives what
+ * cpuhp_client_X() would (cpuhp_client_call_lease_acquire() also completes
+ * cpuhp_client_lease_acquire_as_begin(), whose lease is a lease like any).
  */
 struct cpuhp_client_call;
 
@@ -650,15 +816,27 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire_as_begin(struct cpuhp_client *c, uns
                                                      struct cpuhp_client_call **out);
 
 /**
- * cpuhp_client_set_online_begin() - start a cpuhp_client_set_online_results()
- * request, on a connection of its own.
+ * cpuhp_client_set_online_results_begin() - start a
+ * cpuhp_client_set_online_results() request, on a connection of its own.
  * Context: as cpuhp_client_lease_acquire_begin().
  * Return: 0; -ECHILD; -ENOMEM; a connection -errno.  A bad @cpus list is
  * the daemon's answer: cpuhp_client_call_done() says -EINVAL.
  */
-CPUHP_EXPORT int cpuhp_client_set_online_begin(struct cpuhp_client *c, const char *cpus,
-                                               bool online, unsigned timeout_ms,
-                                               struct cpuhp_client_call **out);
+CPUHP_EXPORT int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cpus,
+                                                       bool online, unsigned timeout_ms,
+                                                       struct cpuhp_client_call **out);
+
+/**
+ * cpuhp_client_set_online_forced_begin() - start a
+ * cpuhp_client_set_online_forced() request, on a connection of its own;
+ * once done, cpuhp_client_call_set_online_results() gives its results and
+ * cpuhp_client_call_revoked() what it revoked.
+ * Context, Return: as cpuhp_client_set_online_results_begin().
+ */
+CPUHP_EXPORT int cpuhp_client_set_online_forced_begin(struct cpuhp_client *c, const char *cpus,
+                                                      bool online, unsigned timeout_ms,
+                                                      unsigned grace_ms,
+                                                      struct cpuhp_client_call **out);
 
 /** cpuhp_client_status_begin() - start a cpuhp_client_status() request, on a connection of its own.
  */
@@ -680,13 +858,14 @@ CPUHP_EXPORT int cpuhp_client_freeze_begin(struct cpuhp_client *c, const char *w
                                            struct cpuhp_client_call **out);
 
 /**
- * cpuhp_client_leases_begin() - start a cpuhp_client_list_leases() request,
- * on a connection of its own.
+ * cpuhp_client_list_leases_begin() - start a cpuhp_client_list_leases()
+ * request, on a connection of its own.
  * Context: as cpuhp_client_lease_acquire_begin().
  * Return: 0; -ECHILD; -ENOMEM; a connection -errno.  cpuhp_client_call_done()
  * says -EOPNOTSUPP for an older cpuhpd, with cpuhp_client_list_leases()'s message.
  */
-CPUHP_EXPORT int cpuhp_client_leases_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
+CPUHP_EXPORT int cpuhp_client_list_leases_begin(struct cpuhp_client *c,
+                                                struct cpuhp_client_call **out);
 
 /**
  * cpuhp_client_call_fd() - the socket to poll() for POLLIN while
@@ -704,33 +883,55 @@ CPUHP_EXPORT int cpuhp_client_call_fd(const struct cpuhp_client_call *call);
  */
 CPUHP_EXPORT int cpuhp_client_call_done(struct cpuhp_client_call *call);
 
-/** cpuhp_client_call_lease() - the lease of a done lease call.  Return: 0; -EINVAL (not one). */
-CPUHP_EXPORT int cpuhp_client_call_lease(const struct cpuhp_client_call *call, uint64_t *lease_id);
+/**
+ * cpuhp_client_call_lease_acquire() - the lease of a done
+ * cpuhp_client_lease_acquire_begin() or _acquire_as_begin() call.
+ * Return: 0; -EINVAL (not one).
+ */
+CPUHP_EXPORT int cpuhp_client_call_lease_acquire(const struct cpuhp_client_call *call,
+                                                 uint64_t *lease_id);
 
 /**
- * cpuhp_client_call_results() - what a done set_online call did, as
+ * cpuhp_client_call_set_online_results() - what a done
+ * cpuhp_client_set_online_results_begin() call did, as
  * cpuhp_client_set_online_results() gives it (free with
  * cpuhp_client_results_free()).  Return: 0; -EINVAL (not one); -ENOMEM.
  */
-CPUHP_EXPORT int cpuhp_client_call_results(struct cpuhp_client_call *call,
-                                           struct cpuhp_client_cpu_result **results,
-                                           size_t *n_results);
+CPUHP_EXPORT int cpuhp_client_call_set_online_results(struct cpuhp_client_call *call,
+                                                      struct cpuhp_client_cpu_result **results,
+                                                      size_t *n_results);
 
-/** cpuhp_client_call_status() - the answer of a done status call.  Return: 0; -EINVAL; -EPROTO. */
+/**
+ * cpuhp_client_call_revoked() - what a done set_online call revoked (empty
+ * unless forced), as cpuhp_client_set_online_forced() gives it (for free()).
+ * Return: 0; -EINVAL (not one); -ENOMEM.
+ */
+CPUHP_EXPORT int cpuhp_client_call_revoked(struct cpuhp_client_call *call,
+                                           struct cpuhp_client_lease_info **revoked,
+                                           size_t *n_revoked);
+
+/**
+ * cpuhp_client_call_status() - the answer of a done cpuhp_client_status_begin()
+ * call.  Return: 0; -EINVAL (not one); -EPROTO; -ENOMEM.
+ */
 CPUHP_EXPORT int cpuhp_client_call_status(struct cpuhp_client_call *call,
                                           struct cpuhp_client_status *out);
 
-/** cpuhp_client_call_freeze() - the freeze of a done freeze call.  Return: 0; -EINVAL (not one). */
+/**
+ * cpuhp_client_call_freeze() - the freeze of a done cpuhp_client_freeze_begin()
+ * call.  Return: 0; -EINVAL (not one).
+ */
 CPUHP_EXPORT int cpuhp_client_call_freeze(const struct cpuhp_client_call *call,
                                           uint64_t *freeze_id);
 
 /**
- * cpuhp_client_call_leases() - the answer of a done leases call, as
- * cpuhp_client_list_leases() gives it (free with cpuhp_client_lease_list_free()).
+ * cpuhp_client_call_list_leases() - the answer of a done
+ * cpuhp_client_list_leases_begin() call, as cpuhp_client_list_leases()
+ * gives it (free with cpuhp_client_lease_list_free()).
  * Return: 0; -EINVAL (not one); -EPROTO (a CPU list that does not parse); -ENOMEM.
  */
-CPUHP_EXPORT int cpuhp_client_call_leases(struct cpuhp_client_call *call,
-                                          struct cpuhp_client_lease_list **out);
+CPUHP_EXPORT int cpuhp_client_call_list_leases(struct cpuhp_client_call *call,
+                                               struct cpuhp_client_lease_list **out);
 
 /**
  * cpuhp_client_call_message() - why @call failed, in words ("" if it did not).

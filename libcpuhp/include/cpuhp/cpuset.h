@@ -158,6 +158,29 @@ CPUHP_EXPORT int cpuhp_sysfs_set_smt(const char *root, const char *control);
 CPUHP_EXPORT int cpuhp_sysfs_read_siblings(const char *root, unsigned cpu,
                                            struct cpuhp_cpuset *out);
 
+/* Where a CPU sits in the machine, as sysfs shows it while the CPU is online. */
+struct cpuhp_cpu_topology {
+	int core;    /* topology/core_id: its core, numbered within its package */
+	int package; /* topology/physical_package_id: its socket (-1 where the platform has none) */
+	int node;    /* the NUMA node of its cpuN/nodeM link; -1 if it has none (no NUMA) */
+	struct cpuhp_cpuset siblings; /* topology/thread_siblings_list: its core's online threads */
+};
+
+/**
+ * cpuhp_sysfs_read_topology() - read cpuN/topology/ (core_id,
+ * physical_package_id, thread_siblings_list) and cpuN's nodeM link.
+ *
+ * The kernel removes topology/ when a CPU goes offline and makes it again
+ * when the CPU comes back, so this reads an online CPU's.  Not atomic: a
+ * CPU that goes offline meanwhile is -ENOENT, or a mix of what it had and
+ * nothing.
+ * Return: 0; -ENOENT if there is no such CPU or it has no topology/ (it is
+ * offline); -EINVAL if a file holds something else (a number out of int's
+ * range, a list that does not parse); another -errno; -ENAMETOOLONG.
+ */
+CPUHP_EXPORT int cpuhp_sysfs_read_topology(const char *root, unsigned cpu,
+                                           struct cpuhp_cpu_topology *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -137,6 +137,23 @@ CPUHP_EXPORT void cpuhp_rwsem_read_lock(struct cpuhp_rwsem *sem);
 CPUHP_EXPORT bool cpuhp_rwsem_read_trylock(struct cpuhp_rwsem *sem);
 
 /**
+ * cpuhp_rwsem_read_lock_timeout() - cpuhp_rwsem_read_lock() with a bound.
+ * @timeout_ms: how long to wait while a writer holds or waits for the lock.
+ *
+ * A reader that a writer's unlock let in before the deadline gets the lock,
+ * however late it wakes.  On timeout the lock is left exactly as before:
+ * the waiting writer and the readers queued with this one are not delayed.
+ *
+ * Acquire ordering, as cpuhp_rwsem_read_lock().
+ * Context: may block, up to about @timeout_ms (0: never waits, as the
+ * trylock, apart from a spin of a few microseconds); not a cancellation
+ * point: a cancel is acted on after the call returns, with the lock held or
+ * after the timeout.  Not async-signal-safe.
+ * Return: 0 with the read lock held, or -ETIMEDOUT.
+ */
+CPUHP_EXPORT int cpuhp_rwsem_read_lock_timeout(struct cpuhp_rwsem *sem, unsigned timeout_ms);
+
+/**
  * cpuhp_rwsem_read_unlock() - drop a read lock, possibly taken by another
  * thread.  Release ordering.
  *

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The requests of hotplug states (states.h): RegisterState and RemoveState
+ * (readers: works of the engine, answered when their calls are done),
+ * ListStates, and the calls made as the protocol's StateRun.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errmap.h"
+
+#include "cpuhpd.h"
+#include "base/log.h"
+#include "core/conn.h"
+#include "core/fdstore.h"
+#include "core/page.h"
+#include "state.h"
+#include "states.h"
+#include "work.h"
+
+static void reply_runs(struct cpuhpd_conn *c, uint64_t req_id, uint64_t state_id,
+                       struct state_work *w, bool removed)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRegistered reg = CPUHP__STATE_REGISTERED__INIT;
+	Cpuhp__StateRemoved rem = CPUHP__STATE_REMOVED__INIT;
+	unsigned n = w->nruns;
+	Cpuhp__StateRun *runs = calloc(n ? n : 1, sizeof(*runs));
+	Cpuhp__StateRun **runp = calloc(n ? n : 1, sizeof(*runp));
+	/* Each run costs at most ~250 bytes; beyond one frame, the log has them. */
+	size_t fit = (CPUHP__FRAME_MAX - 64) / 260;
+
+	if (!runs || !runp) {
+		free(runs);
+		free(runp);
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	if (n > fit)
+		n = (unsigned)fit;
+	cpuhpd_states_runs_to_wire(w->runs, n, runs, runp, 100);
+	r.id = req_id;
+	if (removed) {
+		rem.state_id = state_id;
+		rem.n_runs = n;
+		rem.runs = runp;
+		r.body_case = CPUHP__RESPONSE__BODY_STATE_REMOVED;
+		r.state_removed = &rem;
+	} else {
+		reg.state_id = state_id;
+		reg.n_runs = n;
+		reg.runs = runp;
+		r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+		r.state_registered = &reg;
+	}
+	cpuhpd_conn_send(c, &r);
+	free(runp);
+	free(runs);
+}
+
+/* A registration's calls are done: the state is live, or gone again. */
+static void register_done(struct cpuhpd *d, struct state_work *w)
+{
+	struct cpuhpd_state *s = w->target;
+	struct cpuhpd_conn *c = w->conn && !w->conn->closing ? w->conn : NULL;
+
+	if (w->err || !cpuhpd_state_alive(s)) {
+		cpuhpd_state_unlist(d, s);
+		if (c && w->err)
+			cpuhpd_conn_send_error(c, w->req_id, w->err,
+			                       "%s; rolled back: state '%s' is not registered",
+			                       w->why, s->name);
+		else if (c)
+			cpuhpd_conn_send_error(c, w->req_id, ENOMEM, "cpuhpd is out of memory");
+	} else {
+		s->live = true;
+		cpuhpd_fdstore_conn_changed(s->conn); /* before the client hears of it */
+		cpuhpd_info("state '%s' registered by client %u (pid %d, %s): priority %" PRId32
+		            ", deadline %" PRIu32 " ms",
+		            s->name, s->conn_id, (int)s->pid, s->comm, s->priority, s->deadline_ms);
+		if (c)
+			reply_runs(c, w->req_id, s->id, w, false);
+	}
+}
+
+/* A removal's calls are done: the state is gone. */
+static void remove_done(struct cpuhpd *d, struct state_work *w)
+{
+	struct cpuhpd_state *s = w->target;
+	struct cpuhpd_conn *c = w->conn && !w->conn->closing ? w->conn : NULL;
+
+	cpuhpd_info("state '%s' removed", s->name);
+	cpuhpd_state_unlist(d, s);
+	if (c)
+		reply_runs(c, w->req_id, s->id, w, true);
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(buf, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
+{
+	const Cpuhp__RegisterState *rs = req->register_state;
+	uint64_t req_id = req->id;
+	struct cpuhpd *d = c->d;
+	struct cpuhpd_state *s, *other;
+	struct state_work *w;
+	uint32_t deadline = rs->deadline_ms ? rs->deadline_ms : CPUHPD_STATES_DEFAULT_DEADLINE_MS;
+
+	if (!cpuhpd_state_name_ok(rs->name)) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EINVAL,
+		    "invalid state name '%.80s': 1 to %d printable characters, no "
+		    "spaces",
+		    rs->name, CPUHPD_STATE_NAME_MAX - 1);
+		return;
+	}
+	if (deadline > CPUHPD_STATES_MAX_DEADLINE_MS) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "deadline %" PRIu32 " ms is over the limit of %u ms",
+		                       rs->deadline_ms, CPUHPD_STATES_MAX_DEADLINE_MS);
+		return;
+	}
+	if ((other = cpuhpd_state_find(d, rs->name))) {
+		cpuhpd_conn_send_error(c, req_id, EEXIST,
+		                       "a state named '%s' is registered already (by pid %d, %s): "
+		                       "names are unique per daemon",
+		                       rs->name, (int)other->pid, other->comm);
+		return;
+	}
+	if (cpuhpd_state_count_conn(d, c) >= CPUHPD_STATES_MAX_PER_CONN ||
+	    d->states.nstates >= CPUHPD_STATES_MAX) {
+		cpuhpd_conn_send_error(c, req_id, EDQUOT,
+		                       "too many states: %u per connection, %u in all",
+		                       CPUHPD_STATES_MAX_PER_CONN, CPUHPD_STATES_MAX);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	w = cpuhpd_states_work_new(W_REGISTER);
+	if (!s || !w) {
+		free(s);
+		free(w);
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	s->refs = 1; /* the registry's */
+	s->id = d->states.next_state_id++;
+	snprintf(s->name, sizeof(s->name), "%s", rs->name);
+	s->priority = rs->priority;
+	s->deadline_ms = deadline;
+	s->conn = c;
+	s->conn_id = c->id;
+	s->reg_req_id = req_id;
+	s->pid = c->peer.pid;
+	s->uid = c->peer.uid;
+	read_comm(s->pid, s->comm, sizeof(s->comm));
+	cpuhpd_state_insert(d, s);
+	w->conn = c;
+	w->req_id = req_id;
+	w->target = cpuhpd_state_get(s);
+	w->nocalls = rs->nocalls;
+	w->done = register_done;
+	cpuhpd_debug("client %u: registers state '%s' (priority %" PRId32 ", deadline %" PRIu32
+	             " ms%s)",
+	             c->id, s->name, s->priority, s->deadline_ms, rs->nocalls ? ", nocalls" : "");
+	cpuhpd_states_submit_reader(d, w);
+}
+
+void cpuhpd_states_remove(struct cpuhpd_conn *c, const Cpuhp__Request *req)
+{
+	const Cpuhp__RemoveState *rm = req->remove_state;
+	uint64_t req_id = req->id;
+	struct cpuhpd *d = c->d;
+	struct cpuhpd_list *pos;
+	struct state_work *w;
+
+	cpuhpd_list_for_each(pos, &d->states.list)
+	{
+		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		if (s->id != rm->state_id || s->conn != c)
+			continue;
+		if (!s->live) {
+			cpuhpd_conn_send_error(c, req_id, EBUSY,
+			                       "state '%s' is still being registered or removed",
+			                       s->name);
+			return;
+		}
+		w = cpuhpd_states_work_new(W_REMOVE);
+		if (!w) {
+			cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+			return;
+		}
+		w->conn = c;
+		w->req_id = req_id;
+		w->target = cpuhpd_state_get(s);
+		w->nocalls = rm->nocalls;
+		w->done = remove_done;
+		cpuhpd_states_submit_reader(d, w);
+		return;
+	}
+	cpuhpd_conn_send_error(c, req_id, ENOENT,
+	                       "no state %" PRIu64 " on this connection (states belong to the "
+	                       "connection that registered them)",
+	                       rm->state_id);
+}
+
+void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
+{
+	uint64_t req_id = req->id;
+	struct cpuhpd *d = c->d;
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateList sl = CPUHP__STATE_LIST__INIT;
+	unsigned n = d->states.nstates, i = 0;
+	Cpuhp__StateInfo *info = calloc(n ? n : 1, sizeof(*info));
+	Cpuhp__StateInfo **infop = calloc(n ? n : 1, sizeof(*infop));
+	struct cpuhpd_page_row *rows = calloc(n ? n : 1, sizeof(*rows));
+	char **strs = calloc(n ? n : 1, sizeof(*strs));
+	struct cpuhpd_list *pos;
+	struct cpuhpd_page pg;
+
+	if (!info || !infop || !rows || !strs) {
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		goto out;
+	}
+	cpuhpd_list_for_each(pos, &d->states.list)
+	{
+		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		cpuhp__state_info__init(&info[i]);
+		info[i].state_id = s->id;
+		info[i].name = s->name;
+		info[i].priority = s->priority;
+		info[i].deadline_ms = s->deadline_ms;
+		info[i].pid = s->pid;
+		info[i].uid = s->uid;
+		info[i].comm = s->comm;
+		strs[i] = cpuhpd_cpus_to_str(&s->cpus);
+		info[i].cpus = strs[i] ? strs[i] : (char *)"";
+		/* Startup order: priority, then registration (ids grow with it). */
+		rows[i] = (struct cpuhpd_page_row){{cpuhpd_page_signed(s->priority), s->id},
+		                                   &info[i].base};
+		i++;
+	}
+	if (cpuhpd_page_cut(rows, i, req->list_states->after, req->list_states->limit, &pg)) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "ListStates.after is not a cursor this cpuhpd gave; ask "
+		                       "again from the first page");
+		goto out;
+	}
+	for (size_t k = 0; k < pg.count; k++)
+		infop[k] = (Cpuhp__StateInfo *)rows[pg.first + k].msg;
+	sl.n_states = pg.count;
+	sl.states = infop;
+	sl.more = pg.more;
+	sl.next.data = pg.next;
+	sl.next.len = pg.next_len;
+	r.id = req_id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_LIST;
+	r.state_list = &sl;
+	cpuhpd_conn_send(c, &r);
+out:
+	for (i = 0; strs && i < n; i++)
+		free(strs[i]);
+	free(strs);
+	free(rows);
+	free(infop);
+	free(info);
+}
+
+void cpuhpd_states_runs_to_wire(struct cpuhpd_state_run *runs, unsigned n, Cpuhp__StateRun *out,
+                                Cpuhp__StateRun **outp, size_t msg_max)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct cpuhpd_state_run *run = &runs[i];
+
+		if (strlen(run->msg) > msg_max)
+			run->msg[msg_max] = '\0';
+		cpuhp__state_run__init(&out[i]);
+		out[i].name = run->name;
+		out[i].phase = run->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN
+		                             : CPUHP__STATE_PHASE__PHASE_STARTUP;
+		out[i].rollback = run->rollback;
+		out[i].cpu = run->cpu;
+		out[i].micros = run->us;
+		out[i].ok = run->err == 0;
+		out[i].code =
+		    run->err ? cpuhp__errmap_to_wire(run->err) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
+		out[i].message = run->msg;
+		out[i].pid = run->pid;
+		out[i].comm = run->comm;
+		out[i].timed_out = run->timed_out;
+		out[i].client_gone = run->gone;
+		outp[i] = &out[i];
+	}
+}

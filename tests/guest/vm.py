@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""One boot of the guest: QEMU (TCG: no KVM needed) with Debian's kernel and
+the image as its initramfs, systemd as PID 1, the scenarios run by the rig's
+unit, their results read from the second serial port, and vCPU hot-add and
+eject done through QMP when a scenario asks.
+
+The serial protocol (tests/guest/rig/usr/lib/cpuhp-guest/lib.sh writes it):
+one line each, "@@ KIND TEXT", from the guest:
+    hello UPTIME             the rig runs (systemd reached it)
+    begin NAME / end NAME RC a scenario's bounds, RC its script's exit status
+    test NAME                the checks from here to the next "test" or the
+                             end are test NAME's (a scenario's own are NAME's
+                             until then): a situation a scenario made,
+                             judged by a test of its own
+    ok TEXT / fail TEXT      one check of the current test
+    skip TEXT                the scenario cannot run here (it says why)
+    note TEXT / log TEXT     a figure measured, a line of a log shown on failure
+    ask VERB ARGS            hotadd CORE THREAD | eject CORE THREAD |
+                             deleted CORE THREAD (wait until QEMU freed the
+                             slot): answered "ok" or "error: TEXT"
+    done                     every scenario ran
+"""
+import ctypes
+import os
+import pathlib
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from qmp import QMP, QMPError
+
+CPU_MODEL = 'Skylake-Server-v1'
+# 4 CPUs at boot (two cores of two threads), room for one more core of two.
+SMP = '4,maxcpus=6,sockets=1,cores=3,threads=2'
+MEMORY_MB = 1536
+# Guards against a guest that hangs, not synchronisation: a boot takes about
+# 25 s and the longest scenario under a minute on an idle 2-core machine.
+BOOT_TIMEOUT_S = 300
+SCENARIO_TIMEOUT_S = 300
+EJECT_TIMEOUT_S = 120
+
+
+class BootError(Exception):
+    """The guest did not boot, hung or died: fails every guest test."""
+
+
+def _die_with_parent():
+    # QEMU must not outlive a test killed by meson's timeout.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Boot:
+    def __init__(self, workdir, vmlinuz, cpio, scenarios, append=''):
+        self.workdir = pathlib.Path(workdir)
+        self.vmlinuz, self.cpio = vmlinuz, cpio
+        self.scenarios = list(scenarios)
+        self.append = append
+        self.console = self.workdir / 'console.log'
+        self.qemu_log = self.workdir / 'qemu.log'
+        # By test: a scenario's name, or one named by "test" within it.
+        self.results = {name: self._result(name) for name in self.scenarios}
+        self.timings = {}
+
+    @staticmethod
+    def _result(scenario):
+        return {'scenario': scenario, 'status': 'not run', 'checks': [], 'seconds': None,
+                'rc': None}
+
+    def argv(self, res_path, qmp_path):
+        # irqaffinity=0: every interrupt on CPU 0, which has no online file and
+        # never goes offline.  Without it a scenario's last lines once never
+        # came, after the selftest had taken CPUs offline and online many
+        # times: an edge-triggered serial interrupt moved with a CPU going
+        # offline can be lost, and the 8250 driver then waits for it forever.
+        cmdline = ('console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 irqaffinity=0 systemd.show_status=error '
+                   f'cpuhp.scenarios={",".join(self.scenarios)} {self.append}').strip()
+        # tb-size: TCG splits its code buffer into 8 regions per possible vCPU
+        # and a hot-added vCPU's thread must get a free one at once; QEMU 7.2
+        # aborts (tcg_region_initial_alloc__locked) when the running vCPUs hold
+        # them all, which they do just before a flush.  The default 1 GiB buffer
+        # was full by the hotplug scenario once; 4 GiB (only what is translated
+        # becomes resident) leaves a boot's translations four times the room.
+        return ['qemu-system-x86_64', '-accel', 'tcg,tb-size=4096', '-cpu', CPU_MODEL, '-smp', SMP,
+                '-m', str(MEMORY_MB), '-nodefaults', '-display', 'none', '-no-reboot',
+                '-kernel', str(self.vmlinuz), '-initrd', str(self.cpio), '-append', cmdline,
+                '-chardev', f'file,id=console,path={self.console}', '-serial', 'chardev:console',
+                '-chardev', f'socket,id=results,path={res_path}', '-serial', 'chardev:results',
+                '-chardev', f'socket,id=qmp,path={qmp_path}', '-mon', 'chardev=qmp,mode=control']
+
+    def run(self):
+        """Boot, run every scenario, power off.  Raises BootError (results keeps what ran)."""
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix='cpuhp-guest-'))  # short socket paths
+        listeners = {}
+        proc = None
+        try:
+            for name in ('results', 'qmp'):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.bind(str(tmp / name))
+                s.listen(1)
+                listeners[name] = s
+            self.console.unlink(missing_ok=True)
+            t0 = time.monotonic()
+            with open(self.qemu_log, 'wb') as log:
+                proc = subprocess.Popen(self.argv(tmp / 'results', tmp / 'qmp'),
+                                        stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                        preexec_fn=_die_with_parent)
+            # QEMU connects both client chardevs while it starts.
+            conns = {}
+            for name, s in listeners.items():
+                s.settimeout(60)
+                try:
+                    conns[name], _ = s.accept()
+                    conns[name].settimeout(None)
+                except socket.timeout:
+                    raise BootError(f'QEMU did not connect its {name} socket: '
+                                    f'{self.tail(self.qemu_log)}') from None
+            self.qmp = QMP(conns['qmp'])
+            self._serve(proc, conns['results'], t0)
+            self.timings['total_s'] = round(time.monotonic() - t0, 1)
+            try:
+                self.qmp.execute('quit')
+            except (QMPError, OSError):
+                pass  # it may be gone already
+            proc.wait(timeout=30)
+        finally:
+            if proc and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for s in listeners.values():
+                s.close()
+            for f in tmp.iterdir():
+                f.unlink()
+            tmp.rmdir()
+
+    def _serve(self, proc, conn, t0):
+        buf = b''
+        current = test = None
+        started = t0
+        deadline = t0 + BOOT_TIMEOUT_S
+        waiting_for = 'the rig to start (systemd to boot)'
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._abort(current, f'timed out after {round(time.monotonic() - started)} s '
+                                     f'waiting for {waiting_for}')
+            ready, _, _ = select.select([conn], [], [], min(left, 1.0))
+            if proc.poll() is not None:
+                self._abort(current, f'QEMU exited ({proc.returncode}) while waiting for '
+                                     f'{waiting_for}')
+            if not ready:
+                continue
+            data = conn.recv(65536)
+            if not data:
+                self._abort(current, f'the results port closed while waiting for {waiting_for}')
+            buf += data.replace(b'\r', b'')
+            *lines, buf = buf.split(b'\n')
+            for raw in lines:
+                line = raw.decode(errors='replace')
+                if not line.startswith('@@ '):
+                    continue
+                kind, _, text = line[3:].partition(' ')
+                now = time.monotonic()
+                if kind == 'hello':
+                    self.timings['boot_s'] = round(now - t0, 1)
+                    self.timings['guest_uptime_at_hello_s'] = float(text.split()[0])
+                elif kind == 'begin':
+                    current = test = text
+                    started = now
+                    deadline = now + SCENARIO_TIMEOUT_S
+                    waiting_for = f'the end of scenario {current}'
+                    self.results[current]['status'] = 'running'
+                elif kind == 'test':
+                    test = text
+                    self.results.setdefault(test, self._result(current))
+                    self.results[test]['status'] = 'running'
+                elif kind == 'end':
+                    name, _, rc = text.partition(' ')
+                    for r in self.results.values():
+                        if r['scenario'] == name:
+                            r['status'] = 'ended'
+                            r['rc'] = int(rc)
+                            r['seconds'] = round(now - started, 1)
+                    current = test = None
+                    waiting_for = 'the next scenario'
+                elif kind == 'done':
+                    return
+                elif kind == 'ask':
+                    try:
+                        answer = self._answer(text)
+                    except OSError as e:
+                        self._abort(current, f'QMP failed ({e}) on "{text}"; QEMU says: '
+                                             f'{self.tail(self.qemu_log, 3)}')
+                    conn.sendall(answer.encode() + b'\n')
+                    self.results[test]['checks'].append(('host', f'{text}: {answer}'))
+                elif test:
+                    self.results[test]['checks'].append((kind, text))
+
+    def _answer(self, text):
+        verb, *args = text.split()
+        try:
+            core, thread = (int(a) for a in args)
+        except ValueError:
+            return f'error: bad request "{text}"'
+        dev = f'vcpu-c{core}t{thread}'
+        try:
+            if verb == 'hotadd':
+                self.qmp.execute('device_add', driver=f'{CPU_MODEL}-x86_64-cpu', id=dev,
+                                 **{'socket-id': 0, 'core-id': core, 'thread-id': thread})
+            elif verb == 'eject':
+                self.qmp.execute('device_del', id=dev)
+            elif verb == 'deleted':
+                self._wait_slot_free(core, thread)
+            else:
+                return f'error: unknown request "{verb}"'
+        except QMPError as e:
+            return f'error: {e}'
+        return 'ok'
+
+    def _wait_slot_free(self, core, thread):
+        """Wait until QEMU has let go of the vCPU in the slot (the guest ejected it).
+        QEMU 7.2 sends DEVICE_DELETED for the CPU's lapic only, not for the CPU: the
+        slot is free again when query-hotpluggable-cpus shows no object in it."""
+        deadline = time.monotonic() + EJECT_TIMEOUT_S
+        while True:
+            slots = self.qmp.execute('query-hotpluggable-cpus')
+            slot = [s for s in slots if s['props'].get('core-id') == core
+                    and s['props'].get('thread-id') == thread]
+            if slot and 'qom-path' not in slot[0]:
+                return
+            if time.monotonic() > deadline:
+                raise QMPError(f'the vCPU of core {core} thread {thread} is still there '
+                               f'{EJECT_TIMEOUT_S} s after device_del')
+            time.sleep(0.1)
+
+    def _abort(self, current, why):
+        for r in self.results.values():
+            if r['scenario'] == current:
+                r['status'] = 'aborted'
+        raise BootError(f'{why}\n--- last lines of the guest console ---\n'
+                        f'{self.tail(self.console, 40)}')
+
+    @staticmethod
+    def tail(path, n=20):
+        try:
+            lines = path.read_text(errors='replace').splitlines()
+        except FileNotFoundError:
+            return '(none)'
+        return '\n'.join(lines[-n:])
