@@ -857,6 +857,53 @@ static void print_load(const char *when)
 		fclose(f);
 }
 
+/* Names for --callgrind-loop and --list: the locks with a writer of their own. */
+static const char *const write_name[L_NR] = {
+    [L_SO] = "write-cpuhp",     [L_BR] = "write-ck_brlock",           [L_CKRW] = "write-ck_rwlock",
+    [L_PF] = "write-ck_pflock", [L_PTHREAD] = "write-pthread_rwlock",
+};
+
+static void list_writes(void)
+{
+	for (unsigned l = 0; l < L_NR; l++)
+		if (write_name[l] && lock_on((enum lock_id)l))
+			printf("%s %s, write lock+unlock, no reader\n", write_name[l],
+			       lock_label[l]);
+}
+
+/*
+ * What callgrind.sh runs: one write to warm up, then N more, with no
+ * reader at all, on the main thread.  For cpuhp_rwsem every one of them is
+ * the idle writer's path (no reader ends the lingering exit), warm.
+ */
+static int callgrind_loop(const char *name, const char *count)
+{
+	char *end;
+	unsigned long long n = strtoull(count, &end, 10);
+	struct peer *p = aligned_alloc(64, sizeof(*p));
+	int l = 0;
+
+	while (l < L_NR &&
+	       !(write_name[l] && lock_on((enum lock_id)l) && !strcmp(write_name[l], name)))
+		l++;
+	if (l == L_NR || *end || !*count) {
+		fprintf(stderr,
+		        "bench-peers: --callgrind-loop wants a write loop (see --list) and a "
+		        "count, got '%s' '%s'\n",
+		        name, count);
+		return 2;
+	}
+	if (!p)
+		return 2;
+	peer_init(p);
+	write_once(p, (enum lock_id)l);
+	for (unsigned long long i = 0; i < n; i++)
+		write_once(p, (enum lock_id)l);
+	/* Exit without fini: its cost would not depend on N anyway. */
+	fflush(stdout);
+	_exit(0);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -876,6 +923,10 @@ static void usage(FILE *f)
 	        "                100us, 1ms, 10ms (default: all)\n"
 	        "  --max-wait F  a read sample in which a thread waited for a CPU longer than\n"
 	        "                this share of it (0..1) does not count (default 1: all count)\n"
+	        "  --list        the write loops of --callgrind-loop\n"
+	        "  --callgrind-loop WRITE N\n"
+	        "                N writes with no reader, nothing else (what\n"
+	        "                tests/bench/callgrind.sh runs under valgrind)\n"
 	        "  --help        this text\n"
 	        "\n"
 	        "Exit status: 0; 1 if a reader saw a write half done; 2 on bad usage or error.\n",
@@ -893,6 +944,8 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {"scenarios", required_argument, NULL, 'S'},
 	    {"max-wait", required_argument, NULL, 'w'},
+	    {"list", no_argument, NULL, 'l'},
+	    {"callgrind-loop", required_argument, NULL, 'c'},
 	    {0},
 	};
 	unsigned reps = 5, idle = 30, burst = 100, lat_writes = 50;
@@ -949,6 +1002,16 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'l':
+			list_writes();
+			return 0;
+		case 'c':
+			if (optind >= argc) {
+				fprintf(stderr,
+				        "bench-peers: --callgrind-loop WRITE N: N is missing\n");
+				return 2;
+			}
+			return callgrind_loop(optarg, argv[optind]);
 		case 'h':
 			usage(stdout);
 			return 0;
