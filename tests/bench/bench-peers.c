@@ -835,10 +835,23 @@ static unsigned kept(const double *v, unsigned n)
 /* The reads and writes tables' cell: value (ratio), and how many counted if not all. */
 static void cell(double v, int decimals, double r, unsigned k, unsigned reps)
 {
+	if (!k) {
+		printf(" none counted (0/%u: --max-wait) |", reps);
+		return;
+	}
 	printf(" %.*f (%.2fx", decimals, v, r);
 	if (k < reps)
 		printf(", %u/%u", k, reps);
 	printf(") |");
+}
+
+/* A median, or a dash where --max-wait left no repetition to take it of. */
+static void med_cell(double v)
+{
+	if (isnan(v))
+		printf(" - |");
+	else
+		printf(" %.2f |", v);
 }
 
 static double max_of(double *v, unsigned n)
@@ -1116,13 +1129,13 @@ int main(int argc, char **argv)
 				for (unsigned i = 0; i < reps; i++)
 					tmp[i] = reads_s[s][l][i] / reads_s[1][l][i];
 				if (scenario_on[s] && scenario_on[1])
-					printf(" %.2f |", med_of(tmp, reps));
+					med_cell(med_of(tmp, reps));
 				else
 					printf(" not run |");
 			}
 			for (unsigned s = 1; s != (unsigned)-1; s--)
 				if (scenario_on[s])
-					printf(" %.2f |", med_of(pair_ns[s][l], reps));
+					med_cell(med_of(pair_ns[s][l], reps));
 				else
 					printf(" not run |");
 			printf("\n");
@@ -1189,7 +1202,7 @@ int main(int argc, char **argv)
 			}
 			printf("| %s |", l == L_SO ? "cpuhp_rwsem" : lock_label[l]);
 			for (unsigned k = 0; k < 4; k++)
-				printf(" %.2f |", med_of(v[k], reps));
+				med_cell(med_of(v[k], reps));
 			printf(" %.2f | %.2f |\n", max_of(v[2], reps), max_of(v[3], reps));
 		}
 		printf("\ncpuhp_rwsem, system calls per idle write, by repetition (counted by "
