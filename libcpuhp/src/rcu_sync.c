@@ -403,7 +403,10 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 			/*
 			 * H: a cpuhp_rwsem's readers use no read-side section
 			 * (rwsem.c); this fence on their CPUs orders them, and
-			 * a grace period would add nothing.
+			 * a grace period would add nothing.  Pairs with the
+			 * fenced fast path's count store then state load
+			 * (rwsem.c: fast_inc_fenced(), cpuhp_rwsem_read_unlock();
+			 * rwsem-inline.h), after our state store above.
 			 */
 			cpuhp__membarrier();
 			cpuhp__futex_lock(&rss->lock);
