@@ -225,6 +225,42 @@ static uint32_t admitted(struct cpuhpd_conn *c, uint64_t req_id, uint32_t deadli
 	return deadline;
 }
 
+/*
+ * A new record of @c's (a state or an instance) and the work that registers
+ * or adds it; NULL after telling @c that memory ran out.
+ */
+static struct cpuhpd_state *new_record(struct cpuhpd_conn *c, uint64_t req_id,
+                                       struct state_work **w)
+{
+	struct cpuhpd_state *s = calloc(1, sizeof(*s));
+
+	*w = cpuhpd_states_work_new(W_REGISTER);
+	if (!s || !*w) {
+		free(s);
+		free(*w);
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return NULL;
+	}
+	s->refs = 1; /* the registry's */
+	s->id = c->d->states.next_state_id++;
+	s->conn = c;
+	s->conn_id = c->id;
+	return s;
+}
+
+/* Into the registry, and its startups to run as a reader. */
+static void submit_register(struct cpuhpd_conn *c, uint64_t req_id, struct cpuhpd_state *s,
+                            struct state_work *w, bool nocalls)
+{
+	cpuhpd_state_insert(c->d, s);
+	w->conn = c;
+	w->req_id = req_id;
+	w->target = cpuhpd_state_get(s);
+	w->nocalls = nocalls;
+	w->done = register_done;
+	cpuhpd_states_submit_reader(c->d, w);
+}
+
 void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
 	const Cpuhp__RegisterState *rs = req->register_state;
@@ -261,38 +297,23 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       rs->name, (int)other->pid, other->comm);
 		return;
 	}
-	s = calloc(1, sizeof(*s));
-	w = cpuhpd_states_work_new(W_REGISTER);
-	if (!s || !w) {
-		free(s);
-		free(w);
-		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+	s = new_record(c, req_id, &w);
+	if (!s)
 		return;
-	}
-	s->refs = 1; /* the registry's */
-	s->id = d->states.next_state_id++;
 	snprintf(s->name, sizeof(s->name), "%s", rs->name);
 	s->priority = rs->priority;
 	s->prepare = rs->section == CPUHP__STATE_SECTION__SECTION_PREPARE;
 	s->multi = rs->multi;
 	s->deadline_ms = deadline;
-	s->conn = c;
-	s->conn_id = c->id;
 	s->reg_req_id = req_id;
 	s->pid = c->peer.pid;
 	s->uid = c->peer.uid;
 	read_comm(s->pid, s->comm, sizeof(s->comm));
-	cpuhpd_state_insert(d, s);
-	w->conn = c;
-	w->req_id = req_id;
-	w->target = cpuhpd_state_get(s);
-	w->nocalls = rs->nocalls;
-	w->done = register_done;
 	cpuhpd_debug("client %u: registers state '%s' (%s, priority %" PRId32 ", deadline %" PRIu32
 	             " ms%s%s)",
 	             c->id, s->name, s->prepare ? "PREPARE" : "ONLINE", s->priority, s->deadline_ms,
 	             s->multi ? ", multi" : "", rs->nocalls ? ", nocalls" : "");
-	cpuhpd_states_submit_reader(d, w);
+	submit_register(c, req_id, s, w, rs->nocalls);
 }
 
 /* A removal of @s (a state or an instance) asked by @c: a reader's work. */
@@ -498,37 +519,22 @@ void cpuhpd_states_add_instance(struct cpuhpd_conn *c, const Cpuhp__Request *req
 		    CPUHPD_INSTANCES_MAX_PER_STATE, CPUHPD_INSTANCES_MAX, p->name, p->ninst);
 		return;
 	}
-	s = calloc(1, sizeof(*s));
-	w = cpuhpd_states_work_new(W_REGISTER);
-	if (!s || !w) {
-		free(s);
-		free(w);
-		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+	s = new_record(c, req_id, &w);
+	if (!s)
 		return;
-	}
-	s->refs = 1; /* the registry's */
-	s->id = d->states.next_state_id++;
 	memcpy(s->name, p->name, sizeof(s->name));
 	snprintf(s->inst, sizeof(s->inst), "%s", ai->name);
 	s->parent = cpuhpd_state_get(p);
 	s->priority = p->priority;
 	s->prepare = p->prepare;
 	s->deadline_ms = p->deadline_ms;
-	s->conn = c;
-	s->conn_id = c->id;
 	s->reg_req_id = p->reg_req_id;
 	s->pid = p->pid;
 	s->uid = p->uid;
 	memcpy(s->comm, p->comm, sizeof(s->comm));
-	cpuhpd_state_insert(d, s);
-	w->conn = c;
-	w->req_id = req_id;
-	w->target = cpuhpd_state_get(s);
-	w->nocalls = ai->nocalls;
-	w->done = register_done;
 	cpuhpd_debug("client %u: adds instance '%s' to state '%s'%s", c->id, s->inst, p->name,
 	             ai->nocalls ? " (nocalls)" : "");
-	cpuhpd_states_submit_reader(d, w);
+	submit_register(c, req_id, s, w, ai->nocalls);
 }
 
 /* RemoveInstance: its teardowns on every CPU it is up on, last first; a reader too. */
