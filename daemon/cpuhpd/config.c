@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/conffile.h"
+#include "hotplug/plandecl.h"
 #include "config.h"
 
 /*
@@ -46,6 +47,9 @@ static int parse_line(void *arg, const char *path, unsigned lineno, const char *
 	char *o = NULL, **grown;
 	bool on;
 
+	/* The plan's keys are the plan's (hotplug/plandecl.h), read with the drop-ins. */
+	if (cpuhpd_plan_key(name) >= 0)
+		return 0;
 	opt = find_option(a->longopts, name);
 	if (!opt) {
 		snprintf(err, errsize,
