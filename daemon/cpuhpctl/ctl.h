@@ -257,5 +257,7 @@ int cpuhpctl_cpus(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_state(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_metrics(struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_plan(struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_new_cpu(struct cpuhpctl *ctl, int argc, char **argv);
 
 #endif /* CPUHPCTL_CTL_H */

@@ -19,7 +19,7 @@
 static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl %s [--timeout T] [--json] LIST\n"
+	        "Usage: cpuhpctl %s [--timeout T] [--persist] [--json] LIST\n"
 	        "\n"
 	        "%s the CPUs in LIST in one hotplug: cpuhpd waits until no reader\n"
 	        "lease is held, then writes each CPU's online file.  LIST is a range\n"
@@ -31,10 +31,17 @@ static void usage(FILE *f, const char *cmd)
 	        "                   for leases to be released, then give up with nothing\n"
 	        "                   changed (default %us; 0: fail at once, exit 75, if\n"
 	        "                   any lease is held)\n"
+	        "  -p, --persist    change cpuhpd's plan too (cpuhpd.conf(5)), so that it\n"
+	        "                   lasts across reboots and cpuhpd keeps it: %s the\n"
+	        "                   plan's offline-cpus, in the drop-in cpuhpd writes\n"
+	        "                   (written before the hotplug; kept if it fails).\n"
+	        "                   Without it, bringing online a CPU the plan keeps\n"
+	        "                   offline is refused ('cpuhpctl plan' shows the plan)\n"
 	        "  -J, --json       one JSON object: the result of each CPU, or the\n"
 	        "                   error (schema in cpuhpctl(8))\n",
 	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",
-	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000);
+	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000,
+	        !strcmp(cmd, "online") ? "LIST leaves" : "LIST joins");
 }
 
 /*
@@ -238,10 +245,11 @@ void cpuhpctl_report_states(const struct cpuhp_client_cpu_result *r, size_t i)
 
 /* Parse the options and LIST.  Return: -1 to go on, else the exit code. */
 static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, unsigned *timeout_ms,
-                      const char **list, struct cpuhp_cpuset *set)
+                      bool *persist, const char **list, struct cpuhp_cpuset *set)
 {
 	static const struct option opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
+	    {"persist", no_argument, NULL, 'p'},
 	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -249,7 +257,11 @@ static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, unsigned *tim
 	const char *cmd = argv[0];
 	int opt, err;
 
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:Jjh", opts, cmd)) != -1) {
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:pJjh", opts, cmd)) != -1) {
+		if (opt == 'p') {
+			*persist = true;
+			continue;
+		}
 		if (opt == 't') {
 			if ((err = cpuhpctl_parse_duration(ctl, cmd, "--timeout", optarg, 0,
 			                                   UINT32_MAX, timeout_ms)))
@@ -378,7 +390,7 @@ int cpuhpctl_hotplug_wait(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *se
 /* The request, run by wait.c's thread. */
 struct set_online_call {
 	const char *list;
-	bool online;
+	bool online, persist;
 	unsigned timeout_ms;
 	struct cpuhp_client_cpu_result *r;
 	size_t n;
@@ -387,8 +399,11 @@ struct set_online_call {
 static int call_set_online(struct cpuhp_client *c, void *arg)
 {
 	struct set_online_call *a = arg;
+	int err = cpuhp_client_persist(c, a->persist);
 
-	return cpuhp_client_set_online_results(c, a->list, a->online, a->timeout_ms, &a->r, &a->n);
+	return err < 0 ? err
+	               : cpuhp_client_set_online_results(c, a->list, a->online, a->timeout_ms,
+	                                                 &a->r, &a->n);
 }
 
 static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
@@ -402,7 +417,7 @@ static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 	char what[128];
 	int ret;
 
-	ret = parse_args(ctl, argc, argv, &a.timeout_ms, &a.list, &set);
+	ret = parse_args(ctl, argc, argv, &a.timeout_ms, &a.persist, &a.list, &set);
 	if (ret >= 0)
 		return ret;
 	snprintf(what, sizeof(what), "%s %s", argv[0], a.list);

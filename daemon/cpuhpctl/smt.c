@@ -18,7 +18,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl smt [--timeout T] [--force] [--json] on|off|forceoff\n"
+	        "Usage: cpuhpctl smt [--timeout T] [--force] [--persist] [--json] on|off|forceoff\n"
 	        "\n"
 	        "Turn SMT (hyper-threading) on or off through cpuhpd, as one hotplug: cpuhpd\n"
 	        "waits until no reader lease is held, writes smt/control, and sees each\n"
@@ -36,6 +36,10 @@ static void usage(FILE *f)
 	        "  -t, --timeout T   wait at most T (500ms, 5s, 2m; a bare number is ms) for\n"
 	        "                    leases to be released, then give up with nothing\n"
 	        "                    changed (default %us; 0: fail at once)\n"
+	        "  -p, --persist     make it the plan's smt too (cpuhpd.conf(5)): kept across\n"
+	        "                    reboots and against writers behind cpuhpd's back (on\n"
+	        "                    or off; written before the hotplug, kept if it fails).\n"
+	        "                    Without it, a word against the plan's smt is refused\n"
 	        "  -J, --json        one JSON object: smt/control read back and the result\n"
 	        "                    of each CPU, or the error (schema in cpuhpctl(8))\n"
 	        "\n"
@@ -53,6 +57,7 @@ static bool machine_refused(int err, const char *msg)
 /* The request, run by wait.c's thread. */
 struct smt_call {
 	const char *word;
+	bool persist;
 	unsigned timeout_ms;
 	struct cpuhp_client_cpu_result *r;
 	size_t n;
@@ -62,18 +67,19 @@ struct smt_call {
 static int call_smt(struct cpuhp_client *c, void *arg)
 {
 	struct smt_call *a = arg;
+	int err = cpuhp_client_persist(c, a->persist);
 
-	return cpuhp_client_set_smt_results(c, a->word, a->timeout_ms, &a->r, &a->n, a->control);
+	return err < 0 ? err
+	               : cpuhp_client_set_smt_results(c, a->word, a->timeout_ms, &a->r, &a->n,
+	                                              a->control);
 }
 
 int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"timeout", required_argument, NULL, 't'},
-	    {"force", no_argument, NULL, 'f'},
-	    {"json", no_argument, NULL, 'J'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"timeout", required_argument, NULL, 't'}, {"force", no_argument, NULL, 'f'},
+	    {"persist", no_argument, NULL, 'p'},       {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},          {0},
 	};
 	struct smt_call a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
 	struct cpuhpctl_wait w = {
@@ -85,8 +91,11 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	size_t i;
 	int opt, ret;
 
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fJjh", opts, "smt")) != -1) {
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fpJjh", opts, "smt")) != -1) {
 		switch (opt) {
+		case 'p':
+			a.persist = true;
+			break;
 		case 't':
 			if ((ret = cpuhpctl_parse_duration(ctl, "smt", "--timeout", optarg, 0,
 			                                   UINT32_MAX, &a.timeout_ms)))

@@ -120,11 +120,12 @@ static int take_set_online(struct cpuhp_client *c, const Cpuhp__Response *resp, 
 }
 
 static void set_online_request(Cpuhp__Request *req, Cpuhp__SetOnline *so, const char *cpus,
-                               bool online, unsigned timeout_ms)
+                               bool online, unsigned timeout_ms, bool persist)
 {
 	so->cpus = (char *)cpus;
 	so->online = online;
 	so->timeout_ms = timeout_ms;
+	so->persist = persist;
 	req->body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 	req->set_online = so;
 }
@@ -138,7 +139,7 @@ static int set_online_locked(struct cpuhp_client *c, const char *cpus, bool onli
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
 	struct results_out o = {.results = results, .n_results = n_results};
 
-	set_online_request(&req, &so, cpus, online, timeout_ms);
+	set_online_request(&req, &so, cpus, online, timeout_ms, c->persist);
 	return cpuhp__client_request_locked(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE,
 	                                    take_set_online, &o);
 }
@@ -184,8 +185,14 @@ int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cp
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	bool persist;
+	int ret;
 
-	set_online_request(&req, &so, cpus, online, timeout_ms);
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	persist = c->persist;
+	cpuhp__client_leave(c, 0);
+	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
 }
 
@@ -233,6 +240,7 @@ int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control, un
 		                           control ? control : "(null)"));
 	ss.control = (char *)control;
 	ss.timeout_ms = timeout_ms;
+	ss.persist = c->persist;
 	req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
 	req.set_smt = &ss;
 	return cpuhp__client_leave(

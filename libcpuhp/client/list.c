@@ -71,6 +71,7 @@ static int append_page(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
 		snprintf(o->comm, sizeof(o->comm), "%s", hi->comm);
 		o->waited_ms = hi->waited_ms;
 		o->timeout_ms = hi->timeout_ms;
+		snprintf(o->reason, sizeof(o->reason), "%s", hi->reason ? hi->reason : "");
 	}
 	for (size_t i = 0; i < in->n_freezes; i++) {
 		const Cpuhp__FreezeInfo *fi = in->freezes[i];
