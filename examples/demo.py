@@ -21,6 +21,12 @@ offline and comes back, and its original state is restored whatever happens.
      worker pinned to each online CPU. The pool shrinks before the CPU goes
      (cpuhpd calls its teardown first) and grows after it comes back (its
      startup); `cpuhpctl offline` prints what each state did and how long.
+  7. A pool that lets go on the notice: G holds a delay lease around work
+     that would take ten minutes (`cpuhpctl hold --delay 5s --on-pending
+     HOOK -- ...`). H asks for the CPU: cpuhpd tells G at once that a
+     hotplug waits (the watcher sees it pending too), G's hook tells the
+     pool to wind down, the lease goes, and the hotplug runs right away;
+     without the hook it would have waited out G's delay and revoked it.
 
 Every step waits for an event (a pipe, a process exit, a status answer),
 never for a fixed time, so the order is always the same.  The daemon's
@@ -53,6 +59,17 @@ T0 = time.monotonic()
 
 def say(who, what):
     print(f'[{(time.monotonic() - T0) * 1000:8.1f} ms]  {who:<9} {what}', flush=True)
+
+
+def pool_main():
+    """The command G runs under `cpuhpctl hold`: a pool sized for the online
+    CPUs whose work would take ten minutes, and which winds down early when
+    its hold's --on-pending hook sends it SIGTERM (a hotplug waits)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    print('pool sized for the online CPUs; working (would take ten minutes)', flush=True)
+    got = signal.sigtimedwait({signal.SIGTERM}, 600)
+    print('told a hotplug waits: winding down early' if got else 'done', flush=True)
+    return 0
 
 
 def hold_main(ready_fd, go_fd):
@@ -215,6 +232,7 @@ def story(ctl, cpu, read_state):
 
         c = ctl.spawn('offline', '--timeout', str(GUARD_S * 1000), str(cpu))
         say('C', f'asks: cpuhpctl offline {cpu}')
+        say('watch', w.line())  # the notice: cpuhpd has counted the leases it waits for
         s = ctl.wait_status('the hotplug waiting', lambda s: s['writer'] == 'waiting')
         say('status', f'writer {s["writer"]}, leases held {s["leases_held"]}, '
                       f'online {fmt(s["online"])}  -> C waits for A and B')
@@ -247,6 +265,7 @@ def story(ctl, cpu, read_state):
 
         e = ctl.spawn('online', '--timeout', str(GUARD_S * 1000), str(cpu))
         say('E', f'asks: cpuhpctl online {cpu}')
+        say('watch', w.line())
         s = ctl.wait_status('the hotplug waiting', lambda s: s['writer'] == 'waiting')
         say('status', f'writer {s["writer"]}, leases held {s["leases_held"]}  '
                       f'-> E waits for {ctl.holders()}')
@@ -272,6 +291,44 @@ def story(ctl, cpu, read_state):
     finally:
         for h in holders:
             h.kill()
+        w.stop()
+
+
+def notice_story(ctl, cpu, read_state):
+    w = Watcher(ctl)
+    g = ctl.spawn('hold', '--delay', '5s', '--who', 'G', '--why', 'pool sized for the online CPUs',
+                  '--on-pending', 'echo "hook: hotplug #$CPUHP_HOTPLUG ($CPUHP_ACTION '
+                  '$CPUHP_CPUS) waits: telling the pool"; kill -TERM $CPUHP_HOLD_PID',
+                  '--', sys.executable, __file__, '_pool')
+
+    def line():
+        got = g.stdout.readline()
+        if not got:
+            raise SystemExit(f'demo: G ended early (exit {g.wait()})')
+        return got.rstrip('\n').removeprefix('cpuhpctl hold: ')
+    try:
+        say('G', line())
+        say('leases', ', '.join(f"{x['who']} ({x['mode']}, {x['delay_ms']} ms)"
+                                for x in ctl.query('leases')['leases']))
+        h = ctl.spawn('offline', '--timeout', str(GUARD_S * 1000), str(cpu))
+        say('H', f'asks: cpuhpctl offline {cpu}')
+        say('watch', w.line())
+        for _ in range(3):  # the notice, the hook's line, the pool's (G is one process tree)
+            say('G', line())
+        out = h.communicate(timeout=GUARD_S)[0].strip()
+        say('H', f'{out}  (exit {h.returncode}): at once, not after G\'s 5 s delay')
+        w.show(3)
+        if g.wait(timeout=GUARD_S):
+            raise SystemExit('demo: G failed')
+        say('files', f'CPU {cpu} is {read_state()}')
+        r = ctl.run('online', str(cpu))
+        if h.returncode or r.returncode:
+            raise SystemExit(f'demo: a hotplug failed: {r.stderr}')
+        say('ctl', r.stdout.strip())
+    finally:
+        if g.poll() is None:
+            g.kill()
+            g.wait()
         w.stop()
 
 
@@ -315,6 +372,8 @@ def pool_story(ctl, cpu, read_state):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == '_hold':
         return hold_main(int(sys.argv[2]), int(sys.argv[3]))
+    if len(sys.argv) == 2 and sys.argv[1] == '_pool':
+        return pool_main()
     ap = argparse.ArgumentParser(description='cpuhpd demo: leases and a CPU hotplug that '
                                  'waits for them (see the top of examples/demo.py).')
     ap.add_argument('--real', action='store_true',
@@ -368,6 +427,7 @@ def main():
         say('cpuhpd', f'listening on {sock}; online CPUs {fmt(s["online"])}')
         story(ctl, cpu, read_state)
         pool_story(ctl, cpu, read_state)
+        notice_story(ctl, cpu, read_state)
     finally:
         if proc:
             proc.send_signal(signal.SIGTERM)

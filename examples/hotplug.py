@@ -3,8 +3,9 @@
 """hotplug.py: cpuhpd from Python with the cpuhp package.
 
 It shows the daemon's status, holds a reader lease while another connection
-asks to take a CPU offline (the request waits for the lease), lets the
-hotplug happen, brings the CPU back, and prints the events a watcher saw.
+asks to take a CPU offline (the request waits for the lease, and cpuhpd
+tells the holder so: HotplugPending), lets the hotplug happen, brings the
+CPU back, and prints the events a watcher saw.
 
 By default it plays against a simulated sysfs tree: it builds one with
 cpuhpd-simsysfs (CPUs 0-3) in a temporary directory and starts a private
@@ -27,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', SOURCE / 'build'))
@@ -95,6 +95,9 @@ class PrivateDaemon:
 
 
 def describe(ev):
+    if isinstance(ev, cpuhp.HotplugPending):
+        return (f'hotplug #{ev.id} of CPUs {fmt(ev.cpus)} {"online" if ev.online else "offline"}'
+                ' pending: it waits for the leases held')
     if isinstance(ev, cpuhp.HotplugStarted):
         return f'hotplug of CPUs {fmt(ev.cpus)} {"online" if ev.online else "offline"} started'
     if isinstance(ev, cpuhp.HotplugFinished):
@@ -121,17 +124,6 @@ def show_status(client):
     return s
 
 
-def wait_for(client, what, pred):
-    """Ask the daemon until @pred(status) holds: a request another thread sent has
-    reached it.  Each try is a round trip, not a sleep."""
-    deadline = time.monotonic() + GUARD_S
-    while time.monotonic() < deadline:
-        s = client.status()
-        if pred(s):
-            return s
-    raise SystemExit(f'hotplug.py: the daemon never showed {what}')
-
-
 def story(path, cpu):
     with cpuhp.Client(path) as me, cpuhp.Client(path) as admin, cpuhp.Client(path) as watcher:
         events = watcher.watch(timeout=GUARD_S)
@@ -156,8 +148,12 @@ def story(path, cpu):
                     outcome['error'] = e
             asker = threading.Thread(target=ask)
             asker.start()
-            s = wait_for(me, 'the hotplug waiting',
-                         lambda s: s.writer is cpuhp.WriterState.WAITING)
+            # The holder is told that a hotplug waits for it (it need not watch).
+            ev = me.next_event(GUARD_S)
+            if not isinstance(ev, cpuhp.HotplugPending):
+                raise SystemExit(f'hotplug.py: expected the notice that a hotplug waits, got {ev}')
+            say(f'told: {describe(ev)}')
+            s = show_status(me)
             say(f'admin asked to take CPU {cpu} offline: writer {s.writer.name.lower()}, '
                 f'{s.leases_held} lease held -> it waits for our lease')
             say('leaving the critical section: the lease is released on the way out')
@@ -166,7 +162,7 @@ def story(path, cpu):
             raise outcome['error']
         for r in outcome['result'].results:
             say(f'admin: CPU {r.cpu} {"went offline" if r.changed else "was already offline"}')
-        show_events(events, 3)
+        show_events(events, 4)  # it waited for our lease: announced pending first
         show_status(me)
 
         r = admin.set_online(cpu, True, timeout=GUARD_S)

@@ -11,7 +11,8 @@
  * read-only: no client can change what another reads.
  *
  * A region: one memfd per connection, sealed against resizing.  Line 0 is
- * the region head, written by cpuhpd only; then nslots slots, one
+ * the region head, written by cpuhpd (and ->live by the client once it saw
+ * the connection end); then nslots slots, one
  * CPUHP__FAST_LINE each, written by the client only, each slot by one thread
  * (slot 0 is shared, changed with atomic read-modify-writes).  cpuhpd reads
  * the slots and judges every region on its own: a client can write its own
@@ -33,8 +34,12 @@
 #include <stdint.h>
 
 #define CPUHP__FAST_MAGIC 0x63687066u /* "fphc" as a little-endian word */
-/* 2: ->released beside ->count, and the per-slot limit (layout 1 daemons are refused). */
-#define CPUHP__FAST_LAYOUT 2u
+/*
+ * 2: ->released beside ->count, and the per-slot limit; 3: the region's
+ * ->live, which cpuhpd can take away (revoked leases).  Daemons of another
+ * layout are refused (the client takes socket leases from them).
+ */
+#define CPUHP__FAST_LAYOUT 3u
 /* Keep writers of different slots 128 bytes apart: x86 prefetches line pairs. */
 #define CPUHP__FAST_LINE 128u
 /* Slots one connection may have, the shared slot included. */
@@ -63,6 +68,25 @@
 #define CPUHP__FAST_BLOCKED 0x80000000u
 #define CPUHP__FAST_STOPPED 0u
 
+/*
+ * A region's ->live: what its readers compare the state word with.  The
+ * header's ->open while the region counts (cpuhpd sets it before the
+ * grant); then one of these, which the state word never takes (a TID is
+ * below 2^22, and the kernel's FUTEX_OWNER_DIED keeps no TID), so that
+ * every acquire on the region backs out and every release leaves the
+ * inline path:
+ *
+ *   CPUHP__FAST_LIVE_CLOSED   cpuhpd closed the connection and dropped its counts
+ *   CPUHP__FAST_LIVE_REVOKED  cpuhpd revoked the region's leases (a delay
+ *                             lease's delay, a forced hotplug) and dropped
+ *                             its counts; the connection lives on, and a
+ *                             new FastPathRequest gets a new region
+ *   CPUHP__FAST_LIVE_ENDED    the client saw the connection end (written by it)
+ */
+#define CPUHP__FAST_LIVE_CLOSED  0xfffffffeu
+#define CPUHP__FAST_LIVE_REVOKED 0xfffffffdu
+#define CPUHP__FAST_LIVE_ENDED   0xffffffffu
+
 struct cpuhp__fast_header {
 	uint32_t magic;  /* CPUHP__FAST_MAGIC */
 	uint32_t layout; /* CPUHP__FAST_LAYOUT */
@@ -73,8 +97,11 @@ struct cpuhp__fast_header {
 };
 
 struct cpuhp__fast_region_head {
-	/* cpuhpd set it before it dropped this connection's counts: nothing is counted any more. */
-	_Atomic uint32_t revoked;
+	/*
+	 * The header's ->open while this region counts; a CPUHP__FAST_LIVE_*
+	 * value once it does not (set before cpuhpd drops its counts).
+	 */
+	_Atomic uint32_t live;
 	uint32_t nslots;
 	/*
 	 * Bumped each time cpuhpd notices the online set changed behind its

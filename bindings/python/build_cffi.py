@@ -29,6 +29,7 @@ LOCK_PREAMBLE = '''
 #include "hold.h"
 '''
 CLIENT_PREAMBLE = '''
+#include <stdlib.h>
 #include <cpuhp/cpuhp.h>
 #include <cpuhp/client.h>
 #include "hold.h"

@@ -30,6 +30,8 @@
 #define CPUHPCTL_EXIT_LEASE_LOST 70
 /* hold --strict: SIGTERM to CMD, then SIGKILL this long after, by default. */
 #define CPUHPCTL_DEFAULT_GRACE_MS 5000
+/* --force's GRACE when none is given: holders get that long to let go. */
+#define CPUHPCTL_DEFAULT_FORCE_MS 5000
 
 /* Wait for leases (online/offline) or for a hotplug (hold) this long by default. */
 #define CPUHPCTL_DEFAULT_TIMEOUT_MS 10000
@@ -120,6 +122,10 @@ void cpuhpctl_json_errno(FILE *f, int err); /* "ETIMEDOUT" (either sign), null f
 const char *cpuhpctl_writer_name(enum cpuhp_client_writer_state w); /* idle/waiting/running */
 /* {"error": NAME, "message": TEXT} and a newline on stdout, flushed. */
 void cpuhpctl_json_error(int err, const char *message);
+/* "action":"online"|"offline"|"smt" (with "control":WORD for smt): a hotplug's direction. */
+void cpuhpctl_json_action(FILE *f, bool online, const char *smt);
+/* A HOTPLUG_PENDING or HOTPLUG_CANCELLED event as one line of JSON (cpuhpctl(8)). */
+void cpuhpctl_json_notice(FILE *f, const struct cpuhp_client_event *ev);
 
 /*
  * table.c: a listing (leases, states, cpus) as util-linux prints one: a
@@ -237,6 +243,12 @@ void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n);
  * cpuhpctl_wait_end(@w) and closes @w->c (NULL once cancelled).
  */
 int cpuhpctl_hotplug_wait(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *set, bool online);
+/* What a forced hotplug revoked: a line each on stdout, or the JSON ,"revoked":[...]. */
+void cpuhpctl_report_revoked(const struct cpuhp_client_lease_info *v, size_t n);
+void cpuhpctl_json_revoked(const struct cpuhp_client_lease_info *v, size_t n);
+/* --force[=GRACE] (@opt) and its optional @arg: *@grace_ms.  Return: 0 or the exit code. */
+int cpuhpctl_parse_force(const struct cpuhpctl *ctl, const char *cmd, const char *opt,
+                         const char *arg, unsigned *grace_ms);
 /* chcpu's exit code for @r: 0 every CPU got there, 64 some did, 1 none did. */
 int cpuhpctl_results_exit(const struct cpuhp_client_cpu_result *r, size_t n);
 /* The status, malloc()ed, if some result needs the present mask to be worded; else NULL. */

@@ -29,7 +29,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "Usage: cpuhpctl hold [--timeout T] [--who NAME] [--why TEXT] [--strict]\n"
-	        "                     [--grace T] [--] CMD [ARGS...]\n"
+	        "                     [--grace T] [--delay T] [--on-pending HOOK]\n"
+	        "                     [--] CMD [ARGS...]\n"
 	        "\n"
 	        "Take a reader lease from cpuhpd, run CMD, and release the lease when it\n"
 	        "exits: while CMD runs, the set of online CPUs does not change.  Exits with\n"
@@ -50,6 +51,16 @@ static void usage(FILE *f)
 	        "  -S, --strict      when the lease is lost, send CMD SIGTERM, then SIGKILL\n"
 	        "                    after the grace period if it still runs; exit %d\n"
 	        "  -g, --grace T     the grace period of --strict (default %us)\n"
+	        "  -D, --delay T     a delay lease: a hotplug that becomes pending waits for\n"
+	        "                    it at most T after its notice, then revokes it (at most\n"
+	        "                    cpuhpd's --max-delay-ms; a longer T is cut, and said)\n"
+	        "  -P, --on-pending HOOK\n"
+	        "                    when a hotplug becomes pending (the notice, printed on\n"
+	        "                    stderr), run HOOK with sh -c, not waited for; it gets\n"
+	        "                    CPUHP_CPUS (the CPUs, e.g. 2-3), CPUHP_ACTION (online,\n"
+	        "                    offline, smt), CPUHP_HOTPLUG (its number) and\n"
+	        "                    CPUHP_HOLD_PID (CMD's pid), e.g. to make CMD finish\n"
+	        "                    early so that the hotplug goes on\n"
 	        "\n"
 	        "Options end at CMD: what follows is CMD's.  No --json: CMD's output is\n"
 	        "the output.\n",
@@ -144,25 +155,110 @@ enum notice {
 	NOTICE_GONE,   /* the connection ended, and what it held with it */
 };
 
+/* What the notices need: who we are, the --on-pending hook, CMD. */
+struct notices {
+	const char *name;  /* "hold" or "freeze" */
+	const char *hook;  /* --on-pending; NULL: none */
+	pid_t cmd;         /* CMD's pid, for the hook */
+	pid_t hook_pid;    /* the last hook started, until reaped */
+	unsigned delay_ms; /* --delay as granted; 0: a block lease */
+};
+
+/* Run the --on-pending hook for @ev, not waited for (one at a time: a running one is reaped). */
+static void run_hook(struct notices *n, const struct cpuhp_client_event *ev)
+{
+	char *cpus = cpuhpctl_format(&ev->cpus), id[24], cmd[24];
+	pid_t pid;
+
+	if (n->hook_pid > 0 && waitpid(n->hook_pid, NULL, WNOHANG) == n->hook_pid)
+		n->hook_pid = 0;
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)ev->hotplug_id);
+	snprintf(cmd, sizeof(cmd), "%d", (int)n->cmd);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		setenv("CPUHP_CPUS", cpus ? cpus : "", 1);
+		setenv("CPUHP_ACTION", ev->smt[0] ? "smt" : ev->online ? "online" : "offline", 1);
+		setenv("CPUHP_HOTPLUG", id, 1);
+		setenv("CPUHP_HOLD_PID", cmd, 1);
+		execl("/bin/sh", "sh", "-c", n->hook, (char *)NULL);
+		fprintf(stderr, "cpuhpctl %s: cannot run the --on-pending hook: %s\n", n->name,
+		        strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0)
+		fprintf(stderr, "cpuhpctl %s: fork for --on-pending: %s\n", n->name,
+		        strerror(errno));
+	else if (n->hook_pid <= 0)
+		n->hook_pid = pid;
+	else
+		waitpid(pid, NULL, 0); /* one at a time: this one reaped here, the first later */
+	free(cpus);
+}
+
+/* A hotplug's notices, on stderr (and the hook). */
+static void tell_hotplug(struct notices *n, const struct cpuhp_client_event *ev)
+{
+	char *cpus = cpuhpctl_format(&ev->cpus), t[CPUHPCTL_DURATION_MAX];
+	const char *what = ev->smt[0] ? "smt" : ev->online ? "online" : "offline";
+	const char *which = ev->smt[0] ? cpuhpctl_safe(ev->smt) : cpus ? cpus : "?";
+
+	if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED) {
+		fprintf(stderr, "cpuhpctl %s: hotplug #%llu (%s %s) is cancelled: %s\n", n->name,
+		        (unsigned long long)ev->hotplug_id, what, which,
+		        cpuhpctl_safe(ev->message));
+	} else {
+		fprintf(stderr,
+		        "cpuhpctl %s: hotplug #%llu (%s %s) is pending: it waits for this %s, %s "
+		        "%s%s\n",
+		        n->name, (unsigned long long)ev->hotplug_id, what, which,
+		        !strcmp(n->name, "hold") ? "lease" : "freeze",
+		        ev->force || n->delay_ms ? "which is revoked in" : "up to its timeout in",
+		        cpuhpctl_format_duration(
+		            t, ev->force && (!n->delay_ms || ev->force_grace_ms < n->delay_ms)
+		                   ? ev->force_grace_ms
+		               : n->delay_ms ? n->delay_ms
+		                             : ev->timeout_ms),
+		        ev->force ? " (forced)" : "");
+		if (n->hook)
+			run_hook(n, ev);
+	}
+	free(cpus);
+}
+
 /*
- * The connection is readable: cpuhpd's notices (a lease revoked, CPUs
- * changed behind its back, the connection gone with the lease) are told on
- * stderr.  Return: the worst of them.
+ * The connection is readable: cpuhpd's notices (a hotplug pending or
+ * cancelled, a lease revoked, CPUs changed behind its back, the connection
+ * gone with the lease) are told on stderr.  Return: the worst of them.
  */
-static enum notice read_notices(struct cpuhp_client *c, const char *name)
+static enum notice read_notices(struct cpuhp_client *c, struct notices *n)
 {
 	static struct cpuhp_client_event ev; /* over 3 KiB of masks; one thread */
 	enum notice worst = NOTICE_NONE;
+	const char *name = n->name;
 	int err;
 
 	while ((err = cpuhp_client_next_event(c, 0, &ev)) == 0) {
 		char *cpus = cpuhpctl_format(&ev.online_cpus);
 
-		if (ev.type == CPUHP_CLIENT_EVENT_LEASE_REVOKED)
+		if (ev.type == CPUHP_CLIENT_EVENT_HOTPLUG_PENDING ||
+		    ev.type == CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED)
+			tell_hotplug(n, &ev);
+		else if (ev.type == CPUHP_CLIENT_EVENT_LEASE_REVOKED &&
+		         ev.revoke_reason == CPUHP_CLIENT_REVOKED_MAX_LEASE)
 			fprintf(stderr,
 			        "cpuhpctl %s: cpuhpd revoked the lease after %llu ms (its "
 			        "--max-lease-ms is %u): CPUs may change while the command runs\n",
 			        name, (unsigned long long)ev.held_ms, ev.max_lease_ms);
+		else if (ev.type == CPUHP_CLIENT_EVENT_LEASE_REVOKED)
+			fprintf(
+			    stderr,
+			    "cpuhpctl %s: cpuhpd revoked the lease after %llu ms for hotplug #%llu "
+			    "(%s): CPUs may change while the command runs\n",
+			    name, (unsigned long long)ev.held_ms, (unsigned long long)ev.hotplug_id,
+			    ev.revoke_reason == CPUHP_CLIENT_REVOKED_DELAY
+			        ? "the lease's delay after its notice is over"
+			        : "a forced hotplug, whose grace is over");
 		else if (ev.type == CPUHP_CLIENT_EVENT_LEASE_BYPASSED)
 			fprintf(stderr,
 			        "cpuhpctl %s: warning: the online CPUs changed behind cpuhpd's "
@@ -227,8 +323,9 @@ static void end_cmd(struct strict *st, pid_t pid, const char *name)
  * revoked or bypassed; with --strict, CMD is ended then.  Needs pidfd_open
  * (Linux 5.3); without it just wait.
  */
-static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name, struct strict *st)
+static int wait_child(struct cpuhp_client *c, pid_t pid, struct notices *nt, struct strict *st)
 {
+	const char *name = nt->name;
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	bool watching = true;
 	int status;
@@ -255,7 +352,7 @@ static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name, struc
 			break;
 		if (!watching || !p[1].revents)
 			continue;
-		what = read_notices(c, name);
+		what = read_notices(c, nt);
 		if (what != NOTICE_NONE)
 			end_cmd(st, pid, name);
 		if (what == NOTICE_GONE)
@@ -264,8 +361,10 @@ static int wait_child(struct cpuhp_client *c, pid_t pid, const char *name, struc
 	if (pidfd >= 0)
 		close(pidfd);
 	/* A notice that came with CMD's exit is still news for its user (and ends no one). */
-	if (watching && read_notices(c, name) != NOTICE_NONE && st->on)
+	if (watching && read_notices(c, nt) != NOTICE_NONE && st->on)
 		st->lost = true;
+	if (nt->hook_pid > 0)
+		waitpid(nt->hook_pid, NULL, 0);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return CPUHPCTL_EXIT_FAILED;
@@ -283,6 +382,9 @@ struct run_args {
 	char **cmd;
 	bool strict;       /* hold only */
 	unsigned grace_ms; /* hold only */
+	bool delay;        /* hold only: --delay, of delay_ms */
+	unsigned delay_ms;
+	const char *hook; /* hold only: --on-pending */
 };
 
 /* Return: -1 to go on, else the exit code (after --help or an error, printed). */
@@ -290,25 +392,43 @@ static int parse_run_args(struct cpuhpctl *ctl, int argc, char **argv, const cha
                           void (*help)(FILE *), struct run_args *a)
 {
 	static const struct option hold_opts[] = {
-	    {"timeout", required_argument, NULL, 't'}, {"strict", no_argument, NULL, 'S'},
-	    {"grace", required_argument, NULL, 'g'},   {"who", required_argument, NULL, 'w'},
-	    {"why", required_argument, NULL, 'y'},     {"json", no_argument, NULL, 'J'},
-	    {"help", no_argument, NULL, 'h'},          {0},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"strict", no_argument, NULL, 'S'},
+	    {"grace", required_argument, NULL, 'g'},
+	    {"delay", required_argument, NULL, 'D'},
+	    {"on-pending", required_argument, NULL, 'P'},
+	    {"who", required_argument, NULL, 'w'},
+	    {"why", required_argument, NULL, 'y'},
+	    {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
-	/* freeze has no --timeout (it waits only for the hotplugs queued before it) nor --strict.
+	/*
+	 * freeze has no --timeout (it waits only for the hotplugs queued before
+	 * it), nor --strict, --delay, --on-pending.
 	 */
-	const struct option *freeze_opts = hold_opts + 3;
+	const struct option *freeze_opts = hold_opts + 5;
 	bool hold = !strcmp(name, "hold");
 	int opt, ret;
 
 	/* '+': options end at CMD, whose own options they are. */
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, hold ? "+:t:Sg:w:y:Jjh" : "+:w:y:Jjh",
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, hold ? "+:t:Sg:D:P:w:y:Jjh" : "+:w:y:Jjh",
 	                              hold ? hold_opts : freeze_opts, name)) != -1) {
-		if (opt == 't' || opt == 'g') {
-			if ((ret = cpuhpctl_parse_duration(
-			         ctl, name, opt == 't' ? "--timeout" : "--grace", optarg, 0,
-			         UINT32_MAX, opt == 't' ? &a->timeout_ms : &a->grace_ms)))
+		if (opt == 't' || opt == 'g' || opt == 'D') {
+			if ((ret = cpuhpctl_parse_duration(ctl, name,
+			                                   opt == 't'   ? "--timeout"
+			                                   : opt == 'g' ? "--grace"
+			                                                : "--delay",
+			                                   optarg, opt == 'D' ? 1 : 0, UINT32_MAX,
+			                                   opt == 't'   ? &a->timeout_ms
+			                                   : opt == 'g' ? &a->grace_ms
+			                                                : &a->delay_ms)))
 				return ret;
+			a->delay |= opt == 'D';
+			continue;
+		}
+		if (opt == 'P') {
+			a->hook = optarg;
 			continue;
 		}
 		if (opt == 'S') {
@@ -352,17 +472,18 @@ static int parse_run_args(struct cpuhpctl *ctl, int argc, char **argv, const cha
 }
 
 /* Run @cmd while @c holds what we took on it.  Return: the exit code. */
-static int run_cmd(struct cpuhp_client *c, const char *name, char **cmd, struct strict *st)
+static int run_cmd(struct cpuhp_client *c, struct notices *nt, char **cmd, struct strict *st)
 {
 	pid_t pid;
 
 	fflush(NULL); /* nothing buffered may be written twice after fork */
-	pid = spawn(name, cmd);
+	pid = spawn(nt->name, cmd);
 	if (pid < 0) {
-		fprintf(stderr, "cpuhpctl %s: fork: %s\n", name, strerror(errno));
+		fprintf(stderr, "cpuhpctl %s: fork: %s\n", nt->name, strerror(errno));
 		return CPUHPCTL_EXIT_FAILED;
 	}
-	return wait_child(c, pid, name, st);
+	nt->cmd = pid;
+	return wait_child(c, pid, nt, st);
 }
 
 /* The lease or the freeze, taken by wait.c's thread. */
@@ -425,6 +546,8 @@ int cpuhpctl_hold(struct cpuhpctl *ctl, int argc, char **argv)
 	                          .what = "hold",
 	                          .kind = CPUHPCTL_WAIT_HOTPLUGS};
 	struct strict st = {0};
+	struct notices nt = {.name = "hold"};
+	unsigned granted;
 	int ret, err;
 
 	ret = parse_run_args(ctl, argc, argv, "hold", usage, &a);
@@ -433,6 +556,24 @@ int cpuhpctl_hold(struct cpuhpctl *ctl, int argc, char **argv)
 	ret = cpuhpctl_connect(ctl, &w.c);
 	if (ret)
 		return ret;
+	if (a.delay) {
+		char asked[CPUHPCTL_DURATION_MAX], got[CPUHPCTL_DURATION_MAX];
+
+		err = cpuhp_client_set_lease_delay(w.c, a.delay_ms, &granted);
+		if (err < 0) {
+			ret = cpuhpctl_fail(ctl, w.c, err, "hold: --delay");
+			cpuhp_client_close(w.c);
+			return ret;
+		}
+		if (granted < a.delay_ms)
+			fprintf(stderr,
+			        "cpuhpctl hold: --delay %s is over cpuhpd's --max-delay-ms: the "
+			        "lease's delay is %s\n",
+			        cpuhpctl_format_duration(asked, a.delay_ms),
+			        cpuhpctl_format_duration(got, granted));
+		nt.delay_ms = granted;
+	}
+	nt.hook = a.hook;
 	/* The connection's name, so that the lease stays a fast one where it can. */
 	err = cpuhp_client_set_identity(w.c, a.who, a.why);
 	if (err < 0 && err != -EOPNOTSUPP) { /* an older cpuhpd: unnamed, but held */
@@ -445,7 +586,7 @@ int cpuhpctl_hold(struct cpuhpctl *ctl, int argc, char **argv)
 		return ret;
 	st.on = a.strict;
 	st.grace_ms = a.grace_ms;
-	ret = run_cmd(w.c, "hold", a.cmd, &st);
+	ret = run_cmd(w.c, &nt, a.cmd, &st);
 	/* Release explicitly when we can; closing would end it all the same. */
 	cpuhp_client_lease_release(w.c, t.id);
 	cpuhp_client_close(w.c);
@@ -496,7 +637,7 @@ int cpuhpctl_freeze(struct cpuhpctl *ctl, int argc, char **argv)
 	ret = take(ctl, &w, "freeze");
 	if (ret >= 0)
 		return ret;
-	ret = run_cmd(w.c, "freeze", a.cmd, &(struct strict){0});
+	ret = run_cmd(w.c, &(struct notices){.name = "freeze"}, a.cmd, &(struct strict){0});
 	cpuhp_client_thaw(w.c, t.id);
 	cpuhp_client_close(w.c);
 	return ret;

@@ -19,7 +19,7 @@
 static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl %s [--timeout T] [--persist] [--json] LIST\n"
+	        "Usage: cpuhpctl %s [--timeout T] [--force[=GRACE]] [--persist] [--json] LIST\n"
 	        "\n"
 	        "%s the CPUs in LIST in one hotplug: cpuhpd waits until no reader\n"
 	        "lease is held, then writes each CPU's online file.  LIST is a range\n"
@@ -31,6 +31,12 @@ static void usage(FILE *f, const char *cmd)
 	        "                   for leases to be released, then give up with nothing\n"
 	        "                   changed (default %us; 0: fail at once, exit 75, if\n"
 	        "                   any lease is held)\n"
+	        "  -f, --force[=GRACE]\n"
+	        "                   do not wait for the leases beyond GRACE (default %us;\n"
+	        "                   write it --force=2s): their holders are told at once,\n"
+	        "                   and those still held after GRACE are revoked and\n"
+	        "                   listed; for a CPU that must go now.  --force-leases is\n"
+	        "                   the same\n"
 	        "  -p, --persist    change cpuhpd's plan too (cpuhpd.conf(5)), so that it\n"
 	        "                   lasts across reboots and cpuhpd keeps it: %s the\n"
 	        "                   plan's offline-cpus, in the drop-in cpuhpd writes\n"
@@ -40,7 +46,7 @@ static void usage(FILE *f, const char *cmd)
 	        "  -J, --json       one JSON object: the result of each CPU, or the\n"
 	        "                   error (schema in cpuhpctl(8))\n",
 	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",
-	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000,
+	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000, CPUHPCTL_DEFAULT_FORCE_MS / 1000,
 	        !strcmp(cmd, "online") ? "LIST leaves" : "LIST joins");
 }
 
@@ -139,11 +145,50 @@ void cpuhpctl_json_results(const struct cpuhp_client_cpu_result *r, size_t n)
 	putchar(']');
 }
 
-/* {"action":"online"|"offline","results":[...]} */
-static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online)
+void cpuhpctl_report_revoked(const struct cpuhp_client_lease_info *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char t[CPUHPCTL_DURATION_MAX];
+
+		printf("revoked: %s of pid %u (%s)%s%s%s, held %s\n",
+		       v[i].fast ? "fast leases" : "lease", v[i].pid,
+		       cpuhpctl_safe(v[i].who[0] ? v[i].who : v[i].comm), v[i].why[0] ? " '" : "",
+		       cpuhpctl_safe(v[i].why), v[i].why[0] ? "'" : "",
+		       cpuhpctl_format_duration(t, v[i].held_ms));
+	}
+}
+
+void cpuhpctl_json_revoked(const struct cpuhp_client_lease_info *v, size_t n)
+{
+	printf(",\"revoked\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"lease_id\":", i ? "," : "");
+		if (v[i].fast)
+			printf("null");
+		else
+			printf("%llu", (unsigned long long)v[i].lease_id);
+		printf(",\"kind\":\"%s\",\"count\":%u,\"pid\":%u,\"uid\":%u,\"comm\":",
+		       v[i].fast ? "fast" : "socket", v[i].count, v[i].pid, v[i].uid);
+		cpuhpctl_json_string(stdout, v[i].comm);
+		printf(",\"who\":");
+		cpuhpctl_json_string(stdout, v[i].who);
+		printf(",\"why\":");
+		cpuhpctl_json_string(stdout, v[i].why);
+		printf(",\"held_ms\":%llu,\"connection\":%u,\"mode\":\"%s\",\"delay_ms\":%u}",
+		       (unsigned long long)v[i].held_ms, v[i].connection,
+		       v[i].delay_ms ? "delay" : "block", v[i].delay_ms);
+	}
+	putchar(']');
+}
+
+/* {"action":"online"|"offline","results":[...]} and, forced, "revoked":[...] */
+static void print_json(const struct cpuhp_client_cpu_result *r, size_t n, bool online, bool force,
+                       const struct cpuhp_client_lease_info *rv, size_t nrv)
 {
 	printf("{\"action\":\"%s\",", online ? "online" : "offline");
 	cpuhpctl_json_results(r, n);
+	if (force)
+		cpuhpctl_json_revoked(rv, nrv);
 	printf("}\n");
 }
 
@@ -243,12 +288,28 @@ void cpuhpctl_report_states(const struct cpuhp_client_cpu_result *r, size_t i)
 	}
 }
 
+int cpuhpctl_parse_force(const struct cpuhpctl *ctl, const char *cmd, const char *opt,
+                         const char *arg, unsigned *grace_ms)
+{
+	*grace_ms = CPUHPCTL_DEFAULT_FORCE_MS;
+	return arg ? cpuhpctl_parse_duration(ctl, cmd, opt, arg, 0, UINT32_MAX, grace_ms) : 0;
+}
+
+/* The request's options.  */
+struct hotplug_opts {
+	unsigned timeout_ms;
+	bool force, persist;
+	unsigned grace_ms;
+};
+
 /* Parse the options and LIST.  Return: -1 to go on, else the exit code. */
-static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, unsigned *timeout_ms,
-                      bool *persist, const char **list, struct cpuhp_cpuset *set)
+static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, struct hotplug_opts *o,
+                      const char **list, struct cpuhp_cpuset *set)
 {
 	static const struct option opts[] = {
 	    {"timeout", required_argument, NULL, 't'},
+	    {"force", optional_argument, NULL, 'f'},
+	    {"force-leases", optional_argument, NULL, 'F'},
 	    {"persist", no_argument, NULL, 'p'},
 	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
@@ -257,15 +318,23 @@ static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, unsigned *tim
 	const char *cmd = argv[0];
 	int opt, err;
 
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:pJjh", opts, cmd)) != -1) {
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:f::F::pJjh", opts, cmd)) != -1) {
 		if (opt == 'p') {
-			*persist = true;
+			o->persist = true;
 			continue;
 		}
 		if (opt == 't') {
 			if ((err = cpuhpctl_parse_duration(ctl, cmd, "--timeout", optarg, 0,
-			                                   UINT32_MAX, timeout_ms)))
+			                                   UINT32_MAX, &o->timeout_ms)))
 				return err;
+			continue;
+		}
+		if (opt == 'f' || opt == 'F') {
+			if ((err = cpuhpctl_parse_force(ctl, cmd,
+			                                opt == 'f' ? "--force" : "--force-leases",
+			                                optarg, &o->grace_ms)))
+				return err;
+			o->force = true;
 			continue;
 		}
 		if (opt == 'h')
@@ -390,25 +459,32 @@ int cpuhpctl_hotplug_wait(struct cpuhpctl_wait *w, const struct cpuhp_cpuset *se
 /* The request, run by wait.c's thread. */
 struct set_online_call {
 	const char *list;
-	bool online, persist;
-	unsigned timeout_ms;
+	bool online;
+	struct hotplug_opts o;
 	struct cpuhp_client_cpu_result *r;
 	size_t n;
+	struct cpuhp_client_lease_info *revoked; /* forced: what it revoked */
+	size_t nrevoked;
 };
 
 static int call_set_online(struct cpuhp_client *c, void *arg)
 {
 	struct set_online_call *a = arg;
-	int err = cpuhp_client_persist(c, a->persist);
+	int err = cpuhp_client_persist(c, a->o.persist);
 
-	return err < 0 ? err
-	               : cpuhp_client_set_online_results(c, a->list, a->online, a->timeout_ms,
-	                                                 &a->r, &a->n);
+	if (err < 0)
+		return err;
+	if (a->o.force)
+		return cpuhp_client_set_online_forced(c, a->list, a->online, a->o.timeout_ms,
+		                                      a->o.grace_ms, &a->r, &a->n, &a->revoked,
+		                                      &a->nrevoked);
+	return cpuhp_client_set_online_results(c, a->list, a->online, a->o.timeout_ms, &a->r,
+	                                       &a->n);
 }
 
 static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 {
-	struct set_online_call a = {.online = online, .timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
+	struct set_online_call a = {.online = online, .o.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
 	struct cpuhpctl_wait w = {
 	    .ctl = ctl, .call = call_set_online, .arg = &a, .kind = CPUHPCTL_WAIT_LEASES};
 	struct cpuhp_client_status *st;
@@ -417,7 +493,7 @@ static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 	char what[128];
 	int ret;
 
-	ret = parse_args(ctl, argc, argv, &a.timeout_ms, &a.persist, &a.list, &set);
+	ret = parse_args(ctl, argc, argv, &a.o, &a.list, &set);
 	if (ret >= 0)
 		return ret;
 	snprintf(what, sizeof(what), "%s %s", argv[0], a.list);
@@ -435,18 +511,21 @@ static int set_online(struct cpuhpctl *ctl, int argc, char **argv, bool online)
 		goto out;
 	}
 	st = cpuhpctl_status_if_needed(w.c, a.r, a.n);
-	if (ctl->json)
-		print_json(a.r, a.n, online);
-	else
+	if (ctl->json) {
+		print_json(a.r, a.n, online, a.o.force, a.revoked, a.nrevoked);
+	} else {
+		cpuhpctl_report_revoked(a.revoked, a.nrevoked);
 		for (i = 0; i < a.n; i++) {
 			cpuhpctl_report_cpu(&a.r[i], online, st);
 			fflush(stderr);
 			cpuhpctl_report_states(a.r, i);
 			fflush(stdout);
 		}
+	}
 	free(st);
 	ret = cpuhpctl_results_exit(a.r, a.n);
 	cpuhp_client_results_free(a.r);
+	free(a.revoked);
 out:
 	cpuhpctl_wait_end(&w);
 	cpuhp_client_close(w.c);

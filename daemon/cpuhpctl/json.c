@@ -85,3 +85,34 @@ void cpuhpctl_json_error(int err, const char *message)
 	printf("}\n");
 	fflush(stdout);
 }
+
+void cpuhpctl_json_action(FILE *f, bool online, const char *smt)
+{
+	fprintf(f, "\"action\":\"%s\"", smt && smt[0] ? "smt" : online ? "online" : "offline");
+	if (smt && smt[0]) {
+		fprintf(f, ",\"control\":");
+		cpuhpctl_json_string(f, smt);
+	}
+}
+
+void cpuhpctl_json_notice(FILE *f, const struct cpuhp_client_event *ev)
+{
+	bool pending = ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_PENDING;
+
+	fprintf(f, "{\"event\":\"%s\",\"seq\":%llu,",
+	        pending ? "hotplug_pending" : "hotplug_cancelled",
+	        (unsigned long long)ev->hotplug_id);
+	cpuhpctl_json_action(f, ev->online, ev->smt);
+	fprintf(f, ",\"cpus\":");
+	cpuhpctl_json_cpus(f, &ev->cpus);
+	if (pending) {
+		fprintf(f, ",\"timeout_ms\":%u,\"force\":%s,\"force_grace_ms\":%u}\n",
+		        ev->timeout_ms, ev->force ? "true" : "false", ev->force_grace_ms);
+		return;
+	}
+	fprintf(f, ",\"error\":");
+	cpuhpctl_json_errno(f, ev->error);
+	fprintf(f, ",\"message\":");
+	cpuhpctl_json_string(f, ev->message);
+	fprintf(f, "}\n");
+}

@@ -15,6 +15,7 @@ enum {
 	COL_PID,
 	COL_UID,
 	COL_KIND,
+	COL_MODE,
 	COL_COUNT,
 	COL_HELD,
 	COL_WHY,
@@ -22,6 +23,7 @@ enum {
 	COL_ID,
 	COL_HELD_MS,
 	COL_CONNECTION,
+	COL_DELAY_MS,
 	NCOLS
 };
 
@@ -42,6 +44,11 @@ static const struct cpuhpctl_column columns[NCOLS] = {
     [COL_ID] = {"LEASE_ID", "the lease's id (none for fast leases)", J | R},
     [COL_HELD_MS] = {"HELD_MS", "HELD in milliseconds", J | R},
     [COL_CONNECTION] = {"CONNECTION", "the holder's connection, as cpuhpd's log numbers it", J | R},
+    [COL_MODE] = {"MODE",
+                  "block (holds a hotplug up to its timeout) or delay (revoked its delay "
+                  "after the hotplug's notice)",
+                  T | J},
+    [COL_DELAY_MS] = {"DELAY_MS", "a delay lease's delay, in milliseconds (0: block)", J | R},
 };
 #undef T
 #undef J
@@ -106,6 +113,8 @@ static int fill_table(struct cpuhpctl_table *t, const struct cpuhp_client_lease_
 			cpuhpctl_table_num(t, COL_ID, (long long)li->lease_id);
 		cpuhpctl_table_num(t, COL_HELD_MS, (long long)li->held_ms);
 		cpuhpctl_table_num(t, COL_CONNECTION, li->connection);
+		cpuhpctl_table_str(t, COL_MODE, li->delay_ms ? "delay" : "block");
+		cpuhpctl_table_num(t, COL_DELAY_MS, li->delay_ms);
 	}
 	return 0;
 }
@@ -120,15 +129,25 @@ static void print_queue_text(const struct cpuhp_client_lease_list *l)
 
 		if (i == 0)
 			printf("\nHotplug requests:\n");
-		printf("  #%" PRIu64 " %s %s: %s, asked by %spid %u (%s) uid %u%s%s%s, %" PRIu64
-		       " ms ago, timeout %u ms\n",
-		       h->seq, h->online ? "online" : "offline", cpus ? cpus : "?",
+		char grace[64] = "";
+
+		if (h->force)
+			snprintf(grace, sizeof(grace),
+			         ", forced: leases revoked %u ms after its notice",
+			         h->force_grace_ms);
+		printf("  #%" PRIu64 " %s%s %s: %s, asked by %spid %u (%s) uid %u%s%s%s, %" PRIu64
+		       " ms ago, timeout %u ms%s\n",
+		       h->seq, h->smt[0] ? "smt " : "",
+		       h->smt[0]   ? cpuhpctl_safe(h->smt)
+		       : h->online ? "online"
+		                   : "offline",
+		       cpus ? cpus : "?",
 		       h->state == CPUHP_CLIENT_WRITER_RUNNING   ? "running"
 		       : h->state == CPUHP_CLIENT_WRITER_WAITING ? "waiting for leases"
 		                                                 : "queued",
 		       h->reason[0] ? "cpuhpd itself, " : "", h->pid, cpuhpctl_safe(h->comm),
 		       h->uid, h->reason[0] ? " for its " : "", cpuhpctl_safe(h->reason),
-		       h->reason[0] ? " (cpuhpctl plan)" : "", h->waited_ms, h->timeout_ms);
+		       h->reason[0] ? " (cpuhpctl plan)" : "", h->waited_ms, h->timeout_ms, grace);
 		free(cpus);
 	}
 	for (size_t i = 0; i < l->n_freezes; i++) {
@@ -154,8 +173,9 @@ static void print_queue_json(const struct cpuhp_client_lease_list *l)
 	for (size_t i = 0; i < l->n_hotplugs; i++) {
 		const struct cpuhp_client_hotplug_info *h = &l->hotplugs[i];
 
-		printf("%s{\"seq\":%" PRIu64 ",\"action\":\"%s\",\"cpus\":", i ? "," : "", h->seq,
-		       h->online ? "online" : "offline");
+		printf("%s{\"seq\":%" PRIu64 ",", i ? "," : "", h->seq);
+		cpuhpctl_json_action(stdout, h->online, h->smt);
+		printf(",\"cpus\":");
 		cpuhpctl_json_cpus(stdout, &h->cpus);
 		printf(",\"state\":\"%s\",\"pid\":%u,\"uid\":%u,\"comm\":",
 		       h->state == CPUHP_CLIENT_WRITER_IDLE ? "queued"
@@ -164,8 +184,9 @@ static void print_queue_json(const struct cpuhp_client_lease_list *l)
 		cpuhpctl_json_string(stdout, h->comm);
 		printf(",\"reason\":");
 		cpuhpctl_json_string(stdout, h->reason);
-		printf(",\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u}", h->waited_ms,
-		       h->timeout_ms);
+		printf(",\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u,\"force\":%s,"
+		       "\"force_grace_ms\":%u}",
+		       h->waited_ms, h->timeout_ms, h->force ? "true" : "false", h->force_grace_ms);
 	}
 	printf("],\"freezes\":[");
 	for (size_t i = 0; i < l->n_freezes; i++) {

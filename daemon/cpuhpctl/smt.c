@@ -18,7 +18,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl smt [--timeout T] [--force] [--persist] [--json] on|off|forceoff\n"
+	        "Usage: cpuhpctl smt [--timeout T] [--force] [--force-leases[=GRACE]] [--persist]\n"
+	        "                    [--json] on|off|forceoff\n"
 	        "\n"
 	        "Turn SMT (hyper-threading) on or off through cpuhpd, as one hotplug: cpuhpd\n"
 	        "waits until no reader lease is held, writes smt/control, and sees each\n"
@@ -32,7 +33,13 @@ static void usage(FILE *f)
 	        "  off               take the sibling threads offline; SMT can come back\n"
 	        "  forceoff          off until reboot: the kernel then refuses any change\n"
 	        "                    (needs --force)\n"
-	        "  -f, --force       allow forceoff\n"
+	        "  -f, --force       allow forceoff (here --force is that confirmation,\n"
+	        "                    as it always was: it revokes no lease)\n"
+	        "  -F, --force-leases[=GRACE]\n"
+	        "                    do not wait for the leases beyond GRACE (default %us;\n"
+	        "                    write it --force-leases=2s): their holders are told at\n"
+	        "                    once, and those still held after GRACE are revoked and\n"
+	        "                    listed (what --force means for online and offline)\n"
 	        "  -t, --timeout T   wait at most T (500ms, 5s, 2m; a bare number is ms) for\n"
 	        "                    leases to be released, then give up with nothing\n"
 	        "                    changed (default %us; 0: fail at once)\n"
@@ -45,7 +52,7 @@ static void usage(FILE *f)
 	        "\n"
 	        "Exit status as for offline; 1 when this machine has no SMT to control\n"
 	        "(smt/control says notsupported) or SMT was forced off.\n",
-	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000);
+	        CPUHPCTL_DEFAULT_FORCE_MS / 1000, CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000);
 }
 
 /* Refusals that are about the machine, not about the caller's rights or timing. */
@@ -59,9 +66,13 @@ struct smt_call {
 	const char *word;
 	bool persist;
 	unsigned timeout_ms;
+	bool force_leases; /* with grace_ms */
+	unsigned grace_ms;
 	struct cpuhp_client_cpu_result *r;
 	size_t n;
 	char control[CPUHP_CLIENT_MESSAGE_MAX];
+	struct cpuhp_client_lease_info *revoked;
+	size_t nrevoked;
 };
 
 static int call_smt(struct cpuhp_client *c, void *arg)
@@ -69,17 +80,24 @@ static int call_smt(struct cpuhp_client *c, void *arg)
 	struct smt_call *a = arg;
 	int err = cpuhp_client_persist(c, a->persist);
 
-	return err < 0 ? err
-	               : cpuhp_client_set_smt_results(c, a->word, a->timeout_ms, &a->r, &a->n,
-	                                              a->control);
+	if (err < 0)
+		return err;
+	if (a->force_leases)
+		return cpuhp_client_set_smt_forced(c, a->word, a->timeout_ms, a->grace_ms, &a->r,
+		                                   &a->n, a->control, &a->revoked, &a->nrevoked);
+	return cpuhp_client_set_smt_results(c, a->word, a->timeout_ms, &a->r, &a->n, a->control);
 }
 
 int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"timeout", required_argument, NULL, 't'}, {"force", no_argument, NULL, 'f'},
-	    {"persist", no_argument, NULL, 'p'},       {"json", no_argument, NULL, 'J'},
-	    {"help", no_argument, NULL, 'h'},          {0},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"force", optional_argument, NULL, 'f'},
+	    {"force-leases", optional_argument, NULL, 'F'},
+	    {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"persist", no_argument, NULL, 'p'},
+	    {0},
 	};
 	struct smt_call a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
 	struct cpuhpctl_wait w = {
@@ -91,7 +109,7 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	size_t i;
 	int opt, ret;
 
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fpJjh", opts, "smt")) != -1) {
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fF::pJjh", opts, "smt")) != -1) {
 		switch (opt) {
 		case 'p':
 			a.persist = true;
@@ -102,7 +120,21 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 				return ret;
 			break;
 		case 'f':
+			/* Here --force confirms forceoff, as it did before it meant forcing too. */
+			if (optarg)
+				return cpuhpctl_usage_error(
+				    ctl, "smt", false,
+				    "--force=%s: for smt, --force confirms forceoff and takes no "
+				    "value; to revoke the leases still held after a grace, give "
+				    "--force-leases=%s",
+				    optarg, optarg);
 			force = true;
+			break;
+		case 'F':
+			if ((ret = cpuhpctl_parse_force(ctl, "smt", "--force-leases", optarg,
+			                                &a.grace_ms)))
+				return ret;
+			a.force_leases = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -154,8 +186,11 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 		cpuhpctl_json_string(stdout, a.control);
 		printf(",\"action\":\"%s\",", online ? "online" : "offline");
 		cpuhpctl_json_results(a.r, a.n);
+		if (a.force_leases)
+			cpuhpctl_json_revoked(a.revoked, a.nrevoked);
 		printf("}\n");
 	} else {
+		cpuhpctl_report_revoked(a.revoked, a.nrevoked);
 		for (i = 0; i < a.n; i++) {
 			cpuhpctl_report_cpu(&a.r[i], online, st);
 			fflush(stderr);
@@ -167,6 +202,7 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	free(st);
 	ret = cpuhpctl_results_exit(a.r, a.n);
 	cpuhp_client_results_free(a.r);
+	free(a.revoked);
 out:
 	cpuhpctl_wait_end(&w);
 	cpuhp_client_close(w.c);

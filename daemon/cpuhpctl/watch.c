@@ -12,9 +12,10 @@ static void watch_usage(FILE *f)
 {
 	fprintf(f, "Usage: cpuhpctl watch [--count N] [--json]\n"
 	           "\n"
-	           "Print one line per event: a hotplug started or finished, the online set\n"
-	           "changed (\"external\" when done behind cpuhpd's back, e.g. by chcpu), the\n"
-	           "present set changed (a CPU hot-added or removed).\n"
+	           "Print one line per event: a hotplug pending (the next to run, waiting\n"
+	           "for leases), cancelled (it ended without running), started or finished,\n"
+	           "the online set changed (\"external\" when done behind cpuhpd's back, e.g.\n"
+	           "by chcpu), the present set changed (a CPU hot-added or removed).\n"
 	           "The first line says the subscription is active.\n"
 	           "\n"
 	           "  -c, --count N  exit 0 after N events (default: run until killed)\n"
@@ -66,6 +67,19 @@ static void print_event(const struct cpuhp_client_event *ev)
 		print_present(ev);
 	} else if (ev->type == CPUHP_CLIENT_EVENT_LOST) {
 		printf("events lost: %u (run 'cpuhpctl status' for the current state)\n", ev->lost);
+	} else if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_PENDING) {
+		char t[CPUHPCTL_DURATION_MAX], g[CPUHPCTL_DURATION_MAX];
+
+		printf("hotplug pending: #%llu %s%s %s, gives up in %s%s%s\n",
+		       (unsigned long long)ev->hotplug_id, ev->smt[0] ? "smt " : "",
+		       ev->smt[0] ? cpuhpctl_safe(ev->smt) : dir, ev->smt[0] ? "" : cpus,
+		       cpuhpctl_format_duration(t, ev->timeout_ms),
+		       ev->force ? ", forced: leases still held are revoked in " : "",
+		       ev->force ? cpuhpctl_format_duration(g, ev->force_grace_ms) : "");
+	} else if (ev->type == CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED) {
+		printf("hotplug cancelled: #%llu %s%s %s: %s\n", (unsigned long long)ev->hotplug_id,
+		       ev->smt[0] ? "smt " : "", ev->smt[0] ? cpuhpctl_safe(ev->smt) : dir,
+		       ev->smt[0] ? "" : cpus, cpuhpctl_safe(ev->message));
 	}
 	free(cpus);
 	free(other);
@@ -105,6 +119,10 @@ static void print_event_json(const struct cpuhp_client_event *ev)
 		break;
 	case CPUHP_CLIENT_EVENT_LOST:
 		printf("{\"event\":\"lost\",\"lost\":%u}\n", ev->lost);
+		break;
+	case CPUHP_CLIENT_EVENT_HOTPLUG_PENDING:
+	case CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED:
+		cpuhpctl_json_notice(stdout, ev);
 		break;
 	case CPUHP_CLIENT_EVENT_LEASE_REVOKED:
 	case CPUHP_CLIENT_EVENT_LEASE_BYPASSED:

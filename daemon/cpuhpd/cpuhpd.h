@@ -36,6 +36,7 @@
 #include "leases/grace.h"
 #include "leases/lease.h"
 #include "leases/policy.h"
+#include "leases/revoke.h"
 #include "states/states.h"
 #include "hotplug/freeze.h"
 #include "hotplug/hotplug.h"
@@ -65,6 +66,7 @@ struct cpuhpd_options {
 	enum cpuhpd_fast_mode fast_path;
 	unsigned max_lease_ms;        /* 0: leases may be held for ever (policy.h) */
 	unsigned max_leases_per_uid;  /* 0: no limit per non-admin uid */
+	unsigned max_delay_ms;        /* a delay lease's longest delay (revoke.h), at least 1 */
 	const char *metrics_file;     /* NULL: none */
 	unsigned metrics_interval_ms; /* rewrite it this often; 0: only after each hotplug */
 	unsigned fd_store_max;        /* 0: systemd's $FDSTORE (fdstore.h) */
@@ -98,6 +100,7 @@ struct cpuhpd {
 	struct cpuhpd_leases leases;
 	struct cpuhpd_freezes freezes;
 	struct cpuhpd_policy policy;
+	struct cpuhpd_revoke revoke;
 	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;
 	struct cpuhpd_plan plan;

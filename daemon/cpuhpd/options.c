@@ -13,6 +13,7 @@
 #include "base/auth.h"
 #include "core/admit.h"
 #include "core/conn.h"
+#include "leases/delay.h"
 #include "hotplug/hotplug.h"
 #include "config.h"
 #include "options.h"
@@ -73,6 +74,10 @@ static void usage(FILE *f)
 	    "  --max-lease-ms MS      revoke a lease held longer than MS ms, tell its holder\n"
 	    "                         and log it; 0: no limit (default 0); no fast path\n"
 	    "                         with a limit\n"
+	    "  --max-delay-ms MS      the longest a delay lease holds a pending hotplug\n"
+	    "                         after its notice (default %u; a longer delay asked\n"
+	    "                         is cut to MS, and the reply says so); like logind's\n"
+	    "                         InhibitDelayMaxSec\n"
 	    "  --max-leases-per-uid N a uid neither root nor in --admin-group may hold or\n"
 	    "                         wait for N leases at most, EDQUOT beyond; 0: no\n"
 	    "                         limit (default 0); no fast path for such uids then\n"
@@ -107,8 +112,8 @@ static void usage(FILE *f)
 	    CPUHPD_ADMIT_MAX_CONNECTIONS, CPUHPD_ADMIT_RESERVED_CONNECTIONS,
 	    CPUHPD_ADMIT_MAX_CONNECTIONS_PER_UID, CPUHPD_ADMIT_MAX_BUFFERED >> 20,
 	    CPUHPD_ADMIT_MAX_BUFFERED_PER_UID >> 20, CPUHPD_ADMIT_CLIENT_TIMEOUT_MS,
-	    CPUHPD_RESTART_GRACE_MS, CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING,
-	    CPUHPD_CONN_MAX_QUEUED, CPUHPD_HOTPLUG_MAX_CPUS);
+	    CPUHPD_MAX_DELAY_MS, CPUHPD_RESTART_GRACE_MS, CPUHPD_CONN_MAX_LEASES,
+	    CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED, CPUHPD_HOTPLUG_MAX_CPUS);
 }
 
 static int parse_uint(const char *opt, const char *s, int base, unsigned long max,
@@ -213,6 +218,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_PLAN_OFFLINE,
 		O_PLAN_SMT,
 		O_PLAN_NEW,
+		O_MAXDELAY,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, O_SOCKET},
@@ -233,6 +239,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"config", required_argument, NULL, O_CONFIG},
 	    {"max-lease-ms", required_argument, NULL, O_MAXLEASEMS},
 	    {"max-leases-per-uid", required_argument, NULL, O_MAXPERUID},
+	    {"max-delay-ms", required_argument, NULL, O_MAXDELAY},
 	    {"metrics-file", required_argument, NULL, O_METRICS},
 	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
 	    {"fd-store-max", required_argument, NULL, O_FDSTORE},
@@ -286,6 +293,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->fast_path = CPUHPD_FAST_AUTO;
 	o->metrics_interval_ms = 10000;
 	o->restart_grace_ms = CPUHPD_RESTART_GRACE_MS;
+	o->max_delay_ms = CPUHPD_MAX_DELAY_MS;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET:
@@ -364,6 +372,15 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			if (parse_uint("--max-leases-per-uid", optarg, 10, 1000000, &v))
 				return -1;
 			o->max_leases_per_uid = (unsigned)v;
+			break;
+		case O_MAXDELAY:
+			if (parse_uint("--max-delay-ms", optarg, 10, CPUHPD_MAX_DELAY_LIMIT_MS, &v))
+				return -1;
+			if (!v) {
+				fprintf(stderr, "cpuhpd: --max-delay-ms: at least 1 ms\n");
+				return -1;
+			}
+			o->max_delay_ms = (unsigned)v;
 			break;
 		case O_CONFIG:
 			break; /* read above */

@@ -7,6 +7,7 @@
 #include "cpuhpd.h"
 #include "core/conn.h"
 #include "core/dispatch.h"
+#include "core/route.h"
 #include "leases/holders.h"
 #include "ops/cpus.h"
 #include "ops/hello.h"
@@ -55,13 +56,10 @@ static const struct cpuhpd_request_type requests[] = {
  * its own leases go.
  */
 static void (*const conn_gone_steps[])(struct cpuhpd_conn *c) = {
-    cpuhpd_states_conn_gone,
-    cpuhpd_hotplug_conn_gone,
-    cpuhpd_watch_conn_gone,
-    cpuhpd_freeze_conn_gone,
-    cpuhpd_fastpath_conn_gone,
-    cpuhpd_lease_conn_gone,
-    NULL,
+    cpuhpd_route_conn_gone,   cpuhpd_states_conn_gone,
+    cpuhpd_hotplug_conn_gone, cpuhpd_watch_conn_gone,
+    cpuhpd_freeze_conn_gone,  cpuhpd_fastpath_conn_gone,
+    cpuhpd_lease_conn_gone,   NULL,
 };
 
 static void conn_gone(struct cpuhpd_conn *c)
@@ -82,10 +80,7 @@ static const struct cpuhpd_conn_hooks conn_hooks = {
  * for those queued before it.
  */
 static const cpuhpd_save_conn_fn save_conn[] = {
-    cpuhpd_lease_save,
-    cpuhpd_states_save,
-    cpuhpd_freeze_save,
-    NULL,
+    cpuhpd_lease_save, cpuhpd_states_save, cpuhpd_freeze_save, cpuhpd_notice_save, NULL,
 };
 static const cpuhpd_save_requests_fn save_requests[] = {
     cpuhpd_hotplug_save,
@@ -97,6 +92,7 @@ static const cpuhpd_save_ids_fn save_ids[] = {
     cpuhpd_lease_save_ids,
     cpuhpd_states_save_ids,
     cpuhpd_freeze_save_ids,
+    cpuhpd_hotplug_save_ids,
     NULL,
 };
 static const struct cpuhpd_store_savers savers = {
@@ -217,10 +213,23 @@ int cpuhpd_features_start(struct cpuhpd *d, const cpuhpd_start_fn *steps)
  * come in.
  */
 static const cpuhpd_start_fn prepare[] = {
-    cpuhpd_fdstore_take, cpuhpd_view_start,    cpuhpd_topology_start,  cpuhpd_conns_init,
-    cpuhpd_watch_init,   cpuhpd_freeze_init,   cpuhpd_admit_init,      cpuhpd_lease_init,
-    cpuhpd_policy_init,  cpuhpd_hotplug_init,  cpuhpd_states_init,     cpuhpd_fastpath_start,
-    cpuhpd_worker_start, cpuhpd_metrics_start, cpuhpd_statusline_init, NULL,
+    cpuhpd_fdstore_take,
+    cpuhpd_view_start,
+    cpuhpd_topology_start,
+    cpuhpd_conns_init,
+    cpuhpd_watch_init,
+    cpuhpd_freeze_init,
+    cpuhpd_admit_init,
+    cpuhpd_lease_init,
+    cpuhpd_policy_init,
+    cpuhpd_revoke_init,
+    cpuhpd_hotplug_init,
+    cpuhpd_states_init,
+    cpuhpd_fastpath_start,
+    cpuhpd_worker_start,
+    cpuhpd_metrics_start,
+    cpuhpd_statusline_init,
+    NULL,
 };
 static const cpuhpd_start_fn serve[] = {
     cpuhpd_grace_start,   cpuhpd_plan_start,   cpuhpd_server_start,
@@ -249,13 +258,11 @@ static const cpuhpd_daemon_fn handover[] = {
 };
 /* The stop's end, the clients closed: the fast-path and worker threads are joined here. */
 static const cpuhpd_daemon_fn close_steps[] = {
-    cpuhpd_admit_close,      cpuhpd_fastpath_close,
-    cpuhpd_uevent_stop,      cpuhpd_worker_stop,
-    cpuhpd_lease_close,      cpuhpd_policy_close,
-    cpuhpd_hotplug_close,    cpuhpd_plan_close,
-    cpuhpd_states_close,     cpuhpd_metrics_stop,
-    cpuhpd_statusline_close, cpuhpd_grace_close,
-    cpuhpd_topology_close,   NULL,
+    cpuhpd_admit_close,  cpuhpd_fastpath_close, cpuhpd_uevent_stop,
+    cpuhpd_worker_stop,  cpuhpd_lease_close,    cpuhpd_policy_close,
+    cpuhpd_revoke_close, cpuhpd_hotplug_close,  cpuhpd_plan_close,
+    cpuhpd_states_close, cpuhpd_metrics_stop,   cpuhpd_statusline_close,
+    cpuhpd_grace_close,  cpuhpd_topology_close, NULL,
 };
 
 /*
@@ -271,13 +278,20 @@ static const cpuhpd_adopt_ids_fn adopt_ids[] = {
     cpuhpd_lease_adopt_ids,
     cpuhpd_states_adopt_ids,
     cpuhpd_freeze_adopt_ids,
+    cpuhpd_hotplug_adopt_ids,
     NULL,
 };
 static const cpuhpd_adopt_conn_fn adopt_conn[] = {
-    cpuhpd_lease_adopt,  cpuhpd_fastpath_adopt_conn, cpuhpd_states_adopt,
-    cpuhpd_freeze_adopt, cpuhpd_watch_adopt,         NULL,
+    cpuhpd_lease_adopt,
+    cpuhpd_fastpath_adopt_conn,
+    cpuhpd_states_adopt,
+    cpuhpd_freeze_adopt,
+    cpuhpd_watch_adopt,
+    cpuhpd_notice_adopt,
+    NULL,
 };
 static const cpuhpd_daemon_fn replayed[] = {
+    cpuhpd_hotplug_replayed,
     cpuhpd_states_adopted,
     cpuhpd_lease_adopted,
     NULL,

@@ -39,9 +39,6 @@ struct cpuhp_client;
  * compare-and-swap id -> TOMB, so an id is released at most once and an id
  * this table does not hold is refused without touching any count.
  */
-/* A value the state word never takes (a TID is below 2^22): ->live of a connection that ended. */
-#define CPUHP__FAST_CONN_ENDED UINT32_MAX
-
 #define CPUHP__FAST_TOMB     UINT64_C(1)
 #define CPUHP__FAST_RESERVED UINT64_C(2)
 struct cpuhp__fast_table {
@@ -70,15 +67,17 @@ struct cpuhp__fast {
 	struct cpuhp__fast_region *reg;       /* this connection's slots */
 	size_t reg_size;
 	struct cpuhp__fast_table *table; /* nslots of them */
-	uint32_t open;                   /* hdr->state while fast leases may be taken */
 	/*
-	 * What the inline acquire and release compare the state with: ->open,
-	 * or CPUHP__FAST_CONN_ENDED once the connection has ended
-	 * (cpuhp__fast_lost), so that every later release leaves the inline
-	 * path and says -ECONNRESET, at no cost to a release while open.
-	 * Relaxed: a flag with no data behind it.
+	 * hdr->state while fast leases may be taken.  The inline acquire and
+	 * release compare the state with the region's ->live instead
+	 * (proto/fastpath.h), which is ->open until cpuhpd drops the region
+	 * (closed, or its leases revoked) or the client sees the connection
+	 * end (cpuhp__fast_lost): then every acquire backs out and every
+	 * release leaves the inline path, at no cost while open.
 	 */
-	_Atomic uint32_t live;
+	uint32_t open;
+	/* Revoked by cpuhpd, kept for its leases' releases (-ETIME) until the handle closes. */
+	struct cpuhp__fast *retired_next;
 	bool fence;      /* P and T are full fences (no membarrier to rely on) */
 	unsigned nslots; /* slot 0 is shared, the others are claimed by threads */
 	uint64_t serial; /* never 0, never reused by another handle */
@@ -106,12 +105,14 @@ void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked);
 
 /*
  * cpuhp__fast_try() - after a failed fast attempt: try again if the hotplug
- * is over.  Return: 0 with *@lease_id; 1: a hotplug is in the way and
- * @timeout_ms is not 0, so wait for a socket lease on a connection of its
- * own; -EAGAIN (@timeout_ms 0); -ECONNRESET if the connection ended (the
- * daemon closed it, stopped or died); -EDQUOT if this thread's slot is
- * full.  A daemon that stopped or died while the connection lives on (a
- * restart that kept it) counts as a hotplug in the way.
+ * is over, on a new region if cpuhpd revoked this one's leases.
+ * Return: 0 with *@lease_id; 1: a hotplug is in the way and @timeout_ms
+ * is not 0, or the handle has no region now (whatever @timeout_ms), so
+ * ask for a socket lease on a connection of its own; -EAGAIN (@timeout_ms 0); -ECONNRESET if the
+ * connection ended (the daemon closed it, stopped or died); -EDQUOT if
+ * this thread's slot is full.  A daemon that stopped or died while the
+ * connection lives on (a restart that kept it) counts as a hotplug in the
+ * way.
  */
 int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
                     uint64_t *lease_id);
@@ -124,10 +125,12 @@ int cpuhp__fast_slow_acquire(struct cpuhp_client *c, struct cpuhp__fast *f, unsi
 struct cpuhp__fast_tls *cpuhp__fast_claim(struct cpuhp__fast *f);
 
 /*
- * The state was not "open" after a slot--: send FastWake if a hotplug waits,
- * or if the daemon stopped or died but the connection is still there (a
- * new daemon that took it over sums again on it).  Return: 0; -ECONNRESET
- * (message set) if the connection has ended, and the lease with it.
+ * The state was not the region's ->live after a slot--: send FastWake if a
+ * hotplug waits, or if the daemon stopped or died but the connection is
+ * still there (a new daemon that took it over sums again on it).
+ * Return: 0; -ETIME (message set) if cpuhpd had revoked the lease (a
+ * delay, a forced hotplug); -ECONNRESET (message set) if the connection
+ * has ended, and the lease with it.  @id 0 (a back-out): no message.
  */
 int cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id);
 
@@ -228,6 +231,7 @@ static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast
 {
 	struct cpuhp__fast_tls *t = cpuhp__fast_tls_get(f);
 	uint64_t seq, id;
+	uint32_t s;
 	int k;
 
 	if (__builtin_expect(!t, 0))
@@ -239,11 +243,11 @@ static inline int cpuhp__fast_acquire(struct cpuhp_client *c, struct cpuhp__fast
 	cpuhp__fast_order(f); /* P */
 	/*
 	 * Acquire: pairs with U, what a hotplug did before "open" is visible to
-	 * the section.  ->revoked is a flag with no partner (relaxed).
+	 * the section.  L: ->live after it, so that a region revoked before
+	 * that "open" is seen revoked (relaxed: the acquire orders it).
 	 */
-	if (__builtin_expect(atomic_load_explicit(&f->hdr->state, memory_order_acquire) ==
-	                             atomic_load_explicit(&f->live, memory_order_relaxed) &&
-	                         !atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed),
+	s = atomic_load_explicit(&f->hdr->state, memory_order_acquire);
+	if (__builtin_expect(s == atomic_load_explicit(&f->reg->head.live, memory_order_relaxed),
 	                     1)) {
 		if (__builtin_expect(t->slot != 0, 1)) {
 			seq = atomic_load_explicit(&t->table->seq, memory_order_relaxed) + 1;
@@ -306,7 +310,7 @@ static inline int cpuhp__fast_release(struct cpuhp_client *c, struct cpuhp__fast
 	/* Out of line, rarely: the state is not "open", or a bypass was noticed meanwhile. */
 	if (__builtin_expect(
 	        atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
-	                atomic_load_explicit(&f->live, memory_order_relaxed) ||
+	                atomic_load_explicit(&f->reg->head.live, memory_order_relaxed) ||
 	            atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed) != bypasses,
 	        0))
 		return cpuhp__fast_released_late(c, f, id, bypasses);

@@ -82,6 +82,21 @@ struct cpuhp_client {
 	 * close.  NULL: socket leases only, so far.
 	 */
 	struct cpuhp__fast *_Atomic fast;
+	/*
+	 * Regions cpuhpd revoked (fastpath.c, fast_renew), newest first, kept
+	 * until close for the releases of the leases they counted; pushed
+	 * under lock, read without it.
+	 */
+	struct cpuhp__fast *_Atomic retired;
+
+	/* HelloReply: this connection's number, which connections opened beside it name
+	 * (Hello.notices_to), and the daemon's --max-delay-ms (0: no delay leases). */
+	uint32_t conn_id, max_delay_ms;
+	/* Connections opened beside this one name it, so that notices come here. */
+	uint32_t notices_to;
+	/* cpuhp_client_set_lease_delay(): this handle's leases are delay leases of it (0: block).
+	 */
+	unsigned delay_ms;
 
 	/*
 	 * Leases held on connections of their own (held.c): those a fast-path
@@ -157,9 +172,12 @@ int cpuhp__client_parse_cpus(struct cpuhp_client *c, const char *what, const cha
  * Connect to @sa and say hello: cpuhp_client_connect() once the path is
  * known.  Without @await_hello the Hello is only sent: the connection's
  * first await (cpuhp__client_hello_finish()) reads its reply, so that a
- * request may follow it at once (call.c).
+ * request may follow it at once (call.c).  @notices_to: the daemon's
+ * number of the handle this connection is opened beside (its conn_id),
+ * where notices about what this one holds go; 0: here.
  */
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out);
+int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t notices_to,
+                       struct cpuhp_client **out);
 
 /*
  * Read the reply to the Hello sent (if it is not read yet) and check the
@@ -406,6 +424,12 @@ int cpuhp__client_forked_error(struct cpuhp_client *c);
  * connection (a message only if no call holds ->lock).
  */
 int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id);
+
+/* list.c: one row of a lease listing (or of what a forced hotplug revoked). */
+void cpuhp__lease_info_from_wire(struct cpuhp_client_lease_info *o, const Cpuhp__LeaseInfo *li);
+
+/* lease.c: @c's lease mode (cpuhp_client_set_lease_delay()) into @acq. */
+void cpuhp__lease_mode(const struct cpuhp_client *c, Cpuhp__LeaseAcquire *acq);
 
 /*
  * lease.c: begin a LeaseAcquire on a connection of its own (no fast path

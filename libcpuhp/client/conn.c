@@ -294,6 +294,7 @@ static int hello_send(struct cpuhp_client *c)
 
 	hello.version = CPUHP__PROTO_VERSION;
 	hello.client_name = program_invocation_short_name;
+	hello.notices_to = c->notices_to;
 	/* Any bytes may name a program; cpuhpd takes UTF-8 only (strfields.h). */
 	name_len = strlen(hello.client_name);
 	if (!cpuhp__text_utf8_valid(hello.client_name, name_len)) {
@@ -326,6 +327,8 @@ int cpuhp__client_hello_finish(struct cpuhp_client *c, int timeout_ms)
 	else if (resp->hello->max_frame && resp->hello->max_frame < c->max_frame)
 		c->max_frame = resp->hello->max_frame;
 	c->fast_offered = ret == 0 && resp->hello->fast_path;
+	c->conn_id = resp->hello->connection;
+	c->max_delay_ms = resp->hello->max_delay_ms;
 	cpuhp__response__free_unpacked(resp, NULL);
 	return ret;
 }
@@ -377,7 +380,8 @@ static int check_daemon_uid(int fd)
 	return -EPERM;
 }
 
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cpuhp_client **out)
+int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t notices_to,
+                       struct cpuhp_client **out)
 {
 	struct cpuhp_client *c;
 	int ret;
@@ -412,6 +416,7 @@ int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, struct cp
 		goto err_free;
 	}
 	c->sa = *sa;
+	c->notices_to = notices_to;
 	cpuhp__frame_decoder_init(&c->dec, CPUHP__FRAME_MAX);
 	c->max_frame = CPUHP__FRAME_MAX;
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -467,7 +472,7 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	return cpuhp__client_open(&sa, true, out);
+	return cpuhp__client_open(&sa, true, 0, out);
 }
 
 void cpuhp_client_close(struct cpuhp_client *c)
@@ -489,6 +494,7 @@ void cpuhp_client_close(struct cpuhp_client *c)
 	cpuhp__client_fork_untrack(c);
 	/* Fast leases still held end here, with the connection, as socket leases do. */
 	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed), forked);
+	cpuhp__client_fast_free(atomic_load_explicit(&c->retired, memory_order_relaxed), forked);
 	cpuhp__held_close_all(c);
 	drop_fds(c);
 	if (c->fd >= 0)

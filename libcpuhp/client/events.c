@@ -7,10 +7,12 @@
  * connection ended with leases held, counted by conn.c).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client-internal.h"
+#include "errmap.h"
 
 void cpuhp__client_queue_event(struct cpuhp_client *c, Cpuhp__Response *ev)
 {
@@ -110,13 +112,50 @@ static int convert_event(struct cpuhp_client *c, const Cpuhp__Event *in,
 			ret = cpuhp__client_parse_cpus(c, "online", pc->online, &ev->online_cpus);
 		break;
 	}
-	case CPUHP__EVENT__KIND_LEASE_REVOKED:
+	case CPUHP__EVENT__KIND_LEASE_REVOKED: {
+		const Cpuhp__LeaseRevoked *rv = in->lease_revoked;
+
 		ev->type = CPUHP_CLIENT_EVENT_LEASE_REVOKED;
-		ev->lease_id = in->lease_revoked->lease_id;
-		ev->held_ms = in->lease_revoked->held_ms;
-		ev->max_lease_ms = in->lease_revoked->max_lease_ms;
+		ev->lease_id = rv->lease_id;
+		ev->held_ms = rv->held_ms;
+		ev->max_lease_ms = rv->max_lease_ms;
+		ev->revoke_reason = rv->reason == CPUHP__REVOKE_REASON__REVOKE_DELAY
+		                        ? CPUHP_CLIENT_REVOKED_DELAY
+		                    : rv->reason == CPUHP__REVOKE_REASON__REVOKE_FORCED
+		                        ? CPUHP_CLIENT_REVOKED_FORCED
+		                        : CPUHP_CLIENT_REVOKED_MAX_LEASE;
+		ev->hotplug_id = rv->hotplug_id;
+		ev->fast = rv->fast;
+		ev->count = rv->fast ? rv->count : 1;
+		ev->delay_ms = rv->delay_ms;
 		ret = 0;
 		break;
+	}
+	case CPUHP__EVENT__KIND_HOTPLUG_PENDING: {
+		const Cpuhp__HotplugPending *hp = in->hotplug_pending;
+
+		ev->type = CPUHP_CLIENT_EVENT_HOTPLUG_PENDING;
+		ev->hotplug_id = hp->hotplug_id;
+		ev->online = hp->online;
+		snprintf(ev->smt, sizeof(ev->smt), "%s", hp->smt);
+		ev->timeout_ms = hp->timeout_ms;
+		ev->force = hp->force;
+		ev->force_grace_ms = hp->force_grace_ms;
+		ret = cpuhp__client_parse_cpus(c, "hotplug", hp->cpus, &ev->cpus);
+		break;
+	}
+	case CPUHP__EVENT__KIND_HOTPLUG_CANCELLED: {
+		const Cpuhp__HotplugCancelled *hc = in->hotplug_cancelled;
+
+		ev->type = CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED;
+		ev->hotplug_id = hc->hotplug_id;
+		ev->online = hc->online;
+		snprintf(ev->smt, sizeof(ev->smt), "%s", hc->smt);
+		ev->error = cpuhp__errmap_from_wire(hc->code);
+		snprintf(ev->message, sizeof(ev->message), "%s", hc->message);
+		ret = cpuhp__client_parse_cpus(c, "hotplug", hc->cpus, &ev->cpus);
+		break;
+	}
 	case CPUHP__EVENT__KIND_LEASE_BYPASSED:
 		ev->type = CPUHP_CLIENT_EVENT_LEASE_BYPASSED;
 		ev->external = true;

@@ -108,7 +108,7 @@ int cpuhp__fast_released_late(struct cpuhp_client *c, struct cpuhp__fast *f, uin
 	int ret = 0;
 
 	if (atomic_load_explicit(&f->hdr->state, memory_order_relaxed) !=
-	    atomic_load_explicit(&f->live, memory_order_relaxed))
+	    atomic_load_explicit(&f->reg->head.live, memory_order_relaxed))
 		ret = cpuhp__fast_after_release(c, f, id);
 	if (ret == 0 &&
 	    atomic_load_explicit(&f->reg->head.bypasses, memory_order_relaxed) != bypasses)
@@ -124,11 +124,16 @@ int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, u
 {
 	char msg[CPUHP_CLIENT_MESSAGE_MAX];
 
-	if (f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed))
+	if (f && f->forks != atomic_load_explicit(&cpuhp__client_forks, memory_order_relaxed))
 		return cpuhp__client_note(
 		    c, -ESRCH,
 		    "this handle was inherited through fork(): its leases are the "
 		    "parent's; connect anew in the child");
+	/* Acquire: pairs with the release that put it on the list (fast_renew). */
+	for (struct cpuhp__fast *r = atomic_load_explicit(&c->retired, memory_order_acquire); r;
+	     r = r->retired_next)
+		if (r != f && CPUHP__FAST_ID_SERIAL(id) == (r->serial & 0x7fff))
+			return cpuhp__fast_release(c, r, id);
 	snprintf(msg, sizeof(msg),
 	         "no fast lease %#llx on this handle: released already, never granted, or "
 	         "taken on another handle (nothing was changed)",
@@ -139,11 +144,24 @@ int cpuhp__fast_release_refused(struct cpuhp_client *c, struct cpuhp__fast *f, u
 int cpuhp__fast_after_release(struct cpuhp_client *c, struct cpuhp__fast *f, uint64_t id)
 {
 	uint32_t s = atomic_load_explicit(&f->hdr->state, memory_order_relaxed);
-	bool live = atomic_load_explicit(&f->live, memory_order_relaxed) == f->open;
+	uint32_t l = atomic_load_explicit(&f->reg->head.live, memory_order_relaxed);
+	bool live = l == f->open;
+	char msg[CPUHP_CLIENT_MESSAGE_MAX];
 
 	/* Open again since the caller looked: nobody waits for this count. */
 	if (live && s == f->open)
 		return 0;
+	/* Revoked: cpuhpd stopped counting the region when it told us (LEASE_REVOKED). */
+	if (l == CPUHP__FAST_LIVE_REVOKED) {
+		if (!id)
+			return 0;
+		snprintf(
+		    msg, sizeof(msg),
+		    "fast lease %#llx was revoked (a delay lease's delay, or a forced hotplug, "
+		    "ran out after the hotplug's notice): it was no longer held from then on",
+		    (unsigned long long)id);
+		return cpuhp__client_note(c, -ETIME, msg);
+	}
 	/*
 	 * Stopped, died or revoked, when the connection has ended too: so has
 	 * the lease (the daemon forgot it), which its holder must hear.  Not
@@ -171,9 +189,14 @@ unsigned cpuhp__fast_lost(struct cpuhp__fast *f)
 {
 	unsigned n = 0;
 
+	uint32_t open;
+
 	if (!f)
 		return 0;
-	atomic_store_explicit(&f->live, CPUHP__FAST_CONN_ENDED, memory_order_relaxed);
+	/* Unless cpuhpd dropped it first (closed, revoked): that says as much. */
+	open = f->open;
+	atomic_compare_exchange_strong_explicit(&f->reg->head.live, &open, CPUHP__FAST_LIVE_ENDED,
+	                                        memory_order_relaxed, memory_order_relaxed);
 	for (unsigned s = 0; s < f->nslots; s++)
 		for (unsigned k = 0; k < CPUHP__FAST_SLOT_MAX_LEASES; k++) {
 			uint64_t v = atomic_load_explicit(&f->table[s].id[k], memory_order_relaxed);
@@ -187,6 +210,7 @@ void cpuhp__client_fast_free(struct cpuhp__fast *f, bool forked)
 {
 	if (!f)
 		return;
+	cpuhp__client_fast_free(f->retired_next, forked);
 	/* A fork child has no such mappings (MADV_DONTFORK); its claim_lock may be taken. */
 	if (f->hdr && !forked)
 		munmap((void *)f->hdr, CPUHP__FAST_HEADER_SIZE);
@@ -255,7 +279,6 @@ static bool map_granted(struct cpuhp__fast *f, const Cpuhp__FastPathGranted *g, 
 		return false;
 	memset(f->table, 0, f->nslots * sizeof(*f->table));
 	f->open = f->hdr->open;
-	atomic_init(&f->live, f->open);
 	switch (g->barrier) {
 	case CPUHP__FAST_BARRIER__FAST_BARRIER_MEMBARRIER_EXPEDITED:
 		/* Per process and idempotent; without it the daemon's barrier skips us. */
@@ -292,17 +315,56 @@ static bool pack_wake(struct cpuhp__fast *f)
 	return f->wake_len != 0;
 }
 
+static int fast_setup(struct cpuhp_client *c);
+
+/*
+ * cpuhpd revoked @f's leases and dropped its region: ask for a new one on
+ * the connection, keeping @f for the releases of what it counted.  Never
+ * waits for the handle's lock (a call may hold it for as long as it
+ * waits): when another thread has it, this lease goes to the socket.
+ * Return: the handle's fast path now, NULL if none.
+ */
+static struct cpuhp__fast *fast_renew(struct cpuhp_client *c, struct cpuhp__fast *f)
+{
+	struct cpuhp__fast *now;
+
+	if (pthread_mutex_trylock(&c->lock))
+		return NULL;
+	now = atomic_load_explicit(&c->fast, memory_order_relaxed);
+	if (now == f && !c->dead && !cpuhp__client_closing(c)) {
+		f->retired_next = atomic_load_explicit(&c->retired, memory_order_relaxed);
+		/* Release: a release that finds it on the list sees it whole. */
+		atomic_store_explicit(&c->retired, f, memory_order_release);
+		atomic_store_explicit(&c->fast, NULL, memory_order_release);
+		c->fast_refused = false;
+		fast_setup(c);
+		now = atomic_load_explicit(&c->fast, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return now;
+}
+
 int cpuhp__fast_try(struct cpuhp_client *c, struct cpuhp__fast *f, unsigned timeout_ms,
                     uint64_t *lease_id)
 {
 	for (;;) {
 		uint32_t s = atomic_load_explicit(&f->hdr->state, memory_order_relaxed);
+		uint32_t l = atomic_load_explicit(&f->reg->head.live, memory_order_relaxed);
 
-		if (atomic_load_explicit(&f->reg->head.revoked, memory_order_relaxed))
+		if (l == CPUHP__FAST_LIVE_REVOKED) {
+			struct cpuhp__fast *nf = fast_renew(c, f);
+
+			/* No region now: a socket lease, which a timeout of 0 only tries. */
+			if (!nf)
+				return 1;
+			f = nf;
+			continue;
+		}
+		if (l == CPUHP__FAST_LIVE_CLOSED)
 			return cpuhp__client_note(c, -ECONNRESET,
 			                          "cpuhpd closed this connection (see its log); "
 			                          "reconnect");
-		if (atomic_load_explicit(&f->live, memory_order_relaxed) != f->open)
+		if (l != f->open)
 			return cpuhp__client_note(c, -ECONNRESET,
 			                          "the connection to cpuhpd ended (the daemon "
 			                          "stopped, died or closed it); reconnect");
@@ -378,6 +440,8 @@ static int fast_setup(struct cpuhp_client *c)
 		return 0;
 	}
 	fr.slots = slots_wanted();
+	fr.mode = c->delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+	fr.delay_ms = c->delay_ms;
 	req.body_case = CPUHP__REQUEST__BODY_FAST_PATH;
 	req.fast_path = &fr;
 	ret = cpuhp__client_call(c, &req, CPUHP__RESPONSE__BODY_FAST_PATH_GRANTED, &resp);

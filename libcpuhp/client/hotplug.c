@@ -105,18 +105,55 @@ cpuhp_client_results_states(const struct cpuhp_client_cpu_result *results, size_
 	return &b->runs[b->first[i]];
 }
 
+/* What a forced request revoked, for free(); -ENOMEM (message set on @c). */
+static int convert_revoked(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
+                           struct cpuhp_client_lease_info **revoked, size_t *n_revoked)
+{
+	struct cpuhp_client_lease_info *v = calloc(reply->n_revoked + 1, sizeof(*v));
+
+	if (!v)
+		return cpuhp__client_error(c, -ENOMEM, "out of memory for %zu revoked leases",
+		                           reply->n_revoked);
+	for (size_t i = 0; i < reply->n_revoked; i++)
+		cpuhp__lease_info_from_wire(&v[i], reply->revoked[i]);
+	*revoked = v;
+	*n_revoked = reply->n_revoked;
+	return 0;
+}
+
 /* Where the results go: the caller's out-parameters, written only on success. */
 struct results_out {
 	struct cpuhp_client_cpu_result **results;
 	size_t *n_results;
 	char *smt_control; /* SetSmt: NULL, or CPUHP_CLIENT_MESSAGE_MAX bytes */
+	struct cpuhp_client_lease_info **revoked; /* forced: NULL, or where the list goes */
+	size_t *n_revoked;
 };
+
+/* @reply's results, and what it revoked if @o asks; all or nothing. */
+static int take_results(struct cpuhp_client *c, const Cpuhp__SetOnlineReply *reply,
+                        const struct results_out *o)
+{
+	struct cpuhp_client_lease_info *rv = NULL;
+	size_t nrv = 0;
+	int ret = o->revoked ? convert_revoked(c, reply, &rv, &nrv) : 0;
+
+	if (ret == 0)
+		ret = convert_results(c, reply, o->results, o->n_results);
+	if (ret < 0) {
+		free(rv);
+		return ret;
+	}
+	if (o->revoked) {
+		*o->revoked = rv;
+		*o->n_revoked = nrv;
+	}
+	return 0;
+}
 
 static int take_set_online(struct cpuhp_client *c, const Cpuhp__Response *resp, void *arg)
 {
-	const struct results_out *o = arg;
-
-	return convert_results(c, resp->set_online, o->results, o->n_results);
+	return take_results(c, resp->set_online, arg);
 }
 
 static void set_online_request(Cpuhp__Request *req, Cpuhp__SetOnline *so, const char *cpus,
@@ -207,12 +244,61 @@ int cpuhp_client_call_set_online_results(struct cpuhp_client_call *call,
 	return ret < 0 ? ret : convert_results(w, resp->set_online, results, n_results);
 }
 
+int cpuhp_client_set_online_forced(struct cpuhp_client *c, const char *cpus, bool online,
+                                   unsigned timeout_ms, unsigned grace_ms,
+                                   struct cpuhp_client_cpu_result **results, size_t *n_results,
+                                   struct cpuhp_client_lease_info **revoked, size_t *n_revoked)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	struct results_out o = {
+	    .results = results, .n_results = n_results, .revoked = revoked, .n_revoked = n_revoked};
+	int ret;
+
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	set_online_request(&req, &so, cpus, online, timeout_ms, c->persist);
+	so.force = true;
+	so.force_grace_ms = grace_ms;
+	return cpuhp__client_leave(c, cpuhp__client_request_locked(c, &req,
+	                                                           CPUHP__RESPONSE__BODY_SET_ONLINE,
+	                                                           take_set_online, &o));
+}
+
+int cpuhp_client_set_online_forced_begin(struct cpuhp_client *c, const char *cpus, bool online,
+                                         unsigned timeout_ms, unsigned grace_ms,
+                                         struct cpuhp_client_call **out)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	bool persist;
+	int ret;
+
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	persist = c->persist;
+	cpuhp__client_leave(c, 0);
+	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
+	so.force = true;
+	so.force_grace_ms = grace_ms;
+	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
+}
+
+int cpuhp_client_call_revoked(struct cpuhp_client_call *call,
+                              struct cpuhp_client_lease_info **revoked, size_t *n_revoked)
+{
+	const Cpuhp__Response *resp;
+	struct cpuhp_client *w;
+	int ret = cpuhp__call_reply(call, CPUHP__RESPONSE__BODY_SET_ONLINE, &resp, &w);
+
+	return ret < 0 ? ret : convert_revoked(w, resp->set_online, revoked, n_revoked);
+}
+
 static int take_smt(struct cpuhp_client *c, const Cpuhp__Response *resp, void *arg)
 {
 	static const Cpuhp__SetOnlineReply none = CPUHP__SET_ONLINE_REPLY__INIT;
 	const struct results_out *o = arg;
-	int ret =
-	    convert_results(c, resp->smt->cpus ? resp->smt->cpus : &none, o->results, o->n_results);
+	int ret = take_results(c, resp->smt->cpus ? resp->smt->cpus : &none, o);
 
 	if (ret == 0 && o->smt_control)
 		snprintf(o->smt_control, CPUHP_CLIENT_MESSAGE_MAX, "%s",
@@ -220,14 +306,18 @@ static int take_smt(struct cpuhp_client *c, const Cpuhp__Response *resp, void *a
 	return ret;
 }
 
-int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control, unsigned timeout_ms,
-                                 struct cpuhp_client_cpu_result **results, size_t *n_results,
-                                 char *smt_control)
+/* SetSmt, forced if @revoked (then with @grace_ms). */
+static int set_smt(struct cpuhp_client *c, const char *control, unsigned timeout_ms,
+                   struct cpuhp_client_cpu_result **results, size_t *n_results, char *smt_control,
+                   unsigned grace_ms, struct cpuhp_client_lease_info **revoked, size_t *n_revoked)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__SetSmt ss = CPUHP__SET_SMT__INIT;
-	struct results_out o = {
-	    .results = results, .n_results = n_results, .smt_control = smt_control};
+	struct results_out o = {.results = results,
+	                        .n_results = n_results,
+	                        .smt_control = smt_control,
+	                        .revoked = revoked,
+	                        .n_revoked = n_revoked};
 	int ret;
 
 	if ((ret = cpuhp__client_enter(c)) < 0)
@@ -241,10 +331,28 @@ int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control, un
 	ss.control = (char *)control;
 	ss.timeout_ms = timeout_ms;
 	ss.persist = c->persist;
+	ss.force = revoked != NULL;
+	ss.force_grace_ms = grace_ms;
 	req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
 	req.set_smt = &ss;
 	return cpuhp__client_leave(
 	    c, cpuhp__client_request_locked(c, &req, CPUHP__RESPONSE__BODY_SMT, take_smt, &o));
+}
+
+int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char *control, unsigned timeout_ms,
+                                 struct cpuhp_client_cpu_result **results, size_t *n_results,
+                                 char *smt_control)
+{
+	return set_smt(c, control, timeout_ms, results, n_results, smt_control, 0, NULL, NULL);
+}
+
+int cpuhp_client_set_smt_forced(struct cpuhp_client *c, const char *control, unsigned timeout_ms,
+                                unsigned grace_ms, struct cpuhp_client_cpu_result **results,
+                                size_t *n_results, char *smt_control,
+                                struct cpuhp_client_lease_info **revoked, size_t *n_revoked)
+{
+	return set_smt(c, control, timeout_ms, results, n_results, smt_control, grace_ms, revoked,
+	               n_revoked);
 }
 
 void cpuhp_client_results_free(struct cpuhp_client_cpu_result *results)

@@ -24,6 +24,38 @@ int cpuhp__client_lease_lost(struct cpuhp_client *c, uint64_t id)
 	return cpuhp__client_note(c, -ECONNRESET, msg);
 }
 
+void cpuhp__lease_mode(const struct cpuhp_client *c, Cpuhp__LeaseAcquire *acq)
+{
+	acq->mode = c->delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+	acq->delay_ms = c->delay_ms;
+}
+
+int cpuhp_client_set_lease_delay(struct cpuhp_client *c, unsigned delay_ms, unsigned *granted_ms)
+{
+	unsigned got = delay_ms;
+	int ret;
+
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	if (delay_ms && !c->max_delay_ms)
+		return cpuhp__client_leave(
+		    c, cpuhp__client_error(c, -EOPNOTSUPP,
+		                           "this cpuhpd is too old for delay leases (it says no "
+		                           "--max-delay-ms); its leases are all block leases"));
+	/* The fast path's region has its mode for life, and so do leases held. */
+	if (atomic_load_explicit(&c->fast, memory_order_relaxed) || c->nfb)
+		return cpuhp__client_leave(
+		    c, cpuhp__client_error(c, -EBUSY,
+		                           "this handle took leases already: set the lease "
+		                           "delay before its first lease (or on a new handle)"));
+	if (got > c->max_delay_ms)
+		got = c->max_delay_ms;
+	c->delay_ms = got;
+	if (granted_ms)
+		*granted_ms = got;
+	return cpuhp__client_leave(c, 0);
+}
+
 /* End socket lease @id held on @c's own connection, under ->lock. */
 static int socket_release_locked(struct cpuhp_client *c, uint64_t id)
 {
@@ -57,6 +89,7 @@ static int socket_acquire(struct cpuhp_client *c, unsigned timeout_ms, uint64_t 
 	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
 
 	acq.timeout_ms = timeout_ms;
+	cpuhp__lease_mode(c, &acq);
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
 	req.lease_acquire = &acq;
 	return cpuhp__client_request(c, &req, CPUHP__RESPONSE__BODY_LEASE_GRANTED, take_granted,
@@ -157,6 +190,9 @@ __attribute__((noinline, cold)) static int release_unknown(struct cpuhp_client *
 		cpuhp__client_forked_error(c);
 		return -ESRCH;
 	}
+	/* Revoked with its region, which the handle has not replaced (yet). */
+	if (atomic_load_explicit(&c->retired, memory_order_acquire))
+		return cpuhp__fast_release_refused(c, NULL, lease_id);
 	if ((ret = cpuhp__client_enter(c)) < 0)
 		return ret;
 	return cpuhp__client_leave(c, cpuhp__client_error(c, -ESRCH,
@@ -186,6 +222,7 @@ int cpuhp__client_lease_begin_own(struct cpuhp_client *c, unsigned timeout_ms, c
 	acq.who = (char *)who;
 	acq.why = (char *)why;
 	acq.timeout_ms = timeout_ms;
+	cpuhp__lease_mode(c, &acq);
 	req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
 	req.lease_acquire = &acq;
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_LEASE_GRANTED, out);

@@ -14,6 +14,21 @@
 
 #include "client-internal.h"
 
+void cpuhp__lease_info_from_wire(struct cpuhp_client_lease_info *o, const Cpuhp__LeaseInfo *li)
+{
+	o->lease_id = li->lease_id;
+	o->fast = li->kind == CPUHP__LEASE_KIND__LEASE_FAST;
+	o->count = li->count;
+	o->pid = li->pid;
+	o->uid = li->uid;
+	snprintf(o->comm, sizeof(o->comm), "%s", li->comm);
+	snprintf(o->who, sizeof(o->who), "%s", li->who);
+	snprintf(o->why, sizeof(o->why), "%s", li->why);
+	o->held_ms = li->held_ms;
+	o->connection = li->connection;
+	o->delay_ms = li->mode == CPUHP__LEASE_MODE__LEASE_DELAY ? li->delay_ms : 0;
+}
+
 /* Room for @more rows after @n in the array at *@v of @size-byte rows.  Return: 0; -ENOMEM. */
 static int grow(void *v, size_t n, size_t more, size_t size)
 {
@@ -37,21 +52,8 @@ static int append_page(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
 	    grow(&l->hotplugs, l->n_hotplugs, in->n_hotplugs, sizeof(*l->hotplugs)) ||
 	    grow(&l->freezes, l->n_freezes, in->n_freezes, sizeof(*l->freezes)))
 		return cpuhp__client_error(c, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < in->n_leases; i++) {
-		const Cpuhp__LeaseInfo *li = in->leases[i];
-		struct cpuhp_client_lease_info *o = &l->leases[l->n_leases++];
-
-		o->lease_id = li->lease_id;
-		o->fast = li->kind == CPUHP__LEASE_KIND__LEASE_FAST;
-		o->count = li->count;
-		o->pid = li->pid;
-		o->uid = li->uid;
-		snprintf(o->comm, sizeof(o->comm), "%s", li->comm);
-		snprintf(o->who, sizeof(o->who), "%s", li->who);
-		snprintf(o->why, sizeof(o->why), "%s", li->why);
-		o->held_ms = li->held_ms;
-		o->connection = li->connection;
-	}
+	for (size_t i = 0; i < in->n_leases; i++)
+		cpuhp__lease_info_from_wire(&l->leases[l->n_leases++], in->leases[i]);
 	for (size_t i = 0; i < in->n_hotplugs; i++) {
 		const Cpuhp__HotplugInfo *hi = in->hotplugs[i];
 		struct cpuhp_client_hotplug_info *o = &l->hotplugs[l->n_hotplugs];
@@ -72,6 +74,9 @@ static int append_page(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
 		o->waited_ms = hi->waited_ms;
 		o->timeout_ms = hi->timeout_ms;
 		snprintf(o->reason, sizeof(o->reason), "%s", hi->reason ? hi->reason : "");
+		o->force = hi->force;
+		o->force_grace_ms = hi->force_grace_ms;
+		snprintf(o->smt, sizeof(o->smt), "%s", hi->smt ? hi->smt : "");
 	}
 	for (size_t i = 0; i < in->n_freezes; i++) {
 		const Cpuhp__FreezeInfo *fi = in->freezes[i];

@@ -196,7 +196,7 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	s->teardown = teardown;
 	s->arg = arg;
 	s->threaded = flags & CPUHP_CLIENT_STATE_THREAD;
-	ret = cpuhp__client_open(&c->sa, true, &s->conn);
+	ret = cpuhp__client_open(&c->sa, true, 0, &s->conn);
 	if (ret < 0) {
 		free(s);
 		/* The per-uid cap is what a process with many states meets: name it. */

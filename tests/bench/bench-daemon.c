@@ -72,22 +72,22 @@ static int wait_ready(int fd)
 	}
 }
 
-int bench_cpuhpd_spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
-                       const char *log_path, bool netlink, pid_t *pid)
+static int spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                 const char *log_path, bool netlink, bool verbose, pid_t *pid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char *argv[] = {(char *)cpuhpd,
-	                "--socket",
-	                (char *)sock,
-	                "--sysfs-root",
-	                (char *)sys_root,
-	                netlink ? NULL : "--no-netlink",
-	                NULL};
+	char *argv[8] = {(char *)cpuhpd, "--socket", (char *)sock, "--sysfs-root",
+	                 (char *)sys_root};
+	unsigned argc = 5;
 	char notify[sizeof(sa.sun_path) + 16], **env;
 	posix_spawn_file_actions_t fa;
 	size_t n = 0;
 	int fd, err;
 
+	if (!netlink)
+		argv[argc++] = "--no-netlink";
+	if (verbose)
+		argv[argc++] = "--verbose";
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -120,10 +120,22 @@ out:
 	return err;
 }
 
+int bench_cpuhpd_spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
+                       const char *log_path, bool netlink, pid_t *pid)
+{
+	return spawn(cpuhpd, dir, sock, sys_root, log_path, netlink, false, pid);
+}
+
 int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
                        const char *log_path, pid_t *pid)
 {
-	return bench_cpuhpd_spawn(cpuhpd, dir, sock, sys_root, log_path, false, pid);
+	return spawn(cpuhpd, dir, sock, sys_root, log_path, false, false, pid);
+}
+
+int bench_cpuhpd_start_verbose(const char *cpuhpd, const char *dir, const char *sock,
+                               const char *sys_root, const char *log_path, pid_t *pid)
+{
+	return spawn(cpuhpd, dir, sock, sys_root, log_path, false, true, pid);
 }
 
 void bench_cpuhpd_stop(pid_t pid)

@@ -52,6 +52,10 @@ int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, co
 int bench_cpuhpd_spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
                        const char *log_path, bool netlink, pid_t *pid);
 
+/* bench_cpuhpd_start() with --verbose: its debug lines in @log_path too. */
+int bench_cpuhpd_start_verbose(const char *cpuhpd, const char *dir, const char *sock,
+                               const char *sys_root, const char *log_path, pid_t *pid);
+
 /* Stop the cpuhpd of bench_cpuhpd_start() (SIGTERM) and reap it. */
 void bench_cpuhpd_stop(pid_t pid);
 

@@ -15,8 +15,11 @@
  *   rawconnect NAME         connect only
  *   send NAME REQ...        send a request, print its id; REQ is one of
  *                           hello VERSION | acquire MS | release ID | status | watch
+ *                           | acquiredelay MS DELAY_MS | hellofrom VERSION CONN
  *                           | online CPUS MS | offline CPUS MS | empty
- *                           | identify WHO WHY | acquireas MS WHO WHY
+ *                           | forceonline CPUS MS GRACE_MS | forceoffline CPUS MS GRACE_MS
+ *                           | forcesmt WORD MS GRACE_MS
+ *                           | identify WHO WHY | acquireas MS WHO WHY | leases
  *                           | freeze WHO WHY | thaw ID
  *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
@@ -183,6 +186,33 @@ static void print_results(Cpuhp__CpuResult **r, size_t n)
 	printf("]");
 }
 
+static void print_lease_info(const Cpuhp__LeaseInfo *li)
+{
+	printf("{\"lease_id\":%" PRIu64 ",\"fast\":%s,\"count\":%u,\"pid\":%u,"
+	       "\"uid\":%u,\"held_ms\":%" PRIu64 ",\"connection\":%u,\"mode\":\"%s\","
+	       "\"delay_ms\":%u,\"comm\":",
+	       li->lease_id, li->kind == CPUHP__LEASE_KIND__LEASE_FAST ? "true" : "false",
+	       li->count, li->pid, li->uid, li->held_ms, li->connection,
+	       li->mode == CPUHP__LEASE_MODE__LEASE_DELAY ? "delay" : "block", li->delay_ms);
+	jstr(li->comm);
+	printf(",\"who\":");
+	jstr(li->who);
+	printf(",\"why\":");
+	jstr(li->why);
+	printf("}");
+}
+
+/* A forced hotplug's revoked leases, as a "revoked" member. */
+static void print_revoked(Cpuhp__LeaseInfo **v, size_t n)
+{
+	printf(",\"revoked\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s", i ? "," : "");
+		print_lease_info(v[i]);
+	}
+	printf("]");
+}
+
 static void print_response(const Cpuhp__Response *r)
 {
 	printf("{\"id\":%" PRIu64 ",", r->id);
@@ -194,14 +224,19 @@ static void print_response(const Cpuhp__Response *r)
 		break;
 	case CPUHP__RESPONSE__BODY_HELLO:
 		printf("\"kind\":\"hello\",\"version\":%u,\"max_frame\":%u,\"fast_path\":%s,"
-		       "\"daemon_version\":",
+		       "\"max_delay_ms\":%u,\"connection\":%u,\"daemon_version\":",
 		       r->hello->version, r->hello->max_frame,
-		       r->hello->fast_path ? "true" : "false");
+		       r->hello->fast_path ? "true" : "false", r->hello->max_delay_ms,
+		       r->hello->connection);
 		jstr(r->hello->daemon_version);
 		break;
 	case CPUHP__RESPONSE__BODY_LEASE_GRANTED:
-		printf("\"kind\":\"lease_granted\",\"lease_id\":%" PRIu64,
-		       r->lease_granted->lease_id);
+		printf("\"kind\":\"lease_granted\",\"lease_id\":%" PRIu64
+		       ",\"mode\":\"%s\",\"delay_ms\":%u,\"delay_clipped\":%s",
+		       r->lease_granted->lease_id,
+		       r->lease_granted->mode == CPUHP__LEASE_MODE__LEASE_DELAY ? "delay" : "block",
+		       r->lease_granted->delay_ms,
+		       r->lease_granted->delay_clipped ? "true" : "false");
 		break;
 	case CPUHP__RESPONSE__BODY_LEASE_RELEASED:
 		printf("\"kind\":\"lease_released\",\"lease_id\":%" PRIu64,
@@ -212,6 +247,7 @@ static void print_response(const Cpuhp__Response *r)
 		jstr(r->set_online->online);
 		printf(",\"results\":");
 		print_results(r->set_online->results, r->set_online->n_results);
+		print_revoked(r->set_online->revoked, r->set_online->n_revoked);
 		break;
 	case CPUHP__RESPONSE__BODY_STATUS: {
 		const Cpuhp__Status *s = r->status;
@@ -246,6 +282,8 @@ static void print_response(const Cpuhp__Response *r)
 			print_results(r->smt->cpus->results, r->smt->cpus->n_results);
 		else
 			printf("[]");
+		if (r->smt->cpus)
+			print_revoked(r->smt->cpus->revoked, r->smt->cpus->n_revoked);
 		break;
 	case CPUHP__RESPONSE__BODY_METRICS:
 		printf("\"kind\":\"metrics\",\"text\":");
@@ -261,26 +299,20 @@ static void print_response(const Cpuhp__Response *r)
 		for (size_t i = 0; i < l->n_leases; i++) {
 			const Cpuhp__LeaseInfo *li = l->leases[i];
 
-			printf("%s{\"lease_id\":%" PRIu64 ",\"fast\":%s,\"count\":%u,\"pid\":%u,"
-			       "\"uid\":%u,\"held_ms\":%" PRIu64 ",\"connection\":%u,\"comm\":",
-			       i ? "," : "", li->lease_id,
-			       li->kind == CPUHP__LEASE_KIND__LEASE_FAST ? "true" : "false",
-			       li->count, li->pid, li->uid, li->held_ms, li->connection);
-			jstr(li->comm);
-			printf(",\"who\":");
-			jstr(li->who);
-			printf(",\"why\":");
-			jstr(li->why);
-			printf("}");
+			printf("%s", i ? "," : "");
+			print_lease_info(li);
 		}
 		printf("],\"hotplugs\":[");
 		for (size_t i = 0; i < l->n_hotplugs; i++) {
 			const Cpuhp__HotplugInfo *h = l->hotplugs[i];
 
 			printf("%s{\"seq\":%" PRIu64 ",\"online\":%s,\"state\":\"%s\",\"pid\":%u,"
-			       "\"uid\":%u,\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u,\"cpus\":",
+			       "\"uid\":%u,\"waited_ms\":%" PRIu64
+			       ",\"timeout_ms\":%u,\"force\":%s,"
+			       "\"force_grace_ms\":%u,\"cpus\":",
 			       i ? "," : "", h->seq, h->online ? "true" : "false",
-			       writer_name(h->state), h->pid, h->uid, h->waited_ms, h->timeout_ms);
+			       writer_name(h->state), h->pid, h->uid, h->waited_ms, h->timeout_ms,
+			       h->force ? "true" : "false", h->force_grace_ms);
 			jstr(h->cpus);
 			printf(",\"comm\":");
 			jstr(h->comm);
@@ -340,10 +372,39 @@ static void print_response(const Cpuhp__Response *r)
 			printf(",\"online\":");
 			jstr(e->present_changed->online);
 		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
+			const Cpuhp__LeaseRevoked *rv = e->lease_revoked;
+			static const char *const reasons[] = {"max_lease", "delay", "forced"};
+
 			printf("\"event\":\"lease_revoked\",\"lease_id\":%" PRIu64
-			       ",\"held_ms\":%" PRIu64 ",\"max_lease_ms\":%u",
-			       e->lease_revoked->lease_id, e->lease_revoked->held_ms,
-			       e->lease_revoked->max_lease_ms);
+			       ",\"held_ms\":%" PRIu64 ",\"max_lease_ms\":%u,\"reason\":\"%s\","
+			       "\"hotplug_id\":%" PRIu64
+			       ",\"fast\":%s,\"count\":%u,\"delay_ms\":%u",
+			       rv->lease_id, rv->held_ms, rv->max_lease_ms,
+			       (unsigned)rv->reason < 3 ? reasons[rv->reason] : "?", rv->hotplug_id,
+			       rv->fast ? "true" : "false", rv->count, rv->delay_ms);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_HOTPLUG_PENDING) {
+			const Cpuhp__HotplugPending *hp = e->hotplug_pending;
+
+			printf(
+			    "\"event\":\"hotplug_pending\",\"hotplug_id\":%" PRIu64
+			    ",\"online\":%s,\"timeout_ms\":%u,\"force\":%s,\"force_grace_ms\":%u,"
+			    "\"cpus\":",
+			    hp->hotplug_id, hp->online ? "true" : "false", hp->timeout_ms,
+			    hp->force ? "true" : "false", hp->force_grace_ms);
+			jstr(hp->cpus);
+			printf(",\"smt\":");
+			jstr(hp->smt);
+		} else if (e->kind_case == CPUHP__EVENT__KIND_HOTPLUG_CANCELLED) {
+			const Cpuhp__HotplugCancelled *hc = e->hotplug_cancelled;
+
+			printf("\"event\":\"hotplug_cancelled\",\"hotplug_id\":%" PRIu64
+			       ",\"online\":%s,\"code\":\"%s\",\"cpus\":",
+			       hc->hotplug_id, hc->online ? "true" : "false", code_name(hc->code));
+			jstr(hc->cpus);
+			printf(",\"smt\":");
+			jstr(hc->smt);
+			printf(",\"message\":");
+			jstr(hc->message);
 		} else if (e->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED) {
 			printf("\"event\":\"lease_bypassed\",\"leases\":%u,\"online\":",
 			       e->lease_bypassed->leases);
@@ -658,8 +719,20 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		hello.client_name = (char *)"cpuhpd-probe";
 		req.body_case = CPUHP__REQUEST__BODY_HELLO;
 		req.hello = &hello;
+	} else if (!strcmp(k, "hellofrom") && argc >= 3) {
+		hello.version = (uint32_t)strtoul(argv[1], NULL, 10);
+		hello.client_name = (char *)"cpuhpd-probe";
+		hello.notices_to = (uint32_t)strtoul(argv[2], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_HELLO;
+		req.hello = &hello;
 	} else if (!strcmp(k, "acquire") && argc >= 2) {
 		acq.timeout_ms = (uint32_t)strtoul(argv[1], NULL, 10);
+		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+		req.lease_acquire = &acq;
+	} else if (!strcmp(k, "acquiredelay") && argc >= 3) {
+		acq.timeout_ms = (uint32_t)strtoul(argv[1], NULL, 10);
+		acq.mode = CPUHP__LEASE_MODE__LEASE_DELAY;
+		acq.delay_ms = (uint32_t)strtoul(argv[2], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
 		req.lease_acquire = &acq;
 	} else if (!strcmp(k, "acquireas") && argc >= 4) {
@@ -682,9 +755,11 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		th.freeze_id = strtoull(argv[1], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_THAW;
 		req.thaw = &th;
-	} else if (!strcmp(k, "smt") && argc >= 3) {
+	} else if ((!strcmp(k, "smt") && argc >= 3) || (!strcmp(k, "forcesmt") && argc >= 4)) {
 		smt.control = identity_word(argv[1]);
 		smt.timeout_ms = (uint32_t)strtoul(argv[2], NULL, 10);
+		smt.force = !strcmp(k, "forcesmt");
+		smt.force_grace_ms = smt.force ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
 		req.body_case = CPUHP__REQUEST__BODY_SET_SMT;
 		req.set_smt = &smt;
 	} else if (!strcmp(k, "metrics")) {
@@ -701,10 +776,13 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		rel.lease_id = strtoull(argv[1], NULL, 10);
 		req.body_case = CPUHP__REQUEST__BODY_LEASE_RELEASE;
 		req.lease_release = &rel;
-	} else if ((!strcmp(k, "online") || !strcmp(k, "offline")) && argc >= 3) {
+	} else if (((!strcmp(k, "online") || !strcmp(k, "offline")) && argc >= 3) ||
+	           ((!strcmp(k, "forceonline") || !strcmp(k, "forceoffline")) && argc >= 4)) {
 		so.cpus = argv[1];
-		so.online = !strcmp(k, "online");
+		so.online = !strcmp(k, "online") || !strcmp(k, "forceonline");
 		so.timeout_ms = (uint32_t)strtoul(argv[2], NULL, 10);
+		so.force = !strncmp(k, "force", 5);
+		so.force_grace_ms = so.force ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
 		req.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		req.set_online = &so;
 	} else if (!strcmp(k, "status")) {

@@ -9,6 +9,8 @@
  * Commands:
  *   connect H               connect handle H; says whether it has the fast path
  *                           (asked for here, as a first lease would)
+ *   connectdelay H MS       the same, its leases delay leases of MS ms
+ *                           (cpuhp_client_set_lease_delay() first; says the delay got)
  *   thread T H              start thread T on handle H
  *   acquire T MS            T calls cpuhp_client_lease_acquire(H, MS); prints
  *                           {"queued":true}; the result comes with "wait T"
@@ -23,7 +25,8 @@
  *                           handle H, releases ID (the parent's) if given, and
  *                           asks for status (the parent waits for it)
  *   event H [MS]            wait up to MS ms (default 0) for H's socket to be
- *                           readable, then cpuhp_client_next_event(H, 0)
+ *                           readable, then cpuhp_client_next_event(H, 0): its type
+ *                           and what the notices say (hotplug_id, reason, fast, count)
  *   forkstay H              a child of fork() that keeps the inherited handle H
  *                           and blocks reading stdin; prints its pid
  *   close H                 cpuhp_client_close(H) (its threads must be idle)
@@ -267,9 +270,14 @@ static void next_event(struct handle *h, const char *ms)
 	int readable = poll(&p, 1, ms ? atoi(ms) : 0);
 	int ret = cpuhp_client_next_event(h->c, 0, &ev);
 
-	printf("{\"readable\":%s,\"ret\":%d,\"type\":%d,\"leases\":%u,\"message\":\"%s\"}\n",
-	       readable > 0 ? "true" : "false", ret, ret ? 0 : (int)ev.type, ret ? 0 : ev.leases,
-	       ret ? cpuhp_client_last_message(h->c) : "");
+	if (ret)
+		memset(&ev, 0, sizeof(ev));
+	printf("{\"readable\":%s,\"ret\":%d,\"type\":%d,\"leases\":%u,\"hotplug_id\":%" PRIu64
+	       ",\"reason\":%d,\"fast\":%s,\"count\":%u,\"delay_ms\":%u,\"force\":%s,"
+	       "\"message\":\"%s\"}\n",
+	       readable > 0 ? "true" : "false", ret, (int)ev.type, ev.leases, ev.hotplug_id,
+	       (int)ev.revoke_reason, ev.fast ? "true" : "false", ev.count, ev.delay_ms,
+	       ev.force ? "true" : "false", ret ? cpuhp_client_last_message(h->c) : "");
 }
 
 /* A child that lives on with the inherited handle until stdin has a line or ends. */
@@ -297,21 +305,26 @@ static void command(char *line)
 		printf("{\"error\":\"empty command\"}\n");
 	} else if (!strcmp(cmd, "pid")) {
 		printf("{\"pid\":%d}\n", (int)getpid());
-	} else if (!strcmp(cmd, "connect") && a && nhandles < MAX_NAMED) {
+	} else if ((!strcmp(cmd, "connect") || (!strcmp(cmd, "connectdelay") && b)) && a &&
+	           nhandles < MAX_NAMED) {
+		unsigned granted = 0;
 		int ret, fast = 0;
 
 		h = &handles[nhandles];
 		snprintf(h->name, sizeof(h->name), "%s", a);
 		ret = cpuhp_client_connect(sock_path, &h->c);
+		if (ret == 0 && b)
+			ret = cpuhp_client_set_lease_delay(h->c, (unsigned)strtoul(b, NULL, 10),
+			                                   &granted);
 		if (ret == 0)
 			fast = cpuhp_client_fast_path(h->c);
 		if (ret == 0 && fast >= 0)
 			nhandles++;
-		printf("{\"ret\":%d,\"fast\":%s}\n",
+		printf("{\"ret\":%d,\"fast\":%s,\"delay_ms\":%u}\n",
 		       ret        ? ret
 		       : fast < 0 ? fast
 		                  : 0,
-		       fast > 0 ? "true" : "false");
+		       fast > 0 ? "true" : "false", granted);
 	} else if (!strcmp(cmd, "thread") && a && b && (h = find_handle(b)) &&
 	           nworkers < MAX_NAMED) {
 		w = &workers[nworkers++];

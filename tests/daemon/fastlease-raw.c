@@ -15,8 +15,8 @@
  *   set SLOT VALUE         store VALUE into a slot's count
  *   setrel SLOT VALUE      store VALUE into a slot's released word
  *   closed                 read until the daemon closes the connection; prints the
- *                          last id-0 error's code and message and the revoked word
- *   state                  the header's state and open words, the region's revoked word
+ *                          last id-0 error's code and message and the region's live word
+ *   state                  the header's state and open words, the region's live word
  *   wake                   send FastWake (unanswered)
  *   acquire MS             a socket LeaseAcquire; prints the reply
  *   status                 a Status; prints its lease fields
@@ -238,8 +238,8 @@ static void cmd_resize(void)
 
 static void cmd_state(void)
 {
-	printf("{\"state\":%" PRIu32 ",\"open\":%" PRIu32 ",\"revoked\":%" PRIu32 "}\n",
-	       atomic_load(&hdr->state), hdr->open, atomic_load(&reg->head.revoked));
+	printf("{\"state\":%" PRIu32 ",\"open\":%" PRIu32 ",\"live\":%" PRIu32 "}\n",
+	       atomic_load(&hdr->state), hdr->open, atomic_load(&reg->head.live));
 }
 
 static void cmd_acquire(unsigned ms)
@@ -293,8 +293,8 @@ static void cmd_closed(void)
 		}
 		cpuhp__response__free_unpacked(r, NULL);
 	}
-	printf("{\"eof\":true,\"code\":\"%s\",\"message\":\"%s\",\"revoked\":%u}\n", code, msg,
-	       reg ? (unsigned)atomic_load(&reg->head.revoked) : 0u);
+	printf("{\"eof\":true,\"code\":\"%s\",\"message\":\"%s\",\"live\":%u}\n", code, msg,
+	       reg ? (unsigned)atomic_load(&reg->head.live) : 0u);
 }
 
 static void cmd_wake(void)

@@ -9,7 +9,9 @@
  * back), and inside a compaction, between the new base and its slot or
  * inside the slot (the old generation reads back whole).  Compactions of
  * both kinds (the new base at the data start, and after the records) must
- * happen, and the memfd must stay within a bound of what it holds.
+ * happen, and the memfd must stay within a bound of what it holds.  Each
+ * connection's lines end with its "ready" line, and each request has its
+ * "hotplug" line, as a hotplug's notices write them.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -41,13 +43,17 @@ static void save_conn(const struct cpuhpd_conn *c, FILE *f)
 {
 	for (unsigned k = 0; k < records[c->id - 1]; k++)
 		fprintf(f, "wait %u %u 5 7 - -\n", c->id, k + 1);
+	/* A hotplug's notice told, the record count as its number. */
+	fprintf(f, "ready %u 0 %u 0\n", c->id, records[c->id - 1]);
 }
 
 static void save_requests(struct cpuhpd *dd, FILE *f)
 {
 	(void)dd;
+	/* Each a hotplug whose number is its payload byte, announced or not. */
 	for (unsigned i = 0; i < nreqs; i++)
-		fprintf(f, "req %u %02x\n", reqs[i][0], reqs[i][1]);
+		fprintf(f, "hotplug %u %u %u %u\nreq %u %02x\n", reqs[i][0], i + 1, reqs[i][1],
+		        reqs[i][1] % 2, reqs[i][0], reqs[i][1]);
 }
 
 static void save_ids(const struct cpuhpd *dd, struct cpuhpd_saved *ids)
@@ -94,6 +100,7 @@ static void check_reads(const char *buf, size_t len)
 		n++;
 		CHECK_EQ_STR(sc->who, conns[i]->who);
 		CHECK_EQ_INT(sc->nwaits, records[i]);
+		CHECK_EQ_INT(sc->told_seq, records[i]);
 	}
 	CHECK_EQ_INT(s.nconns, n);
 	for (unsigned i = 0; i < nreqs; i++) {
@@ -102,9 +109,14 @@ static void check_reads(const char *buf, size_t len)
 		CHECK(r < s.nreqs);
 		CHECK_EQ_INT(s.reqs[r].conn, reqs[i][0]);
 		CHECK_EQ_INT(s.reqs[r].req.data[0], reqs[i][1]);
+		CHECK(r < s.nhotplugs);
+		CHECK_EQ_INT(s.hotplugs[r].conn, reqs[i][0]);
+		CHECK_EQ_INT(s.hotplugs[r].seq, reqs[i][1]);
+		CHECK_EQ_INT(s.hotplugs[r].noticed_at, reqs[i][1] % 2);
 		r++;
 	}
 	CHECK_EQ_INT(s.nreqs, r);
+	CHECK_EQ_INT(s.nhotplugs, r);
 	cpuhpd_statetext_free(&s);
 }
 

@@ -49,13 +49,14 @@ def test_leases_default_table_aligns_the_default_columns(daemon4, two_holders):
     r = ctl(daemon4, 'leases')
     assert r.returncode == 0, r
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ['WHO', 'PID', 'UID', 'KIND', 'COUNT', 'HELD', 'WHY'], lines
-    rows = [re.split(r'\s+', x.strip(), maxsplit=6) for x in lines[1:3]]
-    assert [(x[0], x[1], x[-1]) for x in rows] == [
-        ('pools', str(two_holders[0].p.pid), 'sizing pools'),
-        ('bench', str(two_holders[1].p.pid), 'pinned')], lines
+    assert lines[0].split() == ['WHO', 'PID', 'UID', 'KIND', 'MODE', 'COUNT', 'HELD', 'WHY'], \
+        lines
+    rows = [re.split(r'\s+', x.strip(), maxsplit=7) for x in lines[1:3]]
+    assert [(x[0], x[1], x[4], x[-1]) for x in rows] == [
+        ('pools', str(two_holders[0].p.pid), 'block', 'sizing pools'),
+        ('bench', str(two_holders[1].p.pid), 'block', 'pinned')], lines
     # A fast lease's time is a lower bound, marked '>'.
-    assert all(re.fullmatch(r'>?(\d+ms|\d+\.\ds|\d+m\d\ds|\d+h\d\dm)', x[5]) for x in rows), rows
+    assert all(re.fullmatch(r'>?(\d+ms|\d+\.\ds|\d+m\d\ds|\d+h\d\dm)', x[6]) for x in rows), rows
     assert '2 holder(s) listed.' in r.stdout
 
 
@@ -67,16 +68,17 @@ def test_output_raw_and_noheadings_print_the_chosen_columns_for_scripts(daemon4,
                                      f'bench {two_holders[1].p.pid} pinned'], r.stdout
     r = ctl(daemon4, 'leases', '--output', '+COMM,LEASE_ID', '-r')
     lines = r.stdout.splitlines()
-    assert lines[0] == 'WHO PID UID KIND COUNT HELD WHY COMM LEASE_ID', lines
-    assert len(lines) == 3 and all(line.split()[7] == 'cpuhpctl' for line in lines[1:]), lines
+    assert lines[0] == 'WHO PID UID KIND MODE COUNT HELD WHY COMM LEASE_ID', lines
+    assert len(lines) == 3 and all(line.split()[8] == 'cpuhpctl' for line in lines[1:]), lines
 
 
 def test_json_is_an_array_of_rows_keyed_by_the_columns(daemon4, two_holders):
     out = json.loads(ctl(daemon4, 'leases', '-J').stdout)
     assert set(out) == {'leases', 'hotplugs', 'freezes', 'restart_grace_ms'}, out
     row = out['leases'][0]
-    assert set(row) == {'who', 'pid', 'uid', 'kind', 'count', 'why', 'comm', 'lease_id',
-                        'held_ms', 'connection'}, row
+    assert set(row) == {'who', 'pid', 'uid', 'kind', 'mode', 'count', 'why', 'comm',
+                        'lease_id', 'held_ms', 'connection', 'delay_ms'}, row
+    assert (row['mode'], row['delay_ms']) == ('block', 0), row
     assert (row['who'], row['why'], row['pid']) == ('pools', 'sizing pools',
                                                     two_holders[0].p.pid), row
     assert isinstance(row['held_ms'], int) and isinstance(row['count'], int), row
@@ -114,8 +116,8 @@ def test_states_table_and_json(daemon4):
 
 
 @pytest.mark.parametrize('cmd, columns', [
-    ('leases', ['WHO', 'PID', 'UID', 'KIND', 'COUNT', 'HELD', 'WHY', 'COMM', 'LEASE_ID',
-                'HELD_MS', 'CONNECTION']),
+    ('leases', ['WHO', 'PID', 'UID', 'KIND', 'MODE', 'COUNT', 'HELD', 'WHY', 'COMM',
+                'LEASE_ID', 'HELD_MS', 'CONNECTION', 'DELAY_MS']),
     ('states', ['ID', 'NAME', 'PRIORITY', 'DEADLINE', 'DEADLINE_MS', 'PID', 'UID', 'COMM',
                 'CPUS']),
 ])

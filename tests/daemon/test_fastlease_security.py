@@ -36,7 +36,7 @@ def test_header_cannot_be_written_by_a_client_in_any_way(raw):
     assert r['reopen'] == errno.EPERM, r
     assert r['mprotect'] == errno.EACCES, r
     s = raw('state')
-    assert s['state'] == s['open'] != 0 and s['revoked'] == 0, s
+    assert s['state'] == s['open'] == s['live'] != 0, s
 
 
 def test_region_and_header_cannot_be_resized_or_resealed(raw):

@@ -183,7 +183,7 @@ def test_a_fast_leases_age_is_said_to_be_a_lower_bound(daemon4):
         assert ', 1 fast lease, held at least ' in r.stderr, r
         text = ctl(daemon4, 'leases')
         [row] = [line for line in text.stdout.splitlines() if ' fast ' in line]
-        assert row.split()[4] == '1' and row.split()[5].startswith('>'), row
+        assert row.split()[5] == '1' and row.split()[6].startswith('>'), row
     finally:
         client.kill()
 

@@ -35,9 +35,12 @@ def test_sigterm_while_a_hotplug_waits_cancels_it_exits_0_and_removes_the_socket
         assert r['id'] == hp and error_code(r) == 'ERR_ECANCELED', r
         r = p.recv('b')
         assert r['id'] == lw and error_code(r) == 'ERR_ECANCELED', r
-        # Every client then hears the id-0 shutdown error, and the end of the stream.
+        # The holder was told the hotplug was pending, then that it was cancelled;
+        # every client then hears the id-0 shutdown error, and the end of the stream.
         end = p('eof a')
-        assert [x['code'] for x in end['responses']] == ['ERR_ECANCELED'], end
+        assert [(x['kind'], x.get('event'), x.get('code')) for x in end['responses']] == [
+            ('event', 'hotplug_pending', None), ('event', 'hotplug_cancelled', 'ERR_ECANCELED'),
+            ('error', None, 'ERR_ECANCELED')], end
         assert d.wait() == 0, d.log()
         assert not os.path.exists(d.socket)
         assert sim.read_online(1) == '1'

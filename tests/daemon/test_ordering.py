@@ -84,12 +84,15 @@ def test_hotplugs_run_one_at_a_time_in_arrival_order(daemon, sim, probe):
     probe.call('a', 'release', lease)
     for name, changed in (('h1', True), ('h2', True), ('h3', True)):
         assert probe.recv(name)['results'][0]['changed'] == changed
-    # The watcher saw three sections, each started and finished before the next.
+    # The watcher saw three sections, each started and finished before the next;
+    # only the first waited (for a's lease), so only it was announced pending.
     kinds = []
-    while len(kinds) < 9:
+    while len(kinds) < 10:
         ev = probe.recv('w')
         kinds.append((ev['event'], ev.get('online')))
-    assert [k for k, _ in kinds] == ['hotplug_started', 'hotplug_finished', 'online_changed'] * 3
+    assert kinds[0] == ('hotplug_pending', False), kinds
+    assert [k for k, _ in kinds[1:]] == ['hotplug_started', 'hotplug_finished',
+                                         'online_changed'] * 3
     assert [o for k, o in kinds if k == 'hotplug_started'] == [False, True, False]
     assert sim.read_online(1) == '0'
 
@@ -108,7 +111,9 @@ def test_several_cpus_are_one_writer_section(daemon4, sim4, probe):
     assert [x['cpu'] for x in r['results']] == [1, 2, 3]
     assert all(x['changed'] for x in r['results'])
     assert r['online'] == '0'
-    # One started/finished pair for the three CPUs; the waiting lease came after all of them.
+    # One pending/started/finished for the three CPUs; the waiting lease came after all of them.
+    pending = probe.recv('w')
+    assert pending['event'] == 'hotplug_pending' and pending['cpus'] == '1-3', pending
     assert probe.recv('w')['event'] == 'hotplug_started'
     fin = probe.recv('w')
     assert fin['event'] == 'hotplug_finished' and len(fin['results']) == 3

@@ -43,6 +43,8 @@ def test_a_lease_held_past_max_lease_ms_is_revoked_and_its_holder_told(tmp, sim4
         assert p.call('a', 'identify', 'pools', 'sizing')['kind'] == 'identified'
         lease = p.lease('a')
         hp = p.send('b', 'offline', 2, 60000)             # waits behind the lease
+        ev = p.recv('a')                                  # told it waits, id 0
+        assert (ev['id'], ev['event'], ev['cpus']) == (0, 'hotplug_pending', '2'), ev
         ev = p.recv('a')                                  # the notice, id 0
         assert ev['id'] == 0 and ev['kind'] == 'event', ev
         assert (ev['event'], ev['lease_id'], ev['max_lease_ms']) == ('lease_revoked', lease, 300)

@@ -13,9 +13,11 @@
  * daemon's side of the bargain: every reply must answer a request of this
  * connection that is still unanswered.  A reply to an id never sent or
  * already answered (a request answered twice) is an anomaly: it prints
- * "anomaly: ..." and exits 3.  Under cpuhpd --max-lease-ms a lease may be
- * revoked: its LeaseRevoked notice (id 0) is noted ("got 0 revoked ID"), and
- * then, only then, its release may be answered ERR_ETIME.
+ * "anomaly: ..." and exits 3.  A lease may be revoked (cpuhpd
+ * --max-lease-ms, a delay lease's delay, a forced hotplug): its LeaseRevoked
+ * notice (id 0) is noted ("got 0 revoked ID"), and then, only then, its
+ * release may be answered ERR_ETIME.  Other notices to a lease holder (a
+ * hotplug pending or cancelled) answer nothing: a line "notice" each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -124,13 +126,18 @@ static Cpuhp__Response *recv_reply(struct client *c)
 				continue;
 			if (cpuhp__frame_unpack_response(payload, plen, &r))
 				anomaly("a frame that is not a Response (%zu bytes)", plen);
-			/* A notice, no reply: a lease of ours held past --max-lease-ms. */
+			/* A notice, no reply: a lease of ours revoked, or a hotplug's notice. */
 			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT &&
 			    r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED) {
 				uint64_t id = r->event->lease_revoked->lease_id;
 
 				printf("got 0 revoked %" PRIu64 "\n", id);
 				c->revoked[c->nrevoked++ % MAX_OUT] = id;
+				cpuhp__response__free_unpacked(r, NULL);
+				continue;
+			}
+			if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_EVENT) {
+				printf("notice\n");
 				cpuhp__response__free_unpacked(r, NULL);
 				continue;
 			}
@@ -210,8 +217,11 @@ static void connect_hello(struct client *c, const char *path)
 	cpuhp__response__free_unpacked(r, NULL);
 }
 
-/* One round: acquire @k leases (pipelined), then release those granted. */
-static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
+/*
+ * One round: acquire @k leases (pipelined; delay leases of @delay_ms unless
+ * 0), then release those granted.
+ */
+static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms, uint32_t delay_ms)
 {
 	Cpuhp__LeaseAcquire acq = CPUHP__LEASE_ACQUIRE__INIT;
 	Cpuhp__LeaseRelease rel = CPUHP__LEASE_RELEASE__INIT;
@@ -219,6 +229,8 @@ static void lease_round(struct client *c, unsigned k, uint32_t timeout_ms)
 	unsigned granted = 0;
 
 	acq.timeout_ms = timeout_ms;
+	acq.mode = delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+	acq.delay_ms = delay_ms;
 	for (unsigned i = 0; i < k; i++) {
 		Cpuhp__Request req = CPUHP__REQUEST__INIT;
 
@@ -299,8 +311,8 @@ static void freeze_round(struct client *c, unsigned k)
 	}
 }
 
-/* One round: @cpus offline, then online. */
-static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_ms)
+/* One round: @cpus offline, then online; forced with a grace of @grace_ms unless -1. */
+static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_ms, long grace_ms)
 {
 	for (int online = 0; online < 2; online++) {
 		Cpuhp__Request req = CPUHP__REQUEST__INIT;
@@ -310,6 +322,8 @@ static void hotplug_round(struct client *c, const char *cpus, uint32_t timeout_m
 		so.cpus = (char *)cpus;
 		so.online = online;
 		so.timeout_ms = timeout_ms;
+		so.force = grace_ms >= 0;
+		so.force_grace_ms = grace_ms >= 0 ? (uint32_t)grace_ms : 0;
 		req.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		req.set_online = &so;
 		send_req(c, &req, online ? "online" : "offline");
@@ -353,8 +367,12 @@ static int fast_rounds(const char *path, unsigned k, unsigned timeout_ms, unsign
 		}
 		for (unsigned j = 0; j < granted; j++) {
 			err = cpuhp_client_lease_release(cl, leases[j]);
-			/* -ETIME: a socket lease revoked at --max-lease-ms (no fast path then). */
-			if (err && !(err == -ETIME && !(leases[j] & CPUHP_CLIENT_FAST_LEASE)))
+			/*
+			 * -ETIME: cpuhpd revoked it (--max-lease-ms, a delay lease's
+			 * delay, a forced hotplug); a fast lease's only when cpuhpd
+			 * stored "revoked" in the region, which the daemon alone writes.
+			 */
+			if (err && err != -ETIME)
 				anomaly("release of a held lease failed: %s", strerror(-err));
 			printf(err ? "got - revoked\n" : "got - released\n");
 		}
@@ -391,12 +409,16 @@ static void usage(FILE *f)
 	           "       cpuhpd-churn SOCKET fast K TIMEOUT_MS ROUNDS\n"
 	           "       cpuhpd-churn SOCKET fasthold K TIMEOUT_MS 1\n"
 	           "       cpuhpd-churn SOCKET hotplug CPUS TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET delay K TIMEOUT_MS ROUNDS\n"
+	           "       cpuhpd-churn SOCKET forced CPUS TIMEOUT_MS ROUNDS\n"
 	           "       cpuhpd-churn SOCKET freeze K TIMEOUT_MS ROUNDS\n"
 	           "Loop over K pipelined lease acquires then their releases (fast: K leases\n"
 	           "through libcpuhp-client's fast path), or over taking CPUS offline then\n"
 	           "online, printing one line per request and per reply.  fasthold takes K\n"
 	           "leases through libcpuhp-client and holds them until killed.  freeze\n"
-	           "loops over K pipelined hotplug freezes, then their thaws.\n"
+	           "loops over K pipelined hotplug freezes, then their thaws.  delay is lease\n"
+	           "with delay leases of 5 ms; forced is hotplug, forced with a grace of 5 ms.\n"
+	           "A release refused with ETIME after a LeaseRevoked notice is no anomaly.\n"
 	           "Exit 0 after ROUNDS rounds; 3 if a reply answers no outstanding request\n"
 	           "(answered twice or never asked); 1 on a connection error; 2 on bad usage.\n");
 }
@@ -414,13 +436,14 @@ int main(int argc, char **argv)
 	}
 	if (argc != 6 ||
 	    (strcmp(argv[2], "lease") && strcmp(argv[2], "fast") && strcmp(argv[2], "fasthold") &&
-	     strcmp(argv[2], "hotplug") && strcmp(argv[2], "freeze"))) {
+	     strcmp(argv[2], "hotplug") && strcmp(argv[2], "freeze") && strcmp(argv[2], "delay") &&
+	     strcmp(argv[2], "forced"))) {
 		usage(stderr);
 		return 2;
 	}
 	timeout_ms = (uint32_t)strtoul(argv[4], NULL, 10);
 	rounds = strtoul(argv[5], NULL, 10);
-	if (strcmp(argv[2], "hotplug")) {
+	if (strcmp(argv[2], "hotplug") && strcmp(argv[2], "forced")) {
 		k = (unsigned)strtoul(argv[3], NULL, 10);
 		if (k < 1 || k > MAX_OUT) {
 			usage(stderr);
@@ -437,9 +460,9 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[2], "freeze"))
 			freeze_round(&c, k);
 		else if (k)
-			lease_round(&c, k, timeout_ms);
+			lease_round(&c, k, timeout_ms, strcmp(argv[2], "delay") ? 0 : 5);
 		else
-			hotplug_round(&c, argv[3], timeout_ms);
+			hotplug_round(&c, argv[3], timeout_ms, strcmp(argv[2], "forced") ? -1 : 5);
 	}
 	printf("done rounds=%lu requests=%lu replies=%lu\n", rounds, c.requests, c.replies);
 	return 0;

@@ -160,6 +160,14 @@ class Ledger:
         q = self.queued.get(name)
         return q.pop(0) if q else self._wire(name)
 
+    def reply(self, name):
+        """recv(), past the notices to a lease holder (events with id 0: a
+        hotplug pending or cancelled, a lease revoked), which answer nothing."""
+        while True:
+            r = self.recv(name)
+            if not (r['id'] == 0 and r['kind'] == 'event'):
+                return r
+
     def call(self, name, *req):
         rid = self.send(name, *req)
         q = self.queued.setdefault(name, [])

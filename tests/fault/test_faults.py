@@ -63,6 +63,13 @@ def _killed_client_hotplug_never_runs(rig, rnd):
     # victim go (its lease ends then): after our reply, the victim's fate is known.
     mine = led.call(h, 'offline', '1', GUARD_MS)
     assert mine['kind'] == 'set_online', mine
+    # Its hotplug was announced pending (it waited for the victim's own lease),
+    # then cancelled when the victim went.
+    pend, canc = led.recv(wt), led.recv(wt)
+    assert pend['event'] == 'hotplug_pending' and \
+        parse_cpus(pend['cpus']) == set(cpus), pend
+    assert (canc['event'], canc['hotplug_id'], canc['code']) == \
+        ('hotplug_cancelled', pend['hotplug_id'], 'ERR_ECANCELED'), canc
     first = led.recv(wt)
     assert first['event'] == 'hotplug_started' and first['cpus'] == '1' and not first['online'], \
         f'the hotplug of a killed client ran: {first}'
@@ -324,7 +331,7 @@ def test_connection_flood_past_the_limit_gets_eusers_and_service_goes_on(rig, ro
         hp = led.send(h, 'online', '1', GUARD_MS)   # waits for fillers and mine
         led.release(h, mine)
         assert fill(f'closemany f {room - k}')['closed'] == room - k
-        r = led.recv(h)
+        r = led.reply(h)   # past the notice that it waits for h's own lease
         assert r['id'] == hp and r['kind'] == 'set_online', r
         s = led.status(h)
         assert s['leases_held'] == 0 and s['connections'] <= limit - room, s
@@ -634,7 +641,7 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
             if raw and bad:
                 # The hotplug's count judged the slot: the connection is closed.
                 r = raw('closed')
-                assert r['code'] == 'ERR_EPROTO' and r['revoked'] == 1, r
+                assert r['code'] == 'ERR_EPROTO' and r['live'] == 0xfffffffe, r  # closed
                 closed += 1
             for lease in held:
                 c.unlease('t0', lease)
@@ -769,6 +776,10 @@ def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row
     victim.kill()
     mine = led.call(h, 'offline', '1', GUARD_MS)
     assert mine['kind'] == 'set_online', mine
+    pend, canc = led.recv(wt), led.recv(wt)
+    assert (pend['event'], pend['cpus'], pend['smt']) == ('hotplug_pending', '', 'off'), pend
+    assert (canc['event'], canc['hotplug_id'], canc['smt']) == \
+        ('hotplug_cancelled', pend['hotplug_id'], 'off'), canc
     first = led.recv(wt)
     assert first['event'] == 'hotplug_started' and first['cpus'] == '1', \
         f'the SMT request of a killed client ran: {first}'
@@ -798,6 +809,74 @@ def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row
                        'partial and dropped SMT requests', 'invariants']
     check_invariants(rig, rnd, row)
 
+
+
+# ---- 6c. a hotplug's notices, delay leases, forced hotplugs (issue 31) ----
+
+def test_clients_killed_while_hotplugs_are_pending_forced_or_delayed(rig, row):
+    """Holders of block, delay and fast leases, and plain and forced hotplugs, SIGKILLed.
+
+    Killed at random points: notices and revocations go to dead and dying
+    clients."""
+    rnd = faultlib.rng('ready')
+    rounds = 15
+    steps = collections.Counter()
+    notices = revoked = kills = 0
+    row['injected'].append(f'{rounds} rounds: 1-3 lease clients (block socket leases, delay '
+                           'leases of 5 ms, fast leases; 1-4 pipelined acquires) and a client '
+                           'taking CPUs 1-3 off and on, forced (grace 5 ms) two times in three, '
+                           'each SIGKILLed after a random 0-40 of its steps; then a forced '
+                           'hotplug whose client is killed in its grace')
+    row['checked'] += ['no reply to an id not outstanding, notices apart (cpuhpd-churn); a '
+                       'release refused ETIME only after a LeaseRevoked notice',
+                       'invariants after every round',
+                       'a forced hotplug withdrawn in its grace revokes nothing, and its '
+                       'holders hear it cancelled']
+    for _ in range(rounds):
+        procs = [rig.churn(rnd.choice(('lease', 'delay', 'fast')), rnd.randint(1, 4), 2000,
+                           10**6) for _ in range(rnd.randint(1, 3))]
+        procs.append(rig.churn('forced' if rnd.random() < 2 / 3 else 'hotplug', '1-3', 2000,
+                               10**6))
+        outputs = faultlib.kill_after(procs, [rnd.randint(0, 40) for _ in procs])
+        for everything in outputs:
+            lines = everything.splitlines()
+            bad = [x for x in lines if x.startswith(('anomaly', 'error:'))]
+            assert not bad, f'cpuhpd-churn: {bad}'
+            steps[_step(lines[-1] if lines else '')] += 1
+            notices += sum(x == 'notice' or x.startswith('got 0 revoked') for x in lines)
+            revoked += sum(x == 'got - revoked' or 'ERR_ETIME' in x for x in lines)
+            kills += 1
+        check_invariants(rig, rnd, row)
+    _forced_hotplug_withdrawn_in_its_grace_revokes_nothing(rig, rnd)
+    row['numbers']['SIGKILLs'] = kills
+    row['numbers']['notices read before the kills'] = notices
+    row['numbers']['releases of revoked leases'] = revoked
+    row['numbers']['killed at'] = '/'.join(f'{k} {v}' for k, v in sorted(steps.items()))
+
+
+def _forced_hotplug_withdrawn_in_its_grace_revokes_nothing(rig, rnd):
+    led = rig.ledger
+    holder, wt = rig.name('hold'), rig.name('wt')
+    led.connect(holder)
+    led.connect(wt)
+    assert led.call(wt, 'watch')['kind'] == 'watch_started'
+    lease = led.lease(holder)
+    victim = fixture.Probe(rig.daemon.socket)
+    victim.connect('v')
+    cpus = ','.join(map(str, sorted(rnd.sample(faultlib.HOTPLUGGABLE, rnd.randint(1, 3)))))
+    victim.send('v', 'forceoffline', cpus, GUARD_MS, GUARD_MS)
+    pend = led.recv(holder)
+    assert (pend['event'], pend['force']) == ('hotplug_pending', True), pend
+    victim.kill()
+    for n in (holder, wt):
+        ev = led.recv(n)
+        if ev['event'] == 'hotplug_pending':   # the watcher's own copy came first
+            ev = led.recv(n)
+        assert (ev['event'], ev['hotplug_id'], ev['code']) == \
+            ('hotplug_cancelled', pend['hotplug_id'], 'ERR_ECANCELED'), (n, ev)
+    led.release(holder, lease)                  # still held: nothing was revoked
+    led.finish(holder)
+    led.finish(wt)
 
 
 # ---- 7. SIGTERM with requests waiting (last: it ends the daemon) ----
@@ -1026,7 +1105,12 @@ def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, ro
     conns = {n for n, _ in waiting} | {holder, watcher, idle}
     for n in conns:
         rest = led.finish(n)
-        assert [(x['id'], x.get('code')) for x in rest] == [(0, 'ERR_ECANCELED')], (n, rest)
+        # The holder and the watcher were told the first hotplug was pending, then cancelled.
+        told = [(x['event'], x.get('code')) for x in rest if x['kind'] == 'event']
+        assert told == ([('hotplug_pending', None), ('hotplug_cancelled', 'ERR_ECANCELED')]
+                        if n in (holder, watcher) else []), (n, rest)
+        assert [(x['id'], x.get('code')) for x in rest if x['kind'] != 'event'] == \
+            [(0, 'ERR_ECANCELED')], (n, rest)
     assert sim_online(sim) == before, 'a cancelled hotplug changed a CPU'
     # A daemon started again on the same path serves a fresh client.
     again = fixture.Daemon(rig.tmp, sim.root, socket_path=d.socket)
@@ -1115,7 +1199,7 @@ def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig,
                     fast.unlease(lease)
                 else:
                     led.release(n, lease)
-            r = led.recv(hpn)
+            r = led.reply(hpn)
             assert r['id'] == hp and r['kind'] == 'set_online', r
             assert all(x['ok'] for x in r['results']), r
             for n, rid in waiters:

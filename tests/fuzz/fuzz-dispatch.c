@@ -241,6 +241,8 @@ static void daemon_start(void)
 	d.opt.no_netlink = true;
 	/* Fast leases too, so FastPathRequest, FastWake and the gate's barrier are reached. */
 	d.opt.fast_path = CPUHPD_FAST_AUTO;
+	/* Delay leases revoked within an input (a longer delay asked is cut to this). */
+	d.opt.max_delay_ms = 5;
 	limits = getenv("CPUHP_FUZZ_LIMITS") && !strcmp(getenv("CPUHP_FUZZ_LIMITS"), "1");
 	if (limits) {
 		d.opt.max_lease_ms = 2;
@@ -627,13 +629,15 @@ static void check_response(const Cpuhp__Response *r, struct reference *ref, bool
 		}
 	}
 	/*
-	 * Id 0 and a notice kind: to a lease holder (policy.c), never an
-	 * answer.  Any other event with id 0 belongs to a Watch the client sent
-	 * with id 0 (ids are the client's), checked as such below.
+	 * Id 0 and a notice kind: to a lease holder (policy.c, notice.c),
+	 * never an answer.  Any other event with id 0 belongs to a Watch the
+	 * client sent with id 0 (ids are the client's), checked as such below.
 	 */
 	if (r->body_case == CPUHP__RESPONSE__BODY_EVENT && r->id == 0 &&
 	    (r->event->kind_case == CPUHP__EVENT__KIND_LEASE_REVOKED ||
-	     r->event->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED))
+	     r->event->kind_case == CPUHP__EVENT__KIND_LEASE_BYPASSED ||
+	     r->event->kind_case == CPUHP__EVENT__KIND_HOTPLUG_PENDING ||
+	     r->event->kind_case == CPUHP__EVENT__KIND_HOTPLUG_CANCELLED))
 		return;
 	if (r->body_case == CPUHP__RESPONSE__BODY_SMT) {
 		FUZZ_CHECK(r->smt->cpus && r->smt->control && r->smt->control[0]);

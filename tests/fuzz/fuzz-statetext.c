@@ -48,9 +48,10 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 	FILE *f = open_memstream(&body, &blen);
 
 	FUZZ_CHECK(f);
-	fprintf(f, "daemon %d %u %llu %llu %llu %llu\n", (int)s->pid, s->next_conn_id,
+	fprintf(f, "daemon %d %u %llu %llu %llu %llu %llu\n", (int)s->pid, s->next_conn_id,
 	        (unsigned long long)s->next_lease_id, (unsigned long long)s->next_state_id,
-	        (unsigned long long)s->next_freeze_id, (unsigned long long)s->next_call_id);
+	        (unsigned long long)s->next_freeze_id, (unsigned long long)s->next_call_id,
+	        (unsigned long long)s->next_hotplug_seq);
 	for (unsigned i = 0; i < s->nconns; i++) {
 		const struct cpuhpd_saved_conn *c = &s->conns[i];
 
@@ -66,7 +67,7 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 			        (unsigned long long)c->leases[k].since, c->leases[k].bypassed);
 			w_str(f, c->leases[k].who);
 			w_str(f, c->leases[k].why);
-			fputc('\n', f);
+			fprintf(f, " %u\n", c->leases[k].delay_ms);
 		}
 		for (unsigned k = 0; k < c->nwaits; k++) {
 			fprintf(f, "wait %u %llu %llu %u", c->id,
@@ -74,7 +75,7 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 			        (unsigned long long)c->waits[k].deadline, c->waits[k].timeout_ms);
 			w_str(f, c->waits[k].who);
 			w_str(f, c->waits[k].why);
-			fputc('\n', f);
+			fprintf(f, " %u\n", c->waits[k].delay_ms);
 		}
 		for (unsigned k = 0; k < c->nstates; k++) {
 			fprintf(f, "state %u %llu %llu %d %u", c->id,
@@ -98,9 +99,16 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 			w_str(f, c->freezes[k].why);
 			fputc('\n', f);
 		}
+		fprintf(f, "ready %u %u %llu %u\n", c->id, c->notices_to,
+		        (unsigned long long)c->told_seq, c->fast_delay_ms);
 	}
 	if (journal)
 		fputs("reqs\n", f);
+	for (unsigned i = 0; i < s->nhotplugs; i++)
+		fprintf(f, "hotplug %u %llu %llu %llu\n", s->hotplugs[i].conn,
+		        (unsigned long long)s->hotplugs[i].req_id,
+		        (unsigned long long)s->hotplugs[i].seq,
+		        (unsigned long long)s->hotplugs[i].noticed_at);
 	for (unsigned i = 0; i < s->nreqs; i++) {
 		fprintf(f, "%s %u", s->reqs[i].running ? "run" : "req", s->reqs[i].conn);
 		cpuhpd_statetext_bytes(f, s->reqs[i].req.data, s->reqs[i].req.len);
@@ -140,8 +148,14 @@ static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *
 {
 	FUZZ_CHECK(a->pid == b->pid && a->next_conn_id == b->next_conn_id &&
 	           a->next_lease_id == b->next_lease_id && a->next_state_id == b->next_state_id &&
-	           a->next_freeze_id == b->next_freeze_id && a->next_call_id == b->next_call_id);
-	FUZZ_CHECK(a->nconns == b->nconns && a->nreqs == b->nreqs);
+	           a->next_freeze_id == b->next_freeze_id && a->next_call_id == b->next_call_id &&
+	           a->next_hotplug_seq == b->next_hotplug_seq);
+	FUZZ_CHECK(a->nconns == b->nconns && a->nreqs == b->nreqs && a->nhotplugs == b->nhotplugs);
+	for (unsigned i = 0; i < a->nhotplugs; i++)
+		FUZZ_CHECK(a->hotplugs[i].conn == b->hotplugs[i].conn &&
+		           a->hotplugs[i].req_id == b->hotplugs[i].req_id &&
+		           a->hotplugs[i].seq == b->hotplugs[i].seq &&
+		           a->hotplugs[i].noticed_at == b->hotplugs[i].noticed_at);
 	for (unsigned i = 0; i < a->nreqs; i++)
 		FUZZ_CHECK(a->reqs[i].conn == b->reqs[i].conn &&
 		           a->reqs[i].running == b->reqs[i].running &&
@@ -151,7 +165,9 @@ static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *
 
 		FUZZ_CHECK(x->id == y->id && x->pid == y->pid && x->uid == y->uid &&
 		           x->gid == y->gid && x->admin == y->admin && x->hello == y->hello &&
-		           x->fast_slots == y->fast_slots && x->watch_id == y->watch_id);
+		           x->fast_slots == y->fast_slots && x->watch_id == y->watch_id &&
+		           x->notices_to == y->notices_to && x->told_seq == y->told_seq &&
+		           x->fast_delay_ms == y->fast_delay_ms);
 		FUZZ_CHECK(same_str(x->comm, y->comm) && same_str(x->who, y->who) &&
 		           same_str(x->why, y->why) && same_blob(&x->partial, &y->partial));
 		FUZZ_CHECK(x->nleases == y->nleases && x->nwaits == y->nwaits &&
@@ -160,12 +176,14 @@ static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *
 			FUZZ_CHECK(x->leases[k].id == y->leases[k].id &&
 			           x->leases[k].since == y->leases[k].since &&
 			           x->leases[k].bypassed == y->leases[k].bypassed &&
+			           x->leases[k].delay_ms == y->leases[k].delay_ms &&
 			           same_str(x->leases[k].who, y->leases[k].who) &&
 			           same_str(x->leases[k].why, y->leases[k].why));
 		for (unsigned k = 0; k < x->nwaits; k++)
 			FUZZ_CHECK(x->waits[k].req_id == y->waits[k].req_id &&
 			           x->waits[k].deadline == y->waits[k].deadline &&
 			           x->waits[k].timeout_ms == y->waits[k].timeout_ms &&
+			           x->waits[k].delay_ms == y->waits[k].delay_ms &&
 			           same_str(x->waits[k].who, y->waits[k].who) &&
 			           same_str(x->waits[k].why, y->waits[k].why));
 		for (unsigned k = 0; k < x->nstates; k++)

@@ -244,6 +244,62 @@ static void metrics(struct seed *s)
 	request(s, &r);
 }
 
+/* Getting ready for a hotplug: a delay lease, a forced hotplug, notices to another connection. */
+static void acquire_delay(struct seed *s, uint32_t timeout_ms, uint32_t delay_ms)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__LeaseAcquire a = CPUHP__LEASE_ACQUIRE__INIT;
+
+	a.timeout_ms = timeout_ms;
+	a.mode = CPUHP__LEASE_MODE__LEASE_DELAY;
+	a.delay_ms = delay_ms;
+	r.body_case = CPUHP__REQUEST__BODY_LEASE_ACQUIRE;
+	r.lease_acquire = &a;
+	request(s, &r);
+}
+
+static void set_online_forced(struct seed *s, const char *cpus, bool online, uint32_t timeout_ms,
+                              uint32_t grace_ms)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+
+	so.cpus = (char *)cpus;
+	so.online = online;
+	so.timeout_ms = timeout_ms;
+	so.force = true;
+	so.force_grace_ms = grace_ms;
+	r.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
+	r.set_online = &so;
+	request(s, &r);
+}
+
+static void fast_path_delay(struct seed *s, uint32_t slots, uint32_t delay_ms)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__FastPathRequest f = CPUHP__FAST_PATH_REQUEST__INIT;
+
+	f.slots = slots;
+	f.mode = CPUHP__LEASE_MODE__LEASE_DELAY;
+	f.delay_ms = delay_ms;
+	r.body_case = CPUHP__REQUEST__BODY_FAST_PATH;
+	r.fast_path = &f;
+	request(s, &r);
+}
+
+static void hello_beside(struct seed *s, uint32_t notices_to)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello h = CPUHP__HELLO__INIT;
+
+	h.version = 1;
+	h.client_name = (char *)"seed";
+	h.notices_to = notices_to;
+	r.body_case = CPUHP__REQUEST__BODY_HELLO;
+	r.hello = &h;
+	request(s, &r);
+}
+
 static void empty(struct seed *s)
 {
 	Cpuhp__Request r = CPUHP__REQUEST__INIT;
@@ -427,6 +483,33 @@ int main(int argc, char **argv)
 	set_smt(&s, "on", 1000);
 	metrics(&s);
 	save(dir, "smt-and-metrics", &s);
+
+	/*
+	 * Getting ready (issue 31): notices to a connection that is not there,
+	 * delay leases (one over the cap), a hotplug that waits for them and
+	 * times out, a forced one that revokes them, the listing with modes.
+	 */
+	begin(&s, NULL, 0);
+	hello_beside(&s, 7);
+	acquire_delay(&s, 0, 50);
+	acquire_delay(&s, 0, 4000000000u);
+	acquire(&s, 0);
+	list_leases(&s);
+	set_online(&s, "1", false, 20); /* pending: our own leases; times out */
+	set_online_forced(&s, "1", false, 1000, 10);
+	release(&s, 1); /* revoked: ETIME */
+	release(&s, 3);
+	status(&s);
+	save(dir, "delay-leases-and-forced-hotplug", &s);
+
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	fast_path_delay(&s, 4, 30);
+	acquire_delay(&s, 60000, 0);
+	set_online_forced(&s, "2", false, 1000, 0);
+	fast_path_delay(&s, 4, 30); /* the first was revoked? granted anew, else refused */
+	status(&s);
+	save(dir, "fast-delay-then-forced", &s);
 
 	begin(&s, NULL, 0);
 	status(&s);

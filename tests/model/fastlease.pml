@@ -30,8 +30,18 @@
  *
  * Switches (spin -D...): HOTPLUGS (1 or 2), READER_LOOPS (leases per
  * client), KILL (see above), NEGATIVE (client 1 leaves -1 in its slot and
- * then dies: what a crashed or malicious client can leave behind), and the
- * MUTANT_* switches, each documented where it acts.
+ * then dies: what a crashed or malicious client can leave behind), REVOKE
+ * (see below), and the MUTANT_* switches, each documented where it acts.
+ *
+ * Revocation (REVOKE): while a hotplug waits for client 1's region, the
+ * daemon may revoke it (a delay lease's delay, a forced hotplug's grace:
+ * cpuhpd_fastpath_revoke()): the region's ->live says "revoked" (L), the
+ * daemon drops it and no longer waits for it.  A lease held in it then is
+ * voided (its holder is told; ghost voided[]); what must hold is that no
+ * lease taken in a revoked region is ever inside a hotplug, this one or a
+ * later one: the acquire loads ->live after its acquire load of the state
+ * (L pairs with U).  MUTANT_LIVE_FIRST loads ->live first;
+ * MUTANT_NO_LIVE drops the region without storing "revoked".
  *
  * One process, two threads (issue 17, section 2): with SAME_PROCESS the two
  * clients are threads of one process, each with its own slot in one region
@@ -82,7 +92,7 @@ bit held[NR_CLIENTS];      /* client i holds a socket lease */
 bit waiting[NR_CLIENTS];   /* client i's acquire waits in the gate */
 bit gate_closed;           /* the lease gate is closed for a hotplug */
 bit killed[NR_CLIENTS];    /* the kernel killed client i */
-bit revoked[NR_CLIENTS];   /* region i's ->revoked: its connection was closed */
+bit revoked[NR_CLIENTS];   /* region i's ->live is not "open": closed, or revoked */
 
 /* Hotplug phases (the daemon's, in order). */
 #define IDLE    0
@@ -99,6 +109,7 @@ byte hp_left = HOTPLUGS;
 
 bit in_cs[NR_CLIENTS]; /* client i is inside a lease (fast or socket) */
 bit in_fast[NR_CLIENTS]; /* ...a fast one (voided when its connection is closed) */
+bit voided[NR_CLIENTS]; /* ...one cpuhpd revoked (REVOKE): a hotplug may run under it */
 bit hp_in;             /* the hotplug's section runs */
 bit qd[NR_CLIENTS];    /* client i's socket acquire waits... */
 bit qd_old[NR_CLIENTS]; /* ...and a hotplug has opened the gate since */
@@ -173,7 +184,7 @@ byte finished;         /* clients that returned or died */
 #define FAST_DEC(me, cs)                                                       \
 	atomic {                                                               \
 		if                                                             \
-		:: cs -> in_cs[me] = 0; in_fast[me] = 0                        \
+		:: cs -> in_cs[me] = 0; in_fast[me] = 0; voided[me] = 0        \
 		:: else                                                        \
 		fi;                                                            \
 		SLOT_STORE(me, SLOT_VIEW(me) - 1)                              \
@@ -184,7 +195,7 @@ byte finished;         /* clients that returned or died */
 	AFTER_RELEASE(me);                                                     \
 	atomic {                                                               \
 		if                                                             \
-		:: cs -> in_cs[me] = 0; in_fast[me] = 0                        \
+		:: cs -> in_cs[me] = 0; in_fast[me] = 0; voided[me] = 0        \
 		:: else                                                        \
 		fi;                                                            \
 		SLOT_STORE(me, SLOT_VIEW(me) - 1)                              \
@@ -194,7 +205,7 @@ byte finished;         /* clients that returned or died */
 proctype client(byte me)
 {
 	byte n;
-	bit ok, wake;
+	bit ok, wake, st, lv;
 
 	{
 		do
@@ -224,16 +235,30 @@ proctype client(byte me)
 #endif
 			/*
 			 * Fast acquire (P): cpuhp__fast_claim(), slot++ (relaxed:
-			 * buffered), compiler barrier, load the state (acquire).
+			 * buffered), compiler barrier, load the state (acquire),
+			 * then the region's ->live (L).  The lease is held (its
+			 * section starts) in the step of the second load.
 			 */
 			atomic { SLOT_STORE(me, SLOT_VIEW(me) + 1) };
+#ifndef MUTANT_LIVE_FIRST
+			st = blocked;
 			atomic {
-				ok = !blocked && !revoked[RGN(me)];
+				ok = !st && !revoked[RGN(me)];
 				if
 				:: ok -> CS_ENTER(me); in_fast[me] = 1
 				:: else
 				fi
 			};
+#else
+			lv = revoked[RGN(me)]; /* mutant: ->live before the state */
+			atomic {
+				ok = !blocked && !lv;
+				if
+				:: ok -> CS_ENTER(me); in_fast[me] = 1
+				:: else
+				fi
+			};
+#endif
 			if
 			:: ok ->
 				/* the section; then the fast release (R, T, W) */
@@ -358,9 +383,9 @@ proctype killer()
 #define MEMBARRIER_AT(r) skip /* mutant: no barrier; slot++ may stay buffered */
 #endif
 
-/* The hotplug's section starts: no lease inside, no waiter passed over. */
+/* The hotplug's section starts: no lease inside (but a revoked one), no waiter passed over. */
 #define HOTPLUG_ENTER                                                          \
-	assert(NONE_OF(in_cs));                                                \
+	assert((!in_cs[0] || voided[0]) && (!in_cs[1] || voided[1]));         \
 	assert(!(qd[0] && qd_old[0]) && !(qd[1] && qd_old[1]));                \
 	hp_in = 1
 
@@ -464,6 +489,21 @@ end_loop:
 		counted = 1;
 		phase = WAITING
 	   }
+#ifdef REVOKE
+	/*
+	 * cpuhpd_fastpath_revoke() of client 1's region, while the hotplug
+	 * waits for it: ->live says "revoked" (L), then the region is dropped.
+	 */
+	:: atomic {
+		phase == WAITING && alive[1] && undrained[1] ->
+#ifndef MUTANT_NO_LIVE
+		revoked[1] = 1;
+#endif
+		alive[1] = 0;
+		undrained[1] = 0;
+		voided[1] = in_fast[1]
+	   }
+#endif
 	/* The police timer: a bad region's connection is closed (any time it is bad). */
 	:: atomic { alive[0] && REGION_BAD(0) -> POLICE(0) }
 	:: atomic { alive[1] && REGION_BAD(1) -> POLICE(1) }

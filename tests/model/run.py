@@ -190,6 +190,23 @@ CHECKS = [
           "connection is closed, the hotplug neither runs under thread 0's "
           "lease nor waits for ever",
           ["-DSAME_PROCESS", "-DFORGE", "-DHOTPLUGS=2"], model=FASTLEASE),
+    # Issue 31: a region's leases revoked (a delay, a forced hotplug).
+    Check("fastlease-revoke",
+          "2 client processes, 2 hotplugs; the first may revoke client 1's "
+          "region while it waits for it: no lease taken in a revoked region "
+          "gets inside either hotplug, client 0's lease still holds them off",
+          ["-DREVOKE", "-DKILL", "-DHOTPLUGS=2"], model=FASTLEASE),
+    Check("fastlease-mutant-live-first",
+          "the acquire loads the region's ->live before the state (L broken): "
+          "it sees the region live, the state open after the revoking "
+          "hotplug, and holds a lease that the next hotplug does not count",
+          ["-DREVOKE", "-DHOTPLUGS=2", "-DMUTANT_LIVE_FIRST"], expect=ASSERT,
+          ignore_deadlocks=True, model=FASTLEASE),
+    Check("fastlease-mutant-no-live",
+          "the region dropped without storing 'revoked': its client takes a "
+          "fast lease there after the hotplug, which the next one does not count",
+          ["-DREVOKE", "-DHOTPLUGS=2", "-DMUTANT_NO_LIVE"], expect=ASSERT,
+          ignore_deadlocks=True, model=FASTLEASE),
     Check("fastlease-mutant-old-release",
           "the code before the fix (no lease table, no per-slot judgement): a "
           "double release cancels thread 0's lease and the hotplug gets in",

@@ -432,6 +432,8 @@ def test_close_ends_the_calls_tasks_await_and_they_raise_ecanceled(cpuhp, aio, d
             leaser = await started(c.lease())
             wait_until('the lease queued', lambda: observer.status().pending_leases == 1)
             c.watch()
+            # The holder was told of the hotplug it holds up; then nothing more comes.
+            assert isinstance(await c.next_event(GUARD_S), cpuhp.HotplugPending)
             watcher = await started(c.next_event())
             c.close()
             # The tasks have not run since: close() itself ended their requests.

@@ -547,21 +547,23 @@ def test_a_thread_blocked_in_watch_holds_up_no_lease_of_the_same_client(cpuhp, d
     """Before, the watcher held the Client while it waited, and a
     lease(timeout=0.1) waited for the watcher's next event instead."""
     events = client.watch()
-    watcher = Bg(lambda: list(itertools.islice(events, 3)))
+    watcher = Bg(lambda: list(itertools.islice(events, 4)))
     wait_until('the watcher asleep', lambda: thread_asleep(watcher))
     with client.lease(timeout=0.1):  # granted at once: no hotplug in the way
         assert observer.status().leases_held == 1
     held = observer.lease()
     with cpuhp.Client(daemon.socket) as h:
         hp = Bg(h.set_online, 1, False, GUARD_S)
-        wait_until('the hotplug waiting', writer_is(cpuhp, observer, cpuhp.WriterState.WAITING))
+        # The holder is told that the hotplug waits for it (once cpuhpd counted the leases).
+        assert isinstance(observer.next_event(GUARD_S), cpuhp.HotplugPending)
         with pytest.raises(TimeoutError):  # the daemon's 0.1 s, not the watcher's wait
             client.lease(timeout=0.1)
         assert watcher.is_alive()  # no event came: the lease did not wait for one
         assert client.status().pending_leases == 0
         held.release()
         assert hp.join().changed == {1}
-    started, finished, changed = watcher.join()
+    pending, started, finished, changed = watcher.join()
+    assert isinstance(pending, cpuhp.HotplugPending) and pending.cpus == {1}, pending
     assert isinstance(started, cpuhp.HotplugStarted) and changed.online_cpus == {0, 2, 3}
 
 

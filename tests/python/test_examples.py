@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Runs each program of examples/ and checks what it prints, so that none
 can rot.  Registered by examples/meson.build (suite 'examples'), one meson
-test per example (-k readers, -k lease, -k hotplug_py); the daemon an
+test per example (-k readers, -k lease, -k ready, -k hotplug_py); the daemon an
 example needs is started here, on a simulated tree.
 
 A hotplug that must be waiting is observed through `cpuhpctl status`
@@ -18,6 +18,7 @@ from conftest import GUARD_S, wait_until
 EXAMPLES = fixture.BUILD / 'examples'
 READERS = EXAMPLES / 'readers'
 LEASE = EXAMPLES / 'lease'
+READY = EXAMPLES / 'ready'
 HOTPLUG_PY = fixture.SOURCE / 'examples' / 'hotplug.py'
 
 
@@ -151,14 +152,58 @@ def test_lease_example_says_what_to_do_when_the_daemon_is_not_there(tmp):
     assert run([LEASE, '--help']).stdout.startswith('Usage: lease')
 
 
+# --- ready.c ----------------------------------------------------------------------
+
+def test_ready_example_lets_go_on_the_notice_and_the_hotplug_runs_before_its_batch_ends(
+        daemon, sim):
+    """Its batch would hold the lease 10 minutes: the offline (60 s timeout)
+    only gets through because the example releases on the notice."""
+    holder = subprocess.Popen([str(READY), '--socket', daemon.socket, '--hold', '600000',
+                               '--batches', '2'], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == \
+            'ready: batch 1: lease held, work sized for online CPUs 0-3\n'
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, 'offline', '--timeout', '60s', 3])
+        assert r.returncode == 0 and 'CPU 3 disabled' in r.stdout, r
+        assert holder.stdout.readline() == \
+            'ready: batch 1: hotplug #1 is pending: released the lease early\n'
+        # The next batch waited for the hotplug, and is sized for what it left.
+        assert holder.stdout.readline() == \
+            'ready: batch 2: lease held, work sized for online CPUs 0-2\n'
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, 'online', '--timeout', '60s', 3])
+        assert r.returncode == 0, r
+        assert holder.stdout.readline() == \
+            'ready: batch 2: hotplug #2 is pending: released the lease early\n'
+        assert holder.wait(timeout=GUARD_S) == 0
+        assert sim.read_online(3) == '1'
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_ready_example_with_a_delay(daemon):
+    r = run([READY, '--socket', daemon.socket, '--hold', '20', '--batches', '1', '--delay',
+             '10000000'])
+    assert r.returncode == 0, r
+    assert r.stdout.splitlines() == ['ready: delay leases of 5000 ms',
+                                     'ready: batch 1: lease held, work sized for online CPUs 0-3',
+                                     'ready: batch 1: done, lease released'], r
+    assert run([READY, '--help']).stdout.startswith('Usage: ready')
+    assert run([READY, '--hold', 'x']).returncode == 2
+
+
 # --- hotplug.py -------------------------------------------------------------------
 
 def check_hotplug_py_story(out, cpu):
     lines = [line.removeprefix('hotplug.py: ') for line in out.splitlines()]
     i = lines.index(f'admin: CPU {cpu} went offline')
+    assert lines[i - 4] == (f'told: hotplug #1 of CPUs {cpu} offline pending: it waits for the '
+                            'leases held'), lines
     assert lines[i - 2].startswith(f'admin asked to take CPU {cpu} offline: writer waiting, '
                                    '1 lease held'), lines
-    assert lines[i + 1:i + 4] == [f'watcher: hotplug of CPUs {cpu} offline started',
+    assert lines[i + 1:i + 5] == [f'watcher: hotplug #1 of CPUs {cpu} offline pending: it waits '
+                                  'for the leases held',
+                                  f'watcher: hotplug of CPUs {cpu} offline started',
                                   f'watcher: hotplug of CPUs {cpu} finished: ok',
                                   'watcher: online CPUs now ' + ('0-2' if cpu == 3 else
                                                                  '0-1,3')], lines

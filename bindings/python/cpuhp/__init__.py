@@ -57,7 +57,7 @@ __all__ = [
     'Client', 'Lease', 'Status', 'WriterState', 'HotplugResult', 'CpuResult', 'CpuInfo',
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
     'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'PresentChanged', 'EventsLost',
-    'LeaseRevoked', 'LeaseBypassed', 'LeasesLost',
+    'LeaseRevoked', 'LeaseBypassed', 'LeasesLost', 'HotplugPending', 'HotplugCancelled',
     'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State',
 ]
 _CLIENT_NAMES = frozenset(__all__[__all__.index('Client'):])
@@ -75,10 +75,10 @@ else:
     del _client_lib
     HAVE_CLIENT = True
     from ._client import (DEFAULT_SOCKET, SOCKET_ENV, Client, CpuInfo, CpuResult, Event,
-                          EventsLost, Freeze, FreezeInfo, HotplugFinished, HotplugInfo,
-                          HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                          LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, PresentChanged,
-                          Status,
+                          EventsLost, Freeze, FreezeInfo, HotplugCancelled, HotplugFinished,
+                          HotplugInfo, HotplugPending, HotplugResult, HotplugStarted, Lease,
+                          LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                          OnlineChanged, PresentChanged, Status,
                           WriterState, socket_path)
     from ._states import State
 

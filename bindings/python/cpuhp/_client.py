@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -19,20 +20,20 @@ from typing import TypeVar
 
 from ._cpuset import CPUs
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms
-from ._session import (DEFAULT_SOCKET, SOCKET_ENV, Call, Session, identity, lease_args,
-                       set_online_args, socket_path)
+from ._session import (DEFAULT_SOCKET, SOCKET_ENV, Call, Session, force_ms, identity,
+                       lease_args, run_callback, set_online_args, socket_path)
 from ._states import State
-from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
-                     HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, PresentChanged, Status,
-                     WriterState)
+from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
+                     HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
+                     Lease, LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                     OnlineChanged, PresentChanged, Status, WriterState)
 
 # The public names, importable as cpuhp._client.X too, as before.
 __all__ = ['Client', 'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'CpuInfo', 'CpuResult', 'Event',
-           'EventsLost', 'Freeze', 'FreezeInfo', 'HotplugFinished', 'HotplugInfo',
-           'HotplugResult', 'HotplugStarted', 'Lease', 'LeaseBypassed', 'LeaseInfo', 'LeaseList',
-           'LeaseRevoked', 'LeasesLost', 'OnlineChanged', 'PresentChanged', 'Status',
-           'WriterState']
+           'EventsLost', 'Freeze', 'FreezeInfo', 'HotplugCancelled', 'HotplugFinished',
+           'HotplugInfo', 'HotplugPending', 'HotplugResult', 'HotplugStarted', 'Lease',
+           'LeaseBypassed', 'LeaseInfo', 'LeaseList', 'LeaseRevoked', 'LeasesLost',
+           'OnlineChanged', 'PresentChanged', 'Status', 'WriterState']
 
 _R = TypeVar('_R')
 
@@ -52,7 +53,13 @@ class Client:
 
     *path*: the daemon's socket; None: $CPUHP_SOCKET if set and not empty,
     else DEFAULT_SOCKET.  *who*, *why*: name this Client's leases, as
-    set_identity() does.  Connects at once: FileNotFoundError,
+    set_identity() does.  *delay*: seconds; this Client's leases are then
+    delay leases, like logind's delay inhibitors: a hotplug that becomes
+    pending waits for each at most that long after its notice
+    (HotplugPending, and a lease's on_pending callback), then revokes it
+    (LeaseRevoked; its release raises OSError ETIME).  At most cpuhpd's
+    --max-delay-ms (a longer one is cut: see lease_delay).  None: block
+    leases, which hold a hotplug up to its timeout.  Connects at once: FileNotFoundError,
     ConnectionRefusedError or PermissionError if the daemon cannot be
     reached.  A context manager that closes the connection, which ends its
     leases::
@@ -75,8 +82,30 @@ class Client:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, who: str | None = None,
-                 why: str | None = None) -> None:
-        self._s = Session(self, path, who, why)
+                 why: str | None = None, delay: float | None = None) -> None:
+        self._s = Session(self, path, who, why, delay)
+        self._s.start_runner = self._start_runner
+
+    @property
+    def lease_delay(self) -> float:
+        """The delay of this Client's leases in seconds (Client(delay=...),
+        as cpuhpd's --max-delay-ms cut it); 0: block leases."""
+        return self._s.lease_delay
+
+    def _start_runner(self) -> None:
+        """The first lease with an on_pending callback: a thread of ours
+        reads the notices and calls them."""
+        threading.Thread(target=self._run_notices, name='cpuhp-on-pending',
+                         daemon=True).start()
+
+    def _run_notices(self) -> None:
+        while True:
+            calls, fds = self._s.runner_step()
+            for callback, lease, ev in calls:
+                run_callback(callback, lease, ev)
+            if fds is None:
+                return
+            _wait_readable(fds)
 
     @property
     def path(self) -> str:
@@ -185,7 +214,8 @@ class Client:
         return self._s.cpus()
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
-              why: str | None = None) -> Lease:
+              why: str | None = None,
+              on_pending: Callable[[Lease, HotplugPending], object] | None = None) -> Lease:
         """Take a reader lease and return it (a context manager).
 
         Waits while a hotplug is queued or running (writer preference).
@@ -200,12 +230,23 @@ class Client:
         If the daemon goes away while the lease is held, the Client's socket
         becomes readable and next_event() gives LeasesLost; the lease's
         release (the end of its ``with`` block) raises ConnectionResetError.
+
+        *on_pending*: called as ``on_pending(lease, event)`` when a hotplug
+        this lease holds up becomes the next to run, on a thread of the
+        binding's (see Lease.on_pending): release the lease there (or make
+        the work that holds it end) and the hotplug runs now, instead of
+        at the lease's natural end::
+
+            with client.lease(on_pending=lambda lease, ev: lease.release()):
+                ...                    # may end early: the lease is gone then
         """
         ms, ident = lease_args(timeout, who, why)
         lease = self._s.lease_now(ms, ident)
-        if lease is not None:
-            return lease
-        return self._call(lambda c: self._s.lease_begin(c, ms, ident), self._s.lease_end)
+        if lease is None:
+            lease = self._call(lambda c: self._s.lease_begin(c, ms, ident), self._s.lease_end)
+        if on_pending is not None:
+            lease.on_pending = on_pending
+        return lease
 
     def freeze(self, *, who: str | None = None, why: str | None = None) -> Freeze:
         """Freeze CPU hotplug, as the kernel's cpu_hotplug_disable() does, and
@@ -235,7 +276,7 @@ class Client:
         return self._s.status()
 
     def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
-                   check: bool = True) -> HotplugResult:
+                   check: bool = True, force: bool | float | None = None) -> HotplugResult:
         """Bring *cpus* online (*online* True) or take them offline, in one
         writer section: no lease is granted in between.
 
@@ -250,16 +291,25 @@ class Client:
         Returns what became of each CPU.  With *check* (the default), a CPU
         that did not get there raises its error (``e.result`` holds the
         HotplugResult); with check=False, look at ``result.failed``.
+
+        *force*: do not wait for the leases beyond a grace: True (5 s) or
+        seconds.  Their holders are told at once (HotplugPending), those
+        still held after the grace are revoked (LeaseRevoked to each; their
+        release raises OSError ETIME), and ``result.revoked`` lists them.
+        For a CPU that must go now.  *timeout* still bounds the whole wait.
         """
         text = set_online_args(cpus, online)
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        return self._call(lambda c: self._s.set_online_begin(c, text, online, ms),
+        grace = force_ms(force)
+        return self._call(lambda c: self._s.set_online_begin(c, text, online, ms, grace),
                           lambda call: self._s.set_online_end(call, online, check))
 
     def watch(self, timeout: float | None = None) -> Iterator[Event]:
         """Subscribe to events (at once, not at the first iteration) and
-        return an iterator of them, oldest first: HotplugStarted,
-        HotplugFinished, OnlineChanged, PresentChanged, EventsLost.
+        return an iterator of them, oldest first: HotplugPending,
+        HotplugCancelled, HotplugStarted, HotplugFinished, OnlineChanged,
+        PresentChanged, EventsLost (and the notices to a lease holder,
+        LeaseRevoked...).
 
         *timeout*: seconds to wait for each event; the iteration ends when
         none comes in time.  None: wait as long as it takes (a signal ends

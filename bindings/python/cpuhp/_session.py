@@ -19,6 +19,7 @@ here run without the GIL and are answered by the daemon at once.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import grp
@@ -31,10 +32,10 @@ from ._cpuhp import lib as _locklib
 from ._cpuhp_client import ffi, lib
 from ._cpuset import CPUs, format_cset, from_cset, parse_cpulist, to_cset
 from ._errors import UINT_MS_MAX, error, timeout_ms
-from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugFinished,
-                     HotplugInfo, HotplugResult, HotplugStarted, Lease, LeaseBypassed, LeaseInfo,
-                     LeaseList, LeaseRevoked, LeasesLost, OnlineChanged, PresentChanged, Status,
-                     WriterState)
+from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
+                     HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
+                     Lease, LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
+                     OnlineChanged, PresentChanged, Status, WriterState)
 
 #: Where cpuhpd listens unless $CPUHP_SOCKET or Client(path=...) says otherwise.
 DEFAULT_SOCKET: str = ffi.string(lib.CPUHP_CLIENT_DEFAULT_SOCKET).decode()
@@ -85,6 +86,25 @@ def identity(s: str | None, what: str):
     return b
 
 
+def delay_ms(delay: float | None) -> int:
+    """Client(delay=...) in ms; 0 for None (block leases)."""
+    if delay is None:
+        return 0
+    ms = timeout_ms(delay, forever=UINT_MS_MAX)
+    if ms == 0 or ms == UINT_MS_MAX:
+        raise ValueError(f'delay must be a positive number of seconds, not {delay!r}')
+    return ms
+
+
+def force_ms(force: bool | float | None) -> int | None:
+    """set_online(force=...): None (not forced), or the grace in ms (True: 5 s)."""
+    if force is None or force is False:
+        return None
+    if force is True:
+        return 5000
+    return timeout_ms(force, forever=UINT_MS_MAX)
+
+
 def lease_args(timeout: float | None, who: str | None,
                why: str | None) -> tuple[int, tuple | None]:
     """lease()'s arguments: the timeout in ms, and the names (None: the Client's)."""
@@ -125,7 +145,18 @@ def _event(ev) -> Event:
     if t == lib.CPUHP_CLIENT_EVENT_LOST:
         return EventsLost(int(ev.lost))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_REVOKED:
-        return LeaseRevoked(int(ev.lease_id), int(ev.held_ms) / 1000, int(ev.max_lease_ms) / 1000)
+        reason = {lib.CPUHP_CLIENT_REVOKED_DELAY: 'delay',
+                  lib.CPUHP_CLIENT_REVOKED_FORCED: 'forced'}.get(ev.revoke_reason, 'max_lease')
+        return LeaseRevoked(None if ev.fast else int(ev.lease_id), int(ev.held_ms) / 1000,
+                            int(ev.max_lease_ms) / 1000, reason, int(ev.hotplug_id),
+                            int(ev.count), int(ev.delay_ms) / 1000)
+    if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_PENDING:
+        return HotplugPending(int(ev.hotplug_id), from_cset(ffi.addressof(ev, 'cpus')),
+                              bool(ev.online), _text(ev.smt), int(ev.timeout_ms) / 1000,
+                              bool(ev.force), int(ev.force_grace_ms) / 1000)
+    if t == lib.CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED:
+        return HotplugCancelled(int(ev.hotplug_id), from_cset(ffi.addressof(ev, 'cpus')),
+                                bool(ev.online), _text(ev.smt), -int(ev.error), _text(ev.message))
     if t == lib.CPUHP_CLIENT_EVENT_LEASE_BYPASSED:
         return LeaseBypassed(from_cset(ffi.addressof(ev, 'online_cpus')), int(ev.leases))
     if t == lib.CPUHP_CLIENT_EVENT_LEASES_LOST:
@@ -133,16 +164,21 @@ def _event(ev) -> Event:
     raise error(-errno.EPROTO, f'libcpuhp-client returned an event of unknown type {t}')
 
 
+def _lease_info(li) -> LeaseInfo:
+    return LeaseInfo(id=None if li.fast else int(li.lease_id), fast=bool(li.fast),
+                     count=int(li.count), pid=int(li.pid), uid=int(li.uid),
+                     comm=_text(li.comm), who=_text(li.who), why=_text(li.why),
+                     held=int(li.held_ms) / 1000, connection=int(li.connection),
+                     delay=int(li.delay_ms) / 1000)
+
+
 def _lease_list(p) -> LeaseList:
-    leases = [LeaseInfo(id=None if li.fast else int(li.lease_id), fast=bool(li.fast),
-                        count=int(li.count), pid=int(li.pid), uid=int(li.uid),
-                        comm=_text(li.comm), who=_text(li.who), why=_text(li.why),
-                        held=int(li.held_ms) / 1000, connection=int(li.connection))
-              for li in (p.leases[i] for i in range(p.n_leases))]
+    leases = [_lease_info(p.leases[i]) for i in range(p.n_leases)]
     hotplugs = [HotplugInfo(seq=int(h.seq), cpus=from_cset(ffi.addressof(h, 'cpus')),
                             online=bool(h.online), state=WriterState(h.state), pid=int(h.pid),
                             uid=int(h.uid), comm=_text(h.comm), waited=int(h.waited_ms) / 1000,
-                            timeout=int(h.timeout_ms) / 1000)
+                            timeout=int(h.timeout_ms) / 1000, force=bool(h.force),
+                            force_grace=int(h.force_grace_ms) / 1000, smt=_text(h.smt))
                 for h in (p.hotplugs[i] for i in range(p.n_hotplugs))]
     freezes = [FreezeInfo(id=int(f.freeze_id), granted=bool(f.granted), pid=int(f.pid),
                           uid=int(f.uid), comm=_text(f.comm), who=_text(f.who),
@@ -212,6 +248,19 @@ def _status(out) -> Status:
         smt_control=_text(out.smt_control),
         smt_active=bool(out.smt_active),
         restart_grace_ms=int(out.restart_grace_ms))
+
+
+def run_callback(callback: Callable[..., object], lease: Lease, ev: Event) -> object:
+    """An on_pending callback: its result, or None after an exception,
+    which is reported as a thread's would be (it must not end the runner)."""
+    try:
+        return callback(lease, ev)
+    except Exception:
+        import sys
+        import traceback
+        print(f'cpuhp: the on_pending callback of {lease!r} raised:', file=sys.stderr)
+        traceback.print_exc()
+        return None
 
 
 def _drain(fd: int) -> None:
@@ -290,7 +339,8 @@ class Session:
     """A connection to cpuhpd (*path*, *who*, *why* as for cpuhp.Client),
     for *owner*, the client whose leases and freezes these are."""
 
-    def __init__(self, owner: object, path, who: str | None, why: str | None) -> None:
+    def __init__(self, owner: object, path, who: str | None, why: str | None,
+                 delay: float | None = None) -> None:
         # Weak: the owner holds the Session, and a dropped Client must close
         # (and end its leases) when its last reference goes, not at a GC.
         self._owner = weakref.ref(owner)
@@ -310,6 +360,20 @@ class Session:
         # The watchers' wake-up: written when a call on the handle may have
         # read their events off the socket (so a wait would not see them).
         self._wake_r = self._wake_w = -1
+        # Leases with an on_pending callback (under lock), the calls due
+        # (run by the client's runner: a thread, or a task in the loop),
+        # the events the runner read off the socket for next_event(), and
+        # the runner's wake-up pipe.
+        self._callbacks: dict[Lease, Callable[..., object]] = {}
+        self._calls: collections.deque = collections.deque()
+        self._queued: collections.deque[Event] = collections.deque()
+        self._queued_lost = 0
+        self._run_r = self._run_w = -1
+        #: Set by the client: start its runner (under lock), when the first callback comes.
+        self.start_runner: Callable[[], None] | None = None
+        self.runner_on = False
+        #: Client(delay=...) in seconds as granted; 0: block leases.
+        self.lease_delay = 0.0
         if path is None:
             # Resolved once, by the C client's one resolver (os.environ
             # writes through to C's environment), and connected to as shown.
@@ -332,12 +396,15 @@ class Session:
             raise error(rc, f'cannot connect to cpuhpd ({os.strerror(-rc)})'
                         + (f': {hint}' if hint else ''), self.path)
         self._c = ffi.gc(out[0], lib.cpuhp_client_close)
-        if who is not None or why is not None:
-            try:
+        try:
+            if who is not None or why is not None:
                 self.set_identity(who, why)
-            except BaseException:
-                self.close()
-                raise
+            ms = delay_ms(delay)
+            if ms:
+                self.set_lease_delay(ms)
+        except BaseException:
+            self.close()
+            raise
 
     # --- the connection and the calls in progress on it ----------------------------------
 
@@ -374,6 +441,12 @@ class Session:
             if fd >= 0:
                 os.close(fd)
         self._wake_r = self._wake_w = self._closed_r = self._closed_w = -1
+        self._callbacks.clear()
+        self._calls.clear()
+        if self._run_w >= 0 and not self.runner_on:
+            os.close(self._run_r)
+            os.close(self._run_w)
+            self._run_r = self._run_w = -1
 
     # Short C calls hold self.lock around the call and the reading of its
     # message, so that the message is this call's even with threads sharing
@@ -470,6 +543,13 @@ class Session:
 
     # --- the requests: *_begin(use.c, ...) inside using(), *_end(call) once it is done ----
 
+    def set_lease_delay(self, ms: int) -> None:
+        """Client(delay=...): this Client's leases are delay leases of @ms
+        (cut to cpuhpd's --max-delay-ms: lease_delay says)."""
+        out = ffi.new('unsigned *')
+        self._short(lambda c: lib.cpuhp_client_set_lease_delay(c, ms, out))
+        self.lease_delay = int(out[0]) / 1000
+
     def set_identity(self, who: str | None, why: str | None) -> None:
         cwho, cwhy = identity(who, 'who'), identity(why, 'why')
         self._short(lambda c: lib.cpuhp_client_set_identity(c, cwho, cwhy))
@@ -527,14 +607,87 @@ class Session:
         return Lease(self._owner(),
                      int(call.result('uint64_t *', lib.cpuhp_client_call_lease_acquire)[0]), self)
 
-    def release(self, lease_id: int) -> None:
-        """Lease.release()."""
+    def release(self, lease: Lease) -> None:
+        """Lease.release(): once, whichever thread comes first (an on_pending
+        callback may release while the lease's ``with`` block still runs)."""
         with self.lock:
+            if lease.released:
+                return
+            lease.released = True
+            self._callbacks.pop(lease, None)
             if self._c is None:
                 return  # closed: the lease ended with the connection
-            rc = lib.cpuhp_client_lease_release(self._c, lease_id)
+            rc = lib.cpuhp_client_lease_release(self._c, lease.id)
             if rc < 0:
                 raise self.error(self._c, rc)
+
+    # --- on_pending callbacks: noted where events are read, run by the client's runner --
+
+    def pending_callback(self, lease: Lease) -> Callable[..., object] | None:
+        with self.lock:
+            return self._callbacks.get(lease)
+
+    def set_pending_callback(self, lease: Lease, callback: Callable[..., object] | None) -> None:
+        """Lease.on_pending = callback (None: none).  The first starts the runner."""
+        if callback is not None and not callable(callback):
+            raise TypeError(f'on_pending must be callable or None, not {type(callback).__name__}')
+        with self.lock:
+            if callback is None or lease.released or self._c is None:
+                self._callbacks.pop(lease, None)
+                return
+            self._callbacks[lease] = callback
+            if self._run_r < 0:
+                self._run_r, self._run_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            if not self.runner_on and self.start_runner is not None:
+                self.runner_on = True
+                self.start_runner()
+
+    def _note(self, ev: Event) -> None:
+        """Under self.lock: an event was read off the socket; a HotplugPending
+        makes each held lease's callback due, for the runner."""
+        if not isinstance(ev, HotplugPending) or not self._callbacks:
+            return
+        for lease, callback in self._callbacks.items():
+            self._calls.append((callback, lease, ev))
+        try:
+            os.write(self._run_w, b'!')
+        except BlockingIOError:
+            pass  # full: readable already
+
+    def runner_step(self) -> tuple[list[tuple], list[int] | None]:
+        """One step of a runner: read what arrived (keeping the events for
+        next_event(), and waking its waits), take the callbacks due.
+        Return: (calls to make, outside any lock), and the descriptors to
+        wait on before the next step; None: the runner is done (the Client
+        closed, or no lease has a callback any more)."""
+        out = ffi.new('struct cpuhp_client_event *')
+        with self.lock:
+            c = self._c
+            if c is None or (not self._callbacks and not self._calls):
+                self.runner_on = False
+                calls = list(self._calls)
+                self._calls.clear()
+                return calls, None
+            _drain(self._run_r)
+            read = False
+            while lib.cpuhp_client_next_event(c, 0, out) == 0:
+                ev = _event(out[0])
+                read = True
+                self._note(ev)
+                if len(self._queued) < lib.CPUHP_CLIENT_EVENT_QUEUE_MAX:
+                    self._queued.append(ev)
+                else:
+                    self._queued_lost += 1
+            if read:
+                self._kick()
+            calls = list(self._calls)
+            self._calls.clear()
+            return calls, [lib.cpuhp_client_fd(c), self._run_r, self._closed_fd_locked()]
+
+    def _closed_fd_locked(self) -> int:
+        if self._closed_r < 0:
+            self._closed_r, self._closed_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        return self._closed_r
 
     def freeze_begin(self, c, who, why) -> Call:
         return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out))
@@ -565,7 +718,11 @@ class Session:
     def status_end(call: Call) -> Status:
         return _status(call.result('struct cpuhp_client_status *', lib.cpuhp_client_call_status))
 
-    def set_online_begin(self, c, text: bytes, online: bool, ms: int) -> Call:
+    def set_online_begin(self, c, text: bytes, online: bool, ms: int,
+                         grace: int | None = None) -> Call:
+        if grace is not None:
+            return self._begin(c, lambda out: lib.cpuhp_client_set_online_forced_begin(
+                c, text, online, ms, grace, out))
         return self._begin(c, lambda out: lib.cpuhp_client_set_online_results_begin(
             c, text, online, ms, out))
 
@@ -583,7 +740,15 @@ class Session:
                             for r in res[0][0:n[0]])
         finally:
             lib.cpuhp_client_results_free(res[0])
-        result = HotplugResult(online=online, results=results)
+        rv = ffi.new('struct cpuhp_client_lease_info **')
+        rc = lib.cpuhp_client_call_revoked(call._p, rv, n)
+        if rc < 0:
+            raise _call_error(call._p, rc)
+        try:
+            revoked = tuple(_lease_info(rv[0][i]) for i in range(n[0]))
+        finally:
+            lib.free(rv[0])
+        result = HotplugResult(online=online, results=results, revoked=revoked)
         return result.check() if check else result
 
     def subscribe(self) -> None:
@@ -618,9 +783,16 @@ class Session:
                 raise
             # Emptied before looking, so that a kick from now on is news.
             _drain(self._wake_r)
+            if self._queued_lost:  # the runner's queue overflowed
+                lost, self._queued_lost = self._queued_lost, 0
+                return EventsLost(lost), []
+            if self._queued:       # read by the runner for us
+                return self._queued.popleft(), []
             rc = lib.cpuhp_client_next_event(c, 0, out)
             if rc == -errno.EAGAIN:
                 return None, [lib.cpuhp_client_fd(c), self._wake_r, self._closed_r]
             if rc < 0:
                 raise self.error(c, rc)
-        return _event(out[0]), []
+            ev = _event(out[0])
+            self._note(ev)
+        return ev, []

@@ -98,6 +98,14 @@ class LeaseInfo:
     held: float
     #: The connection's number in cpuhpd's log.
     connection: int
+    #: A delay lease's delay in seconds (Client(delay=...)); 0: a block lease.
+    delay: float = 0.0
+
+    @property
+    def mode(self) -> str:
+        """"delay" (revoked *delay* seconds after a hotplug's notice) or
+        "block" (holds a hotplug up to its timeout)."""
+        return 'delay' if self.delay else 'block'
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,12 @@ class HotplugInfo:
     waited: float
     #: Its timeout, in seconds.
     timeout: float
+    #: Forced (set_online(force=...)): leases still held *force_grace*
+    #: seconds after its notice are revoked.
+    force: bool = False
+    force_grace: float = 0.0
+    #: An SMT change's word ("off"...); "" for CPUs.
+    smt: str = ''
 
 
 @dataclass(frozen=True)
@@ -201,9 +215,11 @@ class CpuResult:
 
 @dataclass(frozen=True)
 class HotplugResult:
-    """What Client.set_online() did, CPU by CPU (in ascending order)."""
+    """What Client.set_online() did, CPU by CPU (in ascending order), and,
+    forced, the leases it revoked (*revoked*: held after its grace)."""
     online: bool
     results: tuple[CpuResult, ...]
+    revoked: tuple[LeaseInfo, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -281,12 +297,20 @@ class EventsLost(Event):
 
 @dataclass(frozen=True)
 class LeaseRevoked(Event):
-    """A notice (watching or not): socket lease *lease_id* of this Client was
-    held *held* seconds, past cpuhpd's ``--max-lease-ms`` (*max_lease*
-    seconds), and is no longer held; its release raises OSError(ETIME)."""
-    lease_id: int
+    """A notice (watching or not): a lease of this Client was revoked and is
+    no longer held; its release raises OSError(ETIME).  *reason*:
+    ``"max_lease"`` (held *held* seconds, past cpuhpd's ``--max-lease-ms``,
+    *max_lease* seconds), ``"delay"`` (a delay lease, whose *delay* seconds
+    after hotplug *hotplug_id*'s notice are over) or ``"forced"`` (hotplug
+    *hotplug_id* was forced and its grace is over).  *lease_id* is None for
+    fast leases: then *count* of them, all this Client's fast leases."""
+    lease_id: int | None
     held: float
     max_lease: float
+    reason: str = 'max_lease'
+    hotplug_id: int = 0
+    count: int = 1
+    delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -298,6 +322,37 @@ class LeaseBypassed(Event):
     (it is released all the same)."""
     online_cpus: frozenset[int]
     leases: int
+
+
+@dataclass(frozen=True)
+class HotplugPending(Event):
+    """A hotplug became the next to run and waits: to a watcher, and as a
+    notice to a Client that holds a lease (watching or not), once.  A holder
+    that can let go now should: the hotplug runs as soon as nothing holds
+    it.  *id*: "hotplug #N" in cpuhpd's log.  *cpus* (empty for SMT: *smt*
+    is its word, "off"...), *online*; *timeout*: seconds until it gives up;
+    *force*: leases still held *force_grace* seconds after this are revoked
+    (a delay lease: its delay after this)."""
+    id: int
+    cpus: frozenset[int]
+    online: bool
+    smt: str
+    timeout: float
+    force: bool
+    force_grace: float
+
+
+@dataclass(frozen=True)
+class HotplugCancelled(Event):
+    """The hotplug of a HotplugPending ended without running: it timed out
+    (*errno* ETIMEDOUT, or EAGAIN) or was withdrawn (ECANCELED: its client
+    left, or cpuhpd stops); *message* says which, in cpuhpd's words."""
+    id: int
+    cpus: frozenset[int]
+    online: bool
+    smt: str
+    errno: int
+    message: str
 
 
 @dataclass(frozen=True)
@@ -328,7 +383,8 @@ def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) 
 
 class Lease:
     """A reader lease from cpuhpd: the set of online CPUs does not change
-    until it is released, or its Client is closed, or its process dies.
+    until it is released, or its Client is closed, or its process dies (or,
+    for a delay lease, until cpuhpd revokes it: see Client(delay=...)).
 
     A context manager: ``with client.lease(): ...`` releases it on the way
     out, exceptions included.  If the lease did not hold for the whole
@@ -348,6 +404,23 @@ class Lease:
     def __repr__(self) -> str:
         return f'<cpuhp.Lease id={self.id} {"released" if self.released else "held"}>'
 
+    @property
+    def on_pending(self) -> Callable[..., object] | None:
+        """Called as ``on_pending(lease, event)`` when a hotplug that this
+        lease holds up becomes the next to run (a HotplugPending): let go
+        of what the lease protects and release it, and the hotplug runs at
+        once instead of at the lease's natural end.  Set it here or with
+        Client.lease(on_pending=...); None removes it.  cpuhp.Client calls
+        it on a thread of the binding's (one per Client, started with the
+        first such lease), cpuhp.aio.Client in its event loop (a coroutine
+        function's result is run as a task).  Once per hotplug per Client,
+        for every held lease that has one."""
+        return self._session.pending_callback(self)
+
+    @on_pending.setter
+    def on_pending(self, callback: Callable[..., object] | None) -> None:
+        self._session.set_pending_callback(self, callback)
+
     def release(self) -> None:
         """End the lease.  Does nothing if it already ended (released, or
         its Client closed).  ConnectionResetError if it died with the
@@ -355,10 +428,7 @@ class Lease:
         CPUs may have changed while it was believed held.  OSError ETIME
         (revoked) and ESTALE (bypassed) say the same of a lease that cpuhpd
         ended or could not protect."""
-        if self.released:
-            return
-        self.released = True
-        self._session.release(self.id)
+        self._session.release(self)
 
     def __enter__(self) -> Lease:
         return self

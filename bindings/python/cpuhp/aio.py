@@ -41,6 +41,7 @@ OSError subclasses), and the arguments are those of ``cpuhp.Client``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator
@@ -57,10 +58,11 @@ if not HAVE_CLIENT:
 # After the check above.
 from ._cpuset import CPUs  # noqa: E402
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
-from ._session import Call, Session, identity, lease_args, set_online_args  # noqa: E402
+from ._session import (Call, Session, force_ms, identity, lease_args,  # noqa: E402
+                       run_callback, set_online_args)
 from ._states import State  # noqa: E402
-from ._types import (CpuInfo, Event, Freeze, HotplugResult, Lease, LeaseList,  # noqa: E402
-                     Status)
+from ._types import (CpuInfo, Event, Freeze, HotplugPending, HotplugResult,  # noqa: E402
+                     Lease, LeaseList, Status)
 
 __all__ = ['Client']
 
@@ -170,15 +172,45 @@ class _Request(Coroutine[object, None, _T]):
 class Client:
     """A connection to cpuhpd whose waits are awaited (see the module).
 
-    *path* as for cpuhp.Client.  Connects at once (a round trip the
-    daemon answers at once).  An async context manager that closes the
-    connection, which ends its leases.
+    *path*, *who*, *why* and *delay* as for cpuhp.Client.  Connects at
+    once (a round trip the daemon answers at once).  An async context
+    manager that closes the connection, which ends its leases.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, who: str | None = None,
-                 why: str | None = None) -> None:
-        self._s = Session(self, path, who, why)
+                 why: str | None = None, delay: float | None = None) -> None:
+        self._s = Session(self, path, who, why, delay)
         self._readers = _Readers()
+        self._s.start_runner = self._start_runner
+        self._pump: asyncio.Task[None] | None = None
+
+    @property
+    def lease_delay(self) -> float:
+        """As cpuhp.Client.lease_delay."""
+        return self._s.lease_delay
+
+    def _start_runner(self) -> None:
+        """The first lease with an on_pending callback: a task in the loop
+        reads the notices and calls them (set on_pending in the loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._s.runner_on = False
+            raise RuntimeError('a cpuhp.aio lease\'s on_pending is set in its event loop') \
+                from None
+        self._pump = loop.create_task(self._run_notices())
+
+    async def _run_notices(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            calls, fds = self._s.runner_step()
+            for callback, lease, ev in calls:
+                result = run_callback(callback, lease, ev)
+                if inspect.isawaitable(result):
+                    loop.create_task(result)
+            if fds is None:
+                return
+            await self._readers.wait(fds)
 
     @property
     def path(self) -> str:
@@ -241,16 +273,21 @@ class Client:
                 call.close()
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
-              why: str | None = None) -> _Request[Lease]:
+              why: str | None = None,
+              on_pending: Callable[[Lease, HotplugPending], object] | None = None
+              ) -> _Request[Lease]:
         """A reader lease, as cpuhp.Client.lease(): ``async with
         client.lease(): ...`` holds it for the block, ``lease = await
         client.lease()`` returns it (release it with ``lease.release()``).
         A lease that died with the daemon's connection raises
         ConnectionResetError from the block's exit (a LeasesLost event
-        comes first, to a watcher).  Bad arguments raise here, before
-        anything is awaited."""
+        comes first, to a watcher).  *on_pending*: as cpuhp.Client.lease()'s,
+        called in the loop (a coroutine function's result runs as a task).
+        Bad arguments raise here, before anything is awaited."""
         ms, ident = lease_args(timeout, who, why)
-        return _Request(lambda: self._lease(ms, ident))
+        if on_pending is not None and not callable(on_pending):
+            raise TypeError(f'on_pending must be callable, not {type(on_pending).__name__}')
+        return _Request(lambda: self._lease(ms, ident, on_pending))
 
     def set_identity(self, who: str | None = None, why: str | None = None) -> None:
         """As cpuhp.Client.set_identity(): one round trip, run in the loop
@@ -268,11 +305,15 @@ class Client:
         Client's connection, each of which cpuhpd answers at once."""
         return self._s.cpus()
 
-    async def _lease(self, ms: int, ident: tuple | None) -> Lease:
+    async def _lease(self, ms: int, ident: tuple | None,
+                     on_pending: Callable[..., object] | None = None) -> Lease:
         lease = self._s.lease_now(ms, ident)
-        if lease is not None:
-            return lease
-        return await self._call(lambda c: self._s.lease_begin(c, ms, ident), self._s.lease_end)
+        if lease is None:
+            lease = await self._call(lambda c: self._s.lease_begin(c, ms, ident),
+                                     self._s.lease_end)
+        if on_pending is not None:
+            lease.on_pending = on_pending
+        return lease
 
     def freeze(self, *, who: str | None = None,
                why: str | None = None) -> _Request[Freeze]:
@@ -326,14 +367,16 @@ class Client:
         await asyncio.get_running_loop().run_in_executor(None, st.remove)
 
     async def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
-                         check: bool = True) -> HotplugResult:
+                         check: bool = True, force: bool | float | None = None
+                         ) -> HotplugResult:
         """Bring *cpus* online or take them offline, as
-        cpuhp.Client.set_online().  Cancelled before the daemon answers:
-        a hotplug still waiting for leases is cancelled, one writing sysfs
-        finishes."""
+        cpuhp.Client.set_online() (*force* too).  Cancelled before the
+        daemon answers: a hotplug still waiting for leases is cancelled,
+        one writing sysfs finishes."""
         text = set_online_args(cpus, online)
         ms = timeout_ms(timeout, forever=UINT_MS_MAX)
-        return await self._call(lambda c: self._s.set_online_begin(c, text, online, ms),
+        grace = force_ms(force)
+        return await self._call(lambda c: self._s.set_online_begin(c, text, online, ms, grace),
                                 lambda call: self._s.set_online_end(call, online, check))
 
     async def status(self) -> Status:

@@ -164,7 +164,8 @@ static int apply_line(struct text *t, const char *line, size_t len, char *why, s
 		t->reqs.b.len = 0;
 		return 0;
 	}
-	if (is(line, wlen, "req") || is(line, wlen, "run") || is(line, wlen, "partial")) {
+	if (is(line, wlen, "req") || is(line, wlen, "run") || is(line, wlen, "partial") ||
+	    is(line, wlen, "hotplug")) {
 		if (!t->in_reqs) {
 			snprintf(why, whylen, "a request outside the 'reqs' section");
 			return -EINVAL;
@@ -188,7 +189,7 @@ static int apply_line(struct text *t, const char *line, size_t len, char *why, s
 		return 0;
 	}
 	if (is(line, wlen, "lease") || is(line, wlen, "wait") || is(line, wlen, "state") ||
-	    is(line, wlen, "freeze") || is(line, wlen, "call")) {
+	    is(line, wlen, "freeze") || is(line, wlen, "call") || is(line, wlen, "ready")) {
 		if (!t->cur || t->cur->id != id) {
 			snprintf(why, whylen, "a record of conn %u outside its section", id);
 			return -EINVAL;

@@ -14,10 +14,10 @@
  * same section of the text:
  *
  *   daemon ...                       the daemon line
- *   conn ID ...  then the lease, wait, state, call and freeze lines of ID:
- *                                    all of connection ID
+ *   conn ID ...  then the lease, wait, state, call, freeze and ready lines
+ *                of ID:              all of connection ID
  *   gone ID                          connection ID closed: none of it
- *   reqs  then req, run and partial lines:   the requests still to answer
+ *   reqs  then req, run, hotplug and partial lines:  the requests still to answer
  *
  * Reading takes the valid slot of the highest generation and applies its
  * records in order up to the first one that is cut, fails its hash or

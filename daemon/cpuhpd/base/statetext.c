@@ -257,6 +257,26 @@ static int want(struct parser *p, unsigned n)
 	return 0;
 }
 
+/* @n fields, or @n + 1 with a last one that a newer writer added. */
+static int want_or_one_more(struct parser *p, unsigned n)
+{
+	if (p->nfields != n && p->nfields != n + 1)
+		return bad(p, "'%s' has %u fields, not %u or %u", p->fields[0], p->nfields, n,
+		           n + 1);
+	return 0;
+}
+
+/* A delay lease's delay, the optional field @i: 0 when absent. */
+static int delay_field(struct parser *p, unsigned i, uint32_t *v)
+{
+	uint64_t x = 0;
+
+	if (p->nfields > i && num(p, i, UINT32_MAX, &x))
+		return p->err;
+	*v = (uint32_t)x;
+	return 0;
+}
+
 /* The conn line a record names: it must exist already. */
 static struct cpuhpd_saved_conn *owner(struct parser *p)
 {
@@ -276,9 +296,10 @@ static int daemon_line(struct parser *p)
 	struct cpuhpd_saved *s = p->out;
 	uint64_t v[5];
 
-	if (want(p, 7) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
+	if (want_or_one_more(p, 7) || snum(p, 1, &s->pid) || num(p, 2, UINT32_MAX, &v[0]) ||
 	    num(p, 3, UINT64_MAX, &v[1]) || num(p, 4, UINT64_MAX, &v[2]) ||
-	    num(p, 5, UINT64_MAX, &v[3]) || num(p, 6, UINT64_MAX, &v[4]))
+	    num(p, 5, UINT64_MAX, &v[3]) || num(p, 6, UINT64_MAX, &v[4]) ||
+	    (p->nfields > 7 && num(p, 7, UINT64_MAX, &s->next_hotplug_seq)))
 		return p->err;
 	s->next_call_id = v[4];
 	s->next_conn_id = (unsigned)v[0];
@@ -324,9 +345,10 @@ static int lease_line(struct parser *p)
 	struct cpuhpd_saved_lease *l;
 	uint64_t id, since;
 	bool bypassed;
+	uint32_t delay = 0;
 
-	if (!c || want(p, 7) || num(p, 2, UINT64_MAX, &id) || num(p, 3, UINT64_MAX, &since) ||
-	    flag(p, 4, &bypassed))
+	if (!c || want_or_one_more(p, 7) || num(p, 2, UINT64_MAX, &id) ||
+	    num(p, 3, UINT64_MAX, &since) || flag(p, 4, &bypassed) || delay_field(p, 7, &delay))
 		return p->err;
 	if (!id)
 		return bad(p, "lease id 0");
@@ -339,6 +361,7 @@ static int lease_line(struct parser *p)
 	l->id = id;
 	l->since = since;
 	l->bypassed = bypassed;
+	l->delay_ms = delay;
 	return str(p, 5, &l->who) || str(p, 6, &l->why) ? p->err : 0;
 }
 
@@ -347,9 +370,11 @@ static int wait_line(struct parser *p)
 	struct cpuhpd_saved_conn *c = owner(p);
 	struct cpuhpd_saved_wait *w;
 	uint64_t req, deadline, timeout;
+	uint32_t delay = 0;
 
-	if (!c || want(p, 7) || num(p, 2, UINT64_MAX, &req) || num(p, 3, UINT64_MAX, &deadline) ||
-	    num(p, 4, UINT32_MAX, &timeout))
+	if (!c || want_or_one_more(p, 7) || num(p, 2, UINT64_MAX, &req) ||
+	    num(p, 3, UINT64_MAX, &deadline) || num(p, 4, UINT32_MAX, &timeout) ||
+	    delay_field(p, 7, &delay))
 		return p->err;
 	w = push(p, (void **)&c->waits, &c->nwaits, sizeof(*w));
 	if (!w)
@@ -357,6 +382,7 @@ static int wait_line(struct parser *p)
 	w->req_id = req;
 	w->deadline = deadline;
 	w->timeout_ms = (uint32_t)timeout;
+	w->delay_ms = delay;
 	return str(p, 5, &w->who) || str(p, 6, &w->why) ? p->err : 0;
 }
 
@@ -425,6 +451,39 @@ static int freeze_line(struct parser *p)
 	return str(p, 6, &f->who) || str(p, 7, &f->why) ? p->err : 0;
 }
 
+static int ready_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	uint64_t to, told, delay;
+
+	if (!c || want(p, 5) || num(p, 2, UINT32_MAX, &to) || num(p, 3, UINT64_MAX, &told) ||
+	    num(p, 4, UINT32_MAX, &delay))
+		return p->err;
+	c->notices_to = (unsigned)to;
+	c->told_seq = told;
+	c->fast_delay_ms = (uint32_t)delay;
+	return 0;
+}
+
+static int hotplug_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	struct cpuhpd_saved_hotplug *h;
+	uint64_t req, seq, at;
+
+	if (!c || want(p, 5) || num(p, 2, UINT64_MAX, &req) || num(p, 3, UINT64_MAX, &seq) ||
+	    num(p, 4, UINT64_MAX, &at))
+		return p->err;
+	h = push(p, (void **)&p->out->hotplugs, &p->out->nhotplugs, sizeof(*h));
+	if (!h)
+		return p->err;
+	h->conn = c->id;
+	h->req_id = req;
+	h->seq = seq;
+	h->noticed_at = at;
+	return 0;
+}
+
 static int req_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
@@ -479,7 +538,7 @@ static int parse_body(struct parser *p, char *body)
 	    {"daemon", daemon_line},   {"conn", conn_line},   {"lease", lease_line},
 	    {"wait", wait_line},       {"state", state_line}, {"freeze", freeze_line},
 	    {"call", call_line},       {"req", req_line},     {"run", req_line},
-	    {"partial", partial_line},
+	    {"partial", partial_line}, {"ready", ready_line}, {"hotplug", hotplug_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;
@@ -631,6 +690,7 @@ void cpuhpd_statetext_free(struct cpuhpd_saved *s)
 	for (unsigned i = 0; i < s->nreqs; i++)
 		free(s->reqs[i].req.data);
 	free(s->reqs);
+	free(s->hotplugs);
 	free(s->conns);
 	memset(s, 0, sizeof(*s));
 }

@@ -6,14 +6,19 @@
  *
  *   cpuhpd-state 1 BYTES HASH          BYTES of body follow; HASH is their
  *                                      cpuhpd_statetext_hash(), 16 hex digits
- *   daemon PID NEXT_CONN NEXT_LEASE NEXT_STATE NEXT_FREEZE NEXT_CALL
+ *   daemon PID NEXT_CONN NEXT_LEASE NEXT_STATE NEXT_FREEZE NEXT_CALL [NEXT_HOTPLUG]
  *   conn ID PID UID GID ADMIN HELLO COMM WHO WHY FAST_SLOTS WATCH_ID
- *   lease CONN ID SINCE BYPASSED WHO WHY
- *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY
+ *   lease CONN ID SINCE BYPASSED WHO WHY [DELAY_MS]
+ *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY [DELAY_MS]
  *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
  *   call CONN STATE_ID CPU             a call of that state (after its line) sent
  *                                      and not answered: made again after a restart
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
+ *   ready CONN NOTICES_TO TOLD FAST_DELAY_MS
+ *                                      where its notices go (a conn id, 0: itself),
+ *                                      the hotplug it was told of, its fast leases' delay
+ *   hotplug CONN REQ_ID SEQ NOTICED    the hotplug of the next req line of CONN with
+ *                                      REQ_ID: its number, when it was announced (0: not)
  *   req CONN PAYLOAD                   a request not answered yet: handled again, in
  *                                      the order of these lines, before anything new
  *   run CONN PAYLOAD                   as req, for the hotplug that was in the worker:
@@ -21,7 +26,7 @@
  *   partial CONN BYTES                 the start of a frame read, not yet complete
  *   end
  *
- * Numbers are decimal; SINCE and DEADLINE are CLOCK_MONOTONIC milliseconds
+ * Numbers are decimal; SINCE, DEADLINE and NOTICED are CLOCK_MONOTONIC milliseconds
  * (uv_now()), which a new process on the same boot shares.  Strings and
  * bytes are lower-case hex ("-" for none), so that no value can break a
  * line.  A record naming a CONN must follow that conn's line.  A text that
@@ -50,13 +55,15 @@
 struct cpuhpd_saved_lease {
 	uint64_t id, since;
 	bool bypassed;
-	char *who, *why; /* NULL: none */
+	char *who, *why;   /* NULL: none */
+	uint32_t delay_ms; /* a delay lease's delay; 0 (or no field): a block lease */
 };
 
 struct cpuhpd_saved_wait {
 	uint64_t req_id, deadline;
 	uint32_t timeout_ms;
 	char *who, *why;
+	uint32_t delay_ms; /* as a lease's */
 };
 
 struct cpuhpd_saved_state {
@@ -88,6 +95,10 @@ struct cpuhpd_saved_conn {
 	char *comm, *who, *why;
 	unsigned fast_slots; /* 0: no fast-path region */
 	uint64_t watch_id;   /* 0: not watching */
+	/* "ready": where its notices go (0: itself), the hotplug it was told of, its fast delay */
+	unsigned notices_to;
+	uint64_t told_seq;
+	uint32_t fast_delay_ms;
 	struct cpuhpd_saved_lease *leases;
 	unsigned nleases;
 	struct cpuhpd_saved_wait *waits;
@@ -105,14 +116,23 @@ struct cpuhpd_saved_req {
 	struct cpuhpd_saved_blob req;
 };
 
+/* A queued hotplug's number and notice, for its req line. */
+struct cpuhpd_saved_hotplug {
+	unsigned conn;
+	uint64_t req_id, seq, noticed_at;
+};
+
 struct cpuhpd_saved {
 	int32_t pid; /* of the daemon that wrote it */
 	unsigned next_conn_id;
 	uint64_t next_lease_id, next_state_id, next_freeze_id, next_call_id;
+	uint64_t next_hotplug_seq; /* 0: not in the text (an older writer) */
 	struct cpuhpd_saved_conn *conns;
 	unsigned nconns;
 	struct cpuhpd_saved_req *reqs; /* in their order, every connection's */
 	unsigned nreqs;
+	struct cpuhpd_saved_hotplug *hotplugs;
+	unsigned nhotplugs;
 };
 
 /**

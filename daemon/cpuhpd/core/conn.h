@@ -60,14 +60,18 @@ struct cpuhpd_lease {
 	uint64_t id;
 	uint64_t since; /* uv_now() when granted */
 	char *who, *why;
-	bool bypassed; /* CPUs changed behind cpuhpd while it was held (policy.c) */
+	bool bypassed;     /* CPUs changed behind cpuhpd while it was held (policy.c) */
+	uint32_t delay_ms; /* 0: a block lease; else a delay lease's delay (revoke.c) */
 };
 
-/* Leases revoked at --max-lease-ms, kept so that their release says so (policy.c). */
+/* Leases revoked, kept so that their release says so (policy.c). */
 #define CPUHPD_CONN_REVOKED_KEPT 8
 struct cpuhpd_revoked {
 	uint64_t id; /* 0: free, or its release was answered */
 	uint64_t held_ms;
+	uint64_t hotplug_id; /* 0: at --max-lease-ms; else the hotplug it was revoked for */
+	uint32_t delay_ms;   /* a delay lease's */
+	uint8_t reason;      /* Cpuhp__RevokeReason */
 };
 
 struct cpuhpd_conn {
@@ -95,6 +99,16 @@ struct cpuhpd_conn {
 	struct cpuhpd_revoked revoked[CPUHPD_CONN_REVOKED_KEPT];
 	unsigned revoked_next;
 	uint64_t bypass_seq;
+
+	/*
+	 * route.c: where notices about what this connection holds go (the
+	 * connection it was opened beside, Hello.notices_to; NULL: here), and
+	 * how many connections send theirs here.
+	 */
+	struct cpuhpd_conn *notices_to;
+	unsigned notices_from;
+	/* hotplug/notice.c: the hotplug whose HotplugPending it was sent last (a seq; 0: none) */
+	uint64_t told_seq;
 
 	/* watch.c */
 	struct cpuhpd_list watch_node; /* in d->watchers while watching */

@@ -481,9 +481,9 @@ static int put_daemon(struct cpuhpd *d, bool always)
 	for (const cpuhpd_save_ids_fn *save = s->savers->ids; *save; save++)
 		(*save)(d, &ids);
 	n = snprintf(line, sizeof(line),
-	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	             "daemon %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
 	             (int)getpid(), ids.next_conn_id, ids.next_lease_id, ids.next_state_id,
-	             ids.next_freeze_id, ids.next_call_id);
+	             ids.next_freeze_id, ids.next_call_id, ids.next_hotplug_seq);
 	if (!always && !strcmp(line, s->daemon_line))
 		return 0;
 	memcpy(s->daemon_line, line, (size_t)n + 1);
@@ -662,16 +662,21 @@ void cpuhpd_fdstore_changed(struct cpuhpd *d)
 	flush(d);
 }
 
-void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c)
+void cpuhpd_fdstore_conn_stale(struct cpuhpd_conn *c)
 {
 	struct cpuhpd_fdstore *s = &c->d->fdstore;
 
+	if (!c->stored || c->closing || c->st_queued)
+		return;
+	c->st_queued = true;
+	cpuhpd_list_add_tail(&s->dirty, &c->st_node);
+}
+
+void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c)
+{
 	if (!c->stored || c->closing)
 		return;
-	if (!c->st_queued) {
-		c->st_queued = true;
-		cpuhpd_list_add_tail(&s->dirty, &c->st_node);
-	}
+	cpuhpd_fdstore_conn_stale(c);
 	flush(c->d);
 }
 

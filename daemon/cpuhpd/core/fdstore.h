@@ -81,7 +81,7 @@ struct cpuhpd_fdstore {
 	unsigned *gone;                /* connections closed, not yet written */
 	unsigned ngone, gone_cap;
 	bool reqs_dirty;        /* the requests still to answer changed */
-	char daemon_line[160];  /* as last written */
+	char daemon_line[192];  /* as last written */
 	struct cpuhpd_buf body; /* the record being built */
 	/* From LISTEN_FDS at start, until adopt.c is done with them. */
 	struct cpuhpd_fdstore_taken *taken;
@@ -143,6 +143,12 @@ void cpuhpd_fdstore_region_gone(struct cpuhpd_conn *c);
  */
 void cpuhpd_fdstore_changed(struct cpuhpd *d);
 void cpuhpd_fdstore_conn_changed(struct cpuhpd_conn *c);
+/*
+ * @c's lines change with the next rewrite, which the caller makes
+ * (cpuhpd_fdstore_changed()) once it has marked every connection it
+ * changed: one write for a change that touches many.
+ */
+void cpuhpd_fdstore_conn_stale(struct cpuhpd_conn *c);
 
 /*
  * A restart's stop, at its end: the whole text a last time, with the

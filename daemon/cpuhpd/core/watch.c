@@ -61,7 +61,7 @@ void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c)
 	c->d->watch.gen++;
 }
 
-static void broadcast(struct cpuhpd *d, Cpuhp__Event *ev)
+void cpuhpd_watch_event(struct cpuhpd *d, Cpuhp__Event *ev)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	uint64_t seq = ++d->watch.seq;
@@ -101,7 +101,7 @@ void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool onlin
 	hs.online = online;
 	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_STARTED;
 	ev.hotplug_started = &hs;
-	broadcast(d, &ev);
+	cpuhpd_watch_event(d, &ev);
 }
 
 void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,
@@ -117,7 +117,7 @@ void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool onli
 	hf.n_results = nresults;
 	ev.kind_case = CPUHP__EVENT__KIND_HOTPLUG_FINISHED;
 	ev.hotplug_finished = &hf;
-	broadcast(d, &ev);
+	cpuhpd_watch_event(d, &ev);
 }
 
 void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool external)
@@ -130,7 +130,7 @@ void cpuhpd_watch_online_changed(struct cpuhpd *d, const char *online, bool exte
 	oc.external = external;
 	ev.kind_case = CPUHP__EVENT__KIND_ONLINE_CHANGED;
 	ev.online_changed = &oc;
-	broadcast(d, &ev);
+	cpuhpd_watch_event(d, &ev);
 }
 
 /* "CPU 4 is now present (offline)": @set's CPUs that are (@online) in @of, in one line. */
@@ -180,7 +180,7 @@ static void present_changed(struct cpuhpd *d, const struct cpuhpd_view_change *c
 		pc.online = online;
 		ev.kind_case = CPUHP__EVENT__KIND_PRESENT_CHANGED;
 		ev.present_changed = &pc;
-		broadcast(d, &ev);
+		cpuhpd_watch_event(d, &ev);
 	} else {
 		cpuhpd_warn("out of memory: watchers were not told that the present CPUs changed");
 	}

@@ -36,6 +36,12 @@ void cpuhpd_watch_conn_gone(struct cpuhpd_conn *c);
 /* A restart: if @sc watched before, @c gets the events from now on.  Return: 0. */
 int cpuhpd_watch_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
+/*
+ * Send @ev to every watcher, once each, with its Watch id.  A send can
+ * close connections; the walk survives it.
+ */
+void cpuhpd_watch_event(struct cpuhpd *d, Cpuhp__Event *ev);
+
 void cpuhpd_watch_hotplug_started(struct cpuhpd *d, const char *cpus, bool online);
 void cpuhpd_watch_hotplug_finished(struct cpuhpd *d, const char *cpus, bool online, bool ok,
                                    Cpuhp__CpuResult **results, unsigned nresults);

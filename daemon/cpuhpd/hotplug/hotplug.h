@@ -33,6 +33,7 @@
 #include "cpuhp.pb-c.h"
 
 #include "base/list.h"
+#include "base/statetext.h"
 
 /*
  * CPUs one request may name, so that its reply (a result per CPU, plus the
@@ -58,6 +59,9 @@ struct cpuhpd_hotplug {
 	/* The request in the worker came back (a stop that waits for it sets this). NULL: nobody.
 	 */
 	void (*settled)(struct cpuhpd *d);
+	/* A restart: the numbers and notices of the requests it handles again, until then. */
+	struct cpuhpd_saved_hotplug *resume;
+	unsigned nresume;
 };
 
 int cpuhpd_hotplug_init(struct cpuhpd *d);
@@ -111,6 +115,22 @@ void cpuhpd_hotplug_hold(struct cpuhpd *d);
  * then reports CPUs it had changed as already in the asked state.
  */
 void cpuhpd_hotplug_save(struct cpuhpd *d, FILE *f);
+
+/*
+ * The state text's next hotplug number, and a restart's: numbers go on
+ * above the last cpuhpd's; its queued requests keep theirs and their
+ * notices (the "hotplug" lines), until cpuhpd_hotplug_replayed().
+ */
+void cpuhpd_hotplug_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids);
+void cpuhpd_hotplug_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s);
+void cpuhpd_hotplug_replayed(struct cpuhpd *d);
+
+/*
+ * notice.c, the state text: @c's "ready" line (where its notices go, the
+ * hotplug it was told of, its fast leases' delay), if any is set; and back.
+ */
+void cpuhpd_notice_save(const struct cpuhpd_conn *c, FILE *f);
+int cpuhpd_notice_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc);
 
 /* The snapshot's gauges (snapshot.h): the writer's state, the active request's number, the queue.
  */

@@ -53,7 +53,18 @@ static bool deadline_counts(const struct cpuhpd *d, const struct hotplug_req *h)
 	return h->state == HP_QUEUED;
 }
 
-/* Arm the timer for the earliest deadline among requests not handed to the worker. */
+/* When a forced hotplug revokes what it still waits for; UINT64_MAX: not (any more). */
+static uint64_t force_at(const struct hotplug_req *h)
+{
+	if (!h->force || h->forced || !h->noticed || h->state != HP_WAIT_LEASES)
+		return UINT64_MAX;
+	return h->noticed_at + h->force_grace_ms;
+}
+
+/*
+ * Arm the timer for the earliest deadline among requests not handed to the
+ * worker, and the active one's forcing.
+ */
 static void arm(struct cpuhpd *d)
 {
 	struct cpuhpd_list *pos;
@@ -65,6 +76,8 @@ static void arm(struct cpuhpd *d)
 
 		if (deadline_counts(d, h) && h->deadline < first)
 			first = h->deadline;
+		if (force_at(h) < first)
+			first = force_at(h);
 	}
 	if (first == UINT64_MAX)
 		uv_timer_stop(&d->hotplug.timer);
@@ -95,7 +108,13 @@ static struct cpuhpd_conn *unlink_req(struct cpuhpd *d, struct hotplug_req *h)
 
 static void destroy_req(struct hotplug_req *h)
 {
+	/* Its notices are still going out (pin()): freed when they are done. */
+	if (h->pinned) {
+		h->gone = true;
+		return;
+	}
 	cpuhpd_job_fini(&h->job);
+	cpuhpd_revoke_list_free(h->revoked, h->nrevoked);
 	free(h->cpus_str);
 	free(h);
 }
@@ -121,6 +140,8 @@ static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
 	uint64_t now = uv_now(d->loop);
 
 	h->state = HP_WORKER;
+	/* It waits for no lease any more: a delay still running revokes nothing now. */
+	cpuhpd_revoke_over(d);
 	h->job.timeout_ms = h->deadline > now ? (unsigned)(h->deadline - now) : 0;
 	/* No registration runs now (they are readers): the set of states is that of the job. */
 	h->job.with_states = cpuhpd_states_any(d);
@@ -131,6 +152,50 @@ static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
 	             h->job.timeout_ms);
 	cpuhpd_worker_submit(d, &h->job);
 	arm(d);
+}
+
+/*
+ * Keep @h's memory while something that can close connections runs: a
+ * closing connection can drop @h (its client) and destroy_req() it.
+ */
+static void pin(struct hotplug_req *h)
+{
+	h->pinned++;
+}
+
+/* Return: whether @h is still the active request waiting for leases (else: hands off it). */
+static bool unpin(struct cpuhpd *d, struct hotplug_req *h)
+{
+	if (--h->pinned == 0 && h->gone) {
+		destroy_req(h);
+		return false;
+	}
+	return !h->gone && head(d) == h && h->state == HP_WAIT_LEASES;
+}
+
+/*
+ * The active request waits, and every source knows what it holds: tell
+ * the watchers and the holders (notice.c), start the delays of the delay
+ * leases and a forced request's grace.  After a restart the first notice's
+ * time counts (->noticed_at), and only those not told yet are told.
+ */
+static void pending(struct cpuhpd *d, struct hotplug_req *h)
+{
+	if (!h->noticed_at)
+		h->noticed_at = uv_now(d->loop);
+	h->noticed = true;
+	pin(h);
+	cpuhpd_notice_pending(d, h);
+	/* A holder that let go at once (or a client gone) may have let it go on already. */
+	if (!unpin(d, h))
+		return;
+	if (h->force)
+		cpuhpd_info("hotplug #%" PRIu64 " is forced: the leases still held in %" PRIu32
+		            " ms will be revoked",
+		            h->seq, h->force_grace_ms);
+	cpuhpd_revoke_pending(d, h->seq, h->noticed_at);
+	/* Before the fdstore line that keeps ->noticed_at. */
+	cpuhpd_fdstore_changed(d);
 }
 
 /* Make the first request the active one, unless it already is. */
@@ -160,6 +225,9 @@ static void activate(struct cpuhpd *d)
 		            h->seq, h->desc, cpuhpd_grace_remaining_ms(d));
 	} else
 		cpuhpd_debug("hotplug #%" PRIu64 ": counting fast leases", h->seq);
+	/* With the count of the fast leases still to come, cpuhpd_hotplug_gate_counted() tells. */
+	if (!cpuhpd_gate_counting(d))
+		pending(d, h);
 	arm(d);
 }
 
@@ -170,6 +238,7 @@ static void activate(struct cpuhpd *d)
  */
 static void leave_head(struct cpuhpd *d)
 {
+	cpuhpd_revoke_over(d);
 	cpuhpd_gate_open(d);
 	if (!d->stopping)
 		activate(d);
@@ -231,11 +300,36 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 		leave_head(d);
 }
 
+/* A forced request's grace is over: revoke what it still waits for, and let it go on. */
+static void force(struct cpuhpd *d, struct hotplug_req *h)
+{
+	Cpuhp__LeaseInfo **list;
+	size_t n;
+
+	h->forced = true;
+	pin(h);
+	n = cpuhpd_revoke_all(d, h->seq, &list);
+	if (h->gone) {
+		cpuhpd_revoke_list_free(list, n); /* its client left meanwhile */
+		unpin(d, h);
+		return;
+	}
+	h->revoked = list;
+	h->nrevoked = n;
+	if (unpin(d, h))
+		cpuhpd_gate_check(d);
+}
+
 static void timer_cb(uv_timer_t *t)
 {
 	struct cpuhpd *d = cpuhpd_container_of(t, struct cpuhpd, hotplug.timer);
 	uint64_t now = uv_now(d->loop);
 	struct cpuhpd_list *pos;
+	struct hotplug_req *first = head(d);
+
+	/* Forcing before its deadline: a grace at least as long as the timeout gives way to it. */
+	if (first && force_at(first) <= now && first->deadline > now)
+		force(d, first);
 
 	/* Expiring the head grants leases, which can close connections and free requests: rescan.
 	 */
@@ -295,12 +389,63 @@ bool cpuhpd_hotplug_allowed(struct cpuhpd_conn *c, uint64_t req_id)
 	return cpuhpd_conn_may_wait(c, req_id);
 }
 
+/*
+ * A request that the previous cpuhpd had queued, handled again after a
+ * restart: it keeps its number, and the time of its notice (the delays and
+ * a forced grace count from there; those told are not told again).
+ */
+static void resume(struct cpuhpd *d, struct hotplug_req *h)
+{
+	if (!h->conn)
+		return; /* cpuhpd's own: the plan is applied anew after a restart */
+	for (unsigned i = 0; i < d->hotplug.nresume; i++) {
+		const struct cpuhpd_saved_hotplug *r = &d->hotplug.resume[i];
+
+		if (r->conn != h->conn->id || r->req_id != h->req_id || !r->seq)
+			continue;
+		d->hotplug.next_seq--; /* the one just given */
+		h->seq = r->seq;
+		if (r->seq >= d->hotplug.next_seq)
+			d->hotplug.next_seq = r->seq + 1;
+		h->noticed_at = r->noticed_at;
+		h->resumed = r->noticed_at != 0;
+		return;
+	}
+}
+
+void cpuhpd_hotplug_save_ids(const struct cpuhpd *d, struct cpuhpd_saved *ids)
+{
+	ids->next_hotplug_seq = d->hotplug.next_seq;
+}
+
+void cpuhpd_hotplug_adopt_ids(struct cpuhpd *d, const struct cpuhpd_saved *s)
+{
+	if (s->next_hotplug_seq > d->hotplug.next_seq)
+		d->hotplug.next_seq = s->next_hotplug_seq;
+	if (!s->nhotplugs)
+		return;
+	d->hotplug.resume = calloc(s->nhotplugs, sizeof(*d->hotplug.resume));
+	if (!d->hotplug.resume)
+		return; /* they get new numbers, and are announced again */
+	memcpy(d->hotplug.resume, s->hotplugs, s->nhotplugs * sizeof(*d->hotplug.resume));
+	d->hotplug.nresume = s->nhotplugs;
+}
+
+void cpuhpd_hotplug_replayed(struct cpuhpd *d)
+{
+	free(d->hotplug.resume);
+	d->hotplug.resume = NULL;
+	d->hotplug.nresume = 0;
+}
+
 /* Queue @h: its client (if any) and peer are set; @who for the log line. */
 static void queue_req(struct cpuhpd *d, struct hotplug_req *h, uint32_t timeout_ms, const char *who)
 {
+	h->d = d;
 	h->arrived = uv_now(d->loop);
 	h->arrived_ns = uv_hrtime();
 	h->seq = d->hotplug.next_seq++;
+	resume(d, h);
 	h->state = HP_QUEUED;
 	h->timeout_ms = timeout_ms;
 	h->deadline = uv_now(d->loop) + timeout_ms;
@@ -448,6 +593,8 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
 		return;
 	}
+	h->force = so->force;
+	h->force_grace_ms = so->force_grace_ms;
 	cpuhpd_hotplug_enqueue(c, req_id, h, so->timeout_ms);
 }
 
@@ -461,6 +608,11 @@ void cpuhpd_hotplug_gate_drained(struct cpuhpd *d)
 
 void cpuhpd_hotplug_gate_counted(struct cpuhpd *d)
 {
+	struct hotplug_req *h = head(d);
+
+	/* The fast leases are counted and some source still holds something: it waits. */
+	if (h && h->state == HP_WAIT_LEASES && !h->noticed && !cpuhpd_gate_counting(d))
+		pending(d, h);
 	arm(d);
 }
 
@@ -529,6 +681,9 @@ again:
 		            c->id);
 		cpuhpd_hotplug_count(d, h, CPUHPD_HP_DROPPED);
 		unlink_req(d, h);
+		/* Out of the queue first: what the notices close cannot find it. */
+		cpuhpd_notice_cancelled(d, h, ECANCELED,
+		                        "withdrawn: its client disconnected; nothing was changed");
 		destroy_req(h);
 		if (was_active)
 			leave_head(d);
@@ -552,6 +707,8 @@ again:
 			atomic_store(&h->job.cancel, true);
 			continue;
 		}
+		if (h->state == HP_WAIT_LEASES)
+			cpuhpd_revoke_over(d);
 		c = unlink_req(d, h);
 		cpuhpd_hotplug_count(d, h, CPUHPD_HP_CANCELED);
 		cpuhpd_hotplug_reply_error(h, c, ECANCELED,
@@ -632,6 +789,9 @@ int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
 		hi->waited_ms = now > h->arrived ? now - h->arrived : 0;
 		hi->timeout_ms = h->timeout_ms;
 		hi->reason = (char *)(h->own ? h->own : "");
+		hi->force = h->force;
+		hi->force_grace_ms = h->force_grace_ms;
+		hi->smt = h->kind == CPUHPD_HP_SMT ? (char *)h->job.smt_control : (char *)"";
 	}
 	return 0;
 }
@@ -666,15 +826,22 @@ static void save_req(struct cpuhpd *d, FILE *f, const struct hotplug_req *h)
 	if (h->kind == CPUHPD_HP_SMT) {
 		ss.control = (char *)h->job.smt_control;
 		ss.timeout_ms = h->timeout_ms ? left : 0;
+		ss.force = h->force;
+		ss.force_grace_ms = h->force_grace_ms;
 		rq.body_case = CPUHP__REQUEST__BODY_SET_SMT;
 		rq.set_smt = &ss;
 	} else {
 		so.cpus = h->cpus_str;
 		so.online = h->job.online;
 		so.timeout_ms = h->timeout_ms ? left : 0;
+		so.force = h->force;
+		so.force_grace_ms = h->force_grace_ms;
 		rq.body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 		rq.set_online = &so;
 	}
+	/* Its number and its notice, which the next cpuhpd keeps (resume()). */
+	fprintf(f, "hotplug %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", h->conn->id, h->req_id,
+	        h->seq, h->noticed ? h->noticed_at : 0);
 	cpuhpd_fdstore_put_request(f, h->conn->id, &rq, h->state >= HP_WORKER);
 }
 

@@ -46,6 +46,9 @@ void cpuhpd_hotplug_reply_error(struct hotplug_req *h, struct cpuhpd_conn *c, in
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	cpuhpd_info("hotplug #%" PRIu64 " (%s): %s", h->seq, h->desc, msg);
+	/* Those told it was pending hear that it will not run (unless it started already). */
+	if (!h->started)
+		cpuhpd_notice_cancelled(h->d, h, err, msg);
 	if (c)
 		cpuhpd_conn_send_error(c, h->req_id, err, "%s", msg);
 }
@@ -200,6 +203,8 @@ static void reply_ran(struct cpuhpd *d, struct hotplug_req *h, struct cpuhpd_con
 	rep.n_results = job->nresults;
 	rep.results = resp;
 	rep.online = online ? online : (char *)"";
+	rep.revoked = h->revoked;
+	rep.n_revoked = h->nrevoked;
 	r.id = h->req_id;
 	if (h->kind == CPUHPD_HP_SMT) {
 		smt.cpus = &rep;

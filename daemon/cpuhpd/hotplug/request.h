@@ -23,6 +23,7 @@ enum hp_state {
 };
 
 struct hotplug_req {
+	struct cpuhpd *d;
 	struct cpuhpd_list node;  /* in hotplug.queue */
 	struct cpuhpd_conn *conn; /* NULL once the client is gone: the answer is dropped */
 	uint64_t req_id;
@@ -47,6 +48,22 @@ struct hotplug_req {
 	 */
 	const char *own;
 	void (*own_done)(struct cpuhpd *d, const struct hotplug_req *h, int err);
+	/*
+	 * notice.c: HotplugPending went out at ->noticed_at (uv_now(); kept
+	 * across a restart, so delays and the grace count from the first
+	 * notice); HotplugCancelled too once it ended without running.
+	 */
+	bool noticed, cancel_told;
+	bool resumed; /* announced by the previous cpuhpd already: watchers were told */
+	uint64_t noticed_at;
+	/* SetOnline.force: once the grace after the notice is over, every lease is revoked. */
+	bool force, forced;
+	uint32_t force_grace_ms;
+	Cpuhp__LeaseInfo **revoked; /* what that revoked, for the reply (revoke.h) */
+	size_t nrevoked;
+	/* queue.c: notices or revocations going out; destroyed (->gone) once they are done. */
+	unsigned pinned;
+	bool gone;
 };
 
 /* queue.c.  Whether @c may hotplug now; if not, it has been told why. */
@@ -72,6 +89,14 @@ void cpuhpd_hotplug_free(struct hotplug_req *h);
 /* Whether a queued request will take @cpu toward @online / write SMT control @word. */
 bool cpuhpd_hotplug_queued_toward(const struct cpuhpd *d, unsigned cpu, bool online);
 bool cpuhpd_hotplug_queued_smt(const struct cpuhpd *d, const char *word);
+
+/*
+ * notice.c.  @h waits now: HotplugPending to every watcher and every lease
+ * holder that does not watch (through route.h), once per connection.
+ */
+void cpuhpd_notice_pending(struct cpuhpd *d, struct hotplug_req *h);
+/* @h ended without running (@err, @msg): HotplugCancelled to those told of it. */
+void cpuhpd_notice_cancelled(struct cpuhpd *d, struct hotplug_req *h, int err, const char *msg);
 
 /*
  * replies.c.  Count how @h ended, and tell the hook that writes

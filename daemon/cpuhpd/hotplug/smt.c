@@ -45,6 +45,8 @@ void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
 		return;
 	}
+	h->force = ss->force;
+	h->force_grace_ms = ss->force_grace_ms;
 	cpuhpd_hotplug_enqueue(c, req_id, h, ss->timeout_ms);
 }
 

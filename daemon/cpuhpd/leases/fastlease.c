@@ -8,7 +8,8 @@
  * below are its.  Here: the header and the regions (seal_map, region_new,
  * cpuhpd_fastpath_request: V), the fast-path thread that runs Q's
  * membarrier off the loop, the sums (S) and undrained regions, FastWake
- * (W), "open" again (U), and the robust state word.
+ * (W), "open" again (U), a region's leases revoked (L), and the robust
+ * state word.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
+#include "delay.h"
 #include "fastlease.h"
 
 #define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -37,7 +39,8 @@ struct cpuhpd_fast_region {
 	struct cpuhp__fast_region *map;
 	size_t size;
 	unsigned nslots;
-	bool undrained; /* meaningful while fast.counted */
+	bool undrained;    /* meaningful while fast.counted */
+	uint32_t delay_ms; /* its leases' delay (FastPathRequest); 0: block leases */
 	/*
 	 * A slot read what no honest client can write (below 0, over
 	 * CPUHP__FAST_SLOT_MAX_LEASES): the connection is closed from the
@@ -530,6 +533,8 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	struct cpuhpd_fast_region *r;
 	unsigned n = rq->slots;
 	int fds[2], err;
+	bool clipped;
+	uint32_t delay_ms = cpuhpd_delay_grant(d, rq->mode, rq->delay_ms, &clipped);
 
 	if (fp->mode == CPUHPD_FAST_OFF) {
 		cpuhpd_conn_send_error(
@@ -571,6 +576,12 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       "socket leases");
 		return;
 	}
+	/*
+	 * Counting from now on (a region granted while blocked holds nothing:
+	 * V); the client compares the state word with it.
+	 */
+	atomic_store_explicit(&r->map->head.live, fp->open, memory_order_relaxed);
+	r->delay_ms = delay_ms;
 	/* V: in the list before the grant, so every later sum includes it. */
 	r->conn = c;
 	cpuhpd_list_add_tail(&fp->regions, &r->node);
@@ -586,6 +597,9 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	                : CPUHP__FAST_BARRIER__FAST_BARRIER_FENCE;
 	g.header_size = CPUHP__FAST_HEADER_SIZE;
 	g.region_size = (uint32_t)r->size;
+	g.mode = delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+	g.delay_ms = delay_ms;
+	g.delay_clipped = clipped;
 	resp.id = req_id;
 	resp.body_case = CPUHP__RESPONSE__BODY_FAST_PATH_GRANTED;
 	resp.fast_path_granted = &g;
@@ -606,7 +620,8 @@ void cpuhpd_fastpath_request(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		return;
 	}
 	if (!err)
-		cpuhpd_debug("client %u: fast path granted, %u slot(s)", c->id, n);
+		cpuhpd_debug("client %u: fast path granted, %u slot(s)%s", c->id, n,
+		             delay_ms ? ", delay leases" : "");
 }
 
 void cpuhpd_fastpath_wake(struct cpuhpd_conn *c, const Cpuhp__Request *req)
@@ -634,10 +649,10 @@ void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c)
 	c->fast = NULL;
 	/*
 	 * A client still running (we closed it) must not count leases nobody
-	 * reads.  No partner: a flag the client loads relaxed, nothing is
-	 * published with it.
+	 * reads.  No partner: nothing is published with it (L's order is for
+	 * a connection that lives on, cpuhpd_fastpath_revoke()).
 	 */
-	atomic_store_explicit(&r->map->head.revoked, 1, memory_order_release);
+	atomic_store_explicit(&r->map->head.live, CPUHP__FAST_LIVE_CLOSED, memory_order_release);
 	cpuhpd_list_del(&r->node);
 	fp->nregions--;
 	if (fp->blocked && fp->counted && r->undrained) {
@@ -647,6 +662,54 @@ void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c)
 	region_free(r);
 	if (drained)
 		cpuhpd_gate_check(c->d);
+}
+
+bool cpuhpd_fastpath_conn_waited(const struct cpuhpd_conn *c)
+{
+	const struct cpuhpd_fastpath *fp = &c->d->fast;
+
+	return c->fast && fp->blocked && fp->counted && c->fast->undrained;
+}
+
+uint32_t cpuhpd_fastpath_conn_delay(const struct cpuhpd_conn *c)
+{
+	return c->fast ? c->fast->delay_ms : 0;
+}
+
+static unsigned region_snapshot(const struct cpuhpd_fast_region *r);
+
+unsigned cpuhpd_fastpath_revoke(struct cpuhpd_conn *c)
+{
+	struct cpuhpd_fastpath *fp = &c->d->fast;
+	struct cpuhpd_fast_region *r = c->fast;
+	unsigned n;
+
+	if (!cpuhpd_fastpath_conn_waited(c))
+		return 0;
+	n = region_snapshot(r);
+	if (!n) {
+		/* Released meanwhile, its FastWake not read yet: nothing to revoke. */
+		r->undrained = false;
+		fp->undrained--;
+		return 0;
+	}
+	/*
+	 * L: "revoked" before the hotplug goes on, and so before U's "open":
+	 * a reader whose acquire load of the state sees that "open" then
+	 * loads ->live and sees "revoked", and backs out; one that saw the
+	 * state before "blocked" was counted in the sum that this revokes
+	 * (P/Q).  Nothing counted here is read again: the region is dropped.
+	 */
+	atomic_store_explicit(&r->map->head.live, CPUHP__FAST_LIVE_REVOKED, memory_order_release);
+	c->fast = NULL;
+	cpuhpd_list_del(&r->node);
+	fp->nregions--;
+	r->undrained = false;
+	fp->undrained--;
+	region_free(r);
+	cpuhpd_fdstore_region_gone(c);
+	cpuhpd_fdstore_conn_changed(c);
+	return n;
 }
 
 /* ------------------------------------------------------------------ status */
@@ -940,6 +1003,11 @@ int cpuhpd_fastpath_adopt_conn(struct cpuhpd_conn *c, const struct cpuhpd_saved_
 
 	if (!sc->fast_slots)
 		return 0;
+	int err;
+
 	snprintf(name, sizeof(name), "region-%u", sc->id);
-	return cpuhpd_fastpath_adopt(c, cpuhpd_fdstore_claim(c->d, name), sc->fast_slots);
+	err = cpuhpd_fastpath_adopt(c, cpuhpd_fdstore_claim(c->d, name), sc->fast_slots);
+	if (!err)
+		c->fast->delay_ms = sc->fast_delay_ms; /* the notice.c "ready" line's */
+	return err;
 }

@@ -105,6 +105,21 @@ void cpuhpd_fastpath_wake(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 /* The connection is going away: revoke and drop its region (its fast leases end). */
 void cpuhpd_fastpath_conn_gone(struct cpuhpd_conn *c);
 
+/* The active hotplug waits for @c's fast leases now (counted, held, not seen at 0 since). */
+bool cpuhpd_fastpath_conn_waited(const struct cpuhpd_conn *c);
+/* The delay of @c's fast leases (FastPathRequest); 0: block leases, or no region. */
+uint32_t cpuhpd_fastpath_conn_delay(const struct cpuhpd_conn *c);
+/*
+ * cpuhpd_fastpath_revoke() - if the active hotplug waits for @c's fast
+ * leases, take them away: the region's ->live says "revoked" (no lease is
+ * taken there again, and each one's release tells its holder), the region
+ * is dropped (the connection lives on; a FastPathRequest gets a new one),
+ * and the hotplug no longer waits for it.  The caller tells the holder
+ * (cpuhpd_policy_revoked_fast()) and lets the gate look again.
+ * Return: how many were held (a snapshot), 0 if none.
+ */
+unsigned cpuhpd_fastpath_revoke(struct cpuhpd_conn *c);
+
 /* The gate closes: publish "blocked", then order and count the slots. */
 void cpuhpd_fastpath_block(struct cpuhpd *d);
 /*

@@ -85,12 +85,17 @@ ssize_t cpuhpd_holders_collect(struct cpuhpd *d, struct cpuhpd_holder **out)
 			                                .count = 1,
 			                                .since = l->since,
 			                                .who = l->who ? l->who : who,
-			                                .why = l->why ? l->why : why};
+			                                .why = l->why ? l->why : why,
+			                                .delay_ms = l->delay_ms};
 		}
 		if (!fast)
 			continue;
-		v[n++] = (struct cpuhpd_holder){
-		    .conn = c, .count = fast, .since = c->fast_since, .who = who, .why = why};
+		v[n++] = (struct cpuhpd_holder){.conn = c,
+		                                .count = fast,
+		                                .since = c->fast_since,
+		                                .who = who,
+		                                .why = why,
+		                                .delay_ms = cpuhpd_fastpath_conn_delay(c)};
 	}
 	qsort(v, n, sizeof(*v), by_since);
 	*out = v;

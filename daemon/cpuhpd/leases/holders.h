@@ -34,6 +34,7 @@ struct cpuhpd_holder {
 	unsigned count;
 	uint64_t since;
 	const char *who, *why; /* never NULL */
+	uint32_t delay_ms;     /* a delay lease's (or region's) delay; 0: block */
 };
 
 /* Handle Identify: set @c's who/why; answers Identified. */

@@ -15,6 +15,7 @@
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
+#include "delay.h"
 
 struct lease_waiter {
 	struct cpuhpd_list node; /* in leases.waiters */
@@ -24,6 +25,8 @@ struct lease_waiter {
 	uint32_t timeout_ms;
 	char *who, *why;     /* the request's, for the lease; NULL: the connection's */
 	uint64_t arrived_ns; /* uv_hrtime(), for the lease-wait histogram */
+	uint32_t delay_ms;   /* as granted (cpuhpd_delay_grant()); 0: a block lease */
+	bool clipped;
 };
 
 static void waiter_free(struct lease_waiter *w)
@@ -56,10 +59,11 @@ void cpuhpd_lease_close(struct cpuhpd *d)
 
 /*
  * Grant a lease to @c, taking @who and @why (freed if @c is gone); it was
- * asked for at @arrived_ns (uv_hrtime()).
+ * asked for at @arrived_ns (uv_hrtime()), with a delay of @delay_ms (0: a
+ * block lease), less than asked if @clipped.
  */
 static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char *who, char *why,
-                  uint64_t arrived_ns)
+                  uint64_t arrived_ns, uint32_t delay_ms, bool clipped)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__LeaseGranted g = CPUHP__LEASE_GRANTED__INIT;
@@ -71,8 +75,11 @@ static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char
 	}
 	g.lease_id = d->leases.next_id++;
 	/* Count it before sending: a failed send closes c, which drops the lease again. */
-	c->leases[c->nleases++] = (struct cpuhpd_lease){
-	    .id = g.lease_id, .since = uv_now(d->loop), .who = who, .why = why};
+	c->leases[c->nleases++] = (struct cpuhpd_lease){.id = g.lease_id,
+	                                                .since = uv_now(d->loop),
+	                                                .who = who,
+	                                                .why = why,
+	                                                .delay_ms = delay_ms};
 	d->leases.held++;
 	cpuhpd_policy_lease_granted(d);
 	d->counters.leases_granted++;
@@ -80,6 +87,9 @@ static void grant(struct cpuhpd *d, struct cpuhpd_conn *c, uint64_t req_id, char
 	cpuhpd_snapshot_changed(d);
 	/* In the stored state before the client hears of it (fdstore.h). */
 	cpuhpd_fdstore_conn_changed(c);
+	g.mode = delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+	g.delay_ms = delay_ms;
+	g.delay_clipped = clipped;
 	r.id = req_id;
 	r.body_case = CPUHP__RESPONSE__BODY_LEASE_GRANTED;
 	r.lease_granted = &g;
@@ -148,7 +158,8 @@ again:
 
 /* Queue a waiter (taking @who and @why); Return: it, or NULL (ENOMEM, both freed). */
 static struct lease_waiter *add_waiter(struct cpuhpd_conn *c, uint64_t req_id, uint32_t timeout_ms,
-                                       uint64_t deadline, char *who, char *why)
+                                       uint64_t deadline, char *who, char *why, uint32_t delay_ms,
+                                       bool clipped)
 {
 	struct cpuhpd *d = c->d;
 	struct lease_waiter *w = calloc(1, sizeof(*w));
@@ -165,6 +176,8 @@ static struct lease_waiter *add_waiter(struct cpuhpd_conn *c, uint64_t req_id, u
 	w->who = who;
 	w->why = why;
 	w->arrived_ns = uv_hrtime();
+	w->delay_ms = delay_ms;
+	w->clipped = clipped;
 	cpuhpd_list_add_tail(&d->leases.waiters, &w->node);
 	d->leases.nwaiters++;
 	c->nwaiting_leases++;
@@ -182,6 +195,8 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	struct cpuhpd *d = c->d;
 	uint32_t timeout_ms = acq->timeout_ms;
 	struct lease_waiter *w;
+	bool clipped;
+	uint32_t delay_ms = cpuhpd_delay_grant(d, acq->mode, acq->delay_ms, &clipped);
 
 	if (c->nleases + c->nwaiting_leases >= CPUHPD_CONN_MAX_LEASES) {
 		cpuhpd_conn_send_error(c, req_id, EDQUOT,
@@ -194,7 +209,7 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		return;
 	if (!cpuhpd_gate_closed(d)) {
 		grant(d, c, req_id, cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why),
-		      uv_hrtime());
+		      uv_hrtime(), delay_ms, clipped);
 		return;
 	}
 	/* Its hotplug waits for this very callback: the lease would never come. */
@@ -215,7 +230,8 @@ void cpuhpd_lease_acquire(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	if (!cpuhpd_conn_may_wait(c, req_id))
 		return;
 	w = add_waiter(c, req_id, timeout_ms, uv_now(d->loop) + timeout_ms,
-	               cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why));
+	               cpuhpd_identity_dup(acq->who), cpuhpd_identity_dup(acq->why), delay_ms,
+	               clipped);
 	if (!w)
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
 }
@@ -331,10 +347,12 @@ static void grant_waiters(struct cpuhpd *d)
 		uint64_t req_id = w->req_id;
 		char *who = w->who, *why = w->why;
 		uint64_t arrived_ns = w->arrived_ns;
+		uint32_t delay_ms = w->delay_ms;
+		bool clipped = w->clipped;
 
 		unlink_waiter(d, w);
 		free(w);
-		grant(d, c, req_id, who, why, arrived_ns);
+		grant(d, c, req_id, who, why, arrived_ns, delay_ms, clipped);
 	}
 	uv_timer_stop(&l->timer);
 }
@@ -371,6 +389,8 @@ void cpuhpd_lease_save(const struct cpuhpd_conn *c, FILE *f)
 		        l->bypassed);
 		cpuhpd_statetext_str(f, l->who);
 		cpuhpd_statetext_str(f, l->why);
+		if (l->delay_ms)
+			fprintf(f, " %" PRIu32, l->delay_ms);
 		fputc('\n', f);
 	}
 	if (!c->nwaiting_leases)
@@ -385,6 +405,8 @@ void cpuhpd_lease_save(const struct cpuhpd_conn *c, FILE *f)
 		        w->deadline, w->timeout_ms);
 		cpuhpd_statetext_str(f, w->who);
 		cpuhpd_statetext_str(f, w->why);
+		if (w->delay_ms)
+			fprintf(f, " %" PRIu32, w->delay_ms);
 		fputc('\n', f);
 	}
 }
@@ -399,7 +421,10 @@ int cpuhpd_lease_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc
 		const struct cpuhpd_saved_lease *s = &sc->leases[i];
 		struct cpuhpd_lease *l = &c->leases[c->nleases];
 
-		*l = (struct cpuhpd_lease){.id = s->id, .since = s->since, .bypassed = s->bypassed};
+		*l = (struct cpuhpd_lease){.id = s->id,
+		                           .since = s->since,
+		                           .bypassed = s->bypassed,
+		                           .delay_ms = s->delay_ms};
 		l->who = cpuhpd_identity_dup(s->who);
 		l->why = cpuhpd_identity_dup(s->why);
 		c->nleases++;
@@ -412,7 +437,8 @@ int cpuhpd_lease_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *sc
 		const struct cpuhpd_saved_wait *s = &sc->waits[i];
 
 		if (!add_waiter(c, s->req_id, s->timeout_ms, s->deadline,
-		                cpuhpd_identity_dup(s->who), cpuhpd_identity_dup(s->why)))
+		                cpuhpd_identity_dup(s->who), cpuhpd_identity_dup(s->why),
+		                s->delay_ms, false))
 			return -ENOMEM;
 	}
 	return 0;

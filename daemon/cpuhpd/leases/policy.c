@@ -10,6 +10,7 @@
 #include "core/conn.h"
 #include "core/fdstore.h"
 #include "core/gate.h"
+#include "core/route.h"
 #include "holders.h"
 #include "policy.h"
 
@@ -85,18 +86,52 @@ void cpuhpd_policy_lease_granted(struct cpuhpd *d)
 		arm(d);
 }
 
-/* Take lease @i from @c, remember it as revoked, and tell @c (which may close it). */
-static void revoke_lease(struct cpuhpd_conn *c, unsigned i, uint64_t now)
+/* Why a lease was revoked, in the words of a log line and of its release's error. */
+static int why_revoked(char *buf, size_t size, const struct cpuhpd *d, Cpuhp__RevokeReason reason,
+                       uint64_t hotplug_id, uint32_t delay_ms)
+{
+	switch (reason) {
+	case CPUHP__REVOKE_REASON__REVOKE_DELAY:
+		return snprintf(buf, size,
+		                "a delay lease, and hotplug #%" PRIu64
+		                " waited its delay of %" PRIu32 " ms after its notice",
+		                hotplug_id, delay_ms);
+	case CPUHP__REVOKE_REASON__REVOKE_FORCED:
+		return snprintf(buf, size,
+		                "hotplug #%" PRIu64 " was forced (cpuhpctl --force), and its grace "
+		                "for the holders to let go is over",
+		                hotplug_id);
+	default:
+		return snprintf(buf, size, "cpuhpd --max-lease-ms is %u", d->opt.max_lease_ms);
+	}
+}
+
+/* Tell @c's client (where its notices go) that @rv was revoked. */
+static void tell(struct cpuhpd_conn *c, Cpuhp__LeaseRevoked *rv)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__Event ev = CPUHP__EVENT__INIT;
+
+	ev.kind_case = CPUHP__EVENT__KIND_LEASE_REVOKED;
+	ev.lease_revoked = rv;
+	r.id = 0;
+	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
+	r.event = &ev;
+	cpuhpd_conn_send(cpuhpd_route_target(c), &r);
+}
+
+void cpuhpd_policy_revoke(struct cpuhpd_conn *c, unsigned i, Cpuhp__RevokeReason reason,
+                          uint64_t hotplug_id)
 {
 	struct cpuhpd *d = c->d;
 	struct cpuhpd_lease *l = &c->leases[i];
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__Event ev = CPUHP__EVENT__INIT;
 	Cpuhp__LeaseRevoked rv = CPUHP__LEASE_REVOKED__INIT;
-	uint64_t held = now - l->since;
+	uint64_t now = uv_now(d->loop), held = now > l->since ? now - l->since : 0;
+	char why[160];
 
+	why_revoked(why, sizeof(why), d, reason, hotplug_id, l->delay_ms);
 	cpuhpd_warn("lease %" PRIu64 " of client %u, pid %d (%s)%s%s%s, revoked after %" PRIu64
-	            " ms: cpuhpd --max-lease-ms is %u",
+	            " ms: %s",
 	            l->id, c->id, (int)c->peer.pid,
 	            l->who   ? l->who
 	            : c->who ? c->who
@@ -105,24 +140,53 @@ static void revoke_lease(struct cpuhpd_conn *c, unsigned i, uint64_t now)
 	            l->why   ? l->why
 	            : c->why ? c->why
 	                     : "",
-	            l->why || c->why ? "'" : "", held, d->opt.max_lease_ms);
+	            l->why || c->why ? "'" : "", held, why);
 	c->revoked[c->revoked_next % CPUHPD_CONN_REVOKED_KEPT] =
-	    (struct cpuhpd_revoked){.id = l->id, .held_ms = held};
+	    (struct cpuhpd_revoked){.id = l->id,
+	                            .held_ms = held,
+	                            .hotplug_id = hotplug_id,
+	                            .delay_ms = l->delay_ms,
+	                            .reason = (uint8_t)reason};
 	c->revoked_next++;
 	rv.lease_id = l->id;
 	rv.held_ms = held;
-	rv.max_lease_ms = d->opt.max_lease_ms;
+	rv.max_lease_ms =
+	    reason == CPUHP__REVOKE_REASON__REVOKE_MAX_LEASE ? d->opt.max_lease_ms : 0;
+	rv.reason = reason;
+	rv.hotplug_id = hotplug_id;
+	rv.delay_ms = l->delay_ms;
 	free(l->who);
 	free(l->why);
 	c->leases[i] = c->leases[--c->nleases];
 	d->leases.held--;
 	d->policy.revocations++;
-	ev.kind_case = CPUHP__EVENT__KIND_LEASE_REVOKED;
-	ev.lease_revoked = &rv;
-	r.id = 0;
-	r.body_case = CPUHP__RESPONSE__BODY_EVENT;
-	r.event = &ev;
-	cpuhpd_conn_send(c, &r);
+	cpuhpd_snapshot_changed(d);
+	/* Gone from the stored state before its holder hears of it (fdstore.h). */
+	cpuhpd_fdstore_conn_changed(c);
+	tell(c, &rv);
+}
+
+void cpuhpd_policy_revoked_fast(struct cpuhpd_conn *c, unsigned n, uint64_t since,
+                                uint32_t delay_ms, Cpuhp__RevokeReason reason, uint64_t hotplug_id)
+{
+	struct cpuhpd *d = c->d;
+	Cpuhp__LeaseRevoked rv = CPUHP__LEASE_REVOKED__INIT;
+	uint64_t now = uv_now(d->loop), held = since && now > since ? now - since : 0;
+	char why[160];
+
+	why_revoked(why, sizeof(why), d, reason, hotplug_id, delay_ms);
+	cpuhpd_warn("%u fast lease(s) of client %u, pid %d (%s)%s%s%s, revoked: %s", n, c->id,
+	            (int)c->peer.pid, c->who ? c->who : c->peer.comm, c->why ? " '" : "",
+	            c->why ? c->why : "", c->why ? "'" : "", why);
+	d->policy.revocations += n;
+	cpuhpd_snapshot_changed(d);
+	rv.fast = true;
+	rv.count = n;
+	rv.held_ms = held;
+	rv.reason = reason;
+	rv.hotplug_id = hotplug_id;
+	rv.delay_ms = delay_ms;
+	tell(c, &rv);
 }
 
 static void timer_cb(uv_timer_t *t)
@@ -140,7 +204,8 @@ again:
 
 		for (unsigned i = 0; i < c->nleases && !c->closing; i++) {
 			if (c->leases[i].since + d->opt.max_lease_ms <= now) {
-				revoke_lease(c, i, now);
+				cpuhpd_policy_revoke(c, i, CPUHP__REVOKE_REASON__REVOKE_MAX_LEASE,
+				                     0);
 				any = true;
 				goto again;
 			}
@@ -156,15 +221,22 @@ bool cpuhpd_policy_release_revoked(struct cpuhpd_conn *c, uint64_t req_id, uint6
 	for (unsigned i = 0; i < CPUHPD_CONN_REVOKED_KEPT; i++) {
 		struct cpuhpd_revoked *rv = &c->revoked[i];
 
+		char why[160];
+
 		if (rv->id != lease_id || !lease_id)
 			continue;
 		rv->id = 0;
-		cpuhpd_conn_send_error(c, req_id, ETIME,
-		                       "lease %" PRIu64 " was revoked after %" PRIu64
-		                       " ms, since cpuhpd --max-lease-ms is %u: it was no longer "
-		                       "held from then on; hold leases for less, or ask the "
-		                       "administrator for a longer limit",
-		                       lease_id, rv->held_ms, c->d->opt.max_lease_ms);
+		why_revoked(why, sizeof(why), c->d, (Cpuhp__RevokeReason)rv->reason, rv->hotplug_id,
+		            rv->delay_ms);
+		cpuhpd_conn_send_error(
+		    c, req_id, ETIME,
+		    "lease %" PRIu64 " was revoked after %" PRIu64
+		    " ms, since %s: it was no longer "
+		    "held from then on; %s",
+		    lease_id, rv->held_ms, why,
+		    rv->reason == CPUHP__REVOKE_REASON__REVOKE_MAX_LEASE
+		        ? "hold leases for less, or ask the administrator for a longer limit"
+		        : "let go of leases when a hotplug's notice comes (HotplugPending)");
 		return true;
 	}
 	return false;

@@ -32,6 +32,8 @@
 
 #include <uv.h>
 
+#include "cpuhp.pb-c.h"
+
 struct cpuhpd;
 struct cpuhpd_conn;
 struct cpuhpd_snapshot;
@@ -50,6 +52,25 @@ bool cpuhpd_policy_may_lease(struct cpuhpd_conn *c, uint64_t req_id);
 
 /* A socket lease was granted: make sure the revocation timer runs. */
 void cpuhpd_policy_lease_granted(struct cpuhpd *d);
+
+/*
+ * cpuhpd_policy_revoke() - revoke socket lease @i of @c (@reason; for
+ * hotplug @hotplug_id unless at --max-lease-ms): it ends, @c remembers it
+ * (its release is ERR_ETIME), the log warns naming it, the revocations
+ * count it, and its holder is told (LeaseRevoked, where @c's notices go).
+ * The caller lets the gate look again.  Telling can close connections:
+ * a caller that walks them starts again.
+ */
+void cpuhpd_policy_revoke(struct cpuhpd_conn *c, unsigned i, Cpuhp__RevokeReason reason,
+                          uint64_t hotplug_id);
+
+/*
+ * The @n fast leases of @c, seen held since @since (uv_now(); 0: unknown)
+ * and of delay @delay_ms (0: block), were revoked (fastlease.c let go of
+ * the region): log, count, tell as for a socket lease.
+ */
+void cpuhpd_policy_revoked_fast(struct cpuhpd_conn *c, unsigned n, uint64_t since,
+                                uint32_t delay_ms, Cpuhp__RevokeReason reason, uint64_t hotplug_id);
 
 /*
  * LeaseRelease of an id @c does not hold: if it was revoked, answer

@@ -8,6 +8,7 @@
 #include "cpuhpd.h"
 #include "base/log.h"
 #include "core/conn.h"
+#include "core/route.h"
 #include "hello.h"
 
 void cpuhpd_hello(struct cpuhpd_conn *c, const Cpuhp__Request *req)
@@ -25,12 +26,19 @@ void cpuhpd_hello(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		return;
 	}
 	c->hello = true;
+	/* Not for us to refuse: its notices then come here, where an older daemon sent them. */
+	if (h->notices_to && cpuhpd_route_link(c, h->notices_to))
+		cpuhpd_debug("client %u: its notices stay here, not at client %" PRIu32
+		             " (gone, or another process's)",
+		             c->id, h->notices_to);
 	cpuhpd_fdstore_conn_changed(c);
 	cpuhpd_debug("client %u: hello from '%s'", c->id, h->client_name);
 	hr.version = CPUHP__PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
 	hr.max_frame = CPUHP__FRAME_MAX;
 	hr.fast_path = cpuhpd_fastpath_offered(c->d) && cpuhpd_fastpath_allowed(c);
+	hr.max_delay_ms = c->d->opt.max_delay_ms;
+	hr.connection = c->id;
 	r.id = req->id;
 	r.body_case = CPUHP__RESPONSE__BODY_HELLO;
 	r.hello = &hr;

@@ -55,6 +55,9 @@ static int leases(struct cpuhpd *d, Cpuhp__LeaseList *all, struct cpuhpd_holder 
 		li->why = (char *)h->why;
 		li->held_ms = now > h->since ? now - h->since : 0;
 		li->connection = h->conn->id;
+		li->mode =
+		    h->delay_ms ? CPUHP__LEASE_MODE__LEASE_DELAY : CPUHP__LEASE_MODE__LEASE_BLOCK;
+		li->delay_ms = h->delay_ms;
 	}
 	return 0;
 }

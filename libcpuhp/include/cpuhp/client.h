@@ -176,6 +176,31 @@ enum cpuhp_client_event_type {
 	 * online set changed too.
 	 */
 	CPUHP_CLIENT_EVENT_PRESENT_CHANGED = 8,
+	/*
+	 * A hotplug became the next to run and waits (for leases, among
+	 * others): to a watcher, and as a notice to a handle that holds a
+	 * lease (its fast leases and those on connections of their own
+	 * included), once per hotplug.  A holder that can let go now should:
+	 * the hotplug runs as soon as nothing holds it.  @hotplug_id, @cpus
+	 * (empty for SMT: @smt says what), @online, @timeout_ms (until it gives
+	 * up), @force and @force_grace_ms (then every lease still held is
+	 * revoked).  A delay lease is revoked its delay after this.
+	 */
+	CPUHP_CLIENT_EVENT_HOTPLUG_PENDING = 9,
+	/*
+	 * The hotplug of a HOTPLUG_PENDING ended without running: timed out,
+	 * or withdrawn (its client left, cpuhpd stops): @error, @message.  To
+	 * those told of it.  One that runs is followed by HOTPLUG_STARTED
+	 * (to watchers) instead.
+	 */
+	CPUHP_CLIENT_EVENT_HOTPLUG_CANCELLED = 10,
+};
+
+/* Why cpuhpd revoked a lease (LEASE_REVOKED's @revoke_reason). */
+enum cpuhp_client_revoke_reason {
+	CPUHP_CLIENT_REVOKED_MAX_LEASE = 0, /* held past cpuhpd --max-lease-ms */
+	CPUHP_CLIENT_REVOKED_DELAY = 1,     /* a delay lease: its delay after the notice is over */
+	CPUHP_CLIENT_REVOKED_FORCED = 2,    /* a forced hotplug's grace is over */
 };
 
 struct cpuhp_client_event {
@@ -188,13 +213,25 @@ struct cpuhp_client_event {
 	struct cpuhp_cpuset failed;      /* HOTPLUG_FINISHED: those that did not get there */
 	struct cpuhp_cpuset online_cpus; /* ONLINE_CHANGED, LEASE_BYPASSED, PRESENT_CHANGED: the
 	                                    new online set */
-	uint64_t lease_id;               /* LEASE_REVOKED */
+	uint64_t lease_id;               /* LEASE_REVOKED (0: @fast) */
 	uint64_t held_ms;                /* LEASE_REVOKED */
 	unsigned max_lease_ms;           /* LEASE_REVOKED */
 	unsigned leases; /* LEASE_BYPASSED, LEASES_LOST: leases of this handle held then */
 	struct cpuhp_cpuset present_cpus; /* PRESENT_CHANGED: the present set now */
 	struct cpuhp_cpuset added;        /* PRESENT_CHANGED: CPUs that became present */
 	struct cpuhp_cpuset removed;      /* PRESENT_CHANGED: CPUs no longer present */
+	/* HOTPLUG_PENDING, HOTPLUG_CANCELLED, LEASE_REVOKED (DELAY, FORCED): "hotplug #N" */
+	uint64_t hotplug_id;
+	char smt[16];        /* HOTPLUG_*: an SMT change's word ("off"...); "" for CPUs */
+	unsigned timeout_ms; /* HOTPLUG_PENDING: until the hotplug gives up */
+	bool force;          /* HOTPLUG_PENDING: leases still held after the grace are revoked */
+	unsigned force_grace_ms;                /* HOTPLUG_PENDING */
+	int error;                              /* HOTPLUG_CANCELLED: why, a negative errno */
+	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* HOTPLUG_CANCELLED: cpuhpd's words */
+	enum cpuhp_client_revoke_reason revoke_reason; /* LEASE_REVOKED */
+	bool fast;         /* LEASE_REVOKED: @count fast leases of this handle (no @lease_id) */
+	unsigned count;    /* LEASE_REVOKED, @fast */
+	unsigned delay_ms; /* LEASE_REVOKED, DELAY: the lease's delay */
 };
 
 /**
@@ -289,6 +326,25 @@ CPUHP_EXPORT int cpuhp_client_lease_acquire(struct cpuhp_client *c, unsigned tim
  */
 CPUHP_EXPORT int cpuhp_client_lease_release(struct cpuhp_client *c, uint64_t lease_id);
 
+/**
+ * cpuhp_client_set_lease_delay() - make @c's leases delay leases: when a
+ * hotplug becomes the next to run, it tells the holders
+ * (CPUHP_CLIENT_EVENT_HOTPLUG_PENDING) and waits for a delay lease at most
+ * @delay_ms after that, then revokes it (CPUHP_CLIENT_EVENT_LEASE_REVOKED;
+ * its release fails with -ETIME) and goes on.  A block lease, the default
+ * (@delay_ms 0), holds it up to the hotplug's own timeout.  Like logind's
+ * delay inhibitors; release on the notice to let the hotplug go at once.
+ * @delay_ms:   at most cpuhpd --max-delay-ms; more is cut to that.
+ * @granted_ms: NULL, or the delay the leases will get.
+ *
+ * For every lease @c takes from now on, fast and socket ones.
+ * Context: no round trip (the limit came with the connection).
+ * Return: 0; -EBUSY if @c took a lease already (set it first); -EOPNOTSUPP
+ * from a cpuhpd too old for delay leases; -ECHILD.
+ */
+CPUHP_EXPORT int cpuhp_client_set_lease_delay(struct cpuhp_client *c, unsigned delay_ms,
+                                              unsigned *granted_ms);
+
 /* Longest who or why the daemon keeps (bytes, NUL not counted). */
 #define CPUHP_CLIENT_IDENTITY_MAX 255
 
@@ -336,6 +392,7 @@ struct cpuhp_client_lease_info {
 	char why[CPUHP_CLIENT_IDENTITY_MAX + 1];
 	uint64_t held_ms;    /* fast: since the daemon first saw them, so possibly less */
 	unsigned connection; /* the connection's number in cpuhpd's log */
+	unsigned delay_ms;   /* a delay lease's delay (cpuhp_client_set_lease_delay()); 0: block */
 };
 
 /* A hotplug request in cpuhpd's queue. */
@@ -354,6 +411,9 @@ struct cpuhp_client_hotplug_info {
 	 * why: "plan" (cpuhpd.conf(5)'s plan applied), "new CPU" (online-new-cpus).
 	 */
 	char reason[16];
+	bool force;              /* forced (cpuhp_client_set_online_forced()) */
+	unsigned force_grace_ms; /* and its grace */
+	char smt[16];            /* an SMT change's word; "" for CPUs */
 };
 
 /* A hotplug freeze (cpuhp_client_freeze()). */
@@ -455,6 +515,28 @@ CPUHP_EXPORT int cpuhp_client_set_online_results(struct cpuhp_client *c, const c
                                                  bool online, unsigned timeout_ms,
                                                  struct cpuhp_client_cpu_result **results,
                                                  size_t *n_results);
+
+/**
+ * cpuhp_client_set_online_forced() - cpuhp_client_set_online_results() that
+ * does not wait for the leases held beyond a grace: cpuhpd tells their
+ * holders (CPUHP_CLIENT_EVENT_HOTPLUG_PENDING, with force), waits up to
+ * @grace_ms for them to let go, then revokes every lease still held
+ * (CPUHP_CLIENT_EVENT_LEASE_REVOKED to each holder; their releases fail
+ * with -ETIME), logs them, and runs.  For a CPU that must go now (a
+ * machine-check handler's failing CPU).  @timeout_ms still bounds the
+ * whole wait, and the daemon's in-process readers are waited for as
+ * always.  Root or cpuhpd's admin group, as any hotplug (-EPERM).
+ * @revoked:   what was revoked, one row per socket lease and per
+ *             connection's fast leases (held_ms: how long they had been
+ *             held), for free(); @n_revoked rows.
+ * Return: as cpuhp_client_set_online_results().
+ */
+CPUHP_EXPORT int cpuhp_client_set_online_forced(struct cpuhp_client *c, const char *cpus,
+                                                bool online, unsigned timeout_ms, unsigned grace_ms,
+                                                struct cpuhp_client_cpu_result **results,
+                                                size_t *n_results,
+                                                struct cpuhp_client_lease_info **revoked,
+                                                size_t *n_revoked);
 
 /** cpuhp_client_results_free() - free what set_online_results gave (NULL: no-op). */
 CPUHP_EXPORT void cpuhp_client_results_free(struct cpuhp_client_cpu_result *results);
@@ -666,6 +748,19 @@ CPUHP_EXPORT int cpuhp_client_plan(struct cpuhp_client *c, struct cpuhp_client_p
 CPUHP_EXPORT void cpuhp_client_plan_free(struct cpuhp_client_plan *plan);
 
 /**
+ * cpuhp_client_set_smt_forced() - cpuhp_client_set_smt_results() forced as
+ * cpuhp_client_set_online_forced() is: leases still held @grace_ms after
+ * the notice are revoked (@revoked, @n_revoked: for free()).
+ * Return: as cpuhp_client_set_smt_results().
+ */
+CPUHP_EXPORT int cpuhp_client_set_smt_forced(struct cpuhp_client *c, const char *control,
+                                             unsigned timeout_ms, unsigned grace_ms,
+                                             struct cpuhp_client_cpu_result **results,
+                                             size_t *n_results, char *smt_control,
+                                             struct cpuhp_client_lease_info **revoked,
+                                             size_t *n_revoked);
+
+/**
  * cpuhp_client_metrics() - the daemon's counters, histograms and gauges in
  * the Prometheus text exposition format (what cpuhpd --metrics-file writes).
  * @text: a malloc()ed NUL-terminated string for free().
@@ -803,7 +898,20 @@ CPUHP_EXPORT int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, c
                                                        bool online, unsigned timeout_ms,
                                                        struct cpuhp_client_call **out);
 
-/** cpuhp_client_status_begin() - start a cpuhp_client_status() request, on a connection of its own.
+/**
+ * cpuhp_client_set_online_forced_begin() - start a
+ * cpuhp_client_set_online_forced() request, on a connection of its own;
+ * once done, cpuhp_client_call_set_online_results() gives its results and
+ * cpuhp_client_call_revoked() what it revoked.
+ * Context, Return: as cpuhp_client_set_online_results_begin().
+ */
+CPUHP_EXPORT int cpuhp_client_set_online_forced_begin(struct cpuhp_client *c, const char *cpus,
+                                                      bool online, unsigned timeout_ms,
+                                                      unsigned grace_ms,
+                                                      struct cpuhp_client_call **out);
+
+/** cpuhp_client_status_begin() - start a cpuhp_client_status() request, on a connection of its
+ * own.
  */
 CPUHP_EXPORT int cpuhp_client_status_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
 
@@ -865,6 +973,15 @@ CPUHP_EXPORT int cpuhp_client_call_lease_acquire(const struct cpuhp_client_call 
 CPUHP_EXPORT int cpuhp_client_call_set_online_results(struct cpuhp_client_call *call,
                                                       struct cpuhp_client_cpu_result **results,
                                                       size_t *n_results);
+
+/**
+ * cpuhp_client_call_revoked() - what a done set_online call revoked (empty
+ * unless forced), as cpuhp_client_set_online_forced() gives it (for free()).
+ * Return: 0; -EINVAL (not one); -ENOMEM.
+ */
+CPUHP_EXPORT int cpuhp_client_call_revoked(struct cpuhp_client_call *call,
+                                           struct cpuhp_client_lease_info **revoked,
+                                           size_t *n_revoked);
 
 /**
  * cpuhp_client_call_status() - the answer of a done cpuhp_client_status_begin()
