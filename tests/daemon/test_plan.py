@@ -309,3 +309,13 @@ def test_without_online_new_cpus_a_hot_added_cpu_stays_offline(machines):
     r = cpuhpctl(m.d, 'new-cpu', '4')
     assert r.returncode == 1 and 'online-new-cpus is not yes' in r.stderr, r
     assert m.sim.read_online(4) == '0' and plan(m.d)['hotplugs'] == 0
+
+
+def test_a_drop_in_that_cannot_be_written_fails_the_request_and_changes_nothing(machines):
+    m = machines(conf='offline-cpus = 2\n')
+    m.dropdir.write_text('not a directory\n')   # no drop-in can go there
+    m.start().settle()
+    r = cpuhpctl(m.d, 'online', '--persist', '2')
+    assert r.returncode == 1 and str(m.dropdir) in r.stderr, r
+    assert 'Not a directory; nothing was changed' in r.stderr, r
+    assert m.sim.read_online(2) == '0' and setting(plan(m.d), 'offline-cpus')['value'] == '2'
