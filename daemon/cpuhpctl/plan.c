@@ -248,14 +248,6 @@ static int new_cpu_state(struct cpuhpctl *ctl, struct cpuhp_client *c, unsigned 
 	return ret;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int cpuhpctl_new_cpu(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -296,9 +288,9 @@ int cpuhpctl_new_cpu(struct cpuhpctl *ctl, int argc, char **argv)
 		ret = cpuhpctl_fail(ctl, c, err, "new-cpu");
 		goto out;
 	}
-	until = now_ms() + timeout_ms;
+	until = cpuhpctl_now_ms() + timeout_ms;
 	while ((ret = new_cpu_state(ctl, c, cpu)) < 0) {
-		uint64_t now = now_ms();
+		uint64_t now = cpuhpctl_now_ms();
 
 		if (now >= until) {
 			fprintf(stderr,

@@ -217,6 +217,17 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 	return cpuhp__client_leave(c, ret);
 }
 
+/* cpuhp_client_persist()'s flag, for a request begun on a connection of its own. */
+static int persist_of(struct cpuhp_client *c, bool *persist)
+{
+	int ret;
+
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	*persist = c->persist;
+	return cpuhp__client_leave(c, 0);
+}
+
 int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cpus, bool online,
                                           unsigned timeout_ms, struct cpuhp_client_call **out)
 {
@@ -225,10 +236,8 @@ int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cp
 	bool persist;
 	int ret;
 
-	if ((ret = cpuhp__client_enter(c)) < 0)
+	if ((ret = persist_of(c, &persist)) < 0)
 		return ret;
-	persist = c->persist;
-	cpuhp__client_leave(c, 0);
 	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
 }
@@ -274,10 +283,8 @@ int cpuhp_client_set_online_forced_begin(struct cpuhp_client *c, const char *cpu
 	bool persist;
 	int ret;
 
-	if ((ret = cpuhp__client_enter(c)) < 0)
+	if ((ret = persist_of(c, &persist)) < 0)
 		return ret;
-	persist = c->persist;
-	cpuhp__client_leave(c, 0);
 	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
 	so.force = true;
 	so.force_grace_ms = grace_ms;
