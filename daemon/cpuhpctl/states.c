@@ -54,7 +54,7 @@ static void state_usage(FILE *f)
 	           "CPUHP_CPU, CPUHP_PHASE (startup or teardown), CPUHP_STATE, CPUHP_EXTERNAL\n"
 	           "and CPUHP_ROLLBACK (1 or 0) in its environment. Exit status 0 is success;\n"
 	           "anything else fails the call, and cpuhpd rolls the hotplug back; so does a\n"
-	           "command still running at the deadline (it is killed at twice the deadline).\n"
+	           "command still running at the deadline (killed at 1.5 times the deadline).\n"
 	           "On registration the startup command runs for every online CPU (unless\n"
 	           "--nocalls); on SIGINT or SIGTERM the teardown command runs for each of them\n"
 	           "and the state is removed.\n"
@@ -268,16 +268,18 @@ static int run_hook(const struct hook *h, const char *cmd, struct cpuhp_client_s
 		_exit(127);
 	}
 	/*
-	 * cpuhpd gives up at the deadline and rolls this state back too (it
-	 * may finish late); the kill comes at twice the deadline, so that the
-	 * late end, never a refusal, is what cpuhpd sees.  The rollback call
-	 * queues behind this one.
+	 * cpuhpd gives up at the deadline D and sends this state's rollback,
+	 * which queues behind this call and has its own deadline, ending near
+	 * 2D.  The kill comes halfway between: late enough that cpuhpd has
+	 * given up (it sees a late end, never a refusal in time), early enough
+	 * that the rollback runs with half a deadline to spare (a kill at 2D
+	 * would race the rollback's own deadline).
 	 */
-	st = wait_child(pid, h->deadline_ms * 2);
+	st = wait_child(pid, h->deadline_ms + h->deadline_ms / 2);
 	if (st == -ETIMEDOUT) {
 		snprintf(call->message, sizeof(call->message),
-		         "%s command still running at twice the deadline of %u ms: killed", phase,
-		         h->deadline_ms);
+		         "%s command still running at 1.5 times the deadline of %u ms: killed",
+		         phase, h->deadline_ms);
 		ret = -ETIMEDOUT;
 	} else if (st < 0) {
 		snprintf(call->message, sizeof(call->message), "%s command: cannot wait for it",

@@ -577,17 +577,19 @@ def test_a_failing_hook_command_fails_the_offline_and_the_cpu_stays(daemon4, sim
 
 
 def test_a_hook_command_past_the_deadline_is_killed_and_rolled_back(daemon4, sim4, tmp_path):
-    hook = Hook(daemon4, tmp_path, 'slow', '--nocalls', '--deadline', 200,
+    # 600 ms: the kill at 900 ms leaves 300 ms on either side (cpuhpd gave up at
+    # 600; the rollback's own deadline ends near 1200), room for a loaded ASan run.
+    hook = Hook(daemon4, tmp_path, 'slow', '--nocalls', '--deadline', 600,
                 '--teardown', 'echo $$ > slow.pid; exec sleep 600', '--startup', LOG)
     try:
         assert hook.line().startswith('state slow registered')
         r = ctl(daemon4, 'offline', 2)
         assert r.returncode == 1 and sim4.read_online(2) == '1', r
-        assert 'deadline of 200 ms' in r.stderr, r
-        # cpuhpd gave up at 200 ms; the hook kills its command at twice that.
+        assert 'deadline of 600 ms' in r.stderr, r
+        # cpuhpd gave up at 600 ms; the hook kills its command at 900.
         line = hook.line()
-        assert line.startswith('teardown CPU 2: teardown command still running at twice the '
-                               'deadline of 200 ms: killed'), line
+        assert line.startswith('teardown CPU 2: teardown command still running at 1.5 times '
+                               'the deadline of 600 ms: killed'), line
         # The state missed its deadline, so it is rolled back too: startup, flagged.
         assert hook.line().startswith('rollback startup CPU 2: ok')
         assert (tmp_path / 'hook.log').read_text() == 'startup 2 cpu=2 state=slow ext=0 rb=1\n'
