@@ -142,8 +142,9 @@ static void print_text(const struct cpuhp_client_plan *p)
 		if (cpuhp_cpuset_count(&p->to_online))
 			print_cpus(" new ", &p->to_online, " not online yet;");
 		if (p->smt_differs)
-			printf(" SMT control %s (the plan: %s);", cpuhpctl_safe(p->smt_control),
-			       cpuhpctl_safe(p->settings[1].value));
+			printf(" %s%s (the plan: %s);",
+			       p->smt_control[0] ? "SMT control " : "no SMT control",
+			       cpuhpctl_safe(p->smt_control), cpuhpctl_safe(p->settings[1].value));
 		printf("\n");
 	}
 	if (p->hotplug_seq)

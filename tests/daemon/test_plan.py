@@ -319,3 +319,14 @@ def test_a_drop_in_that_cannot_be_written_fails_the_request_and_changes_nothing(
     assert r.returncode == 1 and str(m.dropdir) in r.stderr, r
     assert 'Not a directory; nothing was changed' in r.stderr, r
     assert m.sim.read_online(2) == '0' and setting(plan(m.d), 'offline-cpus')['value'] == '2'
+
+
+def test_an_smt_setting_the_tree_cannot_take_is_reported_for_what_it_is(machines):
+    m = machines(conf='smt = off\n').start()    # a tree without smt/
+    m.settle()
+    p = plan(m.d)
+    assert 'has no devices/system/cpu/smt/control' in p['smt_problem'], p
+    assert p['hotplugs'] == 0, p
+    r = cpuhpctl(m.d, 'plan')
+    assert 'cannot apply smt: this sysfs tree has no' in r.stdout, r
+    assert 'differs: no SMT control (the plan: off);' in r.stdout, r

@@ -198,7 +198,7 @@ static void apply(struct cpuhpd *d)
 
 		if (why) {
 			snprintf(pl->smt_problem, sizeof(pl->smt_problem), "%s",
-			         cpuhpd_hotplug_smt_refusal(why, v->smt_control));
+			         cpuhpd_hotplug_smt_refusal(-why, v->smt_control));
 			cpuhpd_warn("plan: cannot apply smt %s: %s", smt_words[p->smt],
 			            pl->smt_problem);
 		} else if (!cpuhpd_hotplug_queued_smt(d, smt_words[p->smt])) {
