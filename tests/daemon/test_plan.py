@@ -330,3 +330,12 @@ def test_an_smt_setting_the_tree_cannot_take_is_reported_for_what_it_is(machines
     r = cpuhpctl(m.d, 'plan')
     assert 'cannot apply smt: this sysfs tree has no' in r.stdout, r
     assert 'differs: no SMT control (the plan: off);' in r.stdout, r
+
+
+def test_persisting_a_cpu_this_machine_cannot_have_is_refused_and_writes_nothing(machines):
+    m = machines().start()
+    m.settle()
+    r = cpuhpctl(m.d, 'offline', '--persist', '2,9')
+    assert r.returncode == 1, r
+    assert 'CPU 9 does not exist on this machine (possible: 0-3)' in r.stderr, r
+    assert not m.dropdir.exists() and m.sim.read_online(2) == '1'

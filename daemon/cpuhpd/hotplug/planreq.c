@@ -213,6 +213,21 @@ bool cpuhpd_plan_admit(struct cpuhpd_conn *c, uint64_t req_id, const struct cpuh
 		refuse(c, req_id, CPUHPD_PLAN_OFFLINE, what);
 		return false;
 	}
+	/* A CPU this machine cannot have would sit in the plan for nothing. */
+	cpuhpd_cpus_andnot(&now, set, &c->d->view.possible);
+	if (cpuhp_cpuset_count(&now)) {
+		char *possible = cpuhpd_cpus_to_str(&c->d->view.possible);
+
+		value = cpuhpd_cpus_to_str(&now);
+		cpuhpd_conn_send_error(
+		    c, req_id, EINVAL,
+		    "CPU %.80s does not exist on this machine (possible: %.80s): "
+		    "not persisted; nothing was changed",
+		    value ? value : "?", possible ? possible : "?");
+		free(value);
+		free(possible);
+		return false;
+	}
 	/* offline-cpus with @set in (offline) or out (online). */
 	if (online)
 		cpuhpd_cpus_andnot(&now, &p->offline, set);
