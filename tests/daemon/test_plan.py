@@ -339,3 +339,24 @@ def test_persisting_a_cpu_this_machine_cannot_have_is_refused_and_writes_nothing
     assert r.returncode == 1, r
     assert 'CPU 9 does not exist on this machine (possible: 0-3)' in r.stderr, r
     assert not m.dropdir.exists() and m.sim.read_online(2) == '1'
+
+
+def test_a_freeze_holds_the_plans_hotplug_until_the_thaw(machines):
+    """A freeze promises that nothing changes: cpuhpd's own hotplug waits for
+    its end too, and comes then without another change to prompt it."""
+    m = machines(conf='offline-cpus = 2\n').start()
+    m.settle()
+    m.watch()
+    m.probe.connect('f')
+    fr = m.probe.call('f', 'freeze', 'bench', 'latency-run')
+    assert fr['kind'] == 'frozen', fr
+    m.behind_its_back(2, 1)
+    while (ev := m.probe.recv('w')).get('event') != 'online_changed':
+        pass
+    assert ev['external'] and m.sim.read_online(2) == '1', ev
+    assert m.probe.call('f', 'thaw', fr['freeze_id'])['kind'] == 'thawed'
+    ev = m.next_finished()
+    assert (ev['cpus'], ev['online'], ev['ok']) == ('2', False, True), ev
+    p = plan(m.d)
+    assert p['conflicts'] == 1 and p['hotplugs'] == 2 and p['in_force'], p
+    assert 'CPU hotplug is frozen by' in m.d.log()
