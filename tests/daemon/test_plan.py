@@ -178,6 +178,8 @@ def test_a_change_behind_cpuhpds_back_is_counted_logged_and_undone(machines):
     assert p['conflicts'] == 1 and p['hotplugs'] == 2 and p['in_force'], p
     assert 'CPU 2 came online, but the plan keeps it offline' in p['last_conflict']
     assert "warning: plan contradicted behind cpuhpd's back: CPU 2 came online" in m.d.log()
+    metrics = cpuhpctl(m.d, 'metrics').stdout.splitlines()
+    assert 'cpuhpd_plan_conflicts_total 1' in metrics and 'cpuhpd_plan_hotplugs_total 2' in metrics
 
 
 def test_a_writer_fighting_the_plan_meets_a_doubling_backoff_not_a_spin(machines):
