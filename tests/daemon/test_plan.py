@@ -362,3 +362,29 @@ def test_a_freeze_holds_the_plans_hotplug_until_the_thaw(machines):
     p = plan(m.d)
     assert p['conflicts'] == 1 and p['hotplugs'] == 2 and p['in_force'], p
     assert 'CPU hotplug is frozen by' in m.d.log()
+
+
+def test_the_plans_hotplug_waits_for_leases_and_is_listed_as_cpuhpds_own(machines):
+    m = machines(conf='offline-cpus = 2\n').start()
+    m.settle()
+    m.watch()
+    m.probe.connect('r')
+    lid = m.probe.lease('r')
+    m.behind_its_back(2, 1)
+    while (ev := m.probe.recv('w')).get('event') != 'hotplug_pending':
+        pass
+    r = cpuhpctl(m.d, 'leases')
+    assert r.returncode == 0, r
+    line = next(ln for ln in r.stdout.splitlines() if ln.lstrip().startswith('#'))
+    assert 'offline 2: waiting for leases, asked by cpuhpd itself, pid' in line, line
+    assert 'for its plan (cpuhpctl plan)' in line, line
+    [h] = json.loads(cpuhpctl(m.d, '--json', 'leases').stdout)['hotplugs']
+    assert h['reason'] == 'plan' and h['comm'] == 'cpuhpd', h
+    text = cpuhpctl(m.d, 'plan').stdout
+    assert 'differs: CPU 2 online (kept offline by the plan);' in text, text
+    assert f"cpuhpd applies it: hotplug #{ev['hotplug_id']}" in text, text
+    # The echo bypassed this lease: its release says so (and releases it all the same).
+    assert fixture.error_code(m.probe.call('r', 'release', lid)) == 'ERR_ESTALE'
+    ev = m.next_finished()
+    assert (ev['cpus'], ev['online'], ev['ok']) == ('2', False, True), ev
+    assert 'in force' in cpuhpctl(m.d, 'plan').stdout.splitlines()
