@@ -11,7 +11,8 @@ cffi in API mode: the declarations come from the cdef files, and the C
 file this writes includes the real headers, so compiling it checks every
 declaration against them and fills in the constants and struct layouts the
 cdef leaves as "...".  Both include hold.h too, the C of the binding's own
-that the lock context managers call.  The client module includes the lock
+that the lock context managers call; the client module also grant.h, what
+its leases and freezes are held in.  The client module includes the lock
 module (ffi.include): the types of cpuhp.cdef, struct cpuhp_cpuset first,
 are one type in both, and the lock module is built and imported on its
 own, without the client library.  meson compiles the result with
@@ -23,7 +24,7 @@ import sys
 
 import cffi
 
-# hold.h is found beside this file: meson and setup.py add its directory.
+# hold.h and grant.h are found beside this file: meson and setup.py add its directory.
 LOCK_PREAMBLE = '''
 #include <cpuhp/cpuhp.h>
 #include "hold.h"
@@ -33,6 +34,7 @@ CLIENT_PREAMBLE = '''
 #include <cpuhp/cpuhp.h>
 #include <cpuhp/client.h>
 #include "hold.h"
+#include "grant.h"
 '''
 
 

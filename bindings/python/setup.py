@@ -37,7 +37,7 @@ def pkg_config(*args, check=True):
 
 def build_args(*packages):
     """An Extension's flags to compile and link against *packages*."""
-    return {'include_dirs': [HERE],  # hold.h
+    return {'include_dirs': [HERE],  # hold.h, grant.h
             'extra_compile_args': shlex.split(pkg_config('--cflags', *packages).stdout),
             'extra_link_args': shlex.split(pkg_config('--libs', *packages).stdout)}
 

@@ -12,13 +12,9 @@
  * calls.  The price is CPUHP__DEFER_NS more on the slow path for readers,
  * against the ~10 ms by which liburcu's worker batches callbacks anyway.
  *
- * The same thread ends the exit windows of fenced (H) rcu_syncs
- * (cpuhp__defer_window()): there no grace period is needed, only a delay,
- * so at its deadline the thread calls the entry's expire function itself
- * (under ->lock) instead of call_rcu().  Each entry has its own deadline;
- * the timer is armed for the earliest.  Wherever the thread is missing (it
- * cannot start, its timerfd broke, a fork child), such an entry goes to
- * call_rcu() with its rcu callback like any other: later, never lost.
+ * Each entry has its own deadline; the timer is armed for the earliest.
+ * Wherever the thread is missing (its timerfd broke, a fork child), an
+ * entry goes to call_rcu() with its rcu callback: later, never lost.
  *
  * The thread waits the grace period of a due G entry itself, with
  * synchronize_rcu(), rather than handing it to liburcu's call_rcu():
@@ -27,16 +23,21 @@
  * our thread is the only one an exit needs, and we start it ourselves,
  * checking the error.  The entries stay queued through the grace period
  * (marked ->gp_wanted, then ->gp_passed), so that a fork finds them here.
- * A fork waits for a grace period in progress (->gp_lock): the child
- * would inherit liburcu's grace-period mutex held.
  *
- * The thread starts when the first writer enters (cpuhp__defer_prepare(),
- * on a path that may block anyway), and then sleeps in read() on its
- * timerfd; it never wakes on its own, so an idle process pays nothing.  If
- * it cannot be started (no thread can be created: RLIMIT_NPROC, no address
- * space; no timerfd), queueing fails and the caller does without
- * (rcu_sync.c: an exit window ends at once, a G exit waits its grace
- * period itself).  If its timerfd is closed under it, the queue goes to
+ * Every grace period the library waits, on any thread, goes through
+ * cpuhp__synchronize_rcu(), and a fork waits for those in progress
+ * (gp_lock, below): liburcu holds its grace-period mutex through one and
+ * its registry mutex while it scans the readers, and it has no fork
+ * handlers for them, so a child that inherited them held would hang in
+ * its first grace period or in registering a thread.
+ *
+ * The thread starts when the first G writer enters (cpuhp__defer_prepare(),
+ * on a path that may block anyway; H exits need no thread), and then
+ * sleeps in read() on its timerfd; it never wakes on its own, so an idle
+ * process pays nothing.  If it cannot be started (no thread can be
+ * created: RLIMIT_NPROC, no address space; no timerfd), queueing fails and
+ * the caller does without (rcu_sync.c: the exit waits its grace period
+ * itself).  If its timerfd is closed under it, the queue goes to
  * call_rcu(), as it does in a fork child.
  *
  * fork: prepare takes ->lock first (fork.c), so the child never inherits a
@@ -58,7 +59,7 @@
 /* One millisecond: far past a burst of writers, small against liburcu's 10. */
 #define CPUHP__DEFER_NS 1000000L
 
-/* A window shorter than this is not worth a timer interrupt of its own. */
+/* A delay shorter than this is not worth a timer interrupt of its own. */
 #define CPUHP__DEFER_MIN_NS 1000L
 
 static struct {
@@ -68,15 +69,18 @@ static struct {
 	bool armed;                   /* the timer will fire at ->armed_at */
 	bool broken;                  /* no thread (it could not start, its timerfd went bad) */
 	uint64_t armed_at;            /* CLOCK_MONOTONIC ns */
-	/* Held by the timer thread through its synchronize_rcu(), and across fork(). */
-	pthread_mutex_t gp_lock;
-} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false, 0, PTHREAD_MUTEX_INITIALIZER};
+} defer = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, false, 0};
+
+/*
+ * Read-held through each of the library's synchronize_rcu() calls (they
+ * still run concurrently, and liburcu lets them share one grace period);
+ * write-held across fork().  Writers first, so that grace periods waited
+ * back to back by other threads cannot keep a fork waiting.
+ */
+static pthread_rwlock_t gp_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 
 /* Set once the thread runs or cannot: cpuhp__defer_prepare()'s quick look. */
 static _Atomic bool settled;
-
-/* What the last queueing cost its caller, ns (a statistic: relaxed). */
-static _Atomic uint64_t queue_cost_ns;
 
 /* For tests: callbacks a fork child found queued and handed over itself. */
 unsigned long cpuhp__defer_child_handovers;
@@ -87,11 +91,6 @@ uint64_t cpuhp__now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t cpuhp__defer_queue_cost_ns(void)
-{
-	return atomic_load_explicit(&queue_cost_ns, memory_order_relaxed);
 }
 
 /*
@@ -165,12 +164,11 @@ static void rearm_locked(void)
 
 /*
  * Under ->lock, on the timer thread: every entry whose deadline has come
- * goes to its expire function, which may ask for more time (and a G
- * entry's, for another grace period), unless it is a G entry whose grace
- * period has not passed yet: that one is marked ->gp_wanted, and the
- * return value says a grace period is wanted.  An expire function that
- * returns 0 is done with its entry, whose owner may free it at once: it
- * is not touched again.
+ * and whose grace period has passed goes to its expire function, which
+ * may ask for more time and another grace period; one whose grace period
+ * has not passed yet is marked ->gp_wanted, and the return value says a
+ * grace period is wanted.  An expire function that returns 0 is done with
+ * its entry, whose owner may free it at once: it is not touched again.
  */
 static bool run_due_locked(void)
 {
@@ -185,7 +183,7 @@ static bool run_due_locked(void)
 		if (d->deadline_ns > now) {
 			d->next = keep;
 			keep = d;
-		} else if (d->gp && !d->gp_passed) {
+		} else if (!d->gp_passed) {
 			d->gp_wanted = true;
 			want_gp = true;
 			d->next = keep;
@@ -209,21 +207,30 @@ static bool run_due_locked(void)
 	return want_gp;
 }
 
+void cpuhp__synchronize_rcu(void)
+{
+	/* synchronize_rcu() may poll(), a cancellation point (internal.h). */
+	int cancel = cpuhp__cancel_off();
+
+	pthread_rwlock_rdlock(&gp_lock);
+	urcu_memb_synchronize_rcu();
+	pthread_rwlock_unlock(&gp_lock);
+	cpuhp__cancel_restore(cancel);
+}
+
 /*
  * With ->lock held on entry and on return, dropped meanwhile: one grace
  * period for the entries marked ->gp_wanted.  They stay queued, and their
  * owners leave them alone until their expire function has run
  * (rcu_sync.c), so nothing but a fork can look at them meanwhile; fork
- * takes ->gp_lock first.  Entries queued during the grace period are not
+ * takes gp_lock first.  Entries queued during the grace period are not
  * marked: it may have begun before their exit.
  */
 static void wait_gp_unlocked(void)
 {
 	pthread_mutex_unlock(&defer.lock);
-	pthread_mutex_lock(&defer.gp_lock);
 	/* J (internal.h): after the marked entries' exits; their expire stores IDLE. */
-	urcu_memb_synchronize_rcu();
-	pthread_mutex_unlock(&defer.gp_lock);
+	cpuhp__synchronize_rcu();
 	pthread_mutex_lock(&defer.lock);
 	for (struct cpuhp__deferred *d = defer.head; d; d = d->next) {
 		if (d->gp_wanted) {
@@ -319,14 +326,14 @@ void cpuhp__defer_prepare(void)
 }
 
 /*
- * Queue @d to be due @delay_ns from now.  False if there is no thread to
- * run it: then @d is not taken, and ->queued stays false.
+ * Queue @d to be due CPUHP__DEFER_NS from now, a grace period after that.
+ * False if there is no thread to run it: then @d is not taken, and
+ * ->queued stays false.
  */
-static bool queue(struct cpuhp__deferred *d, uint64_t delay_ns)
+bool cpuhp__defer_gp(struct cpuhp__deferred *d, const struct cpuhp__defer_ops *ops)
 {
-	uint64_t t0 = cpuhp__now_ns();
-
-	d->deadline_ns = t0 + (delay_ns < CPUHP__DEFER_MIN_NS ? CPUHP__DEFER_MIN_NS : delay_ns);
+	d->ops = ops;
+	d->deadline_ns = cpuhp__now_ns() + CPUHP__DEFER_NS;
 	d->gp_wanted = false;
 	d->gp_passed = false;
 	pthread_mutex_lock(&defer.lock);
@@ -347,36 +354,41 @@ static bool queue(struct cpuhp__deferred *d, uint64_t delay_ns)
 	if (!defer.armed || d->deadline_ns < defer.armed_at)
 		rearm_locked();
 	pthread_mutex_unlock(&defer.lock);
-	/* Not through *d: its expire may have run and its owner freed it. */
-	atomic_store_explicit(&queue_cost_ns, cpuhp__now_ns() - t0, memory_order_relaxed);
 	return true;
-}
-
-bool cpuhp__defer_gp(struct cpuhp__deferred *d, const struct cpuhp__defer_ops *ops)
-{
-	d->ops = ops;
-	d->gp = true;
-	return queue(d, CPUHP__DEFER_NS);
-}
-
-bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
-                         const struct cpuhp__defer_ops *ops)
-{
-	d->ops = ops;
-	d->gp = false;
-	return queue(d, delay_ns);
 }
 
 void cpuhp__defer_before_fork(void)
 {
-	pthread_mutex_lock(&defer.gp_lock);
+	/* No grace period of ours in progress, and none starts, until the fork is done. */
+	pthread_rwlock_wrlock(&gp_lock);
 	pthread_mutex_lock(&defer.lock);
 }
 
 void cpuhp__defer_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&defer.lock);
-	pthread_mutex_unlock(&defer.gp_lock);
+	pthread_rwlock_unlock(&gp_lock);
+}
+
+/*
+ * In a fork child: gp_lock as new.  Not unlocked: glibc's rwlock records
+ * its writer's thread id, which the forking thread no longer has here.
+ */
+static void gp_lock_init_after_fork_child(void)
+{
+#ifdef CPUHP__TSAN
+	pthread_rwlockattr_t a;
+	int err = pthread_rwlockattr_init(&a);
+
+	if (!err)
+		err =
+		    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	if (!err)
+		err = pthread_rwlock_init(&gp_lock, &a);
+	CPUHP_BUG_ON(err, "rcu_sync", "cannot re-initialise after fork");
+#else
+	gp_lock = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+#endif
 }
 
 /* After liburcu's call_rcu workers are back: hand the queue over now. */
@@ -406,5 +418,5 @@ void cpuhp__defer_after_fork_child(void)
 	 */
 	hand_over(d);
 	pthread_mutex_unlock(&defer.lock);
-	pthread_mutex_unlock(&defer.gp_lock);
+	gp_lock_init_after_fork_child();
 }

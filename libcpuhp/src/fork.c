@@ -6,9 +6,12 @@
  * (free forgives them), but it is never caught mid-transition: its ->lock
  * is held across the fork.
  *
- * Before the fork, pause liburcu's call_rcu workers (so none is half-way
- * through a callback) and take the registry lock (so no thread is half-way
- * through registering with liburcu or with us).  In the child only the
+ * Before the fork, wait for the grace periods the library's threads are
+ * waiting and keep new ones from starting (defer.c's gp_lock: liburcu
+ * holds its grace-period and registry mutexes through one, and has no fork
+ * handlers for them), pause liburcu's call_rcu workers (so none is
+ * half-way through a callback) and take the registry lock (so no thread is
+ * half-way through registering with liburcu or with us).  In the child only the
  * forking thread exists: forget the others (marking their liburcu reader
  * records quiescent, or the child's first grace period would wait for dead
  * threads forever), reset every lock's waiter bookkeeping, mutexes and
@@ -34,11 +37,13 @@
 static int fork_cancel;
 
 /*
- * defer.c's lock comes first, so that an exit queued for its timer thread
- * stays queued through the fork (pausing liburcu's workers can take 10 ms,
- * longer than the timer) and the child hands it over.  Nobody waits for
- * anything while holding that lock: rcu_sync queues outside its ->lock,
- * and the timer thread's call_rcu() does not wait for the workers.
+ * defer.c's locks come first: gp_lock, which waits out the grace periods
+ * in progress (they wait only for read-side sections, and a fork that
+ * waits for gp_lock holds nothing yet), then its queue's lock, so that an
+ * exit queued for its timer thread stays queued through the fork (pausing liburcu's workers can
+ * take 10 ms, longer than the timer) and the child hands it over.  Nobody waits for anything while
+ * holding that lock: rcu_sync queues outside its ->lock, and the timer thread's call_rcu() does not
+ * wait for the workers.
  */
 static void prepare(void)
 {

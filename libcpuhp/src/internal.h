@@ -26,8 +26,8 @@
  *        rwsem.c: write_lock_common() after take_block().
  *      pairs with A.
  *   E  reader leaving: count--, full barrier, load ->wwait; wake if set.
- *        rwsem.c: read_unlock_slow(), read_unlock_fenced_slow() (also the
- *        inline path's, cpuhp__rwsem_read_unlock_writer_coming()).
+ *        rwsem.c: read_unlock_slow() (G readers, back-outs, threads
+ *        without a slot).  The fenced unlock has none: K instead.
  *      pairs with F.
  *   F  writer: load ->wseq, ->wwait = 1, full barrier, sum; futex_wait on
  *      ->wseq with the value loaded first.
@@ -52,14 +52,14 @@
  *      The membarrier puts a full barrier into every running reader, so
  *      either the reader's store is visible to the writer's later sum, or
  *      the reader's load comes after the barrier and sees the state the
- *      writer stored before it (and goes on as A, or as E).  A reader that
+ *      writer stored before it (and goes on as A, or as K).  A reader that
  *      was not running passed a context switch, a full barrier, in between.
  *      For such readers H replaces G: enter needs no grace period.
  *   I  rcu_sync, H readers only: the writers' sections, then ->state = IDLE
- *      by the exit window's expiry (a release store, under ->lock, which
- *      every exit also took), or by the end of a lingering exit (LINGER:
- *      no expiry queued), which a reader on the slow path or free makes.
- *        rcu_sync.c: window_end_locked(); linger_end_locked(), from
+ *      by the end of a lingering exit (LINGER: nothing queued; a release
+ *      store, under ->lock, which every exit also took), which a reader on
+ *      the slow path or free makes.
+ *        rcu_sync.c: linger_end_locked(), from
  *        cpuhp__rcu_sync_linger_poll() (called by rwsem.c:
  *        fast_inc_writer_coming()) and from cpuhp__rcu_sync_destroy().
  *      pairs with the fast path's acquire load of ->state: internal.h:
@@ -70,15 +70,13 @@
  *      not, it takes the slow path, where A-D order it against any writer.
  *      And the other way round: a writer that enters after the IDLE store
  *      finds IDLE under ->lock and issues the membarrier (H) before it
- *      counts readers; one that enters before it finds EXIT or REPLAY under
- *      ->lock and counts itself, and the expiry then goes to PASSED, never
- *      IDLE (or it finds LINGER and moves it to PASSED itself, so no end
- *      finds LINGER while it is inside), so no reader took the fast path
- *      since the membarrier of the first writer of the run.  For G readers
- *      the return to IDLE must wait a grace period (a reader section that
- *      saw "not idle" may still run); H readers have no sections, so I
- *      replaces that grace period and the window's length is policy, not
- *      correctness.
+ *      counts readers; one that enters before it finds LINGER under ->lock
+ *      and moves it to PASSED itself, so no end finds LINGER while it is
+ *      inside, and no reader took the fast path since the membarrier of
+ *      the first writer of the run.  For G readers the return to IDLE must
+ *      wait a grace period (a reader section that saw "not idle" may still
+ *      run); H readers have no sections, so I replaces that grace period
+ *      and the linger's length is policy, not correctness.
  *   J  rcu_sync, G readers only: the writers' sections and their exits
  *      (under ->lock), then a grace period that starts after the last exit,
  *      then ->state = IDLE (release, under ->lock).
@@ -92,6 +90,27 @@
  *      began after the grace period did, so after the last exit, and sees
  *      every writer's stores.  REPLAY asks for one more period, because a
  *      section that began before a replayed enter may outlive the first.
+ *   K  writer about to sleep for readers, H readers only: after F's sum
+ *      was not zero, membarrier(), the sum again, then futex_wait as in F;
+ *      once per wait (->wwait stays 1 until the wait ends).
+ *        rwsem.c: wait_for_readers().
+ *      pairs with the fenced unlock's slow half, which has no barrier:
+ *      count-- (release, B), compiler barrier, load ->state (H), load
+ *      ->wwait, and if set bump ->wseq (release) and wake: rwsem.c:
+ *      cpuhp_rwsem_read_unlock() -> read_unlock_fenced_slow(); the inline
+ *      path's cpuhp__rwsem_read_unlock_writer_coming().
+ *      The membarrier puts a full barrier into every running reader at
+ *      some moment inside it.  A reader whose ->wwait load comes after
+ *      that moment sees ->wwait = 1 (stored before the membarrier) and
+ *      wakes us, its bump after our ->wseq load; one whose load came
+ *      before it had its decrement made visible by that barrier, and the
+ *      second sum sees it; a reader not running passed a context switch.
+ *      Later rounds need no membarrier: every reader still counted after
+ *      the first will see ->wwait = 1, and its bump of ->wseq (release,
+ *      after its decrement) read by our next ->wseq load (acquire) makes
+ *      its decrement visible to the sum after that load.  So the fenced
+ *      slow path pays one fence a pair (A), and the writer pays a
+ *      membarrier only when it is about to sleep anyway.
  */
 #ifndef CPUHP_INTERNAL_H
 #define CPUHP_INTERNAL_H
@@ -279,18 +298,18 @@ enum cpuhp__gp_state {
 };
 
 /*
- * defer.c: a function that its timer thread calls at a deadline: for a G
- * exit, after a grace period of its own (the exit's call_rcu(), without
- * liburcu's worker thread); for a fenced rcu_sync's exit window, at once.
+ * defer.c: a function that its timer thread calls at a deadline, after a
+ * grace period of its own: a G exit's call_rcu(), without liburcu's worker
+ * thread.
  */
 struct cpuhp__deferred;
 /* What an entry does, the same for every entry of a kind: static, shared. */
 struct cpuhp__defer_ops {
 	/*
-	 * Called when due (and, for a G entry, a grace period after that), on
-	 * the timer thread with defer.c's lock held (so it must not queue):
-	 * 0 when done (the entry may be freed as soon as it returns), or how
-	 * many ns more to wait (G: and another grace period).
+	 * Called when due and a grace period after that, on the timer thread
+	 * with defer.c's lock held (so it must not queue): 0 when done (the
+	 * entry may be freed as soon as it returns), or how many ns more to
+	 * wait, and another grace period.
 	 */
 	uint64_t (*expire)(struct cpuhp__deferred *d);
 	/* The call_rcu() callback on ->rcu, where the timer thread is gone (fork, lost timerfd). */
@@ -306,7 +325,6 @@ struct cpuhp__deferred {
 	 */
 	struct rcu_head rcu;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; under defer.c's lock */
-	bool gp;              /* a G entry: ->expire wants a grace period first */
 	bool gp_wanted;       /* due, in the timer thread's grace period; under defer.c's lock */
 	bool gp_passed;       /* that grace period is over; under defer.c's lock */
 	/*
@@ -324,19 +342,23 @@ struct cpuhp__deferred {
  * for long: ->lock, and the thread's creation if nobody prepared it.
  */
 bool cpuhp__defer_gp(struct cpuhp__deferred *d, const struct cpuhp__defer_ops *ops);
-bool cpuhp__defer_window(struct cpuhp__deferred *d, uint64_t delay_ns,
-                         const struct cpuhp__defer_ops *ops);
+/*
+ * synchronize_rcu(), for every grace period the library waits: not a
+ * cancellation point, and excluded from fork() (defer.c), which waits for
+ * it to end.  Not inside a read-side section (it would wait for itself),
+ * and so neither may fork() be called inside one while another thread
+ * waits here.
+ */
+void cpuhp__synchronize_rcu(void);
 /* Start the timer thread if it is not running yet: the first enter calls this. */
 void cpuhp__defer_prepare(void);
-/* What the caller of the last queueing paid for it (the timer's arming), ns. */
-uint64_t cpuhp__defer_queue_cost_ns(void);
 void cpuhp__defer_before_fork(void);
 void cpuhp__defer_after_fork_parent(void);
 void cpuhp__defer_after_fork_child(void);
 extern unsigned long cpuhp__defer_child_handovers CPUHP__HIDDEN;
 
 /*
- * 152 bytes, every one of them in each cpuhp_rwsem (internal.h's
+ * 136 bytes, every one of them in each cpuhp_rwsem (internal.h's
  * struct cpuhp_rwsem): the lock and the condition variable are futex
  * words, set up by plain stores, and what only a cpuhp_rcu_sync_new()
  * object needs (its place in fork.c's list) lives around it, in
@@ -365,7 +387,7 @@ struct cpuhp_rcu_sync {
 	 * call reads it without (cpuhp__rcu_sync_wait_locked()).
 	 */
 	_Atomic unsigned cond;
-	unsigned window_holds; /* the tests' hold on the exit window (below) */
+	unsigned linger_holds; /* the tests' hold on a lingering exit (below) */
 	/*
 	 * EXIT with nothing pending to end it: a G exit without a timer
 	 * thread, inside a read-side section, could not wait its grace
@@ -378,35 +400,27 @@ struct cpuhp_rcu_sync {
 	 * Enter then needs the membarrier alone, no grace period.
 	 */
 	bool fenced_readers;
-	bool window_due; /* an expiry came while ->window_holds: the release ends it */
 	/*
 	 * Statistics for tests, under ->lock: grace periods waited by enter,
-	 * membarriers issued by enter instead (H), callbacks run, windows that
-	 * expired, frees that had to wait for the return to IDLE.  32 bits:
-	 * they may wrap, no test counts that far.
+	 * membarriers issued by enter instead (H), callbacks run, lingering
+	 * exits ended, frees that had to wait for the return to IDLE.  32
+	 * bits: they may wrap, no test counts that far.
 	 */
 	unsigned nr_sync;
 	unsigned nr_fences;
 	unsigned nr_callbacks;
-	unsigned nr_windows;
+	unsigned nr_linger_ends;
 	unsigned nr_destroy_waits;
-	/* The last exit's grace period or window, by defer.c; its call_rcu() head. */
+	/* The last exit's grace period (G), by defer.c; its call_rcu() head. */
 	struct cpuhp__deferred defer;
 	/*
-	 * The exit window of fenced readers (I; rcu_sync.c), all under ->lock:
-	 * what leaving IDLE last cost the writers (ns, smoothed) and the
-	 * moment the window of the last exit ends.
+	 * The writers' budget (H; rcu_sync.c), all under ->lock: what
+	 * leaving IDLE costs the writers (ns, smoothed), when the lingering
+	 * exit may end, and the writers' credit (ns of re-enter cost; below
+	 * zero, what they owe), accrued up to ->credit_at_ns.
 	 */
 	uint64_t reenter_ns;
 	uint64_t idle_at_ns;
-	/*
-	 * Whether the last exit may linger (rcu_sync.c), all under ->lock:
-	 * when the last exit was, the smoothed gap from a last exit to the
-	 * next first enter, and the writers' credit (ns of re-enter cost they
-	 * may pay early), accrued up to ->credit_at_ns.
-	 */
-	uint64_t exit_at_ns;
-	uint64_t gap_ns;
 	int64_t credit_ns;
 	uint64_t credit_at_ns;
 	/*
@@ -454,26 +468,34 @@ bool cpuhp__rcu_sync_reset_after_fork(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss);
-/*
- * For tests: while held, a fenced rcu_sync's exit window does not end (an
- * expiry waits for the release), as a parked RCU reader holds off G's
- * callback.  Nests.  Release before freeing.
- */
-void cpuhp__rcu_sync_window_hold(struct cpuhp_rcu_sync *rss);
-void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss);
-/* The window the next last exit of @rss would get, ns (under ->lock). */
-uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss);
+/* For tests: while held, a lingering exit does not end.  Nests.  Release before freeing. */
+void cpuhp__rcu_sync_linger_hold(struct cpuhp_rcu_sync *rss);
+void cpuhp__rcu_sync_linger_release(struct cpuhp_rcu_sync *rss);
 /*
  * A reader on the slow path found LINGER: end it if its time has come
- * (a clock read every CPUHP__LINGER_POLL calls, then a trylock; never
- * blocks).  cpuhp__rcu_sync_linger_end() does it at once (tests).
+ * (a clock read, then a trylock; never blocks), once in CPUHP__LINGER_POLL
+ * of a thread's slow locks (the first of them included): the slow path
+ * pays an increment and a test, and the linger ends at most that many
+ * slow locks late.  cpuhp__rcu_sync_linger_end() does it at once (tests).
  */
+#define CPUHP__LINGER_POLL 32 /* a power of two */
+extern __thread unsigned cpuhp__linger_polls CPUHP__HIDDEN CPUHP__TLS_IE;
 void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss);
 void cpuhp__rcu_sync_linger_end(struct cpuhp_rcu_sync *rss);
-/* Under ->lock: whether the next last exit would linger (and accrue the credit). */
-bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now);
-/* Under ->lock: an enter from IDLE paid @cost ns (spends credit, updates the estimate). */
-void cpuhp__rcu_sync_reenter_cost_locked(struct cpuhp_rcu_sync *rss, uint64_t cost);
+
+static inline void cpuhp__rcu_sync_linger_check(struct cpuhp_rcu_sync *rss)
+{
+	if (cpuhp__unlikely(!(cpuhp__linger_polls++ & (CPUHP__LINGER_POLL - 1))))
+		cpuhp__rcu_sync_linger_poll(rss);
+}
+/*
+ * Under ->lock, H: when a last exit at @now may end its linger (accrues the
+ * credit up to @now): a share of a re-enter cost, or once the credit is back.
+ */
+uint64_t cpuhp__rcu_sync_linger_end_at_locked(struct cpuhp_rcu_sync *rss, uint64_t now);
+/* Under ->lock, H: an enter from IDLE paid @cost ns by @now (spends credit, updates the estimate).
+ */
+void cpuhp__rcu_sync_reenter_cost_locked(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_t now);
 
 static inline bool cpuhp__rcu_sync_is_idle(const struct cpuhp_rcu_sync *rss)
 {
@@ -627,8 +649,8 @@ struct cpuhp__wwaiter {
  * to set up: ->lock and rcu_sync's lock are futex words, and whoever waits under them (readers for
  * a writer, a writer for ->block or for the readers it let in, enters for the first one's fence)
  * sleeps on a futex word, not on a condition variable.  The rwsem's own part is 80 bytes (its
- * counter, 32, and the slow path's 48), rcu_sync's 152, the debug checks' 24: a lock fills its 256
- * bytes with debug checks, and has 24 to spare without (rwsem.c checks).
+ * counter, 32, and the slow path's 48), rcu_sync's 136, the debug checks' 24: a lock has 16 of its
+ * 256 bytes to spare with debug checks, and 40 without (rwsem.c checks).
  */
 struct cpuhp_rwsem {
 	/* Read by every reader's fast path; written only at writer transitions. */

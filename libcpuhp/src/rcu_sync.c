@@ -22,30 +22,20 @@
  * Out of threads (the timer thread cannot be created; defer.c), the last
  * exit does the thread's work: a G exit waits its grace period itself
  * (exit_without_thread()), or, inside a read-side section where it cannot,
- * leaves the object EXIT and "parked" until the next last exit or free;
- * an exit window ends at once.
+ * leaves the object EXIT and "parked" until the next last exit or free.
  *
  * A cpuhp_rwsem's rcu_sync (cpuhp__rcu_sync_init_fenced()) has readers
  * that use no read-side section where membarrier works (H in internal.h):
  * its enter issues the membarrier instead of waiting for a grace period.
  *
  * Such readers need no grace period on the way back either (I in
- * internal.h), so their last exit does not go through call_rcu(): it opens
- * a window at whose end defer.c's timer thread calls window_expire(), which
- * goes IDLE (or PASSED, if an enter came meanwhile).  Its length is policy,
- * after BRAVO (Dice and Kogan, ATC'19): a multiple of what leaving IDLE
- * again costs the writers, measured (the membarrier and the wake-ups of
- * concurrent enters, plus queueing the next window's timer), so that a
- * writer pays that cost at most once per CPUHP__WINDOW_FACTOR times its
- * length: with writes more frequent than the window, they find rcu_sync
- * still out of IDLE and skip the membarrier, as in a burst; with writes
- * rarer, readers are back on the fast path soon after each.  Bounded above
- * by the ~11 ms that the G exit took when it went through liburcu's
- * call_rcu() (1 ms timer + liburcu's 10 ms batching), which the README's
- * figures were measured with.  Where writes are rarer than that window
- * anyway, the exit lingers instead (LINGER, below): no timer, a window of
- * a share of one re-enter cost, ended by the first reader on the slow path
- * after it.
+ * internal.h), so their last exit queues nothing: it lingers (LINGER).  The
+ * first reader on the slow path after the linger's end goes IDLE; a writer
+ * that comes first finds LINGER, skips the membarrier and goes to PASSED
+ * itself.  So no such exit makes a system call or wakes a thread, and where
+ * nobody reads, writers keep finding LINGER: a writer from idle pays no
+ * system call at all.  How long a linger lasts is the writers' budget,
+ * after BRAVO (below).
  */
 #include <errno.h>
 #include <limits.h>
@@ -91,21 +81,19 @@ void cpuhp__rcu_sync_init(struct cpuhp_rcu_sync *rss)
 	rss->nr_sync = 0;
 	rss->nr_fences = 0;
 	rss->nr_callbacks = 0;
-	rss->nr_windows = 0;
+	rss->nr_linger_ends = 0;
 	rss->nr_destroy_waits = 0;
 	rss->reenter_ns = 0;
 	rss->idle_at_ns = 0;
-	rss->window_holds = 0;
-	rss->window_due = false;
-	rss->gap_ns = 0;
+	rss->linger_holds = 0;
 	rss->credit_ns = 0;
 	atomic_init(&rss->linger_until_ns, 0);
-	/* The lock's life so far is the first gap, and earns the first credit. */
-	rss->exit_at_ns = rss->credit_at_ns = cpuhp__now_ns();
+	/* The lock's life so far earns the first credit. */
+	rss->credit_at_ns = cpuhp__now_ns();
 	rss->fenced_readers = false;
 	rss->parked = false;
 	atomic_init(&rss->defer.queued, false);
-	rss->defer.gp = rss->defer.gp_wanted = rss->defer.gp_passed = false;
+	rss->defer.gp_wanted = rss->defer.gp_passed = false;
 }
 
 void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
@@ -114,168 +102,108 @@ void cpuhp__rcu_sync_init_fenced(struct cpuhp_rcu_sync *rss)
 	rss->fenced_readers = true;
 }
 
-/*
- * BRAVO's N: a writer that finds IDLE pays the re-enter cost, and only
- * after a window N times that cost with no writer at all, so the writers'
- * overhead stays below 1/(N+1) of their time: 10% at most.
- */
-#define CPUHP__WINDOW_FACTOR 9
-/* The G exit's old length: 1 ms of timer and liburcu's 10 ms batching. */
-#define CPUHP__WINDOW_MAX_NS 11000000u
-
-/* The last exit opens a window (I) rather than waiting for a grace period (G). */
-static bool exit_by_window(const struct cpuhp_rcu_sync *rss)
+/* The last exit lingers (I) rather than waiting for a grace period (G). */
+static bool exit_lingers(const struct cpuhp_rcu_sync *rss)
 {
 	return rss->fenced_readers && cpuhp__asym_fence;
 }
 
-uint64_t cpuhp__rcu_sync_window_ns_locked(const struct cpuhp_rcu_sync *rss)
-{
-	uint64_t cost = rss->reenter_ns + cpuhp__defer_queue_cost_ns();
-	uint64_t w = cost * CPUHP__WINDOW_FACTOR;
-
-	if (w < cost)
-		w = cost;
-	return w < CPUHP__WINDOW_MAX_NS ? w : CPUHP__WINDOW_MAX_NS;
-}
-
 /*
- * The lingering exit (LINGER): when writers come rarely, the last exit
- * arms no timer at all.  The window is then short (an eighth of a
- * re-enter cost, below), and whoever needs IDLE ends it after that: the
- * first reader on the slow path (cpuhp__rcu_sync_linger_poll(), from
- * rwsem.c), or free.  A writer
- * that comes first finds LINGER, skips the membarrier and goes to PASSED
- * itself (nothing is queued that would).  So the writer's exit makes no
- * system call, and no timer thread wakes on a busy CPU; readers that are
- * not reading leave it lingering, and a writer then skips the membarrier.
+ * The writers' budget (H only), after BRAVO (Dice and Kogan, ATC'19), whose
+ * writer revokes the readers' bias and keeps it off for a multiple of what
+ * revoking cost, so that writers spend at most a fixed share of their time
+ * on it.  Here revoking is re-entering: a writer that finds IDLE pays the
+ * membarrier and the wake-ups of the enters that waited for it, measured.
+ * The writers earn credit at 1/CPUHP__CREDIT_RATE of the time passing (up
+ * to CPUHP__CREDIT_CAP re-enter costs), and every re-enter spends what it
+ * cost.  A lingering exit ends, letting readers go fast (and the next
+ * writer pay), only once the credit is back at zero.  So, whatever the
+ * writers do, re-entering costs them at most 1/CPUHP__CREDIT_RATE of any
+ * stretch of time, plus the cap: a share BRAVO's N of 9 would make 1/10;
+ * here 1/16, because the clock sees the membarrier but not all that a
+ * re-enter costs the writer (the lines its section then shares with
+ * readers on the slow path).
  *
- * When: if the gap from a last exit to the next first enter (measured,
- * smoothed) is at least CPUHP__WINDOW_FACTOR re-enter costs, a writer
- * that finds IDLE pays at most 1/N of its period, so the long window
- * would buy writers little and cost readers most of each period.  Where
- * the gap is shorter, the long window keeps writers from paying at all.
- * The prediction can be wrong (gaps long, short, long...), so lingering
- * also needs credit: writers earn 1/CPUHP__CREDIT_RATE of the time that
- * passes, capped at CPUHP__LINGER_CREDIT re-enter costs, and every
- * re-enter spends its cost; an exit lingers only with a cost in hand.
- * Whatever the gaps, the writers' re-enters then cost at most 1/12 of any
- * time T plus the cap (payments after a long window are earned by that
- * window itself).  A twelfth, not BRAVO's ninth: the clock sees the
- * membarrier and the wake-ups, not all a re-enter costs the writer (the
- * lines its section then shares with readers on the slow path); with a
- * ninth, writers every 100 us did 0.89-0.91 of the pre-window library's
- * writes, with a twelfth 0.93-0.94, and readers every 440 us no less.
- *
- * How long: readers lose the whole linger on every exit, and it saves the
- * writers a re-enter only when the next one comes before its end.  With
- * gaps of N costs or more that is the next writer of a burst (write_lock
- * right after write_unlock, microseconds), not the next of the period.
- * A linger of one whole cost kept readers slow for a third of their
- * non-idle time (bench-mixed's 20,000-loop writer: 28 us of membarrier,
- * 28 us of linger, 10 of the writer's section, in a 440 us period), for
- * writers that came inside it only in bursts; CPUHP__LINGER_SHARE of a
- * cost still covers those (a write of a burst takes a tenth of a cost).
- * A writer that misses it pays a re-enter, which the credit bounds as
- * above.
+ * With rare writers the credit stays at its cap, and a linger lasts only
+ * CPUHP__LINGER_SHARE of a re-enter cost: the next writer of a burst
+ * (write_lock() right after write_unlock()) still finds it, readers are
+ * fast for nearly all of each gap, and every writer from IDLE pays.  With
+ * frequent writers (a re-enter costs more than 1/CPUHP__CREDIT_RATE of
+ * their period) the credit runs out: readers then stay slow across
+ * writers, which skip the membarrier, until the credit is back, and get the
+ * rest of the time on the fast path; a writer every 100 us with 10 us
+ * re-enters pays one every 1.6 periods.  No prediction of the writers'
+ * period is made, so none can be wrong for long, and nothing is armed:
+ * the readers end the linger.
  */
-#define CPUHP__LINGER_CREDIT 3
-#define CPUHP__CREDIT_RATE   12
-#define CPUHP__LINGER_SHARE  8
-/* Readers on the slow path read the clock once in this many polls. */
-#define CPUHP__LINGER_POLL 16
+#define CPUHP__CREDIT_RATE  16
+#define CPUHP__CREDIT_CAP   3
+#define CPUHP__LINGER_SHARE 8
 
-/* Under ->lock: how long a lingering exit keeps readers slow. */
-static uint64_t linger_ns_locked(const struct cpuhp_rcu_sync *rss)
-{
-	return rss->reenter_ns / CPUHP__LINGER_SHARE;
-}
-
+/* Up to @now; the remainder of a ns of credit is kept, not rounded away. */
 static void credit_accrue_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
 {
-	int64_t cap = (int64_t)(rss->reenter_ns * CPUHP__LINGER_CREDIT);
+	int64_t cap = (int64_t)(rss->reenter_ns * CPUHP__CREDIT_CAP);
+	uint64_t earned;
 
-	if (now > rss->credit_at_ns && rss->credit_ns < cap) {
-		rss->credit_ns += (int64_t)((now - rss->credit_at_ns) / CPUHP__CREDIT_RATE);
-		if (rss->credit_ns > cap)
+	if (now <= rss->credit_at_ns)
+		return;
+	earned = (now - rss->credit_at_ns) / CPUHP__CREDIT_RATE;
+	if (rss->credit_ns >= cap || rss->credit_ns + (int64_t)earned >= cap) {
+		if (rss->credit_ns < cap)
 			rss->credit_ns = cap;
+		rss->credit_at_ns = now;
+		return;
 	}
-	rss->credit_at_ns = now;
+	rss->credit_ns += (int64_t)earned;
+	rss->credit_at_ns += earned * CPUHP__CREDIT_RATE;
 }
 
-/* The rule alone (and the credit's accrual up to @now). */
-static bool linger_rule_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
+uint64_t cpuhp__rcu_sync_linger_end_at_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
 {
-	uint64_t cost = rss->reenter_ns;
+	uint64_t end = now + rss->reenter_ns / CPUHP__LINGER_SHARE;
 
 	credit_accrue_locked(rss, now);
-	/* No cost measured yet: no guess. */
-	if (!cost)
-		return false;
-	return rss->gap_ns >= cost * CPUHP__WINDOW_FACTOR && rss->credit_ns >= (int64_t)cost;
-}
+	if (rss->credit_ns < 0) {
+		/* Until the credit is earned back. */
+		uint64_t owed = (uint64_t)-rss->credit_ns * CPUHP__CREDIT_RATE;
 
-bool cpuhp__rcu_sync_lingers_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
-{
-	/* A test's hold pins the timer's window: the exit must open one. */
-	return linger_rule_locked(rss, now) && !rss->window_holds;
+		if (now + owed > end)
+			end = now + owed;
+	}
+	return end;
 }
-
-/*
- * Under ->lock, H: the first enter since the last exit; @now is its time,
- * @was the state it found.  Only an enter from IDLE measures the re-enter
- * cost; one inside a window or a lingering exit measures nothing.  So an
- * estimate made high by one slow sample (the process's first, cold
- * membarrier; an enter preempted mid-way) would keep the window longer
- * than the writers' period for good, and readers on the slow path with
- * it: it ages by 1/CPUHP__REENTER_AGING per enter that measured nothing,
- * until a window ends before the next writer, who measures again.  Where
- * the estimate was right, the re-enters that aging brings are its cost,
- * so it ages only while the writers have a re-enter's credit in hand
- * (earned at 1/12 of the time, spent by every re-enter, as for lingering):
- * whatever the writers' period, aging costs them at most 1/12 of their time.
- */
-#define CPUHP__REENTER_AGING 64
 
 /*
  * Under ->lock, H: what leaving IDLE cost an enter (the membarrier, ->lock
- * and waking the enters that waited), @cost ns.  The credit pays all of
- * it.  The estimate is smoothed (1/4 new) and a sample counts at most
- * CPUHP__REENTER_CLIP of it: the estimate decides between the window and
- * lingering near a period of N costs, and one enter preempted mid-way, or
- * a slow IPI, must not tip it (here costs were 26-32 us from p10 to p90,
- * 57-64 at p99 and up to 10 ms at most; with outliers counted twice, two
- * of them in a row moved it from 28 to 44 us, past a 400 us period's
- * ninth).  A real rise still comes through, by a quarter per sample.
+ * and waking the enters that waited), @cost ns.  The estimate (the cap and
+ * the linger's share) is smoothed (1/4 new), and a sample counts at most
+ * CPUHP__REENTER_CLIP of it, in the estimate and in the credit alike: one
+ * enter preempted mid-way, or a slow IPI (here costs were 26-32 us from
+ * p10 to p90 under load, 57-64 at p99 and up to 10 ms at most), is the
+ * scheduler's cost, not the lock's, and must not keep readers slow for
+ * CPUHP__CREDIT_RATE times as long.  A real rise still comes through, by
+ * a quarter per sample.
  */
 #define CPUHP__REENTER_CLIP(est) ((est) + (est) / 4)
 
-void cpuhp__rcu_sync_reenter_cost_locked(struct cpuhp_rcu_sync *rss, uint64_t cost)
+void cpuhp__rcu_sync_reenter_cost_locked(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_t now)
 {
 	uint64_t est = rss->reenter_ns;
 
-	rss->credit_ns -= (int64_t)cost; /* spent, earned back at 1/12 */
 	if (est && cost > CPUHP__REENTER_CLIP(est))
 		cost = CPUHP__REENTER_CLIP(est);
+	credit_accrue_locked(rss, now);
+	rss->credit_ns -= (int64_t)cost; /* spent, earned back at 1/CPUHP__CREDIT_RATE */
 	rss->reenter_ns = est ? (3 * est + cost) / 4 : cost;
 }
 
-static void first_enter_locked(struct cpuhp_rcu_sync *rss, uint64_t now, enum cpuhp__gp_state was)
-{
-	uint64_t gap = now > rss->exit_at_ns ? now - rss->exit_at_ns : 0;
-
-	rss->gap_ns = rss->gap_ns ? (3 * rss->gap_ns + gap) / 4 : gap;
-	credit_accrue_locked(rss, now);
-	if (was != CPUHP__GP_IDLE && rss->credit_ns >= (int64_t)rss->reenter_ns)
-		rss->reenter_ns -= rss->reenter_ns / CPUHP__REENTER_AGING;
-}
-
-/* Under ->lock: LINGER -> IDLE, I (as in window_end_locked()). */
+/* Under ->lock: LINGER -> IDLE, I. */
 static void linger_end_locked(struct cpuhp_rcu_sync *rss)
 {
 	/* An enter moves LINGER to PASSED with its count++, under ->lock. */
 	CPUHP_BUG_ON(rss->count, "rcu_sync", "lingering with %d enter(s)", rss->count);
-	rss->nr_windows++;
+	rss->nr_linger_ends++;
 	/*
 	 * LINGER -> IDLE, I: the release (under ->lock, which every exit
 	 * took) orders every writer's section before the readers' acquire
@@ -289,7 +217,7 @@ static void linger_end_locked(struct cpuhp_rcu_sync *rss)
 /* Under ->lock: end a lingering exit whose time (read at @now) has come. */
 static void linger_end_if_due_locked(struct cpuhp_rcu_sync *rss, uint64_t now)
 {
-	if (get_state(rss) == CPUHP__GP_LINGER && !rss->window_holds && now >= rss->idle_at_ns)
+	if (get_state(rss) == CPUHP__GP_LINGER && !rss->linger_holds && now >= rss->idle_at_ns)
 		linger_end_locked(rss);
 }
 
@@ -302,16 +230,12 @@ void cpuhp__rcu_sync_linger_end(struct cpuhp_rcu_sync *rss)
 	cpuhp__futex_unlock(&rss->lock);
 }
 
-static __thread unsigned linger_polls CPUHP__TLS_IE;
+__thread unsigned cpuhp__linger_polls CPUHP__TLS_IE;
 
 void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss)
 {
-	uint64_t now;
+	uint64_t now = cpuhp__now_ns();
 
-	/* The first poll of a thread looks; then one in CPUHP__LINGER_POLL. */
-	if (linger_polls++ % CPUHP__LINGER_POLL)
-		return;
-	now = cpuhp__now_ns();
 	/*
 	 * ->lock only when the time has come: a writer that finds it taken
 	 * sleeps in the kernel (a futex lock does not spin), and a reader
@@ -326,111 +250,19 @@ void cpuhp__rcu_sync_linger_poll(struct cpuhp_rcu_sync *rss)
 	cpuhp__futex_unlock(&rss->lock);
 }
 
-/*
- * Under ->lock: the exit window ended.  Returns 0, or the ns left of the
- * window of an exit that came since it was queued.
- */
-static uint64_t window_end_locked(struct cpuhp_rcu_sync *rss)
-{
-	enum cpuhp__gp_state s = get_state(rss);
-	uint64_t now;
-
-	/* Queued only by PASSED -> EXIT; until it runs only exits move EXIT -> REPLAY. */
-	CPUHP_BUG_ON(s != CPUHP__GP_EXIT && s != CPUHP__GP_REPLAY, "rcu_sync",
-	             "exit window expired in state %d", s);
-	rss->nr_windows++;
-	if (rss->count) {
-		/*
-		 * EXIT/REPLAY -> PASSED: an enter came inside the window and
-		 * skipped the membarrier; readers have been on the slow path
-		 * all along, and stay there until it exits.
-		 */
-		set_state(rss, CPUHP__GP_PASSED);
-		return 0;
-	}
-	/*
-	 * REPLAY asks G readers for one more grace period, because a reader
-	 * section that began before the replayed enter may still be running
-	 * when the first period ends.  H readers have no sections: their
-	 * ordering comes from the release/acquire on ->state (I) and the
-	 * first writer's membarrier (H), so for them REPLAY is only a delay,
-	 * that of the last exit's window, kept in ->idle_at_ns.
-	 */
-	now = cpuhp__now_ns();
-	if (now < rss->idle_at_ns) {
-		/* REPLAY (or EXIT) -> EXIT: the last exit's window is still open. */
-		set_state(rss, CPUHP__GP_EXIT);
-		return rss->idle_at_ns - now;
-	}
-	/*
-	 * EXIT/REPLAY -> IDLE, I: the release (under ->lock, which every
-	 * exit took) orders every writer's section before the readers'
-	 * acquire load that sees IDLE; the next enter finds IDLE under
-	 * ->lock and issues the membarrier (H).
-	 */
-	set_state(rss, CPUHP__GP_IDLE);
-	broadcast_locked(rss);
-	return 0;
-}
-
-/* defer.c's timer thread, at the window's end (its lock held: we must not queue). */
-static uint64_t window_expire(struct cpuhp__deferred *d)
-{
-	struct cpuhp_rcu_sync *rss = cpuhp__container_of(d, struct cpuhp_rcu_sync, defer);
-	uint64_t more = 0;
-
-	cpuhp__futex_lock(&rss->lock);
-	if (rss->window_holds)
-		rss->window_due = true; /* a test holds it: the release requeues */
-	else
-		more = window_end_locked(rss);
-	/* After this unlock, an IDLE rss may be freed: return without touching it. */
-	cpuhp__futex_unlock(&rss->lock);
-	return more;
-}
-
-static const struct cpuhp__defer_ops window_ops = {window_expire, rcu_sync_func};
-
-/*
- * No timer thread to end the exit window: end it now (I with a window of
- * zero: the window's length is policy, not correctness).  Readers go
- * fast at once, and the next writer leaves IDLE again, paying the
- * membarrier (H) that the window would have saved it.
- */
-static void window_end_now(struct cpuhp_rcu_sync *rss)
+void cpuhp__rcu_sync_linger_hold(struct cpuhp_rcu_sync *rss)
 {
 	cpuhp__futex_lock(&rss->lock);
-	/* Until the end, the state stays EXIT or REPLAY: only the end leaves them. */
-	rss->idle_at_ns = 0;
-	if (rss->window_holds)
-		rss->window_due = true; /* a test holds it: the release ends it */
-	else
-		(void)window_end_locked(rss); /* 0: no window left */
+	rss->linger_holds++;
 	cpuhp__futex_unlock(&rss->lock);
 }
 
-void cpuhp__rcu_sync_window_hold(struct cpuhp_rcu_sync *rss)
+void cpuhp__rcu_sync_linger_release(struct cpuhp_rcu_sync *rss)
 {
 	cpuhp__futex_lock(&rss->lock);
-	rss->window_holds++;
+	CPUHP_BUG_ON(!rss->linger_holds, "rcu_sync", "linger release without hold");
+	rss->linger_holds--; /* the next slow reader ends a linger that is due */
 	cpuhp__futex_unlock(&rss->lock);
-}
-
-void cpuhp__rcu_sync_window_release(struct cpuhp_rcu_sync *rss)
-{
-	bool due;
-
-	cpuhp__futex_lock(&rss->lock);
-	CPUHP_BUG_ON(!rss->window_holds, "rcu_sync", "window release without hold");
-	due = --rss->window_holds == 0 && rss->window_due;
-	rss->window_due = false;
-	cpuhp__futex_unlock(&rss->lock);
-	/*
-	 * Outside ->lock, as in exit: nothing else queues ->defer while the
-	 * state stays EXIT or REPLAY, which only the expiry changes.
-	 */
-	if (due && !cpuhp__defer_window(&rss->defer, 0, &window_ops))
-		window_end_now(rss);
 }
 
 /*
@@ -514,35 +346,29 @@ static const struct cpuhp__defer_ops gp_ops = {gp_expire, rcu_sync_func};
  */
 static void exit_without_thread(struct cpuhp_rcu_sync *rss)
 {
-	int cancel;
-
 	if (urcu_memb_read_ongoing()) {
 		cpuhp__futex_lock(&rss->lock);
 		rss->parked = true;
 		cpuhp__futex_unlock(&rss->lock);
 		return;
 	}
-	/* Not a cancellation point (internal.h): synchronize_rcu() may poll(). */
-	cancel = cpuhp__cancel_off();
 	for (bool again = true; again;) {
 		/*
 		 * Outside ->lock: until the state leaves EXIT/REPLAY, which
 		 * only we do now, nobody else queues or parks ->defer.
 		 * J (internal.h): the grace period after the last exit.
 		 */
-		urcu_memb_synchronize_rcu();
+		cpuhp__synchronize_rcu();
 		cpuhp__futex_lock(&rss->lock);
 		again = gp_passed_locked(rss);
 		cpuhp__futex_unlock(&rss->lock);
 	}
-	cpuhp__cancel_restore(cancel);
 }
 
 void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 {
 	enum cpuhp__gp_state was;
 	bool fence_only;
-	int cancel;
 
 	/* call_rcu() and synchronize_rcu() want a registered thread. */
 	cpuhp__thread_get();
@@ -551,13 +377,12 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	CPUHP_BUG_ON(rss->count < 0 || rss->count == INT32_MAX, "rcu_sync", "enter with count %d",
 	             rss->count);
 	rss->count++;
-	if (rss->count == 1 && exit_by_window(rss))
-		first_enter_locked(rss, cpuhp__now_ns(), was);
 	if (was == CPUHP__GP_LINGER) {
 		/*
 		 * LINGER -> PASSED: readers have been on the slow path since
-		 * the membarrier of the first writer of the run, as in EXIT;
-		 * no expiry is queued to do this for us.
+		 * the membarrier of the first writer of the run; nothing is
+		 * queued that would move it, and no reader may end the linger
+		 * while we are inside (I).
 		 */
 		set_state(rss, CPUHP__GP_PASSED);
 		cpuhp__futex_unlock(&rss->lock);
@@ -566,36 +391,39 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	if (was == CPUHP__GP_IDLE) {
 		/* IDLE -> ENTER: new readers go slow; old ones may still be fast. */
 		set_state(rss, CPUHP__GP_ENTER);
-		fence_only = exit_by_window(rss); /* H readers: also exit by window (I) */
+		fence_only = exit_lingers(rss); /* H readers: they also need no period back (I) */
 		if (fence_only)
 			rss->nr_fences++;
 		else
 			rss->nr_sync++;
 		cpuhp__futex_unlock(&rss->lock);
-		/*
-		 * What the last exit will need, made here where we may block:
-		 * the timer thread (once per process).  If none can be
-		 * created, exits do without it (exit_without_thread()).
-		 */
-		cpuhp__defer_prepare();
 		if (fence_only) {
-			uint64_t t0 = cpuhp__now_ns(), cost;
+			uint64_t t0 = cpuhp__now_ns(), t1;
 
 			/*
 			 * H: a cpuhp_rwsem's readers use no read-side section
 			 * (rwsem.c); this fence on their CPUs orders them, and
-			 * a grace period would add nothing.
+			 * a grace period would add nothing.  Pairs with the
+			 * fenced fast path's count store then state load
+			 * (rwsem.c: fast_inc_fenced(), cpuhp_rwsem_read_unlock();
+			 * rwsem-inline.h), after our state store above.
 			 */
 			cpuhp__membarrier();
 			cpuhp__futex_lock(&rss->lock);
 			/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 			set_state(rss, CPUHP__GP_PASSED);
 			broadcast_locked(rss);
-			cost = cpuhp__now_ns() - t0;
-			cpuhp__rcu_sync_reenter_cost_locked(rss, cost);
+			t1 = cpuhp__now_ns();
+			cpuhp__rcu_sync_reenter_cost_locked(rss, t1 - t0, t1);
 			cpuhp__futex_unlock(&rss->lock);
 			return;
 		}
+		/*
+		 * What the last exit will need, made here where we may block:
+		 * the timer thread (once per process).  If none can be
+		 * created, exits do without it (exit_without_thread()).
+		 */
+		cpuhp__defer_prepare();
 		/*
 		 * G: the grace period orders our state change before the end
 		 * of every reader section that saw IDLE, including the
@@ -604,9 +432,7 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 		 * (internal.h): liburcu's may poll() with its own wait node
 		 * queued and its grace-period mutex held.
 		 */
-		cancel = cpuhp__cancel_off();
-		urcu_memb_synchronize_rcu();
-		cpuhp__cancel_restore(cancel);
+		cpuhp__synchronize_rcu();
 		cpuhp__futex_lock(&rss->lock);
 		/* ENTER -> PASSED: let concurrent enters (waiting below) through. */
 		set_state(rss, CPUHP__GP_PASSED);
@@ -617,8 +443,8 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 	/*
 	 * ENTER: another enter waits for the grace period; wait for it too.
 	 * PASSED, EXIT, REPLAY: readers are on the slow path already, no wait,
-	 * and the state stays: the pending callback (or window expiry) of
-	 * EXIT/REPLAY finds ->count > 0 and moves it to PASSED.
+	 * and the state stays: the pending callback of EXIT/REPLAY (G) finds
+	 * ->count > 0 and moves it to PASSED.
 	 */
 	if (get_state(rss) != CPUHP__GP_ENTER) {
 		cpuhp__futex_unlock(&rss->lock);
@@ -632,27 +458,25 @@ void cpuhp__rcu_sync_enter(struct cpuhp_rcu_sync *rss)
 
 void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 {
-	bool queue = false, window = exit_by_window(rss);
-	uint64_t window_ns = 0;
+	bool queue = false;
 
 	cpuhp__thread_get();
 	cpuhp__futex_lock(&rss->lock);
 	CPUHP_BUG_ON(rss->count <= 0, "rcu_sync", "exit without enter (count %d)", rss->count);
 	if (--rss->count == 0) {
 		enum cpuhp__gp_state s = get_state(rss);
-		uint64_t now = window ? cpuhp__now_ns() : 0;
 
-		if (window)
-			rss->exit_at_ns = now;
-		if (window && s == CPUHP__GP_PASSED && cpuhp__rcu_sync_lingers_locked(rss, now)) {
+		if (exit_lingers(rss)) {
+			/* Enter leaves no other state behind it (EXIT/REPLAY are G's). */
+			CPUHP_BUG_ON(s != CPUHP__GP_PASSED, "rcu_sync", "last exit in state %d", s);
 			/*
-			 * PASSED -> LINGER: writers come rarely; readers go
-			 * fast a share of a re-enter cost from now, by the
-			 * first slow reader after that (I), and nothing is
-			 * queued.
+			 * PASSED -> LINGER: nothing is queued; the first slow
+			 * reader after ->idle_at_ns goes IDLE (I), or the next
+			 * writer finds LINGER and skips the membarrier.
 			 */
 			set_state(rss, CPUHP__GP_LINGER);
-			rss->idle_at_ns = now + linger_ns_locked(rss);
+			rss->idle_at_ns =
+			    cpuhp__rcu_sync_linger_end_at_locked(rss, cpuhp__now_ns());
 			atomic_store_explicit(&rss->linger_until_ns, rss->idle_at_ns,
 			                      memory_order_relaxed);
 			broadcast_locked(rss); /* lockwatch.h waits */
@@ -674,39 +498,17 @@ void cpuhp__rcu_sync_exit(struct cpuhp_rcu_sync *rss)
 			set_state(rss, CPUHP__GP_REPLAY);
 		}
 		/* REPLAY stays REPLAY; ENTER cannot be: enter returned. */
-		if (window) {
-			/*
-			 * I: readers go fast once this exit's window is over.
-			 * An exit inside a window (its writer came within it)
-			 * that the lingering rule would now let linger does
-			 * not stretch the window: readers go fast when the
-			 * queued expiry comes, which finds ->idle_at_ns past.
-			 * Else a window about as long as the writers' period
-			 * renews itself with each writer, and readers stay
-			 * slow until aging has shortened it.
-			 */
-			window_ns = !queue && linger_rule_locked(rss, now)
-			                ? linger_ns_locked(rss)
-			                : cpuhp__rcu_sync_window_ns_locked(rss);
-			rss->idle_at_ns = now + window_ns;
-		}
 	}
 	cpuhp__futex_unlock(&rss->lock);
 	/*
-	 * The grace period (or the window) is defer.c's thread's: waiting it
-	 * here would block us, and liburcu's call_rcu() would wake its worker
-	 * on our time.  Queued outside ->lock (fork.c's lock order), which is
-	 * safe: until it is done, the state stays EXIT or REPLAY, so no
-	 * other exit queues ->defer and free waits for us.
+	 * The grace period is defer.c's thread's: waiting it here would block
+	 * us, and liburcu's call_rcu() would wake its worker on our time.
+	 * Queued outside ->lock (fork.c's lock order), which is safe: until
+	 * it is done, the state stays EXIT or REPLAY, so no other exit queues
+	 * ->defer and free waits for us.
 	 */
-	if (!queue)
-		return;
-	if (window) {
-		if (!cpuhp__defer_window(&rss->defer, window_ns, &window_ops))
-			window_end_now(rss);
-	} else if (!cpuhp__defer_gp(&rss->defer, &gp_ops)) {
+	if (queue && !cpuhp__defer_gp(&rss->defer, &gp_ops))
 		exit_without_thread(rss);
-	}
 }
 
 void cpuhp__rcu_sync_destroy(struct cpuhp_rcu_sync *rss)

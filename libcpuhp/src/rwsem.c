@@ -29,6 +29,9 @@
  *     its count then reads ->wwait; the writer sets ->wwait then sums.
  *     Either the writer sees the drop or the reader sees it must wake it:
  *     no lost wake-up.
+ *   K (wait_for_readers) replaces E for the fenced unlock
+ *     (read_unlock_fenced_slow): the writer about to sleep issues a
+ *     membarrier, so that reader needs no barrier of its own.
  *
  * ->block changes only under ->lock, and a reader queues only after failing
  * A-D under ->lock, so a queued reader is always seen by the unlock that
@@ -58,7 +61,7 @@ _Static_assert(sizeof(_Atomic long) == sizeof(long) && offsetof(struct cpuhp__sl
 const int cpuhp__inline_abi_2 = 2;
 
 /* internal.h's sizes: what creating a lock writes (and the cold cost, its pages). */
-_Static_assert(sizeof(struct cpuhp_rcu_sync) == 152, "rcu_sync: 152 bytes");
+_Static_assert(sizeof(struct cpuhp_rcu_sync) == 136, "rcu_sync: 136 bytes");
 _Static_assert(sizeof(struct cpuhp_rwsem) == 256, "rwsem: 256 bytes, debug checks included");
 
 /*
@@ -137,7 +140,7 @@ void cpuhp_rwsem_free(struct cpuhp_rwsem *sem)
 		return;
 	CPUHP_BUG_ON(atomic_load(&sem->block) || sem->whead, sem->readers.name,
 	             "freed while a writer holds or waits for it");
-	/* May wait for the exit window: not under the registry lock. */
+	/* May wait for the exit's grace period (G): not under the registry lock. */
 	cpuhp__rcu_sync_destroy(&sem->rss);
 	owned = sem->owned_name ? (char *)sem->readers.name : NULL;
 	cpuhp__registry_lock();
@@ -169,7 +172,8 @@ static void count_add(struct cpuhp_rwsem *sem, struct cpuhp__slot *s, long v)
 
 static void wake_writer(struct cpuhp_rwsem *sem)
 {
-	atomic_fetch_add_explicit(&sem->wseq, 1, memory_order_relaxed);
+	/* Release: our decrement before the bump (K: a writer that sees it sums after). */
+	atomic_fetch_add_explicit(&sem->wseq, 1, memory_order_release);
 	cpuhp__futex_wake(&sem->wseq, 1);
 }
 
@@ -319,9 +323,9 @@ __attribute__((noinline)) static bool fast_inc_writer_coming(struct cpuhp_rwsem 
 	/* A: pairs with D, as in read_trylock_slow(). */
 	cpuhp__smp_mb();
 	if (cpuhp__likely(!atomic_load_explicit(&sem->block, memory_order_acquire))) {
-		/* The last writer left without a timer: we may end its window (rcu_sync.c). */
+		/* The last writer's exit lingers: we may end it (rcu_sync.c). */
 		if (atomic_load_explicit(&sem->rss.state, memory_order_relaxed) == CPUHP__GP_LINGER)
-			cpuhp__rcu_sync_linger_poll(&sem->rss);
+			cpuhp__rcu_sync_linger_check(&sem->rss);
 		return true;
 	}
 	read_unlock_slow(sem, s);
@@ -419,13 +423,15 @@ __attribute__((noinline, cold)) static void read_unlock_without_slot(struct cpuh
 }
 
 /*
- * After a fenced fast decrement that found a writer coming: E, then wake.
- * Not cold, like fast_inc_writer_coming().
+ * After a fenced fast decrement that found a writer coming: wake it if it
+ * sleeps.  No barrier (E) between our decrement and the load of ->wwait:
+ * a writer about to sleep issues a membarrier instead (K), which orders
+ * us.  So a pair on the slow path pays one fence, A's.  Not cold, like
+ * fast_inc_writer_coming().
  */
 __attribute__((noinline)) static void read_unlock_fenced_slow(struct cpuhp_rwsem *sem)
 {
-	/* E: our decrement before reading ->wwait; pairs with F. */
-	cpuhp__smp_mb();
+	/* K: the decrement, a compiler barrier (the caller's), then this load. */
 	if (atomic_load_explicit(&sem->wwait, memory_order_relaxed))
 		wake_writer(sem);
 }
@@ -535,19 +541,18 @@ static int wait_for_readers(struct cpuhp_rwsem *sem, const struct timespec *dead
 			goto sleep;
 	goto done;
 sleep:
-	for (;;) {
+	for (bool fenced = false;;) {
 		/*
 		 * ->wseq before ->wwait = 1, and futex_wait() below compares
-		 * against this value: a reader that saw ->wwait (E) bumps
+		 * against this value: a reader that saw ->wwait (E, K) bumps
 		 * ->wseq after our store, so after this load, and the futex
 		 * call then returns at once instead of sleeping through the
-		 * wake-up that reader already sent.
+		 * wake-up that reader already sent.  Acquire: K's later rounds.
 		 */
-		unsigned seq = atomic_load_explicit(&sem->wseq, memory_order_relaxed);
+		unsigned seq = atomic_load_explicit(&sem->wseq, memory_order_acquire);
 
 		atomic_store_explicit(&sem->wwait, 1, memory_order_relaxed);
-		/* F: ->wwait before the sum; pairs with E (read_unlock_slow(),
-		 * read_unlock_fenced_slow()). */
+		/* F: ->wwait before the sum; pairs with E (read_unlock_slow()). */
 		cpuhp__smp_mb();
 		/*
 		 * Readers arriving now see ->block and back out at once, so a
@@ -557,6 +562,21 @@ sleep:
 			break;
 		if (err == -ETIMEDOUT)
 			break;
+		if (cpuhp__asym_fence && !fenced) {
+			/*
+			 * K: fenced readers leave with no barrier between their
+			 * decrement and their load of ->wwait
+			 * (read_unlock_fenced_slow()).  This puts one into each
+			 * running reader: its load comes after it and sees
+			 * ->wwait, or its decrement is visible to the sum
+			 * below.  Once per wait: ->wwait stays set, so every
+			 * reader counted now wakes us (internal.h).
+			 */
+			cpuhp__membarrier();
+			fenced = true;
+			if (cpuhp__pcount_sum(&sem->readers) == 0)
+				break;
+		}
 		err = cpuhp__futex_wait(&sem->wseq, seq, deadline);
 	}
 	atomic_store_explicit(&sem->wwait, 0, memory_order_relaxed);

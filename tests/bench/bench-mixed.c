@@ -35,6 +35,8 @@
 
 #include <cpuhp/rwsem-inline.h>
 
+#include "bench-util.h"
+
 enum variant { V_RWLOCK, V_SO, V_INLINE, V_HANDLE, V_NR };
 
 static const char *const variant_label[V_NR] = {
@@ -198,26 +200,6 @@ static void write_once(struct run *r)
 		cpuhp_rwsem_write_unlock(r->lk->sem);
 }
 
-/*
- * The calling thread's time spent runnable but waiting for a CPU, ns, from
- * /proc (schedstat's second field); NAN where the kernel has none.
- */
-static double runqueue_wait_ns(void)
-{
-	char path[64];
-	unsigned long long run, wait;
-	FILE *f;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
-	f = fopen(path, "r");
-	if (!f)
-		return NAN;
-	n = fscanf(f, "%llu %llu", &run, &wait);
-	fclose(f);
-	return n == 2 ? (double)wait : NAN;
-}
-
 static void *writer_main(void *p)
 {
 	struct run *r = p;
@@ -229,7 +211,7 @@ static void *writer_main(void *p)
 	/* A long-lived writer thread: its registration is not the cost measured. */
 	write_once(r);
 	start_line(r);
-	wait0 = runqueue_wait_ns();
+	wait0 = bench_runqueue_wait_ns();
 	start = now_ns();
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		uint64_t t0 = now_ns(), t1;
@@ -250,7 +232,7 @@ static void *writer_main(void *p)
 	r->writes = writes;
 	r->write_ns = inside;
 	{
-		double run = (double)(now_ns() - start), wait = runqueue_wait_ns() - wait0;
+		double run = (double)(now_ns() - start), wait = bench_runqueue_wait_ns() - wait0;
 
 		r->writer_wait = wait / run;
 		r->writes_off_wait = run > wait ? (double)writes / ((run - wait) * 1e-9) : NAN;
@@ -372,35 +354,6 @@ static void table_head(const char *title)
 	printf("\n");
 }
 
-/* --scenarios: a comma-separated list of names; 0, or -EINVAL after saying why. */
-static int parse_scenarios(const char *list)
-{
-	char *copy = strdup(list), *save = NULL;
-	int err = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (unsigned s = 0; s < NR_SCENARIOS; s++)
-		scenario_on[s] = false;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		unsigned s;
-
-		for (s = 0; s < NR_SCENARIOS && strcmp(t, scenarios[s].name); s++)
-			;
-		if (s == NR_SCENARIOS) {
-			fprintf(stderr,
-			        "bench-mixed: unknown scenario '%s' (none, 20000, 100us, 1ms, "
-			        "10ms)\n",
-			        t);
-			err = -EINVAL;
-			break;
-		}
-		scenario_on[s] = true;
-	}
-	free(copy);
-	return err;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(
@@ -441,22 +394,16 @@ int main(int argc, char **argv)
 			quick = true;
 			break;
 		case 'r':
-			reps = (unsigned)atoi(optarg);
-			if (reps < 1 || reps > MAX_REPS) {
-				fprintf(stderr, "bench-mixed: --reps wants 1..%d\n", MAX_REPS);
+			if (bench_opt_count("bench-mixed", "reps", optarg, 1, MAX_REPS, &reps))
 				return 2;
-			}
 			break;
 		case 's':
-			seconds = atof(optarg);
-			if (!(seconds > 0 && seconds <= 60)) {
-				fprintf(stderr,
-				        "bench-mixed: --seconds wants a number in (0, 60]\n");
+			if (bench_opt_seconds("bench-mixed", optarg, &seconds))
 				return 2;
-			}
 			break;
 		case 'S':
-			if (parse_scenarios(optarg))
+			if (bench_opt_names("bench-mixed", "scenario", optarg, &scenarios[0].name,
+			                    sizeof(scenarios[0]), NR_SCENARIOS, scenario_on))
 				return 2;
 			break;
 		case 'h':

@@ -1,17 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Instructions per read lock+unlock pair, exactly: run `bench-locks
-# --callgrind-loop DESIGN N` under callgrind for two N and print
+# Instructions per operation, exactly: run `EXE --callgrind-loop DESIGN N`
+# under callgrind for two N and print
 #   DESIGN (Ir(N2) - Ir(N1)) / (N2 - N1)
-# per design.  Start-up, registration and exit cost the same in both runs
-# and cancel out.  Under valgrind, glibc cannot register rseq (the rseq
-# designs count their atomic fallback) and liburcu may see no membarrier.
+# per design: a read lock+unlock pair for bench-locks, a write lock+unlock
+# with no reader for bench-peers (`bench-peers --list`).  Start-up,
+# registration and exit cost the same in both runs and cancel out.  Under
+# valgrind, glibc cannot register rseq (the rseq designs count their atomic
+# fallback) and liburcu may see no membarrier.
 #
-# Usage: callgrind.sh BENCH_LOCKS_EXE [DESIGN...]   (default: every design)
+# Usage: callgrind.sh EXE [DESIGN...]   (default: every design)
 set -eu
 
 if [ $# -lt 1 ] || [ "$1" = --help ]; then
-	sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'
 	exit $(($# < 1 ? 2 : 0))
 fi
 exe=$1
@@ -27,7 +29,7 @@ n2=600000
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Total instructions of one run of N pairs.
+# Total instructions of one run of N operations.
 ir() {
 	if ! valgrind --tool=callgrind --callgrind-out-file="$tmp/out" \
 		"$exe" --callgrind-loop "$1" "$2" >/dev/null 2>"$tmp/err"; then

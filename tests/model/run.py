@@ -38,10 +38,12 @@ FASTLEASE_MEMLIM_MB = 1024
 
 class Check:
     def __init__(self, name, about, defines, liveness=False, expect=None,
-                 collapse=False, ignore_deadlocks=False, ci=True, model=RWSEM):
+                 collapse=False, ignore_deadlocks=False, ci=True, model=RWSEM,
+                 memlim=None):
         self.name = name
         self.model = model
-        self.memlim = FASTLEASE_MEMLIM_MB if model in (FASTLEASE, STATES) else MEMLIM_MB
+        self.memlim = memlim or (FASTLEASE_MEMLIM_MB if model in (FASTLEASE, STATES)
+                                 else MEMLIM_MB)
         self.about = about
         self.defines = defines
         self.liveness = liveness
@@ -86,7 +88,7 @@ CHECKS = [
     # Bigger runs, on demand (minutes, gigabytes).
     Check("safety-3r2w",
           "membarrier readers, 3 readers, 2 writers",
-          ["-DNR_READERS=3"], collapse=True, ci=False),
+          ["-DNR_READERS=3"], collapse=True, ci=False, memlim=8192),
     Check("safety-3r2w-rcu-fallback",
           "RCU-section readers, 3 readers, 2 writers",
           MEMBARRIER_OFF + ["-DNR_READERS=3"], collapse=True, ci=False),
@@ -110,8 +112,14 @@ CHECKS = [
           "is still inside",
           ["-DMUTANT_NO_B"], expect=ASSERT, ignore_deadlocks=True),
     Check("mutant-no-e",
-          "barrier E removed: the writer sleeps for ever (lost wake-up)",
-          ["-DMUTANT_NO_E"], expect=DEADLOCK),
+          "barrier E removed (RCU-section readers, whose unlocks all have "
+          "it): the writer sleeps for ever (lost wake-up)",
+          MEMBARRIER_OFF + ["-DMUTANT_NO_E"], expect=DEADLOCK),
+    Check("mutant-no-k",
+          "no membarrier before the writer's first sleep (K; membarrier "
+          "readers' fenced unlock has no barrier of its own): the writer "
+          "sleeps for ever (lost wake-up)",
+          ["-DMUTANT_NO_K"], expect=DEADLOCK),
     Check("mutant-no-h",
           "no membarrier in rcu_sync enter (with membarrier readers it waits "
           "for no grace period): a fast-path reader and a writer both get in",
@@ -121,12 +129,6 @@ CHECKS = [
           "membarrier readers have none to drop): a fast-path reader and a "
           "writer both get in",
           MEMBARRIER_OFF + ["-DMUTANT_NO_GP"], expect=ASSERT,
-          ignore_deadlocks=True),
-    Check("mutant-window-ignores-enter",
-          "the H exit window ends in IDLE although a writer that entered "
-          "inside it (and so skipped the membarrier) is still inside: a "
-          "fast-path reader and that writer both get in",
-          ["-DMUTANT_WINDOW_IGNORES_ENTER"], expect=ASSERT,
           ignore_deadlocks=True),
     Check("mutant-linger-ignores-enter",
           "a writer that finds the H exit lingering leaves it LINGER (and "

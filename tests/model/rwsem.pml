@@ -5,10 +5,9 @@
  * README.md maps every part to the C code; barrier letters are the ones
  * tabled in libcpuhp/src/internal.h.
  *
- * Processes: NR_READERS reader(), NR_WRITERS writer(), and rcu_worker()
- * (liburcu's call_rcu thread running rcu_sync_func(); G only) or
- * defer_timer() (defer.c's timer thread ending the exit window with
- * window_expire(); H only).
+ * Processes: NR_READERS reader(), NR_WRITERS writer(), and, G only,
+ * rcu_worker() (the grace period after the last exit and rcu_sync_func(),
+ * which defer.c's timer thread or liburcu's call_rcu worker runs).
  *
  * Reader fast path: by default the membarrier scheme (H: slot++, compiler
  * barrier, load the state; the writer's membarrier fences the readers, and
@@ -45,9 +44,15 @@
  * in cpuhp__rcu_sync_exit() and rcu_sync_func()) snapshots rcu_in[] into a
  * bit set when it starts and ends once every reader in the set has left
  * its section: RCU's guarantee and nothing more.  H readers use no
- * sections: their last exit opens a window instead (I in internal.h),
- * which defer_timer() ends at a moment of its choosing (the window's
- * length is policy: any length, zero included, must be safe).
+ * sections: their last exit lingers instead (I in internal.h), and a
+ * reader on the slow path ends it (LINGER_END) at a moment of its
+ * choosing (the linger's length is policy: any length, zero included,
+ * must be safe).
+ *
+ * K: H readers' fenced unlock has no barrier between its decrement and
+ * its load of ->wwait; a writer about to sleep for readers issues a
+ * membarrier instead (once per wait) and sums again.  A reader's bump of
+ * ->wseq is a release after its decrement (its buffer drains there).
  *
  * Switches (spin -D...): NR_READERS (2 or 3), NR_WRITERS (1 or 2),
  * READER_LOOPS and WRITER_LOOPS (iterations), NO_MEMBARRIER (see above),
@@ -136,7 +141,6 @@ byte gp_count;             /* ->count */
 byte rss_lock = NONE;      /* ->lock: the owner's _pid */
 bit rss_cond[NR_WRITERS];  /* writer w sleeps on ->cond */
 bit cb_queued;             /* ->defer.rcu handed to call_rcu(), not yet run (G) */
-bit timer_armed;           /* ->defer queued for window_expire() (H) */
 
 /* --------------------------------------------------- struct cpuhp_rwsem */
 
@@ -344,24 +348,16 @@ inline rcu_sync_exit(w)
 #endif
 		if
 		:: gp_count == 0 && gp_state == GP_PASSED ->
-			gp_state = GP_EXIT; /* PASSED -> EXIT */
 #ifdef NO_MEMBARRIER
+			gp_state = GP_EXIT; /* PASSED -> EXIT */
 			call_rcu()
 #else
-			if
-			:: /*
-			    * H: cpuhp__defer_window(), made after the unlock in
-			    * the C code; nothing can run it before, so one step.
-			    */
-			   assert(!timer_armed);
-			   timer_armed = 1
-			:: /*
-			    * H, the policy's other answer (rare writers): PASSED
-			    * -> LINGER, nothing queued; a slow reader or free
-			    * ends it (linger_end).
-			    */
-			   gp_state = GP_LINGER
-			fi
+			/*
+			 * H: PASSED -> LINGER, nothing queued; a slow reader or
+			 * free ends it (LINGER_END), whenever the writers'
+			 * budget lets it: any moment here.
+			 */
+			gp_state = GP_LINGER
 #endif
 		:: gp_count == 0 && gp_state == GP_EXIT ->
 #ifndef MUTANT_NO_REPLAY
@@ -374,7 +370,7 @@ inline rcu_sync_exit(w)
 		/* The mutant's enter left LINGER: the C code's exit does nothing. */
 		:: gp_count == 0 && gp_state == GP_LINGER -> skip
 #endif
-#if !defined(MUTANT_WINDOW_IGNORES_ENTER) && !defined(MUTANT_LINGER_IGNORES_ENTER)
+#ifndef MUTANT_LINGER_IGNORES_ENTER
 		:: else -> assert(gp_count > 0 && gp_state != GP_IDLE && gp_state != GP_ENTER)
 #else
 		/*
@@ -453,62 +449,6 @@ end_idle:
 	od
 }
 
-/*
- * defer.c's timer thread at the end of an H exit window: window_expire()
- * takes ->lock and runs window_end_locked(), in one step.  When it fires
- * is not modelled: at any moment after the exit queued it, so every window
- * length is checked, zero included.
- */
-proctype defer_timer()
-{
-	byte i;
-
-end_idle:
-	do
-	:: atomic {
-		timer_armed && rss_lock == NONE ->
-		timer_armed = 0;
-		if
-		:: gp_count > 0 ->
-#ifndef MUTANT_WINDOW_IGNORES_ENTER
-			/*
-			 * EXIT/REPLAY -> PASSED: a writer entered inside the
-			 * window and skipped the membarrier; readers must stay
-			 * on the slow path until it exits.
-			 */
-			gp_state = GP_PASSED
-#else
-			/*
-			 * Mutant: the window ends in IDLE although a writer
-			 * that skipped the membarrier is inside: readers go
-			 * fast without H between them and that writer.
-			 */
-			gp_state = GP_IDLE;
-			CLEAR_ALL(rss_cond, NR_WRITERS)
-#endif
-		:: gp_count == 0 && gp_state == GP_REPLAY ->
-			/* REPLAY -> EXIT, requeued: a later exit's window is still open. */
-			gp_state = GP_EXIT;
-			timer_armed = 1
-		:: gp_count == 0 ->
-			/*
-			 * EXIT/REPLAY -> IDLE (I).  The rcu_sync property for
-			 * H: no updater between enter and exit (no grace
-			 * period is owed).
-			 */
-			assert(gp_state == GP_EXIT || gp_state == GP_REPLAY);
-			i = 0;
-			do
-			:: i < NR_WRITERS -> assert(!rs_entered[i]); i++
-			:: else -> i = 0; break
-			od;
-			gp_state = GP_IDLE;
-			CLEAR_ALL(rss_cond, NR_WRITERS)
-		fi
-	   }
-	od
-}
-
 /* ---------------------------------------------------- readers (rwsem.c) */
 
 /*
@@ -520,10 +460,13 @@ end_idle:
 	rcs++;                                                                 \
 	LTL_GHOST(rstate[me] = 2)
 
-/* wake_writer(): bump ->wseq, then futex_wake(): two steps. */
+/*
+ * wake_writer(): bump ->wseq, then futex_wake(): two steps.  The bump is a
+ * release after the decrement (K): the decrement drains no later.
+ */
 #ifndef MUTANT_NO_WAKE
 #define WAKE_WRITER                                                            \
-	wseq_moved = 1;                                                        \
+	atomic { DRAIN(me); wseq_moved = 1 };                                  \
 	futex_asleep = 0
 #else
 #define WAKE_WRITER skip /* mutant: the writer is never woken */
@@ -543,7 +486,7 @@ end_idle:
 	:: else                                                                \
 	fi
 
-/* Look at ->wwait (after E) and wake the writer: three steps. */
+/* Look at ->wwait (after E, or K's fenced unlock) and wake the writer: three steps. */
 #define CHECK_WWAIT                                                            \
 	wake = wwait;                                                          \
 	if                                                                     \
@@ -756,7 +699,8 @@ locked:
 		/*
 		 * H: slot-- (a release store, buffered; the section ends
 		 * before it), compiler barrier, load the state.  Not idle:
-		 * read_unlock_fenced_slow(): E, look at ->wwait, wake.
+		 * read_unlock_fenced_slow(): no barrier (K), look at ->wwait,
+		 * wake.
 		 */
 #ifndef MUTANT_NO_B
 		atomic { rcs--; SLOT_STORE(me, SLOT_VIEW(me) - 1) };
@@ -767,9 +711,7 @@ locked:
 #endif
 		ok = (gp_state == GP_IDLE);
 		if
-		:: !ok ->
-			atomic { E_DRAIN(me) };
-			CHECK_WWAIT
+		:: !ok -> CHECK_WWAIT
 		:: else
 		fi;
 #else
@@ -929,7 +871,7 @@ inline release_block_locked(cs)
 proctype writer(byte w)
 {
 	byte n, i, nw;
-	bit sum, was_idle, queued, drain, err, deadline, timedout, retry;
+	bit sum, was_idle, queued, drain, err, deadline, timedout, retry, fenced;
 
 	do
 	:: WRITER_MORE(n) ->
@@ -1040,8 +982,32 @@ take:
 		   :: err -> break
 		   :: else
 		   fi;
+#if !defined(NO_MEMBARRIER) && !defined(MUTANT_NO_K)
+		   /*
+		    * K: before the first sleep, cpuhp__membarrier() (it
+		    * reaches one reader per step) and the sum again.
+		    * MUTANT_NO_K sleeps without it: the fenced unlock has no
+		    * barrier of its own.
+		    */
+		   if
+		   :: !fenced ->
+			atomic { DRAIN(0) };
+			atomic { DRAIN(1) };
+#if NR_READERS >= 3
+			atomic { DRAIN(2) };
+#endif
+			fenced = 1;
+			pcount_sum();
+			if
+			:: sum == 0 -> break
+			:: else
+			fi
+		   :: else
+		   fi;
+#endif
 		   futex_wait()
 		od;
+		fenced = 0;
 		/*
 		 * ->wwait = 0, C, and (unless timed out) the critical section
 		 * starts: its ghost from this step on (stricter: nothing but
@@ -1087,14 +1053,19 @@ done:
 	od
 }
 
+/* Processes other than init, readers and writers: G's rcu_worker. */
+#ifdef NO_MEMBARRIER
+#define HELPERS 1
+#else
+#define HELPERS 0
+#endif
+
 init {
 	byte i;
 
 	atomic {
 #ifdef NO_MEMBARRIER
 		run rcu_worker();
-#else
-		run defer_timer();
 #endif
 		run reader(0);
 		run reader(1);
@@ -1108,12 +1079,12 @@ init {
 	}
 #ifndef FOREVER
 	/*
-	 * Everyone is done (only init and rcu_worker or defer_timer are left): once the
-	 * stores have drained, the lock is as new, and rcu_sync goes back to
-	 * IDLE (or init never ends: an invalid end state).
+	 * Everyone is done (only init, and rcu_worker for G, are left): once
+	 * the stores have drained, the lock is as new, and rcu_sync goes back
+	 * to IDLE (or init never ends: an invalid end state).
 	 */
 	atomic {
-		_nr_pr == 2 && (gp_state == GP_IDLE || gp_state == GP_LINGER) ->
+		_nr_pr == HELPERS + 1 && (gp_state == GP_IDLE || gp_state == GP_LINGER) ->
 		/* cpuhp_rwsem_free(): destroy ends LINGER itself. */
 		if
 		:: gp_state == GP_LINGER -> LINGER_END
@@ -1124,7 +1095,7 @@ init {
 #if NR_READERS >= 3
 		DRAIN(2);
 #endif
-		assert(gp_count == 0 && !cb_queued && !timer_armed);
+		assert(gp_count == 0 && !cb_queued);
 		assert(!block && !wwait && nr_rwait == 0 && nr_granted == 0 && empty(wq));
 		assert(rcs == 0 && wcs == 0);
 		i = 0;

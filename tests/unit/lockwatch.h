@@ -110,12 +110,12 @@ static inline unsigned long lw_gp_callbacks(struct cpuhp_rcu_sync *rss)
 	return n;
 }
 
-static inline unsigned long lw_gp_windows(struct cpuhp_rcu_sync *rss)
+static inline unsigned long lw_gp_linger_ends(struct cpuhp_rcu_sync *rss)
 {
 	unsigned long n;
 
 	cpuhp__futex_lock(&rss->lock);
-	n = rss->nr_windows;
+	n = rss->nr_linger_ends;
 	cpuhp__futex_unlock(&rss->lock);
 	return n;
 }
@@ -129,14 +129,16 @@ static inline bool lw_idle_or_lingering(struct cpuhp_rcu_sync *rss)
 }
 
 /*
- * Whether an exit lingers depends on measured times (rcu_sync.c): take
- * the writers' credit away, and exits of @rss never linger, whatever the
- * clock says.  Credit comes back at 1/9 of the time passing: not from here.
+ * The writers' budget (rcu_sync.c) as a test wants it: a re-enter cost of
+ * @cost ns and a credit of @credit ns, accrued from now on.  The linger's
+ * length then follows from these, whatever the clock measured.
  */
-static inline void lw_no_linger(struct cpuhp_rcu_sync *rss)
+static inline void lw_set_budget(struct cpuhp_rcu_sync *rss, uint64_t cost, int64_t credit)
 {
 	cpuhp__futex_lock(&rss->lock);
-	rss->credit_ns = -((int64_t)1 << 62);
+	rss->reenter_ns = cost;
+	rss->credit_ns = credit;
+	rss->credit_at_ns = cpuhp__now_ns();
 	cpuhp__futex_unlock(&rss->lock);
 }
 

@@ -222,8 +222,8 @@ static void first_writer_without_threads(void)
 	cpuhp_rwsem_write_lock(sem);
 	cpuhp_rwsem_write_unlock(sem); /* aborted in liburcu before */
 	/*
-	 * No thread will end the exit window or run a callback: it ended
-	 * here, or the exit lingers, which needs none (a reader ends it).
+	 * No thread will run a callback: a G exit waited its grace period
+	 * here; an H exit lingers, which needs none (a reader ends it).
 	 */
 	CHECK(lw_idle_or_lingering(&sem->rss));
 	lock_still_works(sem);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -392,24 +393,176 @@ static void *enter_exit_once(void *p)
 	return NULL;
 }
 
-CHECK_TSAN_SKIPS static void rcu_sync_fork_while_an_enter_waits_for_its_grace_period(void)
+/*
+ * A fork while another thread of the library waits in synchronize_rcu():
+ * liburcu holds its grace-period mutex (and, while it scans, its registry
+ * mutex) for that wait, and a child that inherited them held would hang in
+ * its first grace period or liburcu registration.  So fork() waits for the
+ * grace period to end.  Here it cannot end before the holder's section
+ * does, which another thread ends only once the fork has begun: fork()
+ * must not return before that.  (The release waits 20 ms after the fork
+ * began, so that a fork that does not wait has returned long before: the
+ * margin makes the test fail without the exclusion; with it, nothing
+ * depends on the margin.)  The child then registers a thread of its own
+ * with liburcu and waits a grace period.
+ */
+static struct {
+	atomic_bool armed;
+	sem_t began;
+} fork_watch;
+
+static void fork_watch_prepare(void)
+{
+	/* The test's handler runs before the library's (registered earlier). */
+	if (atomic_exchange(&fork_watch.armed, false))
+		sem_post(&fork_watch.began);
+}
+
+struct late_release {
+	struct lw_rcu_holder *h;
+	atomic_bool released;
+};
+
+static void *release_after_fork_began(void *p)
+{
+	struct late_release *l = p;
+	struct timespec margin = {0, 20 * 1000 * 1000};
+
+	sem_wait(&fork_watch.began);
+	nanosleep(&margin, NULL);
+	atomic_store(&l->released, true);
+	lw_rcu_release(l->h);
+	return NULL;
+}
+
+/* In a fork child: a thread that never used the library registers and waits a grace period. */
+static void *child_grace_period(void *p)
+{
+	struct cpuhp_rcu_sync *own = new_rss();
+
+	(void)p;
+	cpuhp_rcu_sync_enter(own); /* registers with liburcu, synchronize_rcu() */
+	cpuhp_rcu_sync_exit(own);
+	cpuhp_rcu_sync_free(own);
+	return NULL;
+}
+
+/* Then, with @inherited, use and free the object the parent was entering. */
+static void child_registers_and_waits_a_grace_period(struct cpuhp_rcu_sync *inherited)
+{
+	pthread_t t;
+
+	alarm(30); /* a hang is a failure (SIGALRM), not meson's timeout */
+	if (pthread_create(&t, NULL, child_grace_period, NULL) || pthread_join(t, NULL))
+		_exit(7);
+	if (inherited)
+		child_uses_and_frees(inherited, -1);
+	_exit(0);
+}
+
+CHECK_TSAN_SKIPS static void rcu_sync_fork_waits_for_a_grace_period_in_progress(void)
 {
 	struct cpuhp_rcu_sync *rss = new_rss();
 	struct lw_rcu_holder h;
-	pthread_t t;
+	struct late_release l = {.h = &h};
+	pthread_t t, r;
 	pid_t pid;
 
+	atomic_init(&l.released, false);
+	sem_init(&fork_watch.began, 0, 0);
+	CHECK_EQ_INT(pthread_atfork(fork_watch_prepare, NULL, NULL), 0);
 	lw_rcu_hold(&h); /* the enter's synchronize_rcu() cannot return */
 	pthread_create(&t, NULL, enter_exit_once, rss);
 	WAIT_FOR(lw_gp_state(rss) == CPUHP__GP_ENTER);
+	pthread_create(&r, NULL, release_after_fork_began, &l);
+	atomic_store(&fork_watch.armed, true);
 	pid = fork();
 	if (pid == 0)
-		child_uses_and_frees(rss, 1);
+		child_registers_and_waits_a_grace_period(rss);
+	CHECK(atomic_load(&l.released)); /* fork() returned only after the grace period */
 	check_child(pid);
-	lw_rcu_release(&h);
+	pthread_join(r, NULL);
 	pthread_join(t, NULL);
 	lw_wait_idle(rss);
 	cpuhp_rcu_sync_free(rss);
+}
+
+/*
+ * The same, by chance: one thread enters and exits standalone objects in
+ * turn (each idle again when its turn comes, so each enter waits a grace
+ * period), another holds read-side sections that make each period long,
+ * and a third forks over and over; each child registers and waits a grace
+ * period of its own.  Without the exclusion most children hang.
+ */
+#define GP_LOOP_OBJECTS 32
+
+struct gp_looper {
+	struct cpuhp_rcu_sync *rss[GP_LOOP_OBJECTS];
+	atomic_bool stop;
+	atomic_ulong rounds;
+};
+
+static void *enter_exit_round_robin(void *p)
+{
+	struct gp_looper *l = p;
+
+	for (unsigned i = 0; !atomic_load(&l->stop); i = (i + 1) % GP_LOOP_OBJECTS) {
+		cpuhp_rcu_sync_enter(l->rss[i]);
+		cpuhp_rcu_sync_exit(l->rss[i]);
+		atomic_fetch_add(&l->rounds, 1);
+	}
+	return NULL;
+}
+
+static void *long_read_sections(void *p)
+{
+	struct gp_looper *l = p;
+	struct timespec inside = {0, 100 * 1000};
+
+	while (!atomic_load(&l->stop)) {
+		cpuhp_rcu_read_lock();
+		nanosleep(&inside, NULL);
+		cpuhp_rcu_read_unlock();
+	}
+	return NULL;
+}
+
+static void *fork_children(void *p)
+{
+	struct gp_looper *l = p;
+
+	for (int i = 0; i < 200; i++) {
+		unsigned long before = atomic_load(&l->rounds);
+		pid_t pid;
+
+		WAIT_FOR(atomic_load(&l->rounds) != before);
+		pid = fork();
+		if (pid == 0)
+			child_registers_and_waits_a_grace_period(NULL);
+		check_child(pid);
+	}
+	return NULL;
+}
+
+CHECK_TSAN_SKIPS static void rcu_sync_fork_children_wait_grace_periods_while_others_do(void)
+{
+	struct gp_looper l;
+	pthread_t looper, reader, forker;
+
+	for (int i = 0; i < GP_LOOP_OBJECTS; i++)
+		l.rss[i] = new_rss();
+	atomic_init(&l.stop, false);
+	atomic_init(&l.rounds, 0);
+	pthread_create(&looper, NULL, enter_exit_round_robin, &l);
+	pthread_create(&reader, NULL, long_read_sections, &l);
+	/* A thread that never used the library: each child registers it. */
+	pthread_create(&forker, NULL, fork_children, &l);
+	pthread_join(forker, NULL);
+	atomic_store(&l.stop, true);
+	pthread_join(looper, NULL);
+	pthread_join(reader, NULL);
+	for (int i = 0; i < GP_LOOP_OBJECTS; i++)
+		cpuhp_rcu_sync_free(l.rss[i]);
 }
 
 struct looper {
@@ -466,17 +619,20 @@ int main(void)
 	RUN_TEST(rcu_sync_concurrent_enters_share_one_grace_period);
 	RUN_TEST(rcu_sync_free_waits_for_pending_callback);
 #ifdef CHECK_UNDER_TSAN
-	printf("# SKIP rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child, "
-	       "rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself, "
-	       "rcu_sync_fork_while_an_enter_waits_for_its_grace_period, "
-	       "rcu_sync_fork_while_another_thread_loops_enter_exit: ThreadSanitizer does not "
-	       "support threads started after a multi-threaded fork (the gcc and ASan builds run "
-	       "them)\n");
+	printf(
+	    "# SKIP rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child, "
+	    "rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself, "
+	    "rcu_sync_fork_waits_for_a_grace_period_in_progress, "
+	    "rcu_sync_fork_while_another_thread_loops_enter_exit, "
+	    "rcu_sync_fork_children_wait_grace_periods_while_others_do: ThreadSanitizer does not "
+	    "support threads started after a multi-threaded fork (the gcc and ASan builds run "
+	    "them)\n");
 #else
 	RUN_TEST(rcu_sync_exit_queued_at_fork_goes_idle_in_parent_and_child);
 	RUN_TEST(rcu_sync_exit_without_a_timer_thread_waits_its_grace_period_itself);
-	RUN_TEST(rcu_sync_fork_while_an_enter_waits_for_its_grace_period);
+	RUN_TEST(rcu_sync_fork_waits_for_a_grace_period_in_progress);
 	RUN_TEST(rcu_sync_fork_while_another_thread_loops_enter_exit);
+	RUN_TEST(rcu_sync_fork_children_wait_grace_periods_while_others_do);
 #endif
 #ifdef CHECK_UNDER_TSAN
 	printf("# SKIP rcu_sync_goes_idle_after_its_timerfd_is_closed_or_reused: it closes a "

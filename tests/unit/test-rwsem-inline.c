@@ -137,10 +137,10 @@ static void each_inline_reader_waits_while_writer_holds(void)
 }
 
 /*
- * After a writer, rcu_sync stays out of IDLE until its exit window ends
+ * After a writer, rcu_sync stays out of IDLE until its lingering exit ends
  * (held here): inline locks then continue into the
  * library (A, ->block) with their increment standing, and inline unlocks
- * take the E path.  The counts stay exact.
+ * the K path.  The counts stay exact.
  */
 static void inline_paths_while_a_writer_just_left_go_through_the_library(void)
 {
@@ -148,10 +148,10 @@ static void inline_paths_while_a_writer_just_left_go_through_the_library(void)
 	struct lw_rcu_holder h;
 
 	lw_rcu_hold(&h);
-	cpuhp__rcu_sync_window_hold(&sem->rss); /* the inline path runs with H: its window */
+	cpuhp__rcu_sync_linger_hold(&sem->rss); /* the inline path runs with H: it lingers */
 	cpuhp_rwsem_write_lock(sem);
 	cpuhp_rwsem_write_unlock(sem);
-	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE); /* EXIT until released */
+	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE); /* LINGER until released */
 	for (int i = 0; i < 1000; i++) {
 		struct cpuhp_rwsem_reader r = cpuhp_rwsem_reader_get(sem);
 
@@ -163,7 +163,7 @@ static void inline_paths_while_a_writer_just_left_go_through_the_library(void)
 		CHECK_EQ_INT(lw_readers(sem), 0);
 	}
 	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE);
-	cpuhp__rcu_sync_window_release(&sem->rss);
+	cpuhp__rcu_sync_linger_release(&sem->rss);
 	lw_rcu_release(&h);
 	lw_wait_idle(&sem->rss);
 	cpuhp_rwsem_free(sem);

@@ -312,15 +312,15 @@ static void rwsem_read_trylock_fails_only_while_writer_blocks(void)
 	cpuhp_rwsem_write_lock(sem);
 	CHECK(!cpuhp_rwsem_read_trylock(sem));
 	CHECK_EQ_INT(lw_readers(sem), 0); /* the failed attempt left no count */
-	/* Hold rcu_sync out of IDLE: G's callback and H's exit window. */
+	/* Hold rcu_sync out of IDLE: G's callback and H's lingering exit. */
 	lw_rcu_hold(&h);
-	cpuhp__rcu_sync_window_hold(&sem->rss);
+	cpuhp__rcu_sync_linger_hold(&sem->rss);
 	cpuhp_rwsem_write_unlock(sem);
 	/* Writer gone, rcu_sync not idle yet: the slow path succeeds. */
 	CHECK(lw_gp_state(&sem->rss) != CPUHP__GP_IDLE);
 	CHECK(cpuhp_rwsem_read_trylock(sem));
 	cpuhp_rwsem_read_unlock(sem);
-	cpuhp__rcu_sync_window_release(&sem->rss);
+	cpuhp__rcu_sync_linger_release(&sem->rss);
 	lw_rcu_release(&h);
 	lw_wait_idle(&sem->rss);
 	CHECK(cpuhp_rwsem_read_trylock(sem));
@@ -692,26 +692,30 @@ CHECK_TSAN_SKIPS static void rwsem_survives_fork_with_readers_running(void)
 	cpuhp_rwsem_free(sem);
 }
 
-/* ---- the exit window: how rcu_sync goes back to IDLE after the last writer */
+/* ---- the way back to IDLE after the last writer */
 
 /*
- * With membarrier (H) the last exit opens a window that defer.c's timer
- * thread closes (I): no grace-period callback runs.  Without it (G) the
- * exit goes through a grace period (the timer thread's own, not liburcu's
- * call_rcu()) and its callback.
+ * With membarrier (H) the last exit lingers: nothing is queued, no thread
+ * is needed, and a reader on the slow path ends it (I).  Without it (G)
+ * the exit goes through a grace period (the timer thread's own, not
+ * liburcu's call_rcu()) and its callback.
  */
-static void rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_grace_period(void)
+static void rwsem_last_exit_lingers_with_membarrier_else_goes_idle_by_grace_period(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 
 	cpuhp_rwsem_write_lock(sem);
-	cpuhp_rwsem_write_unlock(sem); /* PASSED -> EXIT */
-	lw_wait_idle(&sem->rss);       /* EXIT -> IDLE */
+	cpuhp_rwsem_write_unlock(sem); /* PASSED -> LINGER, or PASSED -> EXIT */
 	if (cpuhp__asym_fence) {
-		CHECK_EQ_INT(lw_gp_windows(&sem->rss), 1);
+		CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+		CHECK(!atomic_load(&sem->rss.defer.queued)); /* no timer: nothing queued */
+	}
+	lw_wait_idle(&sem->rss); /* -> IDLE */
+	if (cpuhp__asym_fence) {
+		CHECK_EQ_INT(lw_gp_linger_ends(&sem->rss), 1);
 		CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
 	} else {
-		CHECK_EQ_INT(lw_gp_windows(&sem->rss), 0);
+		CHECK_EQ_INT(lw_gp_linger_ends(&sem->rss), 0);
 		CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 1);
 	}
 	cpuhp_rwsem_read_lock(sem); /* IDLE again: the fast path */
@@ -721,107 +725,11 @@ static void rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_grace_pe
 }
 
 /*
- * A writer that arrives inside the window finds EXIT and skips the
- * membarrier; the window's end then finds it inside: EXIT -> PASSED, not
- * IDLE.  Its own exit opens the next window.  One membarrier in all.
+ * Freeing right after the last writer ends its linger (H) or waits for its
+ * grace period's callback (G), which touches nothing after it lets the
+ * free go (ASan sees a use after free).
  */
-static void rwsem_writer_inside_exit_window_skips_membarrier(void)
-{
-	struct cpuhp_rwsem *sem = new_sem();
-	struct actor w;
-
-	if (!cpuhp__asym_fence) {
-		printf("# SKIP: no exit window without membarrier (G readers use call_rcu, "
-		       "tested by test-rcu-sync)\n");
-		cpuhp_rwsem_free(sem);
-		return;
-	}
-	cpuhp__rcu_sync_window_hold(&sem->rss);
-	cpuhp_rwsem_write_lock(sem);
-	cpuhp_rwsem_write_unlock(sem);
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_EXIT);
-	actor_start(&w, sem, OP_WRITE);
-	actor_wait_locked(&w);
-	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1); /* only the first writer's */
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_EXIT);
-	cpuhp__rcu_sync_window_release(&sem->rss); /* the window ends with w inside */
-	WAIT_FOR(lw_gp_windows(&sem->rss) == 1);
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_PASSED);
-	actor_unlock(&w); /* PASSED -> EXIT: a new window */
-	lw_wait_idle(&sem->rss);
-	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 2);
-	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
-	CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
-	cpuhp_rwsem_free(sem);
-}
-
-/*
- * A writer that enters and exits inside the window (EXIT -> REPLAY) moves
- * the window's end to its own exit's: the expiry then goes to IDLE, or
- * back to EXIT until that later end.  Either way IDLE follows, with one
- * membarrier and no call_rcu().
- */
-static void rwsem_exit_inside_exit_window_replays_the_window(void)
-{
-	struct cpuhp_rwsem *sem = new_sem();
-
-	if (!cpuhp__asym_fence) {
-		printf("# SKIP: no exit window without membarrier (REPLAY through call_rcu is "
-		       "tested by test-rcu-sync)\n");
-		cpuhp_rwsem_free(sem);
-		return;
-	}
-	cpuhp__rcu_sync_window_hold(&sem->rss);
-	cpuhp_rwsem_write_lock(sem);
-	cpuhp_rwsem_write_unlock(sem); /* PASSED -> EXIT */
-	cpuhp_rwsem_write_lock(sem);
-	cpuhp_rwsem_write_unlock(sem); /* EXIT -> REPLAY */
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_REPLAY);
-	cpuhp_rwsem_write_lock(sem);
-	cpuhp_rwsem_write_unlock(sem); /* REPLAY stays REPLAY */
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_REPLAY);
-	cpuhp__rcu_sync_window_release(&sem->rss);
-	lw_wait_idle(&sem->rss); /* REPLAY -> (EXIT ->) IDLE */
-	CHECK(lw_gp_windows(&sem->rss) >= 1);
-	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
-	CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
-	cpuhp_rwsem_free(sem);
-}
-
-/*
- * The window is CPUHP__WINDOW_FACTOR (9) times the measured re-enter cost
- * (the enter's membarrier and wake-ups, plus queueing the timer), never
- * below that cost, never above the ~11 ms the call_rcu() exit takes.  The
- * cost is set here, so this checks the rule, not the clock.
- */
-static void rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms(void)
-{
-	struct cpuhp_rwsem *sem = new_sem();
-	struct cpuhp_rcu_sync *rss = &sem->rss;
-	uint64_t w, cost;
-
-	cpuhp_rwsem_write_lock(sem); /* measures a cost, queues a timer */
-	cpuhp_rwsem_write_unlock(sem);
-	lw_wait_idle(rss);
-	cpuhp__futex_lock(&rss->lock);
-	if (cpuhp__asym_fence)
-		CHECK(rss->reenter_ns > 0); /* measured by the enter from IDLE */
-	rss->reenter_ns = 1000;
-	cost = 1000 + cpuhp__defer_queue_cost_ns(); /* nothing else queues meanwhile */
-	w = cpuhp__rcu_sync_window_ns_locked(rss);
-	CHECK(w >= cost);
-	CHECK_EQ_INT(w, cost * 9 < 11000000 ? cost * 9 : 11000000);
-	rss->reenter_ns = 100000000; /* 100 ms: the cap wins over the lower bound */
-	CHECK_EQ_INT(cpuhp__rcu_sync_window_ns_locked(rss), 11000000);
-	cpuhp__futex_unlock(&rss->lock);
-	cpuhp_rwsem_free(sem);
-}
-
-/*
- * Freeing right after the last writer waits for its window; the expiry
- * touches nothing after it lets the free go (ASan sees a use after free).
- */
-static void rwsem_free_right_after_last_writer_waits_for_the_window(void)
+static void rwsem_free_right_after_last_writer_waits_for_idle(void)
 {
 	for (int i = 0; i < 50; i++) {
 		struct cpuhp_rwsem *sem = new_sem();
@@ -833,36 +741,21 @@ static void rwsem_free_right_after_last_writer_waits_for_the_window(void)
 }
 
 /*
- * The lingering exit (LINGER, H only): where writers come rarely the last
- * exit queues no timer; the first reader on the slow path after one
- * re-enter cost ends it.  The policy's inputs are set here (a cost, the
- * gap, the credit), so these tests check the rule, not the clock.
- */
-static void set_linger_policy(struct cpuhp_rcu_sync *rss, uint64_t cost, uint64_t gap,
-                              int64_t credit)
-{
-	cpuhp__futex_lock(&rss->lock);
-	rss->reenter_ns = cost;
-	rss->gap_ns = gap;
-	rss->credit_ns = credit;
-	rss->credit_at_ns = cpuhp__now_ns();
-	cpuhp__futex_unlock(&rss->lock);
-}
-
-/*
  * A writer comes and goes; its exit lingers for an hour: an eighth of its
- * re-enter cost, which is 8 hours here.
+ * re-enter cost, which is 8 hours here, with 3 such costs of credit.
  */
 static void linger_for_an_hour(struct cpuhp_rwsem *sem)
 {
 	const uint64_t hour = 3600ull * 1000000000u;
+	uint64_t t0;
 
 	cpuhp_rwsem_write_lock(sem);
-	set_linger_policy(&sem->rss, 8 * hour, 800 * hour, (int64_t)(8 * hour));
+	lw_set_budget(&sem->rss, 8 * hour, (int64_t)(24 * hour));
+	t0 = cpuhp__now_ns();
 	cpuhp_rwsem_write_unlock(sem);
 	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
 	cpuhp__futex_lock(&sem->rss.lock);
-	CHECK_EQ_INT(sem->rss.idle_at_ns - sem->rss.exit_at_ns, hour);
+	CHECK(sem->rss.idle_at_ns >= t0 + hour && sem->rss.idle_at_ns <= cpuhp__now_ns() + hour);
 	cpuhp__futex_unlock(&sem->rss.lock);
 }
 
@@ -876,24 +769,24 @@ static bool skip_without_membarrier(struct cpuhp_rwsem *sem)
 }
 
 /* PASSED -> LINGER (nothing queued), then LINGER -> IDLE by a slow reader. */
-static void rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it(void)
+static void rwsem_exit_lingers_until_a_slow_reader_ends_it(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 
 	if (skip_without_membarrier(sem))
 		return;
 	cpuhp_rwsem_write_lock(sem);
-	set_linger_policy(&sem->rss, 1000, 1000000000, 3000); /* 1 us; gaps of 1 s */
+	lw_set_budget(&sem->rss, 1000, 3000); /* a linger of 125 ns */
 	cpuhp_rwsem_write_unlock(sem);
 	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
-	CHECK(!atomic_load(&sem->rss.defer.queued)); /* no timer: nothing queued */
-	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 0);
+	CHECK(!atomic_load(&sem->rss.defer.queued));
+	CHECK_EQ_INT(lw_gp_linger_ends(&sem->rss), 0);
 	while (lw_gp_state(&sem->rss) != CPUHP__GP_IDLE) {
 		cpuhp_rwsem_read_lock(sem); /* the slow path polls */
 		CHECK_EQ_INT(lw_readers(sem), 1);
 		cpuhp_rwsem_read_unlock(sem);
 	}
-	CHECK_EQ_INT(lw_gp_windows(&sem->rss), 1);
+	CHECK_EQ_INT(lw_gp_linger_ends(&sem->rss), 1);
 	CHECK_EQ_INT(lw_gp_callbacks(&sem->rss), 0);
 	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
 	cpuhp_rwsem_read_lock(sem); /* IDLE: the fast path */
@@ -903,9 +796,9 @@ static void rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it(void)
 }
 
 /*
- * Before its time (here an hour: an eighth of a re-enter cost) readers leave LINGER
- * alone; a writer that comes finds it, skips the membarrier and moves it to
- * PASSED itself (LINGER -> PASSED); free ends it without waiting.
+ * Before its time (here an hour) readers leave LINGER alone; a writer that
+ * comes finds it, skips the membarrier and moves it to PASSED itself
+ * (LINGER -> PASSED); its exit lingers again; free ends it without waiting.
  */
 static void rwsem_writer_finds_lingering_exit_and_skips_membarrier(void)
 {
@@ -925,17 +818,42 @@ static void rwsem_writer_finds_lingering_exit_and_skips_membarrier(void)
 	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1); /* only the first writer's */
 	CHECK(!cpuhp_rwsem_read_trylock(sem));
 	cpuhp_rwsem_write_unlock(sem);
-	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER); /* gaps still long */
+	CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
 	cpuhp_rwsem_free(sem); /* nothing would end it: free does */
 }
 
 /*
- * The rule: linger if the smoothed gap is at least 9 re-enter costs and
- * the writers hold a cost's credit, earned at 1/12 of the time passing and
- * capped at 3 costs; a re-enter spends what it cost.  Never while a test
- * holds the window, nor before a cost was measured.
+ * Writers with nobody reading: however long after the linger's end they
+ * come, nobody has ended it, and each finds LINGER and skips the
+ * membarrier: a writer from idle pays no system call (tests/bench's
+ * bench-peers counts them).
  */
-static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
+static void rwsem_writers_without_readers_keep_finding_the_linger(void)
+{
+	struct cpuhp_rwsem *sem = new_sem();
+
+	if (skip_without_membarrier(sem))
+		return;
+	for (int i = 0; i < 100; i++) {
+		cpuhp_rwsem_write_lock(sem);
+		cpuhp_rwsem_write_unlock(sem);
+		cpuhp__futex_lock(&sem->rss.lock);
+		sem->rss.idle_at_ns = 0; /* long past, as after any gap */
+		cpuhp__futex_unlock(&sem->rss.lock);
+		CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+	}
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
+	CHECK(!atomic_load(&sem->rss.defer.queued));
+	cpuhp_rwsem_free(sem);
+}
+
+/*
+ * The rule (rcu_sync.c): a linger ends CPUHP__LINGER_SHARE (8) of a
+ * re-enter cost after the exit, or, while the writers owe credit, once
+ * they have earned it back at 1/16 of the time passing.  Credit is capped
+ * at 3 costs.  The inputs are set here: this checks the rule, not the clock.
+ */
+static void rwsem_linger_ends_a_share_of_a_cost_after_the_exit_or_once_the_credit_is_back(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 	struct cpuhp_rcu_sync *rss = &sem->rss;
@@ -943,72 +861,67 @@ static void rwsem_exit_lingers_only_with_long_gaps_and_credit(void)
 
 	cpuhp__futex_lock(&rss->lock);
 	rss->reenter_ns = 1000;
-	rss->gap_ns = 9000;
-	rss->credit_ns = 1000;
+	rss->credit_ns = 3000;
 	rss->credit_at_ns = t;
-	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t));
-	rss->gap_ns = 8999;
-	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t));
-	rss->gap_ns = 9000;
-	rss->credit_ns = 999;
-	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t));
-	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 11)); /* 11 ns earn nothing */
-	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 23));  /* 12 more earn 1 */
-	CHECK_EQ_INT(rss->credit_ns, 1000);
+	CHECK_EQ_INT(cpuhp__rcu_sync_linger_end_at_locked(rss, t) - t, 1000 / 8);
 	rss->credit_ns = 0;
-	CHECK(cpuhp__rcu_sync_lingers_locked(rss, t + 1000000023)); /* a second: capped */
+	CHECK_EQ_INT(cpuhp__rcu_sync_linger_end_at_locked(rss, t) - t, 1000 / 8);
+	rss->credit_ns = -2000; /* owed: 2000 ns of credit, 32 us of time */
+	CHECK_EQ_INT(cpuhp__rcu_sync_linger_end_at_locked(rss, t) - t, 2000 * 16);
+	CHECK_EQ_INT(cpuhp__rcu_sync_linger_end_at_locked(rss, t + 15) - (t + 15), 2000 * 16);
+	CHECK_EQ_INT(cpuhp__rcu_sync_linger_end_at_locked(rss, t + 16) - (t + 16), 1999 * 16);
+	CHECK_EQ_INT(rss->credit_ns, -1999);
+	rss->credit_ns = -1; /* a short debt: the share is longer */
+	rss->credit_at_ns = t;
+	CHECK_EQ_INT(cpuhp__rcu_sync_linger_end_at_locked(rss, t) - t, 1000 / 8);
+	rss->credit_ns = 0;
+	(void)cpuhp__rcu_sync_linger_end_at_locked(rss, t + 1000000000u); /* a second: capped */
 	CHECK_EQ_INT(rss->credit_ns, 3000);
-	rss->window_holds = 1;
-	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000023));
-	rss->window_holds = 0;
-	rss->reenter_ns = 0;
-	CHECK(!cpuhp__rcu_sync_lingers_locked(rss, t + 1000000023));
-	/* Nothing earned from here on (the accrual's clock is in the future). */
+	rss->reenter_ns = 0; /* nothing measured: no share, no cap */
 	rss->credit_ns = 0;
-	rss->credit_at_ns = t + 3600ull * 1000000000u;
+	CHECK_EQ_INT(cpuhp__rcu_sync_linger_end_at_locked(rss, t + 2000000000u), t + 2000000000u);
+	CHECK_EQ_INT(rss->credit_ns, 0);
 	cpuhp__futex_unlock(&rss->lock);
-	cpuhp_rwsem_write_lock(sem); /* leaves IDLE */
-	cpuhp__futex_lock(&rss->lock);
-	if (cpuhp__asym_fence)
-		CHECK(rss->credit_ns < 0 && -rss->credit_ns == (int64_t)rss->reenter_ns);
-	cpuhp__futex_unlock(&rss->lock);
-	lw_no_linger(rss);
-	cpuhp_rwsem_write_unlock(sem);
 	cpuhp_rwsem_free(sem);
 }
 
 /*
- * Only an enter from IDLE measures the re-enter cost, so an estimate made
- * high by one slow sample would keep windows long for good: a first enter
- * that finds a window or a lingering exit ages it by 1/64, but only with a
- * re-enter's credit in hand (the writers pay for the re-enters aging
- * brings).  The inputs are set here: this checks the rule, not the clock.
+ * Frequent writers (BRAVO's case): a writer that left IDLE spent its
+ * re-enter cost; while the writers owe it, the exit lingers on, readers
+ * stay slow, and the next writers find LINGER and skip the membarrier.
+ * Once the credit is back, the next linger ends soon after its exit, a
+ * slow reader ends it, and the writer after that pays the membarrier.
  */
-static void rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only(void)
+static void rwsem_writers_that_owe_credit_skip_the_membarrier_until_it_is_back(void)
 {
 	const uint64_t hour = 3600ull * 1000000000u;
 	struct cpuhp_rwsem *sem = new_sem();
-	struct cpuhp_rcu_sync *rss = &sem->rss;
 
 	if (skip_without_membarrier(sem))
 		return;
-	linger_for_an_hour(sem);     /* cost 8 hours, credit as much */
-	cpuhp_rwsem_write_lock(sem); /* LINGER -> PASSED: nothing measured */
-	cpuhp__futex_lock(&rss->lock);
-	CHECK_EQ_INT(rss->reenter_ns, 8 * hour - 8 * hour / 64);
-	rss->credit_ns = 0; /* and none earned from here on */
-	rss->credit_at_ns = cpuhp__now_ns() + hour;
-	cpuhp__futex_unlock(&rss->lock);
-	cpuhp__rcu_sync_window_hold(rss); /* the window stays open for the next enter */
-	cpuhp_rwsem_write_unlock(sem);    /* no credit: no lingering, PASSED -> EXIT */
-	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
-	cpuhp_rwsem_write_lock(sem); /* inside the window, without credit */
-	cpuhp__futex_lock(&rss->lock);
-	CHECK_EQ_INT(rss->reenter_ns, 8 * hour - 8 * hour / 64);
-	cpuhp__futex_unlock(&rss->lock);
+	cpuhp_rwsem_write_lock(sem);                    /* from IDLE: a membarrier */
+	lw_set_budget(&sem->rss, 1000, -(int64_t)hour); /* owing an hour of cost */
 	cpuhp_rwsem_write_unlock(sem);
-	cpuhp__rcu_sync_window_release(rss);
-	lw_wait_idle(rss);
+	for (int i = 0; i < 10; i++) {
+		for (int j = 0; j < 100; j++) { /* slow readers poll, and find it not due */
+			cpuhp_rwsem_read_lock(sem);
+			cpuhp_rwsem_read_unlock(sem);
+		}
+		CHECK_EQ_INT(lw_gp_state(&sem->rss), CPUHP__GP_LINGER);
+		cpuhp_rwsem_write_lock(sem); /* LINGER -> PASSED */
+		cpuhp_rwsem_write_unlock(sem);
+	}
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 1);
+	cpuhp_rwsem_write_lock(sem);
+	lw_set_budget(&sem->rss, 1000, 0); /* paid back */
+	cpuhp_rwsem_write_unlock(sem);
+	while (lw_gp_state(&sem->rss) != CPUHP__GP_IDLE) {
+		cpuhp_rwsem_read_lock(sem);
+		cpuhp_rwsem_read_unlock(sem);
+	}
+	cpuhp_rwsem_write_lock(sem); /* from IDLE again */
+	cpuhp_rwsem_write_unlock(sem);
+	CHECK_EQ_INT(lw_gp_fences(&sem->rss), 2);
 	cpuhp_rwsem_free(sem);
 }
 
@@ -1034,77 +947,35 @@ static void rwsem_spin_before_sleeping_stops_only_after_its_budget(void)
 
 /*
  * The re-enter cost's estimate: the first sample as it is, then 1/4 new,
- * each sample counted at most 5/4 of the estimate (an outlier must not tip
- * the choice between window and lingering); the credit pays every sample
- * whole.  The samples are given here: this checks the rule, not the clock.
+ * each sample counted at most 5/4 of the estimate, in the estimate and in
+ * the credit alike (an outlier is the scheduler's, and must not keep
+ * readers slow 16 times as long).  The samples are given here: this
+ * checks the rule, not the clock.
  */
-static void rwsem_reenter_cost_estimate_clips_outliers_but_credit_pays_them(void)
+static void rwsem_reenter_cost_estimate_and_credit_clip_outliers(void)
 {
 	struct cpuhp_rwsem *sem = new_sem();
 	struct cpuhp_rcu_sync *rss = &sem->rss;
+	uint64_t t;
 
 	cpuhp__futex_lock(&rss->lock);
+	t = rss->credit_at_ns = cpuhp__now_ns();
 	rss->reenter_ns = 0;
 	rss->credit_ns = 0;
-	cpuhp__rcu_sync_reenter_cost_locked(rss, 4000); /* the first sample: whole */
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 4000, t); /* the first sample: whole */
 	CHECK_EQ_INT(rss->reenter_ns, 4000);
 	CHECK_EQ_INT(rss->credit_ns, -4000);
-	cpuhp__rcu_sync_reenter_cost_locked(rss, 4800); /* 1/4 new */
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 4800, t); /* 1/4 new */
 	CHECK_EQ_INT(rss->reenter_ns, 4200);
-	cpuhp__rcu_sync_reenter_cost_locked(rss, 5250); /* 5/4 of it: whole */
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 5250, t); /* 5/4 of it: whole */
 	CHECK_EQ_INT(rss->reenter_ns, (3 * 4200 + 5250) / 4);
 	rss->reenter_ns = 4000;
-	cpuhp__rcu_sync_reenter_cost_locked(rss, 10000000); /* 10 ms: counts 5000 */
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 10000000, t); /* 10 ms: counts 5000 */
 	CHECK_EQ_INT(rss->reenter_ns, (3 * 4000 + 5000) / 4);
-	CHECK_EQ_INT(rss->credit_ns, -4000 - 4800 - 5250 - 10000000);
+	CHECK_EQ_INT(rss->credit_ns, -4000 - 4800 - 5250 - 5000);
+	cpuhp__rcu_sync_reenter_cost_locked(rss, 0, t + 16 * 4000); /* 64 us earn 4000 */
+	CHECK_EQ_INT(rss->credit_ns, -4000 - 4800 - 5250 - 5000 + 4000);
 	cpuhp__futex_unlock(&rss->lock);
-	cpuhp_rwsem_free(sem);
-}
-
-/*
- * A writer inside an open window exits: if the lingering rule holds now,
- * the window is not stretched (readers go fast at the queued expiry, a
- * lingering share of the cost after this exit at most); if not, it runs a
- * whole window from this exit, as before.  A hold keeps the window open;
- * the policy's inputs are set.
- */
-static void rwsem_exit_inside_a_window_does_not_stretch_it_when_it_may_linger(void)
-{
-	struct cpuhp_rwsem *sem = new_sem();
-	struct cpuhp_rcu_sync *rss = &sem->rss;
-	uint64_t window;
-
-	if (skip_without_membarrier(sem))
-		return;
-	cpuhp__rcu_sync_window_hold(rss);
-	cpuhp_rwsem_write_lock(sem);
-	set_linger_policy(rss, 8000, 0, 0); /* short gaps, no credit: a window */
-	cpuhp_rwsem_write_unlock(sem);
-	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_EXIT);
-	/* 9 costs and the timer's arming (measured as this exit queued it). */
-	cpuhp__futex_lock(&rss->lock);
-	CHECK(rss->idle_at_ns - rss->exit_at_ns >= 9 * 8000);
-	cpuhp__futex_unlock(&rss->lock);
-
-	cpuhp_rwsem_write_lock(sem);                    /* inside the window */
-	set_linger_policy(rss, 8000, 1000000000, 8000); /* long gaps, a cost's credit */
-	cpuhp_rwsem_write_unlock(sem);
-	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
-	cpuhp__futex_lock(&rss->lock);
-	CHECK_EQ_INT(rss->idle_at_ns - rss->exit_at_ns, 8000 / 8);
-	cpuhp__futex_unlock(&rss->lock);
-
-	cpuhp_rwsem_write_lock(sem); /* and again without the rule: a whole window */
-	set_linger_policy(rss, 8000, 0, 0);
-	cpuhp_rwsem_write_unlock(sem);
-	CHECK_EQ_INT(lw_gp_state(rss), CPUHP__GP_REPLAY);
-	cpuhp__futex_lock(&rss->lock);
-	window = cpuhp__rcu_sync_window_ns_locked(rss); /* nothing queued since */
-	CHECK_EQ_INT(rss->idle_at_ns - rss->exit_at_ns, window);
-	cpuhp__futex_unlock(&rss->lock);
-	CHECK_EQ_INT(lw_gp_fences(rss), 1); /* only the first writer left IDLE */
-	cpuhp__rcu_sync_window_release(rss);
-	lw_wait_idle(rss);
 	cpuhp_rwsem_free(sem);
 }
 
@@ -1149,14 +1020,14 @@ static void rwsem_lingering_exits_with_readers_running(void)
 		cpuhp_rwsem_write_lock(lr.sem);
 		lr.a++;
 		lr.b = lr.a;
-		set_linger_policy(&lr.sem->rss, 1000, 1000000000, 3000);
+		lw_set_budget(&lr.sem->rss, 1000, 3000); /* a linger of 125 ns */
 		cpuhp_rwsem_write_unlock(lr.sem);
 		if (i % 2)
 			continue; /* the next writer may find LINGER */
 		WAIT_FOR(lw_gp_state(&lr.sem->rss) != CPUHP__GP_LINGER);
 		CHECK_EQ_INT(lw_gp_state(&lr.sem->rss), CPUHP__GP_IDLE);
-		CHECK(lw_gp_windows(&lr.sem->rss) > ended);
-		ended = lw_gp_windows(&lr.sem->rss);
+		CHECK(lw_gp_linger_ends(&lr.sem->rss) > ended);
+		ended = lw_gp_linger_ends(&lr.sem->rss);
 	}
 	atomic_store(&lr.stop, 1);
 	for (int i = 0; i < 2; i++)
@@ -1200,13 +1071,13 @@ static void rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock(void)
 
 /*
  * Where the timer thread cannot start (no descriptor left for its
- * timerfd; in a fork child, which has none yet), nothing would end the
- * exit: with membarrier (H) the window ends at once, and without (G) the
- * unlock waits its grace period itself.  Either way the lock is idle when
- * the unlock returns, and no liburcu callback (nor its worker thread) was
+ * timerfd; in a fork child, which has none yet), nothing would end a G
+ * exit, so the unlock waits its grace period itself: the lock is idle when
+ * it returns.  An H exit needs no thread: it lingers, and a slow reader
+ * ends it.  Either way no liburcu callback (nor its worker thread) was
  * needed.  test-exhaust does the same with no thread at all.
  */
-CHECK_TSAN_SKIPS static void rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns(void)
+CHECK_TSAN_SKIPS static void rwsem_exit_without_a_timer_thread_needs_none(void)
 {
 	int status;
 	pid_t pid = fork();
@@ -1221,17 +1092,22 @@ CHECK_TSAN_SKIPS static void rwsem_exit_without_a_timer_thread_is_idle_when_unlo
 		if (setrlimit(RLIMIT_NOFILE, &none_left) || dup(0) != -1)
 			_exit(2);
 		for (int i = 0; i < 2; i++) {
-			lw_no_linger(&sem->rss); /* the exits this test is about */
 			cpuhp_rwsem_write_lock(sem);
 			cpuhp_rwsem_write_unlock(sem);
-			if (!cpuhp_rcu_sync_is_idle(&sem->rss))
+			if (cpuhp__asym_fence) {
+				if (lw_gp_state(&sem->rss) != CPUHP__GP_LINGER)
+					_exit(3);
+				lw_wait_idle(&sem->rss); /* as a slow reader would */
+			} else if (!cpuhp_rcu_sync_is_idle(&sem->rss)) {
 				_exit(3);
+			}
 		}
-		/* Each writer left IDLE: no window saved the second the fence or grace period. */
+		/* Each writer left IDLE: the fence or grace period twice. */
 		if (lw_gp_fences(&sem->rss) + lw_gp_syncs(&sem->rss) != 2)
 			_exit(4);
-		if (cpuhp__asym_fence ? lw_gp_windows(&sem->rss) != 2 || lw_gp_callbacks(&sem->rss)
-		                      : lw_gp_windows(&sem->rss) || lw_gp_callbacks(&sem->rss) != 2)
+		if (cpuhp__asym_fence
+		        ? lw_gp_linger_ends(&sem->rss) != 2 || lw_gp_callbacks(&sem->rss)
+		        : lw_gp_linger_ends(&sem->rss) || lw_gp_callbacks(&sem->rss) != 2)
 			_exit(5);
 		cpuhp_rwsem_free(sem);
 		_exit(0);
@@ -1268,28 +1144,25 @@ int main(void)
 	RUN_TEST(rwsem_new_takes_the_lowest_free_id_and_reuses_freed_ones);
 	RUN_TEST(rwsem_new_reuses_a_freed_lock_slot_as_a_new_lock);
 	RUN_TEST(rwsem_ten_thousand_short_lived_reader_threads_leave_nothing_behind);
-	RUN_TEST(rwsem_last_exit_goes_idle_by_window_with_membarrier_else_by_grace_period);
-	RUN_TEST(rwsem_writer_inside_exit_window_skips_membarrier);
-	RUN_TEST(rwsem_exit_inside_exit_window_replays_the_window);
-	RUN_TEST(rwsem_exit_window_is_nine_times_reenter_cost_capped_at_11_ms);
-	RUN_TEST(rwsem_free_right_after_last_writer_waits_for_the_window);
-	RUN_TEST(rwsem_rare_writer_exit_lingers_until_a_slow_reader_ends_it);
+	RUN_TEST(rwsem_last_exit_lingers_with_membarrier_else_goes_idle_by_grace_period);
+	RUN_TEST(rwsem_free_right_after_last_writer_waits_for_idle);
+	RUN_TEST(rwsem_exit_lingers_until_a_slow_reader_ends_it);
 	RUN_TEST(rwsem_writer_finds_lingering_exit_and_skips_membarrier);
-	RUN_TEST(rwsem_exit_lingers_only_with_long_gaps_and_credit);
-	RUN_TEST(rwsem_enter_inside_a_window_ages_the_reenter_cost_with_credit_only);
+	RUN_TEST(rwsem_writers_without_readers_keep_finding_the_linger);
+	RUN_TEST(rwsem_linger_ends_a_share_of_a_cost_after_the_exit_or_once_the_credit_is_back);
+	RUN_TEST(rwsem_writers_that_owe_credit_skip_the_membarrier_until_it_is_back);
 	RUN_TEST(rwsem_spin_before_sleeping_stops_only_after_its_budget);
-	RUN_TEST(rwsem_reenter_cost_estimate_clips_outliers_but_credit_pays_them);
-	RUN_TEST(rwsem_exit_inside_a_window_does_not_stretch_it_when_it_may_linger);
+	RUN_TEST(rwsem_reenter_cost_estimate_and_credit_clip_outliers);
 	RUN_TEST(rwsem_lingering_exits_with_readers_running);
 	RUN_TEST(rwsem_fork_child_of_a_lingering_exit_uses_and_frees_the_lock);
 #ifdef CHECK_UNDER_TSAN
 	/* The gcc and ASan builds run it; TSan aborts a child that starts threads. */
 	printf("# SKIP rwsem_survives_fork_with_readers_running, "
-	       "rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns: ThreadSanitizer "
+	       "rwsem_exit_without_a_timer_thread_needs_none: ThreadSanitizer "
 	       "does not support threads started after a multi-threaded fork\n");
 #else
 	RUN_TEST(rwsem_survives_fork_with_readers_running);
-	RUN_TEST(rwsem_exit_without_a_timer_thread_is_idle_when_unlock_returns);
+	RUN_TEST(rwsem_exit_without_a_timer_thread_needs_none);
 #endif
 	return 0;
 }

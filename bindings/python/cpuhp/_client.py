@@ -21,7 +21,7 @@ from typing import TypeVar
 from ._cpuset import CPUs
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms
 from ._session import (DEFAULT_SOCKET, SOCKET_ENV, Call, Session, force_ms, identity,
-                       lease_args, run_callback, set_online_args, socket_path)
+                       lease_args, run_callbacks, set_online_args, socket_path)
 from ._states import State
 from ._types import (CpuInfo, CpuResult, Event, EventsLost, Freeze, FreezeInfo, HotplugCancelled,
                      HotplugFinished, HotplugInfo, HotplugPending, HotplugResult, HotplugStarted,
@@ -101,8 +101,7 @@ class Client:
     def _run_notices(self) -> None:
         while True:
             calls, fds = self._s.runner_step()
-            for callback, lease, ev in calls:
-                run_callback(callback, lease, ev)
+            run_callbacks(calls)
             if fds is None:
                 return
             _wait_readable(fds)
@@ -150,15 +149,20 @@ class Client:
         on the Client (close() from another thread wakes it with
         ECANCELED): *begin* it on the handle, wait in poll() until it is
         done, read its result with *end*."""
-        with self._s.using() as use:
-            call = begin(use.c)
-            try:
-                while not call.done():
-                    _wait_readable([call.fileno(), self._s.closed_fd])
-                    self._s.check_open()  # before the call, which close() may have freed
-                return end(call)
-            finally:
-                call.close()
+        call = None
+        try:
+            with self._s.using() as use:
+                call = begin(use.c)
+                try:
+                    while not call.done():
+                        _wait_readable([call.fileno(), self._s.closed_fd])
+                        self._s.check_open()  # before the call, which close() may have freed
+                    return end(call)
+                finally:
+                    call.close()
+        except BaseException:
+            self._s.drop_call(call)  # what it got, if the result never got out
+            raise
 
     def register_state(self, name: str, startup: Callable[[int], object] | None = None,
                        teardown: Callable[[int], object] | None = None, priority: int = 0,
@@ -239,13 +243,21 @@ class Client:
 
             with client.lease(on_pending=lambda lease, ev: lease.release()):
                 ...                    # may end early: the lease is gone then
+
+        No exception leaves the lease held (see Lease); keep the Lease for as
+        long as you mean to hold it: dropped unreleased, it is released (with
+        a ResourceWarning).
         """
         ms, ident = lease_args(timeout, who, why)
         lease = self._s.lease_now(ms, ident)
         if lease is None:
             lease = self._call(lambda c: self._s.lease_begin(c, ms, ident), self._s.lease_end)
         if on_pending is not None:
-            lease.on_pending = on_pending
+            try:
+                lease.on_pending = on_pending
+            except BaseException:
+                lease._give_up()  # not returned: nobody else would end it
+                raise
         return lease
 
     def freeze(self, *, who: str | None = None, why: str | None = None) -> Freeze:
@@ -260,7 +272,8 @@ class Client:
         meanwhile.  A signal ends that wait (Ctrl-C: KeyboardInterrupt), and
         close() from another thread ends it with OSError ECANCELED; either
         gives the request up: no freeze comes of it.  The freeze is held on
-        a connection of its own, which ends with this Client.  Root or
+        a connection of its own, which ends with this Client (or with the
+        Freeze, dropped unthawed).  Root or
         cpuhpd's admin group only (PermissionError).  *who*, *why*: as for
         lease(), for leases() and the refusals' message (else the Client's
         names)."""

@@ -19,14 +19,17 @@ here run without the GIL and are answered by the daemon at once.
 """
 from __future__ import annotations
 
+import _thread
 import collections
 import contextlib
 import errno
 import grp
+import inspect
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ._cpuhp import lib as _locklib
 from ._cpuhp_client import ffi, lib
@@ -250,7 +253,7 @@ def _status(out) -> Status:
         restart_grace_ms=int(out.restart_grace_ms))
 
 
-def run_callback(callback: Callable[..., object], lease: Lease, ev: Event) -> object:
+def _run_callback(callback: Callable[..., object], lease: Lease, ev: Event) -> object:
     """An on_pending callback: its result, or None after an exception,
     which is reported as a thread's would be (it must not end the runner)."""
     try:
@@ -263,12 +266,31 @@ def run_callback(callback: Callable[..., object], lease: Lease, ev: Event) -> ob
         return None
 
 
+def run_callbacks(calls: list[tuple]) -> list[Any]:
+    """The on_pending calls a runner step took, made, *calls* emptied as
+    they are: the runner refers to no Lease while it waits for the next
+    step (a Lease dropped unreleased ends when collected).  Return: the
+    awaitables they returned."""
+    out: list[Any] = []
+    while calls:
+        result = _run_callback(*calls.pop(0))
+        if inspect.isawaitable(result):
+            out.append(result)
+    return out
+
+
 def _drain(fd: int) -> None:
     try:
         while os.read(fd, 4096):
             pass
     except BlockingIOError:
         pass
+
+
+# What a Session's leases and freezes are held in (grant.h): allocated with
+# their finaliser in one step, so that no exception comes between.
+_new_grants = ffi.new_allocator(lib.cpuhp_py_alloc, lib.cpuhp_py_grants_free)
+_new_grant = ffi.new_allocator(lib.cpuhp_py_alloc, lib.cpuhp_py_grant_free)
 
 
 def _call_error(call_p, rc: int) -> OSError:
@@ -280,15 +302,27 @@ class Call:
     a connection of its own), then read until done once its socket is
     readable.  Closing it before it is done gives the request up: the
     daemon drops a waiting lease acquire and cancels a hotplug that is not
-    running yet."""
+    running yet.
 
-    __slots__ = ('_p', '_owner')
+    It is begun into a slot made before (grant.h), which cffi frees with
+    the call when the Call is dropped: no exception comes between the
+    begin and the Call that owns what it began.  A lease or freeze call
+    records what it gets in *grant* (a struct cpuhp_py_grant) as done()
+    reads it."""
 
-    def __init__(self, p, owner) -> None:
-        self._p = ffi.gc(p, lib.cpuhp_client_call_free)
+    __slots__ = ('slot', '_owner', 'grant')
+
+    def __init__(self, owner, grant=None) -> None:
+        #: Where the begin puts the call (its ``out``).
+        self.slot = ffi.gc(ffi.new('struct cpuhp_client_call **'), lib.cpuhp_py_call_free)
         # The handle it was begun on: it must outlive the call (a lease
         # the call gets joins that handle's table).
         self._owner = owner
+        self.grant = grant
+
+    @property
+    def _p(self):
+        return self.slot[0]
 
     def fileno(self) -> int:
         """The socket to wait on while done() says False."""
@@ -297,7 +331,7 @@ class Call:
     def done(self) -> bool:
         """Read what arrived, without waiting: False while the answer is to
         come; True when it is in; its error raised when it failed."""
-        rc = lib.cpuhp_client_call_done(self._p)
+        rc = lib.cpuhp_py_call_done(self.slot, ffi.NULL if self.grant is None else self.grant)
         if rc == -errno.EINPROGRESS:
             return False
         if rc < 0:
@@ -314,9 +348,7 @@ class Call:
         return out
 
     def close(self) -> None:
-        if self._p is not None:
-            ffi.release(self._p)  # cpuhp_client_call_free() now
-            self._p = None
+        lib.cpuhp_py_call_free(self.slot)
 
 
 class Use:
@@ -354,6 +386,10 @@ class Session:
         self._uses: set[Use] = set()
         self._left = threading.Condition(self.lock)
         self._closing = None
+        # The leases and freezes dropped while held (grant.h), ended on the
+        # next call: made before the connection, which may hold some.
+        self._grants = _new_grants('struct cpuhp_py_grants *')
+        lib.cpuhp_py_grants_init(self._grants)
         # Readable once close() began: every wait inside a call polls it too.
         self._closed_r = self._closed_w = -1
         self._fast = False  # the handle takes fast leases (known after its first lease)
@@ -363,8 +399,10 @@ class Session:
         # Leases with an on_pending callback (under lock), the calls due
         # (run by the client's runner: a thread, or a task in the loop),
         # the events the runner read off the socket for next_event(), and
-        # the runner's wake-up pipe.
-        self._callbacks: dict[Lease, Callable[..., object]] = {}
+        # the runner's wake-up pipe.  Weak: a Lease dropped unreleased ends
+        # (_types._Held), its callback or not.
+        self._callbacks: weakref.WeakKeyDictionary[Lease, Callable[..., object]] = \
+            weakref.WeakKeyDictionary()
         self._calls: collections.deque = collections.deque()
         self._queued: collections.deque[Event] = collections.deque()
         self._queued_lost = 0
@@ -437,6 +475,7 @@ class Session:
         """Under self.lock, once closing and no call is in progress."""
         c, self._closing = self._closing, None
         ffi.release(c)  # runs cpuhp_client_close() now, once: the ffi.gc finalizer is off
+        lib.cpuhp_py_grants_close(self._grants)  # what the connection held ended with it
         for fd in (self._wake_r, self._wake_w, self._closed_r, self._closed_w):
             if fd >= 0:
                 os.close(fd)
@@ -451,10 +490,14 @@ class Session:
     # Short C calls hold self.lock around the call and the reading of its
     # message, so that the message is this call's even with threads sharing
     # the Session (the C library's own mutex covers only the call).
-    def handle(self):
-        """The C handle, under self.lock; ValueError once closed."""
+    def handle(self, reap: bool = True):
+        """The C handle, under self.lock; ValueError once closed.  What was
+        dropped while held and not ended yet ends first (unless the caller's
+        C call does that itself)."""
         if self._c is None:
             raise ValueError('operation on a closed cpuhp.Client')
+        if reap and lib.cpuhp_py_reap(self._grants, self._c):
+            self._kick()
         return self._c
 
     @staticmethod
@@ -488,26 +531,54 @@ class Session:
         """A call in progress, for a block that waits outside the lock: its
         handle (use.c) stays valid until the block ends, and if close()
         comes meanwhile the block raises ECANCELED."""
-        with self.lock:
-            use = Use(self.handle())
-            if self._closed_r < 0:
-                self._closed_r, self._closed_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-            self._uses.add(use)
+        use = None
+        collected = False
         try:
+            with self.lock:
+                use = Use(self.handle())
+                if self._closed_r < 0:
+                    self._closed_r, self._closed_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+                self._uses.add(use)
             yield use
             self.check_open()  # an answer that came with close() is not one
+        except GeneratorExit:
+            # Closed unfinished: an exception stopped the with statement's
+            # exit as it started, and this runs as the generator is
+            # collected, maybe in a section of this thread's under the lock.
+            collected = True
+            raise
         except OSError as e:
             # What close() did to the call (its wait ended) is its error, not the cause.
             if self._c is None and e.errno != errno.ECANCELED:
                 raise self.closed_error() from e
             raise
         finally:
-            with self.lock:
-                if use in self._uses:  # else close() cancelled it
-                    self._uses.remove(use)
-                    self._left.notify_all()
-                    if self._closing is not None and not self._uses:
-                        self._finish()
+            if use is not None and collected:
+                self._later(self._leave, use)
+            elif use is not None:
+                self._leave(use)
+
+    def _leave(self, use: Use) -> None:
+        with self.lock:
+            if use in self._uses:  # else close() cancelled it
+                self._uses.remove(use)
+                self._left.notify_all()
+                if self._closing is not None and not self._uses:
+                    self._finish()
+
+    def _later(self, fn: Callable[[object], None], arg: object) -> None:
+        """``fn(arg)``, which takes the lock, for a finaliser or an exception
+        on its way out: never waits for a lock this thread may hold.  Now if
+        the lock is free; else on a thread of its own that waits for it."""
+        if not self.lock.locked():
+            # Free a moment ago: whoever took it since only makes C calls
+            # that do not wait, and defers what it drops as this does.
+            fn(arg)
+            return
+        try:
+            _thread.start_new_thread(fn, (arg,))
+        except RuntimeError:
+            pass  # the interpreter is ending: so is the connection
 
     def _kick(self) -> None:
         """After a call on the handle's connection (under self.lock): it may
@@ -527,15 +598,19 @@ class Session:
             if rc < 0:
                 raise self.error(c, rc)
 
-    def _begin(self, c, begin: Callable[[object], int]) -> Call:
-        out = ffi.new('struct cpuhp_client_call **')
-        with self.lock:
-            self.check_open()
-            rc = begin(out)
-            self._kick()  # a first lease asks for the fast path on the handle's connection
-            if rc < 0:
-                raise self.error(c, rc)
-        return Call(out[0], c)
+    def _begin(self, c, begin: Callable[[object], int], grant=None) -> Call:
+        call = Call(c, grant)
+        try:
+            with self.lock:
+                self.check_open()
+                rc = begin(call.slot)
+                self._kick()  # a first lease asks for the fast path on the handle's connection
+                if rc < 0:
+                    raise self.error(c, rc)
+        except BaseException:
+            self.drop_call(call)
+            raise
+        return call
 
     def fileno(self) -> int:
         with self.lock:
@@ -572,54 +647,50 @@ class Session:
         self._short(lambda c: lib.cpuhp_client_list_cpus(c, out))
         return _cpu_list_freed(out[0])
 
+    # --- leases and freezes: each held in a record of grant.h from its C call on ---------
+
+    def _grant(self, freeze: bool):
+        """A record for one lease or freeze, holding nothing yet."""
+        g = _new_grant('struct cpuhp_py_grant *')
+        lib.cpuhp_py_grant_init(g, self._grants, freeze)
+        return g
+
     def lease_now(self, ms: int, ident: tuple | None) -> Lease | None:
         """A fast lease taken at once, or None: a lease with names of its own
         (*ident*), a socket lease (no fast path), or a wait (a hotplug in the
         way and *ms* not 0) is an asynchronous call.  The common case,
         without the asynchronous call's allocations."""
-        if ident is not None:
-            return None
-        out = ffi.new('uint64_t *')
-        with self.lock:
-            c = self.handle()
-            if not self._fast:
-                rc = lib.cpuhp_client_fast_path(c)  # the first time, a round trip on c
-                self._kick()
-                if rc < 0:
-                    raise self.error(c, rc)
-                self._fast = rc == 1  # once granted, for the handle's life
-                if not self._fast:
-                    return None
-            rc = lib.cpuhp_client_lease_acquire(c, 0, out)  # never waits
-            if rc == -errno.EAGAIN and ms:
-                return None
-            if rc < 0:
-                raise self.error(c, rc)
-        return Lease(self._owner(), int(out[0]), self)
+        if ident is None:
+            grant = self._grant(False)
+            try:
+                with self.lock:
+                    c = self.handle(reap=False)  # cpuhp_py_lease_now() reaps
+                    if not self._fast:
+                        rc = lib.cpuhp_client_fast_path(c)  # the first time, a round trip on c
+                        self._kick()
+                        if rc < 0:
+                            raise self.error(c, rc)
+                        self._fast = rc == 1  # once granted, for the handle's life
+                    if self._fast:
+                        rc = lib.cpuhp_py_lease_now(c, grant)  # never waits
+                        if rc < 0 and (rc != -errno.EAGAIN or not ms):
+                            raise self.error(c, rc)
+                if grant.held:
+                    return Lease(self._owner(), grant, self)
+            except BaseException:
+                self.drop(grant)  # maybe taken, its rc unseen
+                raise
+        return None
 
     def lease_begin(self, c, ms: int, ident: tuple | None) -> Call:
-        if ident is None:
-            return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_begin(c, ms, out))
-        return self._begin(c, lambda out: lib.cpuhp_client_lease_acquire_as_begin(c, ms, *ident,
-                                                                                  out))
+        named = ident is not None
+        who, why = ident if named else (ffi.NULL, ffi.NULL)
+        grant = self._grant(False)
+        return self._begin(c, lambda out: lib.cpuhp_py_lease_begin(c, ms, named, who, why, out,
+                                                                   grant), grant)
 
     def lease_end(self, call: Call) -> Lease:
-        return Lease(self._owner(),
-                     int(call.result('uint64_t *', lib.cpuhp_client_call_lease_acquire)[0]), self)
-
-    def release(self, lease: Lease) -> None:
-        """Lease.release(): once, whichever thread comes first (an on_pending
-        callback may release while the lease's ``with`` block still runs)."""
-        with self.lock:
-            if lease.released:
-                return
-            lease.released = True
-            self._callbacks.pop(lease, None)
-            if self._c is None:
-                return  # closed: the lease ended with the connection
-            rc = lib.cpuhp_client_lease_release(self._c, lease.id)
-            if rc < 0:
-                raise self.error(self._c, rc)
+        return Lease(self._owner(), call.grant, self)
 
     # --- on_pending callbacks: noted where events are read, run by the client's runner --
 
@@ -648,7 +719,8 @@ class Session:
         if not isinstance(ev, HotplugPending) or not self._callbacks:
             return
         for lease, callback in self._callbacks.items():
-            self._calls.append((callback, lease, ev))
+            if not lease.released:  # given up by an exception, not yet collected
+                self._calls.append((callback, lease, ev))
         try:
             os.write(self._run_w, b'!')
         except BlockingIOError:
@@ -690,21 +762,50 @@ class Session:
         return self._closed_r
 
     def freeze_begin(self, c, who, why) -> Call:
-        return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out))
+        return self._begin(c, lambda out: lib.cpuhp_client_freeze_begin(c, who, why, out),
+                           self._grant(True))
 
     def freeze_end(self, call: Call) -> Freeze:
-        return Freeze(self._owner(),
-                      int(call.result('uint64_t *', lib.cpuhp_client_call_freeze)[0]), self)
+        return Freeze(self._owner(), call.grant, self)
 
-    def thaw(self, freeze_id: int) -> None:
-        """Freeze.thaw()."""
-        with self.lock:
-            if self._c is None:
-                return  # closed: the freeze ended with the connection
-            rc = lib.cpuhp_client_thaw(self._c, freeze_id)
+    def _end_locked(self, grant, holder: object = None) -> int:
+        """Under self.lock: end what *grant* holds, once (its *holder*'s
+        on_pending with it); the C call's rc."""
+        if holder is not None:
+            self._callbacks.pop(holder, None)  # type: ignore[call-overload]
+        c = self._c  # None once closed: what it held ended with the connection
+        rc = lib.cpuhp_py_end(ffi.NULL if c is None else c, grant)
+        if c is not None and grant.freeze:
             self._kick()
-            if rc < 0:
+        return rc
+
+    def end(self, grant, holder: object) -> None:
+        """Lease.release(), Freeze.thaw(): once, whichever thread comes first
+        (an on_pending callback may release while the lease's ``with`` block
+        still runs)."""
+        with self.lock:
+            rc = self._end_locked(grant, holder)
+            if rc < 0 and rc != -errno.ENOLCK:
                 raise self.error(self._c, rc)
+
+    def drop(self, grant) -> None:
+        """End what *grant* still holds, for an exception on its way out or a
+        finaliser (see _later(); if even that fails, the record's finaliser
+        makes it an orphan, which the Client's next call ends)."""
+        if grant.held:
+            self._later(self._end_quietly, grant)
+
+    def _end_quietly(self, grant) -> None:
+        with self.lock:
+            self._end_locked(grant)  # its error is nobody's to hear
+
+    def drop_call(self, call: Call | None) -> None:
+        """Give *call* up (if begun), and end what it got, for an exception on
+        its way out of a client's call."""
+        if call is not None:
+            call.close()
+            if call.grant is not None:
+                self.drop(call.grant)
 
     def status(self) -> Status:
         out = ffi.new('struct cpuhp_client_status *')

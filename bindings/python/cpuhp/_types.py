@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -370,6 +371,57 @@ class LeasesLost(Event):
 
 
 
+class _Held:
+    """What Lease and Freeze share: a lease or a freeze held in *grant*, a
+    record (grant.h) whose C call took it, and which the one that ends it
+    clears, so that no exception between two Python statements loses it.
+    Dropped while it still holds it (an exception stopped the with block's
+    end as it started, or nobody ended it), it ends it: at once unless the
+    Client's lock is held (then as soon as that is let go), or, if even
+    this finaliser was stopped, at the Client's next call.  Collected
+    unended, it says so with a ResourceWarning, as an unclosed file does."""
+
+    def __init__(self, client: object, grant: object, session: Session) -> None:
+        self.client = client
+        self._session = session
+        self._grant = grant  # last: __del__ looks at it, and then at the rest
+
+    @property
+    def id(self) -> int:
+        """The daemon's number for it."""
+        return int(self._grant.id)  # type: ignore[attr-defined]
+
+    def _end(self) -> None:
+        if self._grant.held:  # type: ignore[attr-defined]
+            self._session.end(self._grant, self)
+
+    def _give_up(self) -> None:
+        """End what it still holds, for an exception on its way out (of a
+        with statement, or of the call that took it)."""
+        self._session.drop(self._grant)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            _end_on_exit(self._end, exc_type)
+        except BaseException:
+            # Maybe raised before the end began: what is still held ends now.
+            self._give_up()
+            raise
+
+    def __del__(self) -> None:
+        grant = getattr(self, '_grant', None)  # None: __init__ stopped (whoever made it ends it)
+        if grant is None or not grant.held:
+            return
+        what = repr(self)
+        try:
+            self._session.drop(self._grant)
+        finally:
+            # After the drop: a warnings filter may make this raise.
+            warnings.warn(f'{what} was collected unended: ended now', ResourceWarning,
+                          source=self)
+
+
 def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) -> None:
     """A with block's end for a lease or a freeze: *end* it.  If the
     connection failed, what it held died with it: say so only if nothing
@@ -381,7 +433,7 @@ def _end_on_exit(end: Callable[[], None], exc_type: type[BaseException] | None) 
             raise
 
 
-class Lease:
+class Lease(_Held):
     """A reader lease from cpuhpd: the set of online CPUs does not change
     until it is released, or its Client is closed, or its process dies (or,
     for a delay lease, until cpuhpd revokes it: see Client(delay=...)).
@@ -391,18 +443,23 @@ class Lease:
     block (its daemon went away: ConnectionResetError; revoked: ETIME;
     bypassed: ESTALE), the exit raises that error, unless the block is
     already raising an exception of its own.
+
+    No exception leaves it held, Ctrl-C's KeyboardInterrupt included: not
+    one raised while it is taken (with or without ``with``), nor one raised
+    as the with block ends.  A Lease dropped unreleased is released, with a
+    ResourceWarning.
     """
 
-    def __init__(self, client: object, lease_id: int, session: Session) -> None:
-        #: The cpuhp.Client (or cpuhp.aio.Client) it was taken on.
-        self.client = client
-        #: The daemon's number for this lease.
-        self.id = lease_id
-        self.released = False
-        self._session = session
+    #: The cpuhp.Client (or cpuhp.aio.Client) it was taken on.
+    client: object
 
     def __repr__(self) -> str:
         return f'<cpuhp.Lease id={self.id} {"released" if self.released else "held"}>'
+
+    @property
+    def released(self) -> bool:
+        """release() was called (or the Lease was given up)."""
+        return not self._grant.held  # type: ignore[attr-defined]
 
     @property
     def on_pending(self) -> Callable[..., object] | None:
@@ -428,49 +485,38 @@ class Lease:
         CPUs may have changed while it was believed held.  OSError ETIME
         (revoked) and ESTALE (bypassed) say the same of a lease that cpuhpd
         ended or could not protect."""
-        self._session.release(self)
+        self._end()
 
     def __enter__(self) -> Lease:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        _end_on_exit(self.release, exc_type)
 
-
-class Freeze:
+class Freeze(_Held):
     """A hotplug freeze from Client.freeze(): until it is thawed, or its
     Client is closed, or its process dies, every new hotplug fails at once
     (OSError with errno EBUSY) with a message naming its holder; leases are
     still granted.
 
     A context manager: ``with client.freeze(): ...`` thaws on the way out,
-    exceptions included.
+    exceptions included.  As for a Lease, no exception leaves it held, and
+    a Freeze dropped unthawed is thawed.
     """
 
-    def __init__(self, client: object, freeze_id: int, session: Session) -> None:
-        #: The cpuhp.Client (or cpuhp.aio.Client) it was taken on.
-        self.client = client
-        #: The daemon's number for this freeze.
-        self.id = freeze_id
-        self.thawed = False
-        self._session = session
+    #: The cpuhp.Client (or cpuhp.aio.Client) it was taken on.
+    client: object
 
     def __repr__(self) -> str:
         return f'<cpuhp.Freeze id={self.id} {"thawed" if self.thawed else "held"}>'
 
+    @property
+    def thawed(self) -> bool:
+        """thaw() was called (or the Freeze was given up)."""
+        return not self._grant.held  # type: ignore[attr-defined]
+
     def thaw(self) -> None:
         """End the freeze.  Does nothing if it already ended (thawed, or its
         Client closed)."""
-        if self.thawed:
-            return
-        self.thawed = True
-        self._session.thaw(self.id)
+        self._end()
 
     def __enter__(self) -> Freeze:
         return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        _end_on_exit(self.thaw, exc_type)
-

@@ -41,7 +41,6 @@ OSError subclasses), and the arguments are those of ``cpuhp.Client``.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator
@@ -59,7 +58,7 @@ if not HAVE_CLIENT:
 from ._cpuset import CPUs  # noqa: E402
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
 from ._session import (Call, Session, force_ms, identity, lease_args,  # noqa: E402
-                       run_callback, set_online_args)
+                       run_callbacks, set_online_args)
 from ._states import State  # noqa: E402
 from ._types import (CpuInfo, Event, Freeze, HotplugPending, HotplugResult,  # noqa: E402
                      Lease, LeaseList, Status)
@@ -204,10 +203,8 @@ class Client:
         loop = asyncio.get_running_loop()
         while True:
             calls, fds = self._s.runner_step()
-            for callback, lease, ev in calls:
-                result = run_callback(callback, lease, ev)
-                if inspect.isawaitable(result):
-                    loop.create_task(result)
+            for awaitable in run_callbacks(calls):
+                loop.create_task(awaitable)
             if fds is None:
                 return
             await self._readers.wait(fds)
@@ -263,14 +260,19 @@ class Client:
         """One asynchronous call of libcpuhp-client, counted as in progress
         on the Client (close() from anywhere wakes it with ECANCELED):
         *begin* it on the handle, await it, read its result with *end*."""
-        with self._s.using() as use:
-            call = begin(use.c)
-            use.cancel = lambda: self._cancel(call)
-            try:
-                await self._done(call)
-                return end(call)
-            finally:
-                call.close()
+        call = None
+        try:
+            with self._s.using() as use:
+                call = begin(use.c)
+                use.cancel = lambda: self._cancel(call)
+                try:
+                    await self._done(call)
+                    return end(call)
+                finally:
+                    call.close()
+        except BaseException:
+            self._s.drop_call(call)  # what it got, if the result never got out
+            raise
 
     def lease(self, timeout: float | None = None, *, who: str | None = None,
               why: str | None = None,
@@ -312,7 +314,11 @@ class Client:
             lease = await self._call(lambda c: self._s.lease_begin(c, ms, ident),
                                      self._s.lease_end)
         if on_pending is not None:
-            lease.on_pending = on_pending
+            try:
+                lease.on_pending = on_pending
+            except BaseException:
+                lease._give_up()  # not returned: nobody else would end it
+                raise
         return lease
 
     def freeze(self, *, who: str | None = None,

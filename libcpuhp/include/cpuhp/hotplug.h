@@ -50,7 +50,8 @@ CPUHP_EXPORT void cpuhp_put_online_cpus(void);
  * cpuhp_hotplug_begin() - start changing the set of online CPUs.
  *
  * Waits until no thread holds cpuhp_get_online_cpus(); one writer at a time.
- * The process's first begin also starts the library's timer thread.
+ * Without membarrier, the process's first begin also starts the library's
+ * timer thread (cpuhp_rwsem_write_unlock()).
  * Context: may block; not while this thread holds cpuhp_get_online_cpus().
  * Not a cancellation point: a cancel is acted on after the call returns,
  * with the hotplug begun (end it in a cleanup handler).  Not

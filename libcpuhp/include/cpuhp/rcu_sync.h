@@ -28,9 +28,10 @@
  *
  * The callback is queued only by PASSED -> EXIT (and by itself), so exactly
  * one is pending while the state is EXIT or REPLAY and none otherwise.
- * A cpuhp_rwsem's own rcu_sync, where membarrier works, replaces the
- * callback with the end of an exit window and REPLAY's extra period with
- * the rest of that window (see rcu_sync.c).
+ * A cpuhp_rwsem's own rcu_sync, where membarrier works, needs no callback
+ * and no REPLAY: its last exit goes PASSED -> LINGER, which the next enter
+ * moves back to PASSED and a reader on the slow path ends in IDLE (see
+ * rcu_sync.c).
  *
  * fork(): the same rule as a cpuhp_rwsem's.  Call fork() while no other
  * thread is between enter and exit; the child then has a working object.
@@ -39,7 +40,11 @@
  * was waiting for its grace period counts as passed, and its count keeps
  * that thread's enter, which nothing can exit in the child: readers stay on
  * the slow path there, and cpuhp_rcu_sync_free() forgives the enters that
- * were counted at the fork.
+ * were counted at the fork.  A fork() waits for a grace period that
+ * another thread's enter (or the library's timer thread) is waiting, so
+ * that the child never inherits liburcu's grace-period or registry mutex
+ * held: so do not call fork() inside cpuhp_rcu_read_lock(), which such a
+ * grace period would wait for.
  *
  * Threads, cancellation and signals: rwsem.h's rules.  Only threads made by
  * pthread_create() (or the main thread); no call is a cancellation point
@@ -62,7 +67,7 @@ struct cpuhp_rcu_sync;
  * cpuhp_rcu_sync_new() - allocate an idle rcu_sync.
  * @out: receives the new object on success; untouched on failure.
  *
- * The object is one allocation of 176 bytes (the 152 that each
+ * The object is one allocation of 160 bytes (the 136 that each
  * cpuhp_rwsem embeds, and its place in the fork handlers' list); making
  * it takes no lock but that list's and cannot fail otherwise.
  *

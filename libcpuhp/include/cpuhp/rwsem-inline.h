@@ -76,7 +76,7 @@ static inline long *cpuhp__inline_slot(struct cpuhp_rwsem *sem)
 
 static inline bool cpuhp__inline_idle(struct cpuhp_rwsem *sem)
 {
-	/* I (acquire): a reader sees what the last writer did (window_end_locked()). */
+	/* I (acquire): a reader sees what the last writer did (linger_end_locked()). */
 	return __atomic_load_n((int *)(void *)((char *)sem + CPUHP__RWSEM_STATE_OFFSET),
 	                       __ATOMIC_ACQUIRE) == 0;
 }
@@ -105,7 +105,9 @@ static inline void cpuhp__inline_unlock(struct cpuhp_rwsem *sem, long *c)
 		/*
 		 * H, unlock half, and B: the release orders our section before a
 		 * writer that sums this decrement (C).  A copy of rwsem.c's fenced
-		 * cpuhp_rwsem_read_unlock().
+		 * cpuhp_rwsem_read_unlock().  K: no fence before the slow half's
+		 * load of ->wwait; a writer about to sleep for us issues a
+		 * membarrier instead (wait_for_readers()).
 		 */
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) - 1, __ATOMIC_RELEASE);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -182,8 +182,9 @@ CPUHP_EXPORT void cpuhp_rwsem_read_disown(struct cpuhp_rwsem *sem);
  * Not a cancellation point: a cancel is acted on after the call returns,
  * with the lock held.  Not async-signal-safe.
  * O(threads that have used @sem or a lock of its 64-lock group): see above.
- * The process's first writer also starts the library's timer thread, which
- * every unlock uses (once: tens of microseconds).
+ * Without membarrier (see cpuhp_rwsem_write_unlock()), the process's first
+ * writer also starts the library's timer thread, which every unlock uses
+ * (once: tens of microseconds).
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_lock(struct cpuhp_rwsem *sem);
 
@@ -208,21 +209,22 @@ CPUHP_EXPORT int cpuhp_rwsem_write_lock_timeout(struct cpuhp_rwsem *sem, unsigne
  *
  * Every reader waiting at this moment is let in before the next writer.
  * Readers stay on the slow path a while longer, which lets back-to-back
- * writers skip leaving the idle state again: where membarrier works, for a
- * window of about nine times what leaving it costs a writer (tens to
- * hundreds of microseconds, at most ~11 ms), or, where writers come rarer
- * than that, until the first reader on the slow path after one such cost
- * (the unlock then arms no timer; the window lasts while no reader reads);
- * otherwise for about 1 ms and a grace period, which the library's timer
- * thread waits.
+ * writers skip leaving the idle state again.  Where membarrier works, the
+ * unlock makes no system call and arms nothing: the first reader on the
+ * slow path after an eighth of what leaving the idle state costs a writer
+ * (microseconds) takes readers back to the fast path, or, where writers
+ * come so often that this would cost them more than a sixteenth of their
+ * time, once they have earned that back (tens to hundreds of
+ * microseconds); a writer that comes first, or while nobody reads, skips
+ * the membarrier.  Otherwise readers stay slow for about 1 ms and a grace
+ * period, which the library's timer thread waits.
  * Context: the thread that took the write lock.  Never blocks, except in one
- * rare case: where that timer thread cannot be created (no thread can be:
- * RLIMIT_NPROC, address space exhausted), with membarrier the window ends
- * at once (readers go fast again at once, and the next writer pays the
- * membarrier again), and without membarrier the unlock waits the grace
- * period itself (microseconds with idle readers; as long as the longest
- * cpuhp_rcu_read_lock() section running).  It never fails or aborts.  Not
- * a cancellation point (not even in that rare wait); not async-signal-safe.
+ * rare case: without membarrier, where that timer thread cannot be created
+ * (no thread can be: RLIMIT_NPROC, address space exhausted), the unlock
+ * waits the grace period itself (microseconds with idle readers; as long as
+ * the longest cpuhp_rcu_read_lock() section running).  It never fails or
+ * aborts.  Not a cancellation point (not even in that rare wait); not
+ * async-signal-safe.
  */
 CPUHP_EXPORT void cpuhp_rwsem_write_unlock(struct cpuhp_rwsem *sem);
 
