@@ -116,6 +116,9 @@ struct cpuhp_client {
 
 	struct sockaddr_un sa; /* the daemon's address, for those connections */
 
+	/* cpuhp_client_persist(), under ->lock: hotplug requests change the plan too. */
+	bool persist;
+
 	/*
 	 * cpuhp_client_close() while other threads wait in calls on the handle
 	 * (life.c): the calls that may block count themselves in ->users, and
