@@ -16,6 +16,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
+
+extern char **environ;
 
 static void states_usage(FILE *f)
 {
@@ -225,6 +229,67 @@ static int wait_child(pid_t pid, unsigned ms)
 	return timed_out ? -ETIMEDOUT : status;
 }
 
+/* The hook's variables, set for each call; anything else of ours is passed on. */
+static const char *const hook_vars[] = {
+    "CPUHP_CPU=", "CPUHP_PHASE=", "CPUHP_STATE=", "CPUHP_EXTERNAL=", "CPUHP_ROLLBACK="};
+#define HOOK_NVARS (sizeof(hook_vars) / sizeof(hook_vars[0]))
+
+static bool is_hook_var(const char *entry)
+{
+	for (size_t i = 0; i < HOOK_NVARS; i++)
+		if (!strncmp(entry, hook_vars[i], strlen(hook_vars[i])))
+			return true;
+	return false;
+}
+
+/*
+ * Start `sh -c @cmd sh CPU` for @call: posix_spawn() (a vfork, not a copy of
+ * our memory), in a process group of its own so that a deadline kills what
+ * it started too, with the signals we catch or ignore back at their
+ * defaults and none blocked.  Return: 0 with *@pid, or a positive errno.
+ */
+static int spawn_hook(const struct hook *h, const char *cmd,
+                      const struct cpuhp_client_state_call *call, const char *cpu, pid_t *pid)
+{
+	char vals[HOOK_NVARS][96], **env;
+	char *argv[] = {"sh", "-c", (char *)cmd, "sh", (char *)cpu, NULL};
+	const char *v[HOOK_NVARS] = {cpu, call->teardown ? "teardown" : "startup", h->name,
+	                             call->external ? "1" : "0", call->rollback ? "1" : "0"};
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	size_t n = 0, k = 0;
+	int err;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + HOOK_NVARS + 1, sizeof(*env));
+	if (!env)
+		return ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!is_hook_var(environ[i]))
+			env[k++] = environ[i];
+	for (size_t i = 0; i < HOOK_NVARS; i++) {
+		snprintf(vals[i], sizeof(vals[i]), "%s%s", hook_vars[i], v[i]);
+		env[k++] = vals[i];
+	}
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGINT);
+	sigaddset(&dfl, SIGTERM);
+	sigaddset(&dfl, SIGPIPE);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+	                                    POSIX_SPAWN_SETSIGMASK);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setsigdefault(&attr, &dfl);
+	posix_spawnattr_setsigmask(&attr, &none);
+	/* The hook's pipe and sockets are close-on-exec: sh gets none of them. */
+	err = posix_spawn(pid, "/bin/sh", NULL, &attr, argv, env);
+	posix_spawnattr_destroy(&attr);
+	free(env);
+	return err;
+}
+
 /* Run @cmd for @call.  Return: 0 on exit status 0, else a negative errno with call->message. */
 static int run_hook(const struct hook *h, const char *cmd, struct cpuhp_client_state_call *call)
 {
@@ -241,31 +306,11 @@ static int run_hook(const struct hook *h, const char *cmd, struct cpuhp_client_s
 	}
 	snprintf(cpu, sizeof(cpu), "%u", call->cpu);
 	fflush(stdout);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(call->message, sizeof(call->message), "cpuhpctl state %s: fork: %s",
-		         h->name, strerror(errno));
-		return -errno;
-	}
-	if (pid == 0) {
-		sigset_t none;
-
-		/* Its own group, so that a deadline kills what it started too. */
-		setpgid(0, 0);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		close(hook_pipe[0]);
-		close(hook_pipe[1]);
-		setenv("CPUHP_CPU", cpu, 1);
-		setenv("CPUHP_PHASE", phase, 1);
-		setenv("CPUHP_STATE", h->name, 1);
-		setenv("CPUHP_EXTERNAL", call->external ? "1" : "0", 1);
-		setenv("CPUHP_ROLLBACK", call->rollback ? "1" : "0", 1);
-		execl("/bin/sh", "sh", "-c", cmd, "sh", cpu, (char *)NULL);
-		_exit(127);
+	st = spawn_hook(h, cmd, call, cpu, &pid);
+	if (st) {
+		snprintf(call->message, sizeof(call->message),
+		         "cpuhpctl state %s: cannot run /bin/sh: %s", h->name, strerror(st));
+		return -st;
 	}
 	/*
 	 * cpuhpd gives up at the deadline D and sends this state's rollback,

@@ -64,13 +64,15 @@ struct cpuhpd_options {
 	bool no_netlink;
 	bool verbose;
 	enum cpuhpd_fast_mode fast_path;
-	unsigned max_lease_ms;        /* 0: leases may be held for ever (policy.h) */
-	unsigned max_leases_per_uid;  /* 0: no limit per non-admin uid */
-	unsigned max_delay_ms;        /* a delay lease's longest delay (revoke.h), at least 1 */
-	const char *metrics_file;     /* NULL: none */
-	unsigned metrics_interval_ms; /* rewrite it this often; 0: only after each hotplug */
-	unsigned fd_store_max;        /* 0: systemd's $FDSTORE (fdstore.h) */
-	unsigned restart_grace_ms;    /* grace.h */
+	unsigned max_lease_ms;          /* 0: leases may be held for ever (policy.h) */
+	unsigned max_leases_per_uid;    /* 0: no limit per non-admin uid */
+	unsigned max_delay_ms;          /* a delay lease's longest delay (revoke.h), at least 1 */
+	unsigned max_states_per_uid;    /* 0: no states for a non-admin uid (states.h) */
+	unsigned max_state_deadline_ms; /* a non-admin state's longest call deadline */
+	const char *metrics_file;       /* NULL: none */
+	unsigned metrics_interval_ms;   /* rewrite it this often; 0: only after each hotplug */
+	unsigned fd_store_max;          /* 0: systemd's $FDSTORE (fdstore.h) */
+	unsigned restart_grace_ms;      /* grace.h */
 	/* The configuration file and its drop-ins (the plan reads them again at a reload). */
 	const char *config_file;         /* NULL: none (the dispatch fuzzer) */
 	bool config_missing_ok;          /* the default file, which may be missing */

@@ -15,6 +15,7 @@
 #include "core/conn.h"
 #include "leases/delay.h"
 #include "hotplug/hotplug.h"
+#include "states/states.h"
 #include "config.h"
 #include "options.h"
 
@@ -81,6 +82,13 @@ static void usage(FILE *f)
 	    "  --max-leases-per-uid N a uid neither root nor in --admin-group may hold or\n"
 	    "                         wait for N leases at most, EDQUOT beyond; 0: no\n"
 	    "                         limit (default 0); no fast path for such uids then\n"
+	    "  --max-states-per-uid N a uid neither root nor in --admin-group may register N\n"
+	    "                         hotplug states at most (each can veto or hold up\n"
+	    "                         every hotplug), EDQUOT beyond; 0: none at all\n"
+	    "                         (default 0: states are for root and --admin-group)\n"
+	    "  --max-state-deadline-ms MS\n"
+	    "                         the longest deadline per call such a uid's state may\n"
+	    "                         ask (default %u; its default is this if lower)\n"
 	    "  --metrics-file PATH    keep PATH up to date with cpuhpd's metrics in the\n"
 	    "                         Prometheus text format (written whole, then renamed\n"
 	    "                         into place: for node_exporter's textfile collector,\n"
@@ -112,8 +120,9 @@ static void usage(FILE *f)
 	    CPUHPD_ADMIT_MAX_CONNECTIONS, CPUHPD_ADMIT_RESERVED_CONNECTIONS,
 	    CPUHPD_ADMIT_MAX_CONNECTIONS_PER_UID, CPUHPD_ADMIT_MAX_BUFFERED >> 20,
 	    CPUHPD_ADMIT_MAX_BUFFERED_PER_UID >> 20, CPUHPD_ADMIT_CLIENT_TIMEOUT_MS,
-	    CPUHPD_MAX_DELAY_MS, CPUHPD_RESTART_GRACE_MS, CPUHPD_CONN_MAX_LEASES,
-	    CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED, CPUHPD_HOTPLUG_MAX_CPUS);
+	    CPUHPD_MAX_DELAY_MS, CPUHPD_STATES_USER_DEADLINE_MS, CPUHPD_RESTART_GRACE_MS,
+	    CPUHPD_CONN_MAX_LEASES, CPUHPD_CONN_MAX_PENDING, CPUHPD_CONN_MAX_QUEUED,
+	    CPUHPD_HOTPLUG_MAX_CPUS);
 }
 
 static int parse_uint(const char *opt, const char *s, int base, unsigned long max,
@@ -211,6 +220,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_TIMEOUT,
 		O_MAXLEASEMS,
 		O_MAXPERUID,
+		O_MAXSTATES,
+		O_STATEDEADLINE,
 		O_METRICS,
 		O_METRICS_INTERVAL,
 		O_FDSTORE,
@@ -239,6 +250,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"config", required_argument, NULL, O_CONFIG},
 	    {"max-lease-ms", required_argument, NULL, O_MAXLEASEMS},
 	    {"max-leases-per-uid", required_argument, NULL, O_MAXPERUID},
+	    {"max-states-per-uid", required_argument, NULL, O_MAXSTATES},
+	    {"max-state-deadline-ms", required_argument, NULL, O_STATEDEADLINE},
 	    {"max-delay-ms", required_argument, NULL, O_MAXDELAY},
 	    {"metrics-file", required_argument, NULL, O_METRICS},
 	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
@@ -293,6 +306,7 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	o->fast_path = CPUHPD_FAST_AUTO;
 	o->metrics_interval_ms = 10000;
 	o->restart_grace_ms = CPUHPD_RESTART_GRACE_MS;
+	o->max_state_deadline_ms = CPUHPD_STATES_USER_DEADLINE_MS;
 	o->max_delay_ms = CPUHPD_MAX_DELAY_MS;
 	while ((c = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -372,6 +386,22 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 			if (parse_uint("--max-leases-per-uid", optarg, 10, 1000000, &v))
 				return -1;
 			o->max_leases_per_uid = (unsigned)v;
+			break;
+		case O_MAXSTATES:
+			if (parse_uint("--max-states-per-uid", optarg, 10, CPUHPD_STATES_MAX, &v))
+				return -1;
+			o->max_states_per_uid = (unsigned)v;
+			break;
+		case O_STATEDEADLINE:
+			if (parse_uint("--max-state-deadline-ms", optarg, 10,
+			               CPUHPD_STATES_MAX_DEADLINE_MS, &v))
+				return -1;
+			if (!v) {
+				fprintf(stderr, "cpuhpd: --max-state-deadline-ms: 1 to %u, not 0\n",
+				        CPUHPD_STATES_MAX_DEADLINE_MS);
+				return -1;
+			}
+			o->max_state_deadline_ms = (unsigned)v;
 			break;
 		case O_MAXDELAY:
 			if (parse_uint("--max-delay-ms", optarg, 10, CPUHPD_MAX_DELAY_LIMIT_MS, &v))

@@ -12,10 +12,9 @@
  * requests read from now on are kept for the next daemon (dispatch.c), a
  * hotplug in the worker finishes (one still waiting for in-process readers
  * gives up with ECANCELED, "nothing was changed"), a state call in flight
- * is answered, replies are flushed (a client that does not read them for
- * a second is closed and taken out of the store: it sees EOF); then the
- * state text is written a last time and the process exits 0 without
- * closing anything.
+ * is answered or cut after CPUHPD_STATES_STOP_GRACE_MS, replies are flushed (a client that does not
+ * read them for a second is closed and taken out of the store: it sees EOF); then the state text is
+ * written a last time and the process exits 0 without closing anything.
  */
 #include <errno.h>
 

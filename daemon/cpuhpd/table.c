@@ -242,18 +242,17 @@ static const cpuhpd_start_fn serve[] = {
  * hotplugs first.
  */
 static const cpuhpd_daemon_fn stop[] = {
-    cpuhpd_fastpath_stop,
-    cpuhpd_server_stop,
-    cpuhpd_hotplug_cancel,
-    cpuhpd_lease_cancel_waiters,
-    cpuhpd_freeze_cancel,
-    cpuhpd_states_cancel,
-    NULL,
+    cpuhpd_fastpath_stop, cpuhpd_server_stop,   cpuhpd_hotplug_cancel, cpuhpd_lease_cancel_waiters,
+    cpuhpd_freeze_cancel, cpuhpd_states_cancel, cpuhpd_states_stop,    NULL,
 };
-/* A restart's stop: nothing is cancelled; only the hotplug in the worker ends. */
+/*
+ * A restart's stop: nothing is cancelled; only the hotplug in the worker
+ * ends, and state calls get a grace before they are cut.
+ */
 static const cpuhpd_daemon_fn handover[] = {
     cpuhpd_fastpath_stop,
     cpuhpd_hotplug_hold,
+    cpuhpd_states_stop,
     NULL,
 };
 /* The stop's end, the clients closed: the fast-path and worker threads are joined here. */

@@ -63,7 +63,7 @@ int cpuhp__call_begin(struct cpuhp_client *c, Cpuhp__Request *req, Cpuhp__Respon
 	if (!call)
 		return -ENOMEM;
 	/* Notices about what it holds go where @c reads them. */
-	ret = cpuhp__client_open(&c->sa, false, c->conn_id, &w);
+	ret = cpuhp__client_open(&c->sa, 0, c->conn_id, &w);
 	if (ret < 0) {
 		free(call);
 		return cpuhp__client_note(c, ret, "cannot connect to cpuhpd for this request");

@@ -119,6 +119,9 @@ struct cpuhp_client {
 	/* cpuhp_client_persist(), under ->lock: hotplug requests change the plan too. */
 	bool persist;
 
+	/* CPUHP_CLIENT_STATE_SHARED: the connection and thread its states share (hub.c). */
+	struct cpuhp__hub *hub; /* under fb_lock */
+
 	/*
 	 * cpuhp_client_close() while other threads wait in calls on the handle
 	 * (life.c): the calls that may block count themselves in ->users, and
@@ -170,13 +173,17 @@ int cpuhp__client_parse_cpus(struct cpuhp_client *c, const char *what, const cha
 
 /*
  * Connect to @sa and say hello: cpuhp_client_connect() once the path is
- * known.  Without @await_hello the Hello is only sent: the connection's
- * first await (cpuhp__client_hello_finish()) reads its reply, so that a
- * request may follow it at once (call.c).  @notices_to: the daemon's
- * number of the handle this connection is opened beside (its conn_id),
- * where notices about what this one holds go; 0: here.
+ * known.  @how: CPUHP__OPEN_AWAIT reads the Hello's reply now; without it
+ * the Hello is only sent, and the connection's first await
+ * (cpuhp__client_hello_finish()) reads its reply, so that a request may
+ * follow it at once (call.c).  CPUHP__OPEN_STATES: a connection for hotplug
+ * states, whose Hello says the client runs batches of calls (state.c).
+ * @notices_to: the daemon's number of the handle this connection is opened
+ * beside (its conn_id), where notices about what this one holds go; 0: here.
  */
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t notices_to,
+#define CPUHP__OPEN_AWAIT  (1u << 0)
+#define CPUHP__OPEN_STATES (1u << 1)
+int cpuhp__client_open(const struct sockaddr_un *sa, unsigned how, uint32_t notices_to,
                        struct cpuhp_client **out);
 
 /*
@@ -228,6 +235,23 @@ int cpuhp__client_send_all(struct cpuhp_client *c, const uint8_t *buf, size_t le
  *              else -ETIMEDOUT when it runs out.
  */
 int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out);
+
+/*
+ * cpuhp__client_read_ahead() - the next whole Response among the bytes read
+ * from the socket already, without reading it.  When it returns 0 every
+ * byte read is consumed (a frame's beginning is kept by the decoder), so
+ * that poll() on the socket sees whatever else there is.
+ * Return: 1 with *@out; 0 if none; a connection -errno.
+ */
+int cpuhp__client_read_ahead(struct cpuhp_client *c, Cpuhp__Response **out);
+
+/*
+ * cpuhp__client_fill() - one recvmsg() into the read-ahead, which must be
+ * consumed (cpuhp__client_read_ahead() returned 0).  @nonblock: do not
+ * wait (after poll() said readable).
+ * Return: 0; -EAGAIN (@nonblock, nothing there); a connection -errno.
+ */
+int cpuhp__client_fill(struct cpuhp_client *c, bool nonblock);
 
 /*
  * cpuhp__client_take_fds() - the @n descriptors that came with the reply
@@ -471,5 +495,61 @@ int cpuhp__client_deadlk(struct cpuhp_client *c);
 /* state.c: cpuhp_client_list_states() under ->lock, for cpus.c's listing too. */
 int cpuhp__client_list_states_locked(struct cpuhp_client *c, struct cpuhp_client_state_info **out,
                                      size_t *n);
+
+/* --- state.c and hub.c: hotplug states ---------------------------------------------- */
+
+struct cpuhp__hub;
+
+struct cpuhp_client_state {
+	struct cpuhp_client *conn; /* its own connection; NULL on a hub */
+	uint64_t id;
+	uint64_t reg_id; /* the RegisterState request: its StateCalls carry this id */
+	cpuhp_client_state_fn startup, teardown;
+	void *arg;
+	bool threaded;
+	/*
+	 * While registering: the CPUs whose startup ran and succeeded here and
+	 * were not torn down since.  A registration that fails on its
+	 * connection (closed under it, the daemon gone) tears them down here:
+	 * the daemon forgets the state with the connection and calls nothing.
+	 */
+	bool registering;
+	struct cpuhp_cpuset started;
+	pthread_t thread;
+	int stop_pipe[2];    /* the thread leaves when [0] is readable */
+	int err;             /* the thread's connection error, once it left for one */
+	uint64_t skip_batch; /* a call of this batch failed: the rest are not run */
+	/* CPUHP_CLIENT_STATE_SHARED: the hub it is on (hub.c), and its next there. */
+	struct cpuhp__hub *hub;
+	struct cpuhp_client_state *hub_next;
+};
+
+/*
+ * cpuhp__state_call() - run @sc, a call of @s, on this thread and answer it
+ * on @conn.  A call of a batch (proto/FRAMING.md, "Batches") whose earlier
+ * call failed (*@skip_batch, @conn's) is not run: answered skipped.
+ * Return: 0 or a connection -errno.
+ */
+int cpuhp__state_call(struct cpuhp_client_state *s, struct cpuhp_client *conn,
+                      const Cpuhp__StateCall *sc, uint64_t *skip_batch);
+
+/*
+ * hub.c: CPUHP_CLIENT_STATE_SHARED.  cpuhp__hub_register() registers @s
+ * (its callbacks and @rs set) on @c's hub, made with its connection and
+ * thread by the first, and waits for the answer: the calls run on the
+ * hub's thread.  close(@c) ends the wait (-ECANCELED): the hub then removes
+ * the state, with its teardowns, if it registers.  Return: 0 with s->id
+ * set; -EDEADLK on the hub's own thread; the daemon's error; a connection
+ * -errno (@c's message set); on failure @s is freed (or, abandoned, the hub's).
+ */
+int cpuhp__hub_register(struct cpuhp_client *c, struct cpuhp_client_state *s,
+                        const Cpuhp__RegisterState *rs);
+/* Remove @s from its hub (its teardowns run on the hub's thread) and free it.  Return: as remove.
+ */
+int cpuhp__hub_remove(struct cpuhp_client_state *s, bool nocalls);
+/* close(@c): wake its registrations waiting on its hub (not under life_lock). */
+void cpuhp__hub_cancel(struct cpuhp_client *c);
+/* close(@c), once no call is left: the handle lets go of its hub. */
+void cpuhp__hub_release(struct cpuhp_client *c);
 
 #endif /* CPUHP_CLIENT_INTERNAL_H */

@@ -127,7 +127,7 @@ int cpuhp__client_take_fds(struct cpuhp_client *c, int *fds, unsigned n)
  * recv() that keeps descriptors: they come with the first bytes of the frame
  * they belong to (proto/FRAMING.md), and a plain recv() would discard them.
  */
-static ssize_t recv_keep_fds(struct cpuhp_client *c)
+static ssize_t recv_keep_fds(struct cpuhp_client *c, int flags)
 {
 	char ctl[CMSG_SPACE(sizeof(int) * CPUHP__CLIENT_MAX_FDS)];
 	struct iovec iov = {.iov_base = c->rbuf, .iov_len = sizeof(c->rbuf)};
@@ -136,7 +136,7 @@ static ssize_t recv_keep_fds(struct cpuhp_client *c)
 
 	mh.msg_control = ctl;
 	mh.msg_controllen = sizeof(ctl);
-	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | flags);
 	if (n >= 0 && mh.msg_controllen)
 		keep_fds(c, &mh);
 	return n;
@@ -170,8 +170,7 @@ static int wait_readable(struct cpuhp_client *c, int timeout_ms, int64_t deadlin
 	}
 }
 
-/* Decode the next whole frame already read ahead: 1 with *@out, 0 if none, or -errno. */
-static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
+int cpuhp__client_read_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
 {
 	while (c->rpos < c->rlen) {
 		const uint8_t *payload;
@@ -198,13 +197,36 @@ static int decode_ahead(struct cpuhp_client *c, Cpuhp__Response **out)
 	return 0;
 }
 
+int cpuhp__client_fill(struct cpuhp_client *c, bool nonblock)
+{
+	ssize_t n;
+
+	do
+		n = recv_keep_fds(c, nonblock ? MSG_DONTWAIT : 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -EAGAIN;
+	if (n < 0 && errno == ECONNRESET)
+		return cpuhp__client_end(c, -ECONNRESET, "cpuhpd reset the connection");
+	if (n < 0)
+		return cpuhp__client_kill(c, -errno, "reading from cpuhpd failed");
+	if (n == 0)
+		return cpuhp__client_end(
+		    c, -ECONNRESET,
+		    cpuhp__frame_decoder_idle(&c->dec)
+		        ? "cpuhpd closed the connection"
+		        : "cpuhpd closed the connection in the middle of a frame");
+	c->rpos = 0;
+	c->rlen = (size_t)n;
+	return 0;
+}
+
 int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response **out)
 {
 	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 
 	for (;;) {
-		ssize_t n;
-		int ret = decode_ahead(c, out);
+		int ret = cpuhp__client_read_ahead(c, out);
 
 		if (ret != 0)
 			return ret < 0 ? ret : 0;
@@ -217,21 +239,9 @@ int cpuhp__client_read(struct cpuhp_client *c, int timeout_ms, Cpuhp__Response *
 				return cpuhp__client_kill(c, ret,
 				                          "polling the cpuhpd socket failed");
 		}
-		n = recv_keep_fds(c);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == ECONNRESET)
-			return cpuhp__client_end(c, -ECONNRESET, "cpuhpd reset the connection");
-		if (n < 0)
-			return cpuhp__client_kill(c, -errno, "reading from cpuhpd failed");
-		if (n == 0)
-			return cpuhp__client_end(
-			    c, -ECONNRESET,
-			    cpuhp__frame_decoder_idle(&c->dec)
-			        ? "cpuhpd closed the connection"
-			        : "cpuhpd closed the connection in the middle of a frame");
-		c->rpos = 0;
-		c->rlen = (size_t)n;
+		ret = cpuhp__client_fill(c, false);
+		if (ret < 0)
+			return ret;
 	}
 }
 
@@ -284,7 +294,7 @@ int cpuhp__client_send_request(struct cpuhp_client *c, Cpuhp__Request *req)
 	return ret < 0 ? send_failed(c, ret) : 0;
 }
 
-static int hello_send(struct cpuhp_client *c)
+static int hello_send(struct cpuhp_client *c, bool states)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__Hello hello = CPUHP__HELLO__INIT;
@@ -301,6 +311,8 @@ static int hello_send(struct cpuhp_client *c)
 		cpuhp__text_escape(name, sizeof(name), hello.client_name, name_len, 0);
 		hello.client_name = name;
 	}
+	/* A state's connection runs its calls as batches ask (state.c). */
+	hello.state_batch = states;
 	req.body_case = CPUHP__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	ret = cpuhp__client_send_request(c, &req);
@@ -380,7 +392,7 @@ static int check_daemon_uid(int fd)
 	return -EPERM;
 }
 
-int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t notices_to,
+int cpuhp__client_open(const struct sockaddr_un *sa, unsigned how, uint32_t notices_to,
                        struct cpuhp_client **out)
 {
 	struct cpuhp_client *c;
@@ -430,8 +442,8 @@ int cpuhp__client_open(const struct sockaddr_un *sa, bool await_hello, uint32_t 
 		ret = check_daemon_uid(c->fd);
 	if (ret < 0)
 		goto err_close;
-	ret = hello_send(c);
-	if (ret == 0 && await_hello)
+	ret = hello_send(c, how & CPUHP__OPEN_STATES);
+	if (ret == 0 && (how & CPUHP__OPEN_AWAIT))
 		ret = cpuhp__client_hello_finish(c, -1);
 	if (ret < 0)
 		goto err_close;
@@ -472,7 +484,7 @@ int cpuhp_client_connect(const char *path, struct cpuhp_client **out)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	return cpuhp__client_open(&sa, true, 0, out);
+	return cpuhp__client_open(&sa, CPUHP__OPEN_AWAIT, 0, out);
 }
 
 void cpuhp_client_close(struct cpuhp_client *c)
@@ -492,6 +504,9 @@ void cpuhp_client_close(struct cpuhp_client *c)
 	if (!forked)
 		cpuhp__client_close_waiters(c);
 	cpuhp__client_fork_untrack(c);
+	/* Its shared states live on: the hub ends with the last of them (in a child: left). */
+	if (!forked)
+		cpuhp__hub_release(c);
 	/* Fast leases still held end here, with the connection, as socket leases do. */
 	cpuhp__client_fast_free(atomic_load_explicit(&c->fast, memory_order_relaxed), forked);
 	cpuhp__client_fast_free(atomic_load_explicit(&c->retired, memory_order_relaxed), forked);

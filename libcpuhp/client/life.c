@@ -89,6 +89,11 @@ void cpuhp__client_close_waiters(struct cpuhp_client *c)
 		shutdown(c->fd, SHUT_RDWR);
 		for (struct cpuhp_client *w = c->waiting; w; w = w->wait_next)
 			shutdown(w->fd, SHUT_RDWR);
+		/* A shared state's registration waits on its hub (hub.c takes this lock after its
+		 * own). */
+		pthread_mutex_unlock(&c->life_lock);
+		cpuhp__hub_cancel(c);
+		pthread_mutex_lock(&c->life_lock);
 	}
 	while (c->users)
 		pthread_cond_wait(&c->life_cond, &c->life_lock);

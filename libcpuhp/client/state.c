@@ -32,20 +32,26 @@ int cpuhp__client_deadlk(struct cpuhp_client *c)
 	                          "callbacks");
 }
 
-struct cpuhp_client_state {
-	struct cpuhp_client *conn;
-	uint64_t id;
-	uint64_t reg_id; /* the RegisterState request: its StateCalls carry this id */
-	cpuhp_client_state_fn startup, teardown;
-	void *arg;
-	bool threaded;
-	pthread_t thread;
-	int stop_pipe[2]; /* the thread leaves when [0] is readable */
-	int err;          /* the thread's connection error, once it left for one */
-};
+/* Run @call's callback on this thread.  Return: its result. */
+static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_state_call *call)
+{
+	cpuhp_client_state_fn fn = call->teardown ? s->teardown : s->startup;
+	int ret = 0;
 
-/* Run one StateCall and answer it.  Return: 0 or a connection -errno. */
-static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
+	if (fn) {
+		cpuhp__client_in_state_cb = true;
+		ret = fn(call, s->arg);
+		cpuhp__client_in_state_cb = false;
+	}
+	if (s->registering && call->teardown)
+		cpuhp_cpuset_del(&s->started, call->cpu);
+	else if (s->registering && ret >= 0)
+		cpuhp_cpuset_add(&s->started, call->cpu);
+	return ret;
+}
+
+int cpuhp__state_call(struct cpuhp_client_state *s, struct cpuhp_client *conn,
+                      const Cpuhp__StateCall *sc, uint64_t *skip_batch)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
@@ -55,15 +61,16 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	    .external = sc->external,
 	    .rollback = sc->rollback,
 	};
-	cpuhp_client_state_fn fn = call.teardown ? s->teardown : s->startup;
+	bool skip = sc->batch && sc->batch == *skip_batch;
+	int ret = skip ? -ECANCELED : run_callback(s, &call);
 	char shown[4 * sizeof(call.message)];
-	int ret = 0;
 
-	if (fn) {
-		cpuhp__client_in_state_cb = true;
-		ret = fn(&call, s->arg);
-		cpuhp__client_in_state_cb = false;
-	}
+	if (ret < 0 && sc->batch)
+		*skip_batch = sc->batch;
+	ans.skipped = skip;
+	if (skip)
+		snprintf(call.message, sizeof(call.message),
+		         "not run: an earlier call of its batch failed");
 	ans.call_id = sc->call_id;
 	ans.ok = ret >= 0;
 	ans.code = ret < 0 ? cpuhp__errmap_to_wire(ret) : CPUHP__ERROR_CODE__ERR_UNKNOWN;
@@ -79,60 +86,113 @@ static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
 	}
 	req.body_case = CPUHP__REQUEST__BODY_STATE_ANSWER;
 	req.state_answer = &ans;
-	return cpuhp__client_send_request(s->conn, &req);
+	return cpuhp__client_send_request(conn, &req);
+}
+
+/* A call of @s on its own connection. */
+static int run_call(struct cpuhp_client_state *s, const Cpuhp__StateCall *sc)
+{
+	return cpuhp__state_call(s, s->conn, sc, &s->skip_batch);
+}
+
+/* A registration that failed on its connection: tear down what started here, last CPU first. */
+static void unwind_started(struct cpuhp_client_state *s)
+{
+	for (unsigned cpu = CPUHP_CPUSET_MAX; cpu-- > 0;) {
+		struct cpuhp_client_state_call call = {
+		    .cpu = cpu, .teardown = true, .rollback = true};
+
+		if (cpuhp_cpuset_has(&s->started, cpu))
+			run_callback(s, &call);
+	}
 }
 
 /*
- * Read and run calls until the reply to request @id arrives (@out), or,
- * with @id 0, until nothing more is there (@timeout_ms 0).
- * Return: calls run (@id 0) or 0; the daemon's Error as -errno; a
- * connection -errno.
+ * One response read on the state's connection: a StateCall is run; the
+ * reply to request @id (if not 0) is the awaited one, given in @out.
+ * Return: 1 with *@out; 0 to read on; the daemon's Error to @id as
+ * -errno; a connection -errno.
+ */
+static int handle(struct cpuhp_client_state *s, Cpuhp__Response *r, uint64_t id,
+                  Cpuhp__Response__BodyCase expect, Cpuhp__Response **out)
+{
+	int ret;
+
+	if (r->body_case == CPUHP__RESPONSE__BODY_STATE_CALL) {
+		ret = run_call(s, r->state_call);
+		cpuhp__response__free_unpacked(r, NULL);
+		return ret;
+	}
+	if (id && r->id == id) {
+		if (r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+			ret = cpuhp__client_take_error(s->conn, r->error);
+			cpuhp__response__free_unpacked(r, NULL);
+			return ret;
+		}
+		if (r->body_case != expect) {
+			cpuhp__response__free_unpacked(r, NULL);
+			return cpuhp__client_kill(s->conn, -EPROTO,
+			                          "cpuhpd answered with an unexpected message");
+		}
+		*out = r;
+		return 1;
+	}
+	/* An id-0 Error concerns the connection: the daemon is stopping. */
+	if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
+		ret = cpuhp__client_take_error(s->conn, r->error);
+		cpuhp__response__free_unpacked(r, NULL);
+		return cpuhp__client_kill(s->conn, ret, s->conn->message);
+	}
+	cpuhp__response__free_unpacked(r, NULL);
+	return 0;
+}
+
+/*
+ * Read and run calls until the reply to request @id arrives (@out).
+ * Return: 0; the daemon's Error as -errno; a connection -errno.
  */
 static int pump(struct cpuhp_client_state *s, uint64_t id, Cpuhp__Response__BodyCase expect,
                 Cpuhp__Response **out)
+{
+	for (;;) {
+		Cpuhp__Response *r;
+		int ret = cpuhp__client_read(s->conn, -1, &r);
+
+		if (ret == 0)
+			ret = handle(s, r, id, expect, out);
+		if (ret != 0)
+			return ret < 0 ? ret : 0;
+	}
+}
+
+/*
+ * Run the calls read already, without a system call: a call may have come
+ * in the same read as a reply (the registration's), and poll() would not
+ * see it.  Return: calls run, or a connection -errno.
+ */
+static int run_read_ahead(struct cpuhp_client_state *s)
 {
 	int ran = 0;
 
 	for (;;) {
 		Cpuhp__Response *r;
-		int ret = cpuhp__client_read(s->conn, id ? -1 : 0, &r);
+		int ret = cpuhp__client_read_ahead(s->conn, &r);
 
-		if (ret == -EAGAIN && !id)
+		if (ret == 0)
 			return ran;
+		if (ret > 0)
+			ret = handle(s, r, 0, 0, NULL);
 		if (ret < 0)
 			return ret;
-		if (r->body_case == CPUHP__RESPONSE__BODY_STATE_CALL) {
-			ret = run_call(s, r->state_call);
-			cpuhp__response__free_unpacked(r, NULL);
-			if (ret < 0)
-				return ret;
-			ran++;
-			continue;
-		}
-		if (id && r->id == id) {
-			if (r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
-				ret = cpuhp__client_take_error(s->conn, r->error);
-				cpuhp__response__free_unpacked(r, NULL);
-				return ret;
-			}
-			if (r->body_case != expect) {
-				cpuhp__response__free_unpacked(r, NULL);
-				return cpuhp__client_kill(
-				    s->conn, -EPROTO, "cpuhpd answered with an unexpected message");
-			}
-			*out = r;
-			return 0;
-		}
-		/* An id-0 Error concerns the connection: the daemon is stopping. */
-		if (r->id == 0 && r->body_case == CPUHP__RESPONSE__BODY_ERROR) {
-			ret = cpuhp__client_take_error(s->conn, r->error);
-			cpuhp__response__free_unpacked(r, NULL);
-			return cpuhp__client_kill(s->conn, ret, s->conn->message);
-		}
-		cpuhp__response__free_unpacked(r, NULL);
+		ran++;
 	}
 }
 
+/*
+ * The state's thread: what was read ahead first, then wait for the socket
+ * or the stop, one read, and again.  Three system calls a call: poll(),
+ * recvmsg() and the answer's send().
+ */
 static void *state_thread(void *arg)
 {
 	struct cpuhp_client_state *s = arg;
@@ -140,8 +200,12 @@ static void *state_thread(void *arg)
 	for (;;) {
 		struct pollfd p[2] = {{.fd = s->conn->fd, .events = POLLIN},
 		                      {.fd = s->stop_pipe[0], .events = POLLIN}};
-		int ret;
+		int ret = run_read_ahead(s);
 
+		if (ret < 0) {
+			s->err = ret;
+			return NULL;
+		}
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -150,8 +214,8 @@ static void *state_thread(void *arg)
 		}
 		if (p[1].revents)
 			return NULL;
-		ret = pump(s, 0, 0, NULL);
-		if (ret < 0) {
+		ret = cpuhp__client_fill(s->conn, true);
+		if (ret < 0 && ret != -EAGAIN) {
 			s->err = ret;
 			return NULL;
 		}
@@ -186,7 +250,8 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	if (!name_ok(name))
 		return cpuhp__client_note(
 		    c, -EINVAL, "a state name is 1 to 63 printable characters, no spaces");
-	if (flags & ~(CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD))
+	if (flags &
+	    ~(CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD | CPUHP_CLIENT_STATE_SHARED))
 		return cpuhp__client_note(c, -EINVAL, "unknown flags for a state");
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -195,8 +260,19 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	s->startup = startup;
 	s->teardown = teardown;
 	s->arg = arg;
-	s->threaded = flags & CPUHP_CLIENT_STATE_THREAD;
-	ret = cpuhp__client_open(&c->sa, true, 0, &s->conn);
+	s->threaded = flags & (CPUHP_CLIENT_STATE_THREAD | CPUHP_CLIENT_STATE_SHARED);
+	rs.name = (char *)name;
+	rs.priority = priority;
+	rs.deadline_ms = deadline_ms;
+	rs.nocalls = flags & CPUHP_CLIENT_STATE_NOCALLS;
+	if (flags & CPUHP_CLIENT_STATE_SHARED) {
+		/* It frees @s on failure (or the hub does, when close abandoned it). */
+		ret = cpuhp__hub_register(c, s, &rs);
+		if (ret == 0)
+			*out = s;
+		return ret;
+	}
+	ret = cpuhp__client_open(&c->sa, CPUHP__OPEN_AWAIT | CPUHP__OPEN_STATES, 0, &s->conn);
 	if (ret < 0) {
 		free(s);
 		/* The per-uid cap is what a process with many states meets: name it. */
@@ -209,12 +285,9 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	}
 	/* Registration waits on it (and runs the startups): close of @c wakes it. */
 	cpuhp__client_wait_on(c, s->conn);
-	rs.name = (char *)name;
-	rs.priority = priority;
-	rs.deadline_ms = deadline_ms;
-	rs.nocalls = flags & CPUHP_CLIENT_STATE_NOCALLS;
 	req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
 	req.register_state = &rs;
+	s->registering = true;
 	ret = cpuhp__client_send_request(s->conn, &req);
 	s->reg_id = req.id;
 	if (ret == 0)
@@ -223,6 +296,8 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 		goto fail;
 	s->id = r->state_registered->state_id;
 	cpuhp__response__free_unpacked(r, NULL);
+	/* Started for good: from here on the daemon's calls say what to undo. */
+	s->registering = false;
 	if (s->threaded) {
 		if (pipe2(s->stop_pipe, O_CLOEXEC) < 0) {
 			ret = -errno;
@@ -233,12 +308,25 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 			goto fail;
 	}
 	cpuhp__client_wait_off(c, s->conn);
+	/*
+	 * Calls read with the reply (a hotplug queued behind the registration)
+	 * run now, here, so that polling the socket sees all that is left; the
+	 * state's thread begins with them itself.
+	 */
+	if (!s->threaded) {
+		ret = run_read_ahead(s);
+		if (ret < 0)
+			s->err = ret;
+	}
 	*out = s;
 	return 0;
 
 fail:
 	cpuhp__client_wait_off(c, s->conn);
 	cpuhp__client_note(c, ret, s->conn->message);
+	/* Closed with the connection below: nothing but us undoes these startups. */
+	s->registering = true;
+	unwind_started(s);
 	if (s->stop_pipe[0] >= 0) {
 		close(s->stop_pipe[0]);
 		close(s->stop_pipe[1]);
@@ -276,6 +364,8 @@ int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
 
 	if (!s)
 		return 0;
+	if (s->hub)
+		return cpuhp__hub_remove(s, nocalls);
 	if (s->threaded) {
 		char b = 0;
 
@@ -309,9 +399,23 @@ int cpuhp_client_state_fd(const struct cpuhp_client_state *s)
 
 int cpuhp_client_state_dispatch(struct cpuhp_client_state *s)
 {
+	int ran, more;
+
 	if (s->threaded)
 		return -EINVAL;
-	return pump(s, 0, 0, NULL);
+	if (s->err)
+		return s->err;
+	/* One read, not until EAGAIN: poll() says when there is more. */
+	ran = run_read_ahead(s);
+	if (ran < 0)
+		return ran;
+	more = cpuhp__client_fill(s->conn, true);
+	if (more == -EAGAIN)
+		return ran;
+	if (more < 0)
+		return more;
+	more = run_read_ahead(s);
+	return more < 0 ? more : ran + more;
 }
 
 uint64_t cpuhp_client_state_id(const struct cpuhp_client_state *s)

@@ -138,6 +138,52 @@ int bench_cpuhpd_start_verbose(const char *cpuhpd, const char *dir, const char *
 	return spawn(cpuhpd, dir, sock, sys_root, log_path, false, true, pid);
 }
 
+pid_t bench_start_hook(const char *cpuhpctl, const char *sock, FILE **out)
+{
+	char *argv[] = {(char *)cpuhpctl, "--socket",  (char *)sock, "state",
+	                "bench-hook",     "--nocalls", "--teardown", "true",
+	                "--startup",      "true",      NULL};
+	posix_spawn_file_actions_t fa;
+	int pfd[2], err;
+	char buf[256];
+	pid_t pid;
+
+	if (pipe(pfd) < 0)
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, pfd[0]);
+	err = posix_spawn(&pid, cpuhpctl, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	*out = err ? NULL : fdopen(pfd[0], "r");
+	if (!*out) {
+		close(pfd[0]);
+		return err ? -err : -ENOMEM;
+	}
+	while (fgets(buf, sizeof(buf), *out) && !strstr(buf, "registered"))
+		;
+	return pid;
+}
+
+int bench_private_cpuhpd(struct bench_dir *d, const char *cpuhpd, const char *simsysfs,
+                         const char *cpus, pid_t *pid, const char **what)
+{
+	char *sim_argv[] = {(char *)simsysfs, "--cpus", (char *)cpus, d->sys_root, NULL};
+	int err;
+
+	*what = "mkdtemp";
+	err = bench_dir_make(d);
+	if (err)
+		return err;
+	*what = simsysfs;
+	err = bench_run_wait(sim_argv);
+	if (err)
+		return err;
+	*what = "starting cpuhpd";
+	return bench_cpuhpd_start(cpuhpd, d->dir, d->sock, d->sys_root, d->log, pid);
+}
+
 void bench_cpuhpd_stop(pid_t pid)
 {
 	int st;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,6 +35,14 @@ void bench_sort_ns(uint64_t *ns, size_t n);
 /* The median of @n (> 0) samples, which it sorts in place. */
 uint64_t bench_median_ns(uint64_t *ns, size_t n);
 
+/*
+ * A private cpuhpd: make @d, a simulated tree of @cpus there (@simsysfs),
+ * start @cpuhpd on it.  0 with *@pid set, or -errno with *@what naming the
+ * step that failed.
+ */
+int bench_private_cpuhpd(struct bench_dir *d, const char *cpuhpd, const char *simsysfs,
+                         const char *cpus, pid_t *pid, const char **what);
+
 /* Run @argv to completion.  0, or -errno (-EIO if it did not exit 0). */
 int bench_run_wait(char *const argv[]);
 
@@ -52,6 +61,13 @@ int bench_cpuhpd_start(const char *cpuhpd, const char *dir, const char *sock, co
 int bench_cpuhpd_spawn(const char *cpuhpd, const char *dir, const char *sock, const char *sys_root,
                        const char *log_path, bool netlink, pid_t *pid);
 
+/*
+ * The shell hook, `CPUHPCTL --socket SOCK state bench-hook --nocalls
+ * --teardown true --startup true`, once it says it is registered; its
+ * stdout, read that far, in *@out (its lines after that are not read: a
+ * pipe holds a few hundred).  Return: its pid, or -errno.
+ */
+pid_t bench_start_hook(const char *cpuhpctl, const char *sock, FILE **out);
 /* bench_cpuhpd_start() with --verbose: its debug lines in @log_path too. */
 int bench_cpuhpd_start_verbose(const char *cpuhpd, const char *dir, const char *sock,
                                const char *sys_root, const char *log_path, pid_t *pid);

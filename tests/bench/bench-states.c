@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +31,6 @@
 #include "bench-daemon.h"
 
 #define MAX_STATES 100
-
-extern char **environ;
 
 static struct bench_dir bd;
 static pid_t daemon_pid;
@@ -84,41 +81,12 @@ static struct result cycle(struct cpuhp_client *c)
 	return r;
 }
 
-/* `cpuhpctl state NAME --nocalls --teardown true --startup true`, once it says registered. */
-static pid_t start_hook(const char *cpuhpctl)
-{
-	char *argv[] = {(char *)cpuhpctl, "--socket",  bd.sock,      "state",
-	                "bench-hook",     "--nocalls", "--teardown", "true",
-	                "--startup",      "true",      NULL};
-	posix_spawn_file_actions_t fa;
-	int pfd[2], err;
-	char buf[256];
-	pid_t pid;
-	FILE *f;
-
-	if (pipe(pfd) < 0)
-		die("pipe", errno);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
-	posix_spawn_file_actions_addclose(&fa, pfd[0]);
-	err = posix_spawn(&pid, cpuhpctl, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(pfd[1]);
-	if (err)
-		die(cpuhpctl, err);
-	f = fdopen(pfd[0], "r");
-	while (f && fgets(buf, sizeof(buf), f) && !strstr(buf, "registered"))
-		;
-	/* The hook's lines are not read from here on: a pipe's buffer holds them all. */
-	return pid;
-}
-
 int main(int argc, char **argv)
 {
 	static const unsigned counts[] = {0, 1, 10, 100};
 	struct cpuhp_client_state *states[MAX_STATES];
 	struct result res[4], hook = {0};
-	char *sim_argv[] = {NULL, "--cpus", "0-1", bd.sys_root, NULL};
+	const char *what;
 	const char *cpuhpctl = NULL;
 	struct cpuhp_client *c;
 	unsigned have = 0;
@@ -142,16 +110,9 @@ int main(int argc, char **argv)
 	if (argc - argi == 3)
 		cpuhpctl = argv[argi + 2];
 	signal(SIGPIPE, SIG_IGN);
-	err = bench_dir_make(&bd);
+	err = bench_private_cpuhpd(&bd, argv[argi], argv[argi + 1], "0-1", &daemon_pid, &what);
 	if (err)
-		die("mkdtemp", err);
-	sim_argv[0] = argv[argi + 1];
-	err = bench_run_wait(sim_argv);
-	if (err)
-		die(sim_argv[0], err);
-	err = bench_cpuhpd_start(argv[argi], bd.dir, bd.sock, bd.sys_root, bd.log, &daemon_pid);
-	if (err)
-		die("starting cpuhpd", err);
+		die(what, err);
 	err = cpuhp_client_connect(bd.sock, &c);
 	if (err)
 		die("connect", err);
@@ -173,12 +134,17 @@ int main(int argc, char **argv)
 	while (have > 0)
 		cpuhp_client_state_remove(states[--have], true);
 	if (cpuhpctl) {
-		pid_t pid = start_hook(cpuhpctl);
+		FILE *out;
+		pid_t pid = bench_start_hook(cpuhpctl, bd.sock, &out);
 		int st;
+
+		if (pid < 0)
+			die(cpuhpctl, (int)pid);
 
 		hook = cycle(c);
 		kill(pid, SIGTERM);
 		waitpid(pid, &st, 0);
+		fclose(out);
 	}
 	cpuhp_client_close(c);
 	bench_cpuhpd_stop(daemon_pid);

@@ -11,7 +11,8 @@
  * Framing is proto/frame.c's, the one implementation.
  *
  * Commands (NAME names a connection):
- *   connect NAME            connect and say Hello (prints the HelloReply)
+ *   connect NAME [batch]    connect and say Hello (prints the HelloReply); batch:
+ *                           Hello.state_batch (state calls may come in batches)
  *   rawconnect NAME         connect only
  *   send NAME REQ...        send a request, print its id; REQ is one of
  *                           hello VERSION | acquire MS | release ID | status | watch
@@ -24,7 +25,8 @@
  *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
  *                           | register STATE PRIO DEADLINE_MS [nocalls] | remove ID [nocalls]
- *                           | answer CALL_ID ok|ERR_CODE [MESSAGE...]
+ *                           | answer CALL_ID ok|skipped|ERR_CODE [MESSAGE...]
+ *                           (skipped: not run, an earlier call of its batch failed)
  *                           | states [LIMIT [AFTER]] | leases [LIMIT [AFTER]]
  *                           (a page of the listing: at most LIMIT rows, 0 as many as
  *                           fit; AFTER: a page's "next", in hex, as printed)
@@ -223,11 +225,12 @@ static void print_response(const Cpuhp__Response *r)
 		jstr(r->error->message);
 		break;
 	case CPUHP__RESPONSE__BODY_HELLO:
-		printf("\"kind\":\"hello\",\"version\":%u,\"max_frame\":%u,\"fast_path\":%s,"
-		       "\"max_delay_ms\":%u,\"connection\":%u,\"daemon_version\":",
-		       r->hello->version, r->hello->max_frame,
-		       r->hello->fast_path ? "true" : "false", r->hello->max_delay_ms,
-		       r->hello->connection);
+		printf(
+		    "\"kind\":\"hello\",\"version\":%u,\"max_frame\":%u,\"fast_path\":%s,"
+		    "\"state_batch\":%s,\"max_delay_ms\":%u,\"connection\":%u,\"daemon_version\":",
+		    r->hello->version, r->hello->max_frame, r->hello->fast_path ? "true" : "false",
+		    r->hello->state_batch ? "true" : "false", r->hello->max_delay_ms,
+		    r->hello->connection);
 		jstr(r->hello->daemon_version);
 		break;
 	case CPUHP__RESPONSE__BODY_LEASE_GRANTED:
@@ -421,10 +424,10 @@ static void print_response(const Cpuhp__Response *r)
 
 		printf("\"kind\":\"state_call\",\"state_id\":%" PRIu64
 		       ",\"cpu\":%u,\"phase\":\"%s\","
-		       "\"external\":%s,\"rollback\":%s,\"call_id\":%" PRIu64,
+		       "\"external\":%s,\"rollback\":%s,\"call_id\":%" PRIu64 ",\"batch\":%" PRIu64,
 		       sc->state_id, sc->cpu,
 		       sc->phase == CPUHP__STATE_PHASE__PHASE_TEARDOWN ? "teardown" : "startup",
-		       tf(sc->external), tf(sc->rollback), sc->call_id);
+		       tf(sc->external), tf(sc->rollback), sc->call_id, sc->batch);
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_STATE_REGISTERED:
@@ -717,6 +720,7 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	if (!strcmp(k, "hello") && argc >= 2) {
 		hello.version = (uint32_t)strtoul(argv[1], NULL, 10);
 		hello.client_name = (char *)"cpuhpd-probe";
+		hello.state_batch = argc >= 3 && !strcmp(argv[2], "batch");
 		req.body_case = CPUHP__REQUEST__BODY_HELLO;
 		req.hello = &hello;
 	} else if (!strcmp(k, "hellofrom") && argc >= 3) {
@@ -810,6 +814,9 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		ans.call_id = strtoull(argv[1], NULL, 10);
 		ans.ok = !strcmp(argv[2], "ok");
 		ans.code = v ? (Cpuhp__ErrorCode)v->value : CPUHP__ERROR_CODE__ERR_UNKNOWN;
+		ans.skipped = !strcmp(argv[2], "skipped");
+		if (ans.skipped)
+			ans.code = CPUHP__ERROR_CODE__ERR_ECANCELED;
 		for (int i = 3; i < argc; i++)
 			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%s%s",
 			         i > 3 ? " " : "", argv[i]);
@@ -1131,7 +1138,7 @@ static void run(int argc, char **argv)
 	if (!strcmp(cmd, "pid")) {
 		printf("{\"ok\":true,\"pid\":%d}\n", (int)getpid());
 	} else if ((!strcmp(cmd, "connect") || !strcmp(cmd, "rawconnect")) && argc >= 2) {
-		char *hello[2] = {(char *)"hello", (char *)"1"};
+		char *hello[3] = {(char *)"hello", (char *)"1", (char *)"batch"};
 
 		c = open_conn(argv[1], &err);
 		if (!c) {
@@ -1142,7 +1149,7 @@ static void run(int argc, char **argv)
 			printf("{\"ok\":true}\n");
 			return;
 		}
-		id = send_req(c, 2, hello);
+		id = send_req(c, argc >= 3 && !strcmp(argv[2], "batch") ? 3 : 2, hello);
 		if (!id)
 			return;
 		r = wait_id(c, id, &err);

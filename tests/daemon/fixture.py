@@ -192,8 +192,9 @@ class Probe(Lines):
         super().__init__(list(prefix_argv) + [PROBE, socket_path], name='cpuhpd-probe')
 
     # Shorthands.  Each returns the decoded answer.
-    def connect(self, name):
-        r = self(f'connect {name}')
+    def connect(self, name, batch=False):
+        """batch: say Hello.state_batch (state calls may come in batches)."""
+        r = self(f'connect {name}' + (' batch' if batch else ''))
         assert r.get('kind') == 'hello', r
         return r
 

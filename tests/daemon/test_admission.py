@@ -75,7 +75,7 @@ def test_nobody_floods_its_per_uid_cap_and_root_still_gets_status_and_offline(tm
 @needs_nobody
 def test_a_process_with_many_states_meets_the_per_uid_cap_and_is_told_why(tmp, sim):
     # libcpuhp-client gives each state a connection of its own, besides the client's.
-    d = start(tmp, sim, '--max-connections-per-uid', '3')
+    d = start(tmp, sim, '--max-connections-per-uid', '3', '--max-states-per-uid', '2')
     sc = fixture.BUILD / 'tests' / 'daemon' / 'state-client'
     a = fixture.Lines(NOBODY + [sc, d.socket, 'a', 5])
     flood = fixture.Probe(d.socket, NOBODY)

@@ -156,3 +156,45 @@ def test_a_call_cut_by_the_kill_is_made_again(two, sim4, manager):
     r = p.recv('admin')
     assert r['id'] == hp and r['results'][0]['ok'] and sim4.read_online(1) == '0', r
     assert [s['cpus'] for s in p.call('admin', 'states')['states']] == ['0,2-3'] * 2
+
+
+def test_every_call_of_a_batch_cut_by_the_kill_is_made_again(tmp, sim4, manager):
+    """offline 2 to a client that runs batches: b's, a's and c's teardowns go
+    out in one write and the kill comes before any answer.  Its client may
+    run all three.  The next cpuhpd runs the offline again; b refuses it
+    this time (the rest of its batch skipped), so CPU 2 stays online: a and
+    c, torn down by the killed daemon's calls for all it knows, must be
+    started there again (each call of the batch was written down before it
+    went out, not only the first), or they stay torn down on an online CPU.
+    The connection's Hello.state_batch is kept across the restart."""
+    d = manager.start(fixture.Daemon(tmp, sim4.root))
+    p = fixture.Probe(d.socket)
+    try:
+        assert p.connect('s', batch=True)['state_batch'] is True
+        p.connect('admin')
+        a = register(p, 's', 'a', 10, deadline=60000)
+        b = register(p, 's', 'b', 20, deadline=60000)
+        c = register(p, 's', 'c', 5, deadline=60000)
+        hp = p.send('admin', 'offline', 2, 60000)
+        old = [expect_call(p, 's', state_id=x, cpu=2, phase='teardown') for x in (b, a, c)]
+        assert {x['batch'] for x in old} == {old[0]['call_id']}, old
+        d = kill_and_restart(manager, d)
+        # The connection runs batches after the restart too: the re-run's in one write.
+        new = [expect_call(p, 's', state_id=x, cpu=2, phase='teardown', rollback=False)
+               for x in (b, a, c)]
+        assert {x['batch'] for x in new} == {new[0]['call_id']}, new
+        for x in old:                                   # they ran: late, ignored
+            p.send('s', 'answer', x['call_id'], 'ok')
+        p.send('s', 'answer', new[0]['call_id'], 'ERR_EBUSY', 'b', 'refuses')
+        for x in new[1:]:                               # as the client must
+            p.send('s', 'answer', x['call_id'], 'skipped')
+        r = p.recv('admin')
+        assert r['id'] == hp and r['results'][0]['code'] == 'ERR_EBUSY', r
+        assert sim4.read_online(2) == '1', r
+        for sid in (c, a):                              # startups: lowest priority first
+            call = expect_call(p, 's', state_id=sid, cpu=2, phase='startup', external=True)
+            p.send('s', 'answer', call['call_id'], 'ok')
+        assert [s['cpus'] for s in p.call('admin', 'states')['states']] == ['0-3'] * 3
+    finally:
+        p.kill()
+        d.stop()

@@ -612,3 +612,216 @@ def test_the_hook_refuses_bad_arguments_and_a_taken_name(daemon4, probe, tmp_pat
     r = ctl(daemon4, 'state', 'taken', '--startup', 'true')
     assert r.returncode == 1 and "'taken' is registered already" in r.stderr, r
     assert ctl(daemon4, 'state', '--help').stdout.startswith('Usage: cpuhpctl state NAME')
+
+
+# --- batches (Hello.state_batch, proto/FRAMING.md "Batches") ---------------------------------
+
+def batch_three(probe):
+    """States a (priority 10), b (20), c (5) on connection s, which runs batches."""
+    r = probe.connect('s', batch=True)
+    assert r['state_batch'] is True, r
+    return three_on(probe)
+
+
+def three_on(probe):
+    return (register(probe, 's', 'a', 10, nocalls=True),
+            register(probe, 's', 'b', 20, nocalls=True),
+            register(probe, 's', 'c', 5, nocalls=True))
+
+
+def test_a_client_that_runs_batches_gets_a_cpus_calls_in_one_write(daemon4, sim4, probe):
+    a, b, c = batch_three(probe)
+    probe.connect('h')
+    hid = probe.send('h', 'offline', 2, 5000)
+    first = expect_call(probe, 's', state_id=b, phase='teardown', cpu=2)
+    # Its reply comes after every call the daemon sent before it: all three, unanswered.
+    assert probe.call('s', 'states')['kind'] == 'state_list'
+    assert probe('queued s') == {'queued': 2}
+    calls = [first, expect_call(probe, 's', state_id=a), expect_call(probe, 's', state_id=c)]
+    assert all(x['batch'] == first['call_id'] for x in calls), calls
+    for x in calls:
+        probe.send('s', 'answer', x['call_id'], 'ok')
+    r = probe.recv('h')
+    assert r['id'] == hid and r['results'][0]['ok'] and sim4.read_online(2) == '0', r
+    assert [s['name'] for s in r['results'][0]['states']] == ['b', 'a', 'c'], r
+
+
+def test_without_state_batch_calls_come_one_at_a_time(daemon4, sim4, probe):
+    a, b, c = three(probe)
+    probe.connect('h')
+    probe.send('h', 'offline', 2, 5000)
+    first = expect_call(probe, 's', state_id=b, phase='teardown', cpu=2)
+    assert first['batch'] == 0, first
+    assert probe.call('s', 'states')['kind'] == 'state_list'
+    assert probe('queued s') == {'queued': 0}
+    probe.send('s', 'answer', first['call_id'], 'ok')
+    answer_in_order(probe, 's', [a, c], 'teardown', 2)
+    assert probe.recv('h')['results'][0]['ok']
+
+
+def test_a_failure_in_a_batch_skips_the_rest_and_rolls_back_only_what_ran(daemon4, sim4, probe):
+    a, b, c = batch_three(probe)
+    probe.connect('h')
+    hid = probe.send('h', 'offline', 2, 5000)
+    cb, ca, cc = (expect_call(probe, 's', state_id=x, phase='teardown') for x in (b, a, c))
+    probe.send('s', 'answer', cb['call_id'], 'ok')
+    probe.send('s', 'answer', ca['call_id'], 'ERR_EBUSY', 'busy')
+    probe.send('s', 'answer', cc['call_id'], 'skipped')     # as the client must
+    # b ran and is undone; c never ran and gets nothing; a failed, changed nothing.
+    rb = expect_call(probe, 's', state_id=b, phase='startup', rollback=True)
+    assert rb['batch'] == 0, rb                              # rollbacks are never batched
+    probe.send('s', 'answer', rb['call_id'], 'ok')
+    r = probe.recv('h')
+    assert r['id'] == hid and r['results'][0]['code'] == 'ERR_EBUSY', r
+    assert sim4.read_online(2) == '1'
+    assert [(x['name'], x['phase'], x['rollback']) for x in r['results'][0]['states']] == \
+        [('b', 'teardown', False), ('a', 'teardown', False), ('b', 'startup', True)], r
+
+
+def test_a_missed_deadline_in_a_batch_undoes_the_calls_sent_after_it(daemon4, sim4, probe):
+    """A call that misses its deadline may end late and well; its client then
+    runs the calls sent after it in the batch: those are undone too, last
+    first, before it and what ran before it."""
+    r = probe.connect('s', batch=True)
+    a = register(probe, 's', 'a', 10, deadline=200, nocalls=True)
+    b = register(probe, 's', 'b', 20, nocalls=True)
+    c = register(probe, 's', 'c', 5, nocalls=True)
+    probe.connect('h')
+    hid = probe.send('h', 'offline', 2, 5000)
+    cb, ca, cc = (expect_call(probe, 's', state_id=x, phase='teardown') for x in (b, a, c))
+    probe.send('s', 'answer', cb['call_id'], 'ok')
+    # a is not answered: after 200 ms its call is a missed deadline.
+    undo = [expect_call(probe, 's', rollback=True, phase='startup') for _ in range(3)]
+    assert [x['state_id'] for x in undo] == [c, a, b], undo
+    for x in undo:
+        probe.send('s', 'answer', x['call_id'], 'ok')
+    r = probe.recv('h')
+    assert r['id'] == hid and r['results'][0]['code'] == 'ERR_ETIMEDOUT', r
+    assert sim4.read_online(2) == '1'
+    # The late answers to the batch are ignored.
+    probe.send('s', 'answer', ca['call_id'], 'ok')
+    probe.send('s', 'answer', cc['call_id'], 'ok')
+    assert all(s['cpus'] == '0-3' for s in states(probe, 's'))
+
+
+def test_a_registration_of_a_batch_client_sends_every_startup_at_once(daemon4, sim4, probe):
+    probe.connect('s', batch=True)
+    rid = probe.send('s', 'register', 'all', 0, 5000)
+    first = expect_call(probe, 's', cpu=0, phase='startup')
+    assert probe.call('s', 'states')['kind'] == 'state_list'
+    assert probe('queued s') == {'queued': 3}
+    calls = [first] + [expect_call(probe, 's', cpu=cpu, phase='startup') for cpu in (1, 2, 3)]
+    assert {x['batch'] for x in calls} == {first['call_id']}, calls
+    for x in calls:
+        probe.send('s', 'answer', x['call_id'], 'ok')
+    r = probe.recv('s')
+    assert r['id'] == rid and r['kind'] == 'state_registered', r
+    assert [run['cpu'] for run in r['runs']] == [0, 1, 2, 3], r
+
+
+# --- shared states: one connection and thread for a process's states -------------------------
+
+class Shared:
+    """tests/daemon/shared-states: states NAME:PRIORITY[:fCPU] of one process, shared."""
+
+    def __init__(self, daemon, *specs):
+        self.proc = subprocess.Popen([str(fixture.BUILD / 'tests' / 'daemon' / 'shared-states'),
+                                      daemon.socket, *specs], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def lines_until(self, last):
+        out = []
+        while True:
+            line = self.proc.stdout.readline().strip()
+            assert line, f'shared-states ended (exit {self.proc.wait()}): {out}'
+            out.append(line)
+            if line.startswith(last):
+                return out
+
+    def command(self, line):
+        self.proc.stdin.write(line + '\n')
+        self.proc.stdin.flush()
+
+    def finish(self):
+        self.command('remove')
+        out = self.proc.communicate(timeout=fixture.GUARD_S)[0].split('\n')
+        assert self.proc.returncode == 0, out
+        return [x for x in out if x]
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_shared_states_take_one_connection_and_a_cpus_calls_come_in_one_batch(daemon4, sim4,
+                                                                               probe):
+    probe.connect('h')
+    before = probe.status('h')['connections']
+    sh = Shared(daemon4, 'a:1', 'b:2', 'c:3')
+    try:
+        out = sh.lines_until('ready')
+        # Each registration's startups, on every online CPU, on the shared thread.
+        assert out == [f'{n} startup {cpu} thread=1' for n in 'a' for cpu in range(4)] + \
+            ['registered a 1'] + \
+            [f'{n} startup {cpu} thread=1' for n in 'b' for cpu in range(4)] + \
+            ['registered b 2'] + \
+            [f'{n} startup {cpu} thread=1' for n in 'c' for cpu in range(4)] + \
+            ['registered c 3', 'ready'], out
+        # The handle's connection and the one the three states share.
+        assert probe.status('h')['connections'] == before + 2
+        r = probe.call('h', 'offline', 2, 5000)
+        assert r['results'][0]['ok'] and sim4.read_online(2) == '0', r
+        assert sh.lines_until('a teardown 2') == \
+            ['c teardown 2 thread=1', 'b teardown 2 thread=1', 'a teardown 2 thread=1']
+        assert 'call ' in daemon4.log() and '(batched)' in daemon4.log()
+        r = probe.call('h', 'online', 2, 5000)
+        assert r['results'][0]['ok'] and sim4.read_online(2) == '1', r
+        assert sh.lines_until('c startup 2') == \
+            ['a startup 2 thread=1', 'b startup 2 thread=1', 'c startup 2 thread=1']
+        out = sh.finish()
+        assert [x for x in out if x.startswith('removed')] == \
+            ['removed c 0', 'removed b 0', 'removed a 0'], out
+        assert states(probe, 'h') == []
+    finally:
+        sh.kill()
+
+
+def test_a_failing_shared_state_skips_the_rest_of_the_batch_and_rolls_back(daemon4, sim4,
+                                                                            probe):
+    probe.connect('h')
+    sh = Shared(daemon4, 'a:1', 'b:2:f2', 'c:3')
+    try:
+        sh.lines_until('ready')
+        r = probe.call('h', 'offline', 2, 5000)
+        res = r['results'][0]
+        assert not res['ok'] and res['code'] == 'ERR_EBUSY' and "state 'b'" in res['message'], r
+        assert sim4.read_online(2) == '1'
+        # a is never called: its teardown was skipped; c, torn down, starts again.
+        assert sh.lines_until('c startup 2') == \
+            ['c teardown 2 thread=1', 'b teardown 2 failed thread=1',
+             'c startup 2 rollback thread=1']
+        assert [(x['name'], x['phase'], x['rollback']) for x in res['states']] == \
+            [('c', 'teardown', False), ('b', 'teardown', False), ('c', 'startup', True)], r
+        sh.finish()
+    finally:
+        sh.kill()
+
+
+def test_shared_states_outlive_their_handle(daemon4, sim4, probe):
+    probe.connect('h')
+    sh = Shared(daemon4, 'a:1', 'b:2')
+    try:
+        sh.lines_until('ready')
+        sh.command('close')
+        assert sh.lines_until('closed') == ['closed']
+        r = probe.call('h', 'offline', 3, 5000)
+        assert r['results'][0]['ok'], r
+        assert sh.lines_until('a teardown 3') == ['b teardown 3 thread=1', 'a teardown 3 thread=1']
+        # Their removal's teardowns, last CPU first, on the shared thread still.
+        assert sh.finish() == [f'b teardown {cpu} thread=1' for cpu in (2, 1, 0)] + \
+            ['removed b 0'] + [f'a teardown {cpu} thread=1' for cpu in (2, 1, 0)] + \
+            ['removed a 0']
+        assert states(probe, 'h') == []
+    finally:
+        sh.kill()

@@ -889,9 +889,10 @@ STATE_CLIENT = fixture.BUILD / 'tests' / 'daemon' / 'state-client'
 class StateClient:
     """tests/daemon/state-client: one state, callbacks on libcpuhp-client's thread."""
 
-    def __init__(self, sock, name, prio, deadline_ms=5000, faults=''):
+    def __init__(self, sock, name, prio, deadline_ms=5000, faults='', prefix=()):
         self.name = name
-        self.proc = subprocess.Popen([str(STATE_CLIENT), sock, name, str(prio), str(deadline_ms)]
+        self.proc = subprocess.Popen(list(prefix) + [str(STATE_CLIENT), sock, name, str(prio),
+                                                     str(deadline_ms)]
                                      + ([faults] if faults else []), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
         self.alive = True
@@ -921,11 +922,11 @@ class StateClient:
         self.alive = False
 
 
-def _own_daemon(rig, tag):
+def _own_daemon(rig, tag, args=()):
     tmp = rig.tmp / tag
     tmp.mkdir()
     sim = fixture.SimSysfs(tmp / 'sys', cpus=faultlib.CPUS)
-    return fixture.Daemon(tmp, sim.root).start(), sim
+    return fixture.Daemon(tmp, sim.root, args=list(args)).start(), sim
 
 
 def _ctl(d, *args):
@@ -1069,6 +1070,95 @@ def test_cpuhpd_sigterm_inside_a_callback_finishes_the_hotplug_then_exits(rig, r
                        'answered: the CPU goes offline; unanswered: ERR_ETIMEDOUT, rolled '
                        'back, the CPU stays', 'cpuhpd exits 0']
     row['numbers']['outcomes'] = ', '.join(outcomes)
+
+
+def test_state_limits_on_nobody_capped_root_cut_at_its_timeouts_and_a_stop(rig, row):
+    """Hotplug-state limits on (issue 29 §7): nobody's states capped, stalling
+    or failing; root's hotplugs with short timeouts cut its stalling state."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        import pytest
+        pytest.skip('needs root and setpriv to run a client as nobody: skipped')
+    rnd = faultlib.rng('states-limits')
+    d, sim = _own_daemon(rig, 'states-limits', ['--socket-mode', '0666',
+                                                '--max-states-per-uid', '3',
+                                                '--max-state-deadline-ms', '200'])
+    rounds, refused, cut = 4, collections.Counter(), 0
+    try:
+        for r in range(rounds):
+            clients = []
+            for i in range(3):
+                kind, cpu = rnd.choice(('', 'f', 's')), rnd.choice(faultlib.HOTPLUGGABLE)
+                faults = {'': '', 'f': f'f{cpu}', 's': f's{cpu}:300'}[kind]
+                clients.append(StateClient(d.socket, f'n{r}s{i}', rnd.randint(0, 9),
+                                           deadline_ms=rnd.choice((0, 100, 200)),
+                                           faults=faults, prefix=fixture.NOBODY))
+            for c in clients:
+                c.wait_registered()
+            # Past nobody's 3 states, and past its deadline cap: refused, told why.
+            for name, deadline, code in ((f'n{r}x', 0, -errno.EDQUOT),
+                                         (f'n{r}y', 201, -errno.EPERM)):
+                x = subprocess.run(fixture.NOBODY + [str(STATE_CLIENT), d.socket, name, '0',
+                                                     str(deadline)],
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   timeout=fixture.GUARD_S)
+                assert x.returncode == 1 and x.stdout.startswith(f'error {code} '), x
+                refused[errno.errorcode[-code]] += 1
+            # Root's state, first to tear down, stalls past every hotplug's timeout here.
+            slow_cpu = rnd.choice(faultlib.HOTPLUGGABLE)
+            slow = StateClient(d.socket, f'r{r}', 100, deadline_ms=600000,
+                               faults=f's{slow_cpu}:{rnd.randint(400, 800)}')
+            slow.wait_registered()
+            clients.append(slow)
+            timeout = rnd.randint(100, 300)
+            res = _ctl(d, 'offline', '--timeout', str(timeout), '1-3')
+            assert res.returncode in (1, 64), res
+            for x in json.loads(res.stdout)['results']:
+                if not x['ok']:
+                    assert x['cpu'] in sim_online(sim), x          # rolled back
+                    assert 'rolled back' in x['message'], x
+                if x['cpu'] == slow_cpu:
+                    assert x['error'] == 'ETIMEDOUT', x
+                    cut += 1
+            _views_match_files(clients, sim, d, settle=True)
+            res = _ctl(d, 'online', '--timeout', str(timeout), '1-3')
+            assert res.returncode in (0, 1, 64), res
+            _views_match_files(clients, sim, d, settle=True)
+            # Back to all online for the next round, with no faulty states left.
+            for c in clients:
+                c.kill()
+            assert _ctl(d, 'online', '1-3').returncode == 0
+        # A stop while root's silent state holds a teardown: cut after 1 s, exit 0.
+        p = fixture.Probe(d.socket)
+        try:
+            p.connect('s')
+            rid = p.send('s', 'register', 'silent', 0, 600000, 'nocalls')
+            assert p.recv('s')['id'] == rid
+            p.connect('h')
+            hid = p.send('h', 'offline', 2, 600000)
+            assert p.recv('s')['kind'] == 'state_call'
+            d.send_signal(signal.SIGTERM)
+            assert d.wait() == 0, d.log()
+            r = p.recv('h')
+            assert r['id'] == hid and r['results'][0]['code'] == 'ERR_ECANCELED', r
+            assert sim.read_online(2) == '1'
+        finally:
+            p.kill()
+    finally:
+        if d.proc.poll() is None:
+            assert d.stop() == 0, d.log()
+    row['injected'].append(f'{rounds} rounds with --max-states-per-uid 3 '
+                           '--max-state-deadline-ms 200: 3 states of nobody, failing (EBUSY), '
+                           'taking 300 ms or healthy at a random CPU, a 4th and one asking '
+                           '201 ms refused; root\'s state stalling 400-800 ms at a random CPU '
+                           'against offline 1-3 with a 100-300 ms timeout; then SIGTERM while '
+                           'root\'s silent state holds a teardown')
+    row['checked'] += ['nobody\'s 4th state is EDQUOT, a deadline over the cap EPERM',
+                       'the stalling state\'s CPU ends ETIMEDOUT at the hotplug\'s timeout, '
+                       'rolled back; once late calls ran every view equals the files',
+                       'the stop cuts the silent call: ECANCELED, the CPU stays, exit 0']
+    row['numbers']['refused'] = '/'.join(f'{k} {v}' for k, v in sorted(refused.items()))
+    row['numbers']['cut at the timeout'] = cut
 
 
 def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, row):

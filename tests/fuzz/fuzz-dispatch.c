@@ -21,7 +21,11 @@
  * (0x7f: INT32_MAX), into the count (even byte) or the released word (odd)
  * of slot (byte % nslots).  A slot outside 0..16 must make the daemon close
  * the connection with EPROTO (so such a stream is not "clean" below), and
- * must never wedge a hotplug nor let one in.
+ * must never wedge a hotplug nor let one in.  Byte 0 & 16: the client is
+ * no admin, under the limits an administrator sets for such a uid
+ * (--max-states-per-uid 1, or 2 with byte 0 & 32, --max-state-deadline-ms
+ * 50, --max-leases-per-uid 2): it never has more states or socket leases
+ * than those, nor a state with a longer deadline, and gets no fast path.
  *
  * Properties, beyond what ASan/UBSan catch:
  *  - every byte the daemon sends is a frame holding a Response with a body;
@@ -30,13 +34,15 @@
  *    request overran the small buffer budget set below) is the last thing sent;
  *  - no request is answered twice: per id, replies <= requests with that id;
  *    events carry the id of a Watch that was answered WatchStarted, or id 0 for
- *    the notices to lease holders (LeaseRevoked, LeaseBypassed);
+ *    the notices to lease holders (LeaseRevoked, LeaseBypassed); a StateCall
+ *    carries the id of a RegisterState the client sent;
  *  - no request is answered never: on a stream without a framing or protocol
  *    error, each Hello, Status, Watch, LeaseRelease, FastPathRequest,
  *    Identify, ListLeases, Thaw and unknown request gets a reply (acquires, hotplugs and
  *    freezes may legitimately wait until the client leaves; FastWake is never answered);
  *  - afterwards nothing outlives the client: no connection, lease, waiting
- *    lease, queued hotplug, freeze, watcher or fast-path region, no buffered
+ *    lease, queued hotplug, freeze, watcher, hotplug state or state work or
+ *    fast-path region, no buffered
  *    byte, uid entry or request timeout left in admit.c, and the lease gate
  *    and the fast path are open;
  *  - the daemon's online set is what the simulated files say.
@@ -50,7 +56,8 @@
  * so that SO_PEERCRED names nobody).  Leases are then revoked while inputs
  * run (a LeaseRevoked notice, ERR_ETIME on release), acquires past two get
  * ERR_EDQUOT, hotplugs and freezes ERR_EPERM, and the fast path is never
- * offered; the properties above hold all the same.
+ * offered; the properties above hold all the same, and byte 0 & 16's
+ * checks too (its state limits, else no state at all: nobody is no admin).
  */
 #include <errno.h>
 #include <ftw.h>
@@ -77,6 +84,8 @@
 #include "cpuhpd.h"
 #include "core/conn.h"
 #include "base/log.h"
+#include "hotplug/request.h"
+#include "states/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -87,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define SIM_PRESENT  "0-2"
 
 static struct cpuhpd d;
+static bool limited; /* byte 0 & 16: the client is no admin, under the limits */
 static char tmpdir[64];
 static char sock_path[96];
 static bool log_on;
@@ -351,11 +361,35 @@ static void drain(struct client *cl)
 	}
 }
 
+/*
+ * A limited client never has more than the limits allow (byte 0 & 16, or
+ * CPUHP_FUZZ_LIMITS: nobody then, whom --max-states-per-uid 0 allows none).
+ */
+static void check_limits(void)
+{
+	struct cpuhpd_list *pos;
+	unsigned n = 0;
+
+	if (!limited && !limits)
+		return;
+	cpuhpd_list_for_each(pos, &d.states.list)
+	{
+		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		FUZZ_CHECK(s->deadline_ms <= d.opt.max_state_deadline_ms);
+		n++;
+	}
+	FUZZ_CHECK(n <= d.opt.max_states_per_uid);
+	FUZZ_CHECK(d.leases.held <= d.opt.max_leases_per_uid);
+	FUZZ_CHECK(d.fast.nregions == 0);
+}
+
 /* One turn of the daemon's loop without blocking, then take what it sent. */
 static void pump(struct client *cl)
 {
 	uv_run(d.loop, UV_RUN_NOWAIT);
 	drain(cl);
+	check_limits();
 }
 
 /* Return: false once the daemon closed the connection. */
@@ -442,6 +476,20 @@ static int connect_as_nobody(void)
 	return fd;
 }
 
+/*
+ * A state call waits for our answer, which never comes: our leaving ends
+ * it (a gone client counts as done), unless the hotplug's own timeout cuts
+ * it within 100 ms: that cut is waited for.
+ */
+static bool waits_for_us(void)
+{
+	struct cpuhpd_list *n = cpuhpd_list_first(&d.hotplug.queue);
+	const struct hotplug_req *h = n ? cpuhpd_container_of(n, struct hotplug_req, node) : NULL;
+	uint64_t cut = h ? h->job.calls_deadline : 0;
+
+	return d.states.in_flight && !(cut && cut <= uv_now(d.loop) + 100);
+}
+
 static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, const uint8_t *s,
                        size_t n, bool forger)
 {
@@ -452,6 +500,9 @@ static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, c
 	FUZZ_CHECK(cl->fd >= 0);
 	while (d.nconns == 0)
 		uv_run(d.loop, UV_RUN_ONCE);
+	/* What admission found (this process is an admin) is overruled before any byte. */
+	if (limited)
+		the_conn()->peer.admin = false;
 	while (pos < n) {
 		size_t piece = nsplit ? (size_t)split[i++ % nsplit] + 1 : n;
 
@@ -473,7 +524,7 @@ static void run_client(struct client *cl, const uint8_t *split, size_t nsplit, c
 		drain(cl);
 		c = the_conn();
 		if (!c || (!c->queued && !(d.hotplug.nqueued && d.leases.held == 0 &&
-		                           cpuhpd_fastpath_held(&d) == 0)))
+		                           cpuhpd_fastpath_held(&d) == 0 && !waits_for_us())))
 			break;
 		uv_run(d.loop, UV_RUN_ONCE);
 	}
@@ -502,6 +553,7 @@ struct idcount {
 	uint64_t id;
 	unsigned requests, must_answer, replies;
 	bool watch_started;
+	bool registers; /* a RegisterState: its state's calls carry this id */
 };
 
 struct reference {
@@ -587,6 +639,8 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 		case CPUHP__REQUEST__BODY_SET_SMT:
 		/* Answered once their startup/teardown calls ran (states.c). */
 		case CPUHP__REQUEST__BODY_REGISTER_STATE:
+			ic->registers = true;
+			break;
 		case CPUHP__REQUEST__BODY_REMOVE_STATE:
 		case CPUHP__REQUEST__BODY_STATE_ANSWER: /* never answered */
 		case CPUHP__REQUEST__BODY_FAST_WAKE:    /* never answered */
@@ -653,6 +707,11 @@ static void check_response(const Cpuhp__Response *r, struct reference *ref, bool
 		FUZZ_CHECK(ic->watch_started);
 		return;
 	}
+	/* A call of a state this client registered, not an answer. */
+	if (r->body_case == CPUHP__RESPONSE__BODY_STATE_CALL) {
+		FUZZ_CHECK(ic->registers);
+		return;
+	}
 	if (r->body_case == CPUHP__RESPONSE__BODY_WATCH_STARTED)
 		ic->watch_started = true;
 	ic->replies++;
@@ -711,6 +770,9 @@ static void check_daemon_state(void)
 	FUZZ_CHECK(d.hotplug.nqueued == 0 && cpuhpd_list_empty(&d.hotplug.queue));
 	FUZZ_CHECK(cpuhpd_list_empty(&d.watch.list));
 	FUZZ_CHECK(d.freezes.n == 0 && cpuhpd_list_empty(&d.freezes.list));
+	FUZZ_CHECK(d.states.nstates == 0 && cpuhpd_list_empty(&d.states.list));
+	FUZZ_CHECK(!cpuhpd_states_running(&d) && !d.states.in_flight &&
+	           cpuhpd_list_empty(&d.states.waiting) && !d.states.holds);
 	FUZZ_CHECK(!d.fast.blocked && d.fast.nregions == 0 && cpuhpd_list_empty(&d.fast.regions));
 	FUZZ_CHECK(d.admit.buffered == 0 && cpuhpd_list_empty(&d.admit.partial));
 	for (unsigned i = 0; i < CPUHPD_ADMIT_BUCKETS; i++)
@@ -747,6 +809,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nsplit = data[0] % 8;
 	if (nsplit > size - 1)
 		nsplit = size - 1;
+	limited = data[0] & 16;
+	d.opt.max_states_per_uid = limited ? 1 + (data[0] >> 5 & 1) : 0;
+	d.opt.max_state_deadline_ms = limited ? 50 : CPUHPD_STATES_USER_DEADLINE_MS;
+	d.opt.max_leases_per_uid = limited || limits ? 2 : 0;
 	read_reference(data + 1 + nsplit, size - 1 - nsplit, &ref);
 	run_client(&cl, data + 1, nsplit, data + 1 + nsplit, size - 1 - nsplit, data[0] & 8);
 	/* A forged slot closes the connection (EPROTO): requests after it go unanswered. */

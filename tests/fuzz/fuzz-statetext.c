@@ -77,6 +77,8 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 			w_str(f, c->waits[k].why);
 			fprintf(f, " %u\n", c->waits[k].delay_ms);
 		}
+		if (c->state_batch)
+			fprintf(f, "batch %u\n", c->id);
 		for (unsigned k = 0; k < c->nstates; k++) {
 			fprintf(f, "state %u %llu %llu %d %u", c->id,
 			        (unsigned long long)c->states[k].id,
@@ -85,10 +87,10 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 			w_str(f, c->states[k].name);
 			w_str(f, c->states[k].cpus);
 			fputc('\n', f);
-			if (c->states[k].unsure)
+			for (unsigned u = 0; u < c->states[k].nunsure; u++)
 				fprintf(f, "call %u %llu %u\n", c->id,
 				        (unsigned long long)c->states[k].id,
-				        c->states[k].unsure_cpu);
+				        c->states[k].unsure[u]);
 		}
 		for (unsigned k = 0; k < c->nfreezes; k++) {
 			fprintf(f, "freeze %u %llu %llu %llu %d", c->id,
@@ -171,7 +173,8 @@ static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *
 		FUZZ_CHECK(same_str(x->comm, y->comm) && same_str(x->who, y->who) &&
 		           same_str(x->why, y->why) && same_blob(&x->partial, &y->partial));
 		FUZZ_CHECK(x->nleases == y->nleases && x->nwaits == y->nwaits &&
-		           x->nstates == y->nstates && x->nfreezes == y->nfreezes);
+		           x->nstates == y->nstates && x->nfreezes == y->nfreezes &&
+		           x->state_batch == y->state_batch);
 		for (unsigned k = 0; k < x->nleases; k++)
 			FUZZ_CHECK(x->leases[k].id == y->leases[k].id &&
 			           x->leases[k].since == y->leases[k].since &&
@@ -191,8 +194,10 @@ static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *
 			           x->states[k].reg_req_id == y->states[k].reg_req_id &&
 			           x->states[k].priority == y->states[k].priority &&
 			           x->states[k].deadline_ms == y->states[k].deadline_ms &&
-			           x->states[k].unsure == y->states[k].unsure &&
-			           x->states[k].unsure_cpu == y->states[k].unsure_cpu &&
+			           x->states[k].nunsure == y->states[k].nunsure &&
+			           (!x->states[k].nunsure ||
+			            !memcmp(x->states[k].unsure, y->states[k].unsure,
+			                    x->states[k].nunsure * sizeof(unsigned))) &&
 			           same_str(x->states[k].name, y->states[k].name) &&
 			           same_str(x->states[k].cpus, y->states[k].cpus));
 		for (unsigned k = 0; k < x->nfreezes; k++)

@@ -75,6 +75,20 @@ static void hello(struct seed *s, uint32_t version)
 	request(s, &r);
 }
 
+/* A Hello that says the client runs batches of state calls. */
+static void hello_batch(struct seed *s)
+{
+	Cpuhp__Request r = CPUHP__REQUEST__INIT;
+	Cpuhp__Hello h = CPUHP__HELLO__INIT;
+
+	h.version = 1;
+	h.client_name = (char *)"seed";
+	h.state_batch = true;
+	r.body_case = CPUHP__REQUEST__BODY_HELLO;
+	r.hello = &h;
+	request(s, &r);
+}
+
 static void acquire(struct seed *s, uint32_t timeout_ms)
 {
 	Cpuhp__Request r = CPUHP__REQUEST__INIT;
@@ -242,6 +256,29 @@ static void metrics(struct seed *s)
 	r.body_case = CPUHP__REQUEST__BODY_METRICS;
 	r.metrics = &m;
 	request(s, &r);
+}
+
+static void register_state(struct seed *s, const char *name, uint32_t deadline_ms, bool nocalls)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
+
+	rs.name = (char *)name;
+	rs.deadline_ms = deadline_ms;
+	rs.nocalls = nocalls;
+	req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
+	req.register_state = &rs;
+	request(s, &req);
+}
+
+static void list_states(struct seed *s)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
+
+	req.body_case = CPUHP__REQUEST__BODY_LIST_STATES;
+	req.list_states = &ls;
+	request(s, &req);
 }
 
 /* Getting ready for a hotplug: a delay lease, a forced hotplug, notices to another connection. */
@@ -483,6 +520,52 @@ int main(int argc, char **argv)
 	set_smt(&s, "on", 1000);
 	metrics(&s);
 	save(dir, "smt-and-metrics", &s);
+
+	/*
+	 * Hotplug states of a uid that is no admin (byte 0 & 16, & 32: 2 states
+	 * allowed): the default deadline capped, one over the cap refused, the
+	 * third state refused, no hotplug, the third lease refused.
+	 */
+	begin(&s, NULL, 0);
+	s.buf[0] |= 16 | 32;
+	hello(&s, 1);
+	register_state(&s, "a", 0, true);
+	register_state(&s, "b", 51, true); /* EPERM: over --max-state-deadline-ms */
+	register_state(&s, "c", 50, true);
+	register_state(&s, "d", 0, true); /* EDQUOT: over --max-states-per-uid */
+	set_online(&s, "1", false, 1000); /* EPERM: no admin */
+	acquire(&s, 0);
+	acquire(&s, 0);
+	acquire(&s, 0); /* EDQUOT: over --max-leases-per-uid */
+	list_states(&s);
+	save(dir, "states-of-a-limited-uid", &s);
+
+	/*
+	 * An admin's state whose calls are never answered: its registration's
+	 * startups wait; then, as nocalls, an offline whose timeout cuts the
+	 * teardown (rolled back, its startup sent, not awaited).
+	 */
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	register_state(&s, "quiet", 600000, true);
+	set_online(&s, "1", false, 50);
+	list_states(&s);
+	register_state(&s, "calls", 100, false);
+	save(dir, "state-call-cut-at-the-hotplug-timeout", &s);
+
+	/*
+	 * Three states of a client that runs batches: an offline's teardowns go
+	 * in one write; none is answered, so the 50 ms timeout cuts the first
+	 * and every one sent is undone.
+	 */
+	begin(&s, NULL, 0);
+	hello_batch(&s);
+	register_state(&s, "b1", 600000, true);
+	register_state(&s, "b2", 600000, true);
+	register_state(&s, "b3", 600000, true);
+	set_online(&s, "1", false, 50);
+	register_state(&s, "b4", 100, false); /* its startups, batched */
+	save(dir, "state-batch-cut-at-the-hotplug-timeout", &s);
 
 	/*
 	 * Getting ready (issue 31): notices to a connection that is not there,

@@ -266,6 +266,25 @@ CHECKS = [
           "2 states whose clients may answer a call twice, at any later "
           "moment: the repeat is never taken for another call",
           ["-DNS=2", "-DKILL", "-DDUP"], model=STATES),
+    Check("states-safety-batch",
+          "3 states of one client on one connection, a phase's calls sent in "
+          "one batch (-DBATCH): the same properties; after a failure the "
+          "client skips the rest, after a late call its batch's rest is "
+          "undone too; the client may die (all its states with it)",
+          ["-DBATCH", "-DKILL"], model=STATES),
+    Check("states-safety-batch-2-late",
+          "the same with 2 missed deadlines in a run",
+          ["-DBATCH", "-DKILL", "-DMAXLATE=2"], model=STATES),
+    Check("states-mutant-batch-no-skip",
+          "a batch's client runs the rest after a failure: states the "
+          "rollback does not know of stay torn down",
+          ["-DBATCH", "-DMUTANT_BATCH_NO_SKIP"], expect=ASSERT, ignore_deadlocks=True,
+          model=STATES),
+    Check("states-mutant-batch-late-keep",
+          "the calls sent after a late one are not undone: when it ends well "
+          "its client runs them, and they stay",
+          ["-DBATCH", "-DMUTANT_BATCH_LATE_KEEP"], expect=ASSERT, ignore_deadlocks=True,
+          model=STATES),
     Check("states-mutant-no-rollback",
           "a failed or late call is not rolled back: a state stays torn down "
           "while its CPU stays online",
@@ -287,6 +306,11 @@ CHECKS = [
           "answer taken for a call is that call's, never a late one to the "
           "killed daemon's; calls in order, under the writer side",
           ["-DRESTART", "-DKILL"], model=STATES),
+    Check("states-restart-batch",
+          "the same with the 3 states of one client, batches of calls "
+          "(-DBATCH): every call of a batch written down before the batch "
+          "goes out, the rest of a failed batch (skipped) as unsure as before",
+          ["-DBATCH", "-DRESTART", "-DKILL"], collapse=True, model=STATES),
     Check("states-mutant-saved-ids",
           "after the kill, call ids go on from what the state text said at the "
           "last change: the next daemon reuses the id of the call cut by the "

@@ -36,26 +36,44 @@
  *   - once every live client has run every call sent to it, every live
  *     state's view matches the file (late calls are undone in order).
  *
+ * -DBATCH: the states are one client's, on one connection, and the daemon
+ * sends a phase's forward calls in batches (proto/FRAMING.md, "Batches"):
+ * with the call it awaits, the next due states' calls of that phase, each
+ * awaited in its turn (an offline's batch skips the states with nothing
+ * due, an online's stops at one started before a kill: engine.c's plan has
+ * a step there that needs no call); the client runs them in order and,
+ * once one fails, skips the rest of the batch (answers it failed, changing
+ * nothing).  Its rollback undoes the calls that ran; after a late call also
+ * every call sent after it in the batch (the client runs those if the late
+ * one ends well).  The client's death ends all its states at once.
+ * Rollback and external calls are never batched.
+ *
  * With -DRESTART the daemon may be SIGKILLed once, while it awaits an
  * answer: the next cpuhpd runs the same hotplug again from its record
  * (started[], what the state text says each state is started on, and
  * unsure[], a call written down before it went out and not answered: due
  * again whichever way), with the killed one's calls still in the clients'
- * channels and their answers still on their way.  Checked: an answer the
- * daemon takes for its call is an answer to that call of that daemon, not a
- * late one to the killed daemon's call (each message carries which daemon
- * sent the call, a ghost); calls only under the writer side, in order.
- * What the views end as after a kill needs the daemon's reconciling, which
- * is not modelled: the daemon tests show it (test_restart_states.py).
+ * channels and their answers still on their way.  With -DBATCH every call
+ * of a batch is written down before the batch goes out; after an answered
+ * failure the rest of its batch, which the client skips, is as unsure as
+ * before it was sent.  Checked: an answer the daemon takes for its call is
+ * an answer to that call of that daemon, not a late one to the killed
+ * daemon's call (each message carries which daemon sent the call, a
+ * ghost); calls only under the writer side, in order.  What the views end
+ * as after a kill needs the daemon's reconciling, which is not modelled:
+ * the daemon tests show it (test_restart_states.py).
  *
  * Mutants (run.py): -DMUTANT_NO_ROLLBACK (a failure is not rolled back),
  * -DMUTANT_EARLY_TEARDOWN (teardown before the leases drained),
  * -DMUTANT_MATCH_STATE (an answer matched by its state alone, so an answer
  * given twice is taken for the next call), -DMUTANT_AWAIT_DEAD (a dead
- * owner's call still awaited; with -DNO_DEADLINE nothing ends the wait),
- * -DMUTANT_SAVED_IDS (with -DRESTART: call ids go on from what the state
- * text said at the last change, not from above every id sent, so the next
- * daemon reuses the id of the call cut by the kill).
+ * owner's call still awaited; with -DNO_DEADLINE nothing ends the wait);
+ * with -DBATCH, -DMUTANT_BATCH_NO_SKIP (the client runs the rest of a batch
+ * after a failure) and -DMUTANT_BATCH_LATE_KEEP (the calls sent after a
+ * late one are not undone); with -DRESTART, -DMUTANT_SAVED_IDS (call ids
+ * go on from what the state text said at the last change, not from above
+ * every id sent, so the next daemon reuses the id of the call cut by the
+ * kill).
  */
 
 #ifndef NS
@@ -96,8 +114,16 @@ bit blocked;             /* the lease gate */
 bit daemon_done;
 bit ready;               /* init has set the views and started the clients */
 
+#ifdef BATCH
+/* The one client's connection: state, call id, phase, rollback, batch id (0: none), daemon. */
+chan bcall = [10] of { byte, byte, bit, bit, byte, bit };
+byte sent_id[NS];   /* the call id sent ahead in a batch, per state */
+bit was_unsure[NS]; /* unsure[] before that call went out */
+byte sentmask;      /* states whose call was sent after a late one: undone too */
+#else
 /* call id, phase, rollback, which daemon sent it (a ghost the client echoes) */
 chan call[NS] = [6] of { byte, bit, bit, bit };
+#endif
 chan ans = [10] of { byte, byte, bit, bit };    /* state, call id, ok, daemon */
 
 byte next_id = 1;
@@ -113,19 +139,127 @@ byte saved_id = 1;    /* the next call id as the text said it at the last change
 /* A call of that phase is due: where started for a teardown, else a startup; both if unsure. */
 #define DUE(k, ph) (unsure[k] || started[k] == (ph == TEARDOWN))
 
-/* One call of state s.  res: 0 done (or the owner is gone), 1 failed, 2 late. */
+/* Written down (the state text's "call" line) before it goes out. */
+#define WRITE_DOWN(k) unsure[k] = 1
+
+#if defined(BATCH) && !defined(MUTANT_BATCH_LATE_KEEP)
+#define UNDO_SENT(k) (sentmask & (1 << (k)))
+#else
+#define UNDO_SENT(k) false
+#endif
+
+/* A call sent alone: a rollback or external one (or any, without -DBATCH). */
+inline send_one(s, ph, rb) {
+	atomic {
+		/* Every hotplug call runs under the writer side, after the leases drained. */
+		assert(blocked && leases == 0);
+		myid = next_id;
+		next_id++;
+		WRITE_DOWN(s);
+#ifdef BATCH
+		bcall!s, myid, ph, rb, 0, inc
+#else
+		call[s]!myid, ph, rb, inc
+#endif
+	}
+}
+
+#ifdef BATCH
+/*
+ * The forward call of state s in phase ph and, in the same write, the next
+ * due states' calls of that phase in its order (an online's stops at a
+ * state not due: its step needs no call; an offline has no step for one),
+ * each written down first; the batch id is the first call's.
+ */
+inline send_batch(s, ph) {
+	atomic {
+		assert(blocked && leases == 0);
+		myid = next_id;
+		next_id++;
+		WRITE_DOWN(s);
+		bcall!s, myid, ph, 0, myid, inc;
+		k = s;
+		do
+		:: (ph == TEARDOWN && k == 0) || (ph == STARTUP && k == NS - 1) -> break
+		:: else ->
+			if
+			:: ph == TEARDOWN -> k--
+			:: else -> k++
+			fi;
+			if
+			:: dead[k] -> break
+			:: !dead[k] && DUE(k, ph) ->
+				sent_id[k] = next_id;
+				was_unsure[k] = unsure[k];
+				WRITE_DOWN(k);
+				bcall!k, next_id, ph, 0, myid, inc;
+				next_id++
+			:: !dead[k] && !DUE(k, ph) && ph == STARTUP -> break
+			:: else -> skip
+			fi
+		od;
+		k = 0
+	}
+}
+
+/*
+ * A forward call failed or was late: the calls sent ahead after it are no
+ * longer awaited.  After an answered failure (r == 1) the client skips
+ * them: never run, they are as unsure as before; after a late one (r == 2)
+ * they may run, and are undone (sentmask).
+ */
+inline forget_sent(r) {
+	d_step {
+		k = 0;
+		do
+		:: k < NS ->
+			if
+			:: sent_id[k] != 0 && r == 1 -> unsure[k] = was_unsure[k]
+			:: sent_id[k] != 0 && r != 1 -> sentmask = sentmask | (1 << k)
+			:: else -> skip
+			fi;
+			sent_id[k] = 0;
+			was_unsure[k] = 0;
+			k++
+		:: else -> k = 0; break
+		od
+	}
+}
+
+/* The one client died: every state with it. */
+inline k_all_dead() {
+	dead[0] = 1;
+	if
+	:: NS > 1 -> dead[1] = 1
+	:: else -> skip
+	fi;
+	if
+	:: NS > 2 -> dead[2] = 1
+	:: else -> skip
+	fi
+}
+#endif
+
+/* One call of state s.  res: 0 done (or the owner is gone), 1 failed, 2 late, 3 killed. */
 inline invoke(s, ph, rb, res) {
 	if
-	:: dead[s] -> res = 0
+	:: dead[s] ->
+		res = 0
+#ifdef BATCH
+		; sent_id[s] = 0; was_unsure[s] = 0
+#endif
 	:: else ->
-		atomic {
-			/* Every call runs under the writer side, after the leases drained. */
-			assert(blocked && leases == 0);
-			myid = next_id;
-			next_id++;
-			unsure[s] = 1;  /* written down before it goes out */
-			call[s]!myid, ph, rb, inc
-		};
+#ifdef BATCH
+		if
+		:: sent_id[s] != 0 ->
+			/* sent ahead: awaited now */
+			d_step { myid = sent_id[s]; sent_id[s] = 0; was_unsure[s] = 0 }
+		:: sent_id[s] == 0 && !rb -> send_batch(s, ph)
+		:: sent_id[s] == 0 && rb -> send_one(s, ph, rb)
+		fi;
+#else
+		send_one(s, ph, rb);
+#endif
 		do
 		:: ans?as, aid, aok, ainc ->
 			if
@@ -212,6 +346,9 @@ hotplug:
 	late = killed;  /* after a kill, the killed daemon's calls still run */
 	failed = -1;
 	done = 0;
+#ifdef BATCH
+	sentmask = 0;
+#endif
 	if
 	:: phase == 1 -> goto online_phase
 	:: else -> skip
@@ -242,13 +379,16 @@ hotplug:
 		fi;
 		online = 0
 	:: else ->
+#ifdef BATCH
+		forget_sent(res);
+#endif
 #ifndef MUTANT_NO_ROLLBACK
-		/* startup again, lowest first: the failed state if it was late, those done */
+		/* startup again, lowest first: those done, the failed state if it was late */
 		i = 0;
 		do
 		:: i < NS ->
 			if
-			:: (done & (1 << i)) || (i == failed && res == 2) ->
+			:: (done & (1 << i)) || (i == failed && res == 2) || UNDO_SENT(i) ->
 				invoke(i, STARTUP, 1, r2);
 				if
 				:: r2 == 3 -> goto kill
@@ -297,13 +437,16 @@ online_phase:
 	od;
 	if
 	:: failed >= 0 ->
+#ifdef BATCH
+		forget_sent(res);
+#endif
 #ifndef MUTANT_NO_ROLLBACK
-		/* teardown, highest first: the failed state if late, those done */
+		/* teardown, highest first: those done, the failed state if it was late */
 		i = NS - 1;
 		do
 		:: i >= 0 ->
 			if
-			:: (done & (1 << i)) || (i == failed && res == 2) ->
+			:: (done & (1 << i)) || (i == failed && res == 2) || UNDO_SENT(i) ->
 				invoke(i, TEARDOWN, 1, r2);
 				if
 				:: r2 == 3 -> goto kill
@@ -333,6 +476,14 @@ kill:
 #ifdef MUTANT_SAVED_IDS
 		next_id = saved_id;
 #endif
+#ifdef BATCH
+		/* It sent nothing ahead. */
+		k = 0;
+		do
+		:: k < NS -> sent_id[k] = 0; was_unsure[k] = 0; k++
+		:: else -> k = 0; break
+		od;
+#endif
 		res = 0; r2 = 0
 	}
 	goto hotplug;
@@ -346,6 +497,7 @@ end_drain:
 	od
 }
 
+#ifndef BATCH
 proctype client(byte s) {
 	byte id;
 	bit ph, rb, sent, ci;
@@ -380,6 +532,45 @@ end_idle:
 gone:
 	skip
 }
+#else
+/*
+ * The one client of every state: runs the calls in the order they come; a
+ * call of a batch whose earlier call failed is skipped (answered failed,
+ * nothing changed).
+ */
+proctype bclient() {
+	byte s, id, b, skipb;
+	bit ph, rb, ci;
+
+end_idle:
+	do
+	:: atomic { bcall?s, id, ph, rb, b, ci -> busy[s] = 1 };
+		if
+#ifdef MUTANT_BATCH_NO_SKIP
+		:: false -> skip
+#else
+		:: b != 0 && b == skipb -> atomic { ans!s, id, 0, ci; busy[s] = 0 }  /* skipped */
+#endif
+		:: else ->
+			if
+			:: atomic { view[s] = (ph == STARTUP); ans!s, id, 1, ci; busy[s] = 0 }
+			:: atomic { !rb -> ans!s, id, 0, ci; skipb = b; busy[s] = 0 }  /* fails: nothing changed */
+#ifdef KILL
+			:: atomic { MAY_DIE -> k_all_dead(); ndead++; busy[s] = 0 };  /* inside the callback */
+				goto gone
+#endif
+			fi
+		fi;
+		s = 0; id = 0; ph = 0; rb = 0; b = 0; ci = 0
+#ifdef KILL
+	:: atomic { MAY_DIE -> k_all_dead(); ndead++ };  /* between calls */
+		goto gone
+#endif
+	od;
+gone:
+	skip
+}
+#endif
 
 active proctype holder() {
 	byte n = 0;
@@ -402,15 +593,22 @@ active proctype quiesced() {
 	k = 0;
 	do
 	:: k < NS ->
+#ifdef BATCH
+		(dead[k] || (len(bcall) == 0 && !busy[k]));
+#else
 		(dead[k] || (len(call[k]) == 0 && !busy[k]));
+#endif
 		k++
 	:: else -> break
 	od;
 	atomic {
 		k = 0;
 		do
-		:: k < NS -> assert(killed || dead[k] || len(call[k]) > 0 || busy[k] ||
-		                    view[k] == online); k++
+#ifdef BATCH
+		:: k < NS -> assert(killed || dead[k] || len(bcall) > 0 || busy[k] || view[k] == online); k++
+#else
+		:: k < NS -> assert(killed || dead[k] || len(call[k]) > 0 || busy[k] || view[k] == online); k++
+#endif
 		:: else -> break
 		od
 	}
@@ -421,9 +619,18 @@ init {
 
 	atomic {
 		do
-		:: k < NS -> view[k] = 1; started[k] = 1; run client(k); k++
+		:: k < NS ->
+			view[k] = 1;
+			started[k] = 1;
+#ifndef BATCH
+			run client(k);
+#endif
+			k++
 		:: else -> break
 		od;
+#ifdef BATCH
+		run bclient();
+#endif
 		ready = 1
 	}
 }

@@ -7,7 +7,7 @@ import errno
 import threading
 
 import pytest
-from conftest import wait_until
+from conftest import GUARD_S, wait_until
 
 
 def recorder(log, tag):
@@ -168,3 +168,125 @@ def test_a_long_message_cut_inside_a_character_still_counts_as_the_answer(client
         r = observer.set_online('1', False, timeout=5, check=False)
         res = r.results[0]
         assert res.errno == errno.EBUSY and 'éééé' in res.message, res
+
+
+# --- a scripted fake daemon: the frames the real one may send in one write ---------------
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _msg(*fields):
+    """Protobuf fields (number, int or bytes) as the wire has them."""
+    out = b''
+    for num, val in fields:
+        if isinstance(val, int):
+            out += _varint(num << 3) + _varint(val)
+        else:
+            out += _varint(num << 3 | 2) + _varint(len(val)) + val
+    return out
+
+
+def _frame(payload):
+    return len(payload).to_bytes(4, 'big') + payload
+
+
+def _fields(buf):
+    """{number: value} of a message's varint and length-delimited fields."""
+    out, i = {}, 0
+    while i < len(buf):
+        key, i = _read_varint(buf, i)
+        if key & 7 == 0:
+            out[key >> 3], i = _read_varint(buf, i)
+        else:
+            n, i = _read_varint(buf, i)
+            out[key >> 3], i = buf[i:i + n], i + n
+    return out
+
+
+def _read_varint(buf, i):
+    n = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        n |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, i
+
+
+def _recv_request(conn):
+    """The next Request: (id, body field number, body fields)."""
+    def exact(n):
+        data = b''
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            assert chunk, 'the client closed the connection'
+            data += chunk
+        return data
+    f = _fields(exact(int.from_bytes(exact(4), 'big')))
+    (body,) = [k for k in f if k != 1]
+    return f.get(1, 0), body, _fields(f[body])
+
+
+HELLO, REGISTER_STATE, REMOVE_STATE, STATE_ANSWER = 2, 10, 11, 12  # Request.body
+R_HELLO, R_REGISTERED, R_REMOVED, R_CALL = 3, 11, 12, 13           # Response.body
+
+
+def _hello(conn):
+    rid, body, _ = _recv_request(conn)
+    assert body == HELLO
+    conn.sendall(_frame(_msg((1, rid), (R_HELLO, _msg((1, 1), (3, 65536))))))
+
+
+def test_a_call_read_with_the_registration_reply_is_run(cpuhp, tmp):
+    """The registration's reply and a hotplug's StateCall come in one write
+    (the real cpuhpd does that when a hotplug queued behind the
+    registration): the binding's state thread must run the call, not poll a
+    socket that has nothing more (the fake waits for its answer)."""
+    import socket
+    path = str(tmp / 'fake.sock')
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(4)
+    lsock.settimeout(GUARD_S)
+    answered, errors = [], []
+
+    def fake():
+        try:
+            own, _ = lsock.accept()
+            _hello(own)
+            conn, _ = lsock.accept()
+            conn.settimeout(GUARD_S)  # turns a hang into a failure
+            _hello(conn)
+            rid, body, _ = _recv_request(conn)
+            assert body == REGISTER_STATE
+            reply = _msg((1, rid), (R_REGISTERED, _msg((1, 7))))
+            call = _msg((1, rid), (R_CALL, _msg((1, 7), (2, 3), (3, 1), (5, 1))))
+            conn.sendall(_frame(reply) + _frame(call))
+            _, body, ans = _recv_request(conn)
+            assert body == STATE_ANSWER and ans.get(1) == 1
+            answered.append(ans.get(3, 0))  # ok
+            rid, body, _ = _recv_request(conn)
+            assert body == REMOVE_STATE
+            conn.sendall(_frame(_msg((1, rid), (R_REMOVED, _msg((1, 7))))))
+            conn.recv(1)
+            own.recv(1)
+        except BaseException as e:  # noqa: B036 (reported by the test)
+            errors.append(e)
+
+    t = threading.Thread(target=fake)
+    t.start()
+    log = []
+    with cpuhp.Client(path) as c:
+        st = c.register_state('fake', teardown=lambda cpu: log.append(cpu), nocalls=True)
+        st.remove(nocalls=True)
+    t.join(GUARD_S)
+    lsock.close()
+    assert not errors, errors
+    assert log == [3] and answered == [1]

@@ -1640,6 +1640,491 @@ static void client_close_wakes_a_state_registration(void)
 	close_under(script_hold_own_state, WAIT_STATE);
 }
 
+/* --- hotplug states ----------------------------------------------------------- */
+
+/* What the states' callbacks saw, in order: "s0" startup of CPU 0, "t1r" a rollback teardown. */
+static char state_log[256];
+static int state_fail_cpu = -1; /* a startup of this CPU fails */
+
+static int log_call(struct cpuhp_client_state_call *call, void *arg)
+{
+	char *end = state_log + strlen(state_log);
+
+	(void)arg;
+	snprintf(end, sizeof(state_log) - (size_t)(end - state_log), "%s%c%u%s",
+	         state_log[0] ? " " : "", call->teardown ? 't' : 's', call->cpu,
+	         call->rollback ? "r" : "");
+	return !call->teardown && (int)call->cpu == state_fail_cpu ? -EBUSY : 0;
+}
+
+static void srv_state_call(int fd, uint64_t reg_id, unsigned cpu, bool teardown, bool rollback,
+                           uint64_t call_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateCall sc = CPUHP__STATE_CALL__INIT;
+
+	sc.state_id = 7;
+	sc.cpu = cpu;
+	sc.phase =
+	    teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
+	sc.rollback = rollback;
+	sc.call_id = call_id;
+	r.id = reg_id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+	r.state_call = &sc;
+	srv_send(fd, &r);
+}
+
+/*
+ * Read the StateAnswer to @call_id (@skipped: whether it says so); a bound
+ * (never reached when the client answers) ends a hang.
+ */
+static bool srv_state_answer_skipped(int fd, uint64_t call_id, bool *skipped)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	Cpuhp__Request *req;
+	bool ok;
+
+	CHECK_EQ_INT(poll(&p, 1, 10000), 1);
+	req = srv_read(fd);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_STATE_ANSWER);
+	CHECK_EQ_INT(req->state_answer->call_id, call_id);
+	ok = req->state_answer->ok;
+	*skipped = req->state_answer->skipped;
+	cpuhp__request__free_unpacked(req, NULL);
+	return ok;
+}
+
+static bool srv_state_answer(int fd, uint64_t call_id)
+{
+	bool skipped;
+	bool ok = srv_state_answer_skipped(fd, call_id, &skipped);
+
+	CHECK(!skipped);
+	return ok;
+}
+
+static void srv_state_removed(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRemoved sr = CPUHP__STATE_REMOVED__INIT;
+
+	r.id = srv_expect(fd, CPUHP__REQUEST__BODY_REMOVE_STATE);
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REMOVED;
+	r.state_removed = &sr;
+	srv_send(fd, &r);
+}
+
+/*
+ * The registration's reply and a hotplug's StateCall in one write: the
+ * client reads both in one recvmsg(), and the call must still be run.
+ */
+static void script_call_with_the_reply(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT, call = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+	Cpuhp__StateCall sc = CPUHP__STATE_CALL__INIT;
+	uint8_t *f1, *f2, both[256];
+	size_t l1, l2;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	r.id = call.id = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	sc.state_id = 7;
+	sc.cpu = 3;
+	sc.phase = CPUHP__STATE_PHASE__PHASE_TEARDOWN;
+	sc.call_id = 1;
+	call.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+	call.state_call = &sc;
+	CHECK_EQ_INT(cpuhp__frame_pack_response(&r, &f1, &l1), 0);
+	CHECK_EQ_INT(cpuhp__frame_pack_response(&call, &f2, &l2), 0);
+	CHECK(l1 + l2 <= sizeof(both));
+	memcpy(both, f1, l1);
+	memcpy(both + l1, f2, l2);
+	write_exact(w, both, l1 + l2);
+	free(f1);
+	free(f2);
+	CHECK(srv_state_answer(w, 1));
+	srv_arrived();
+	srv_state_removed(w);
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_state_runs_a_call_read_with_the_registration_reply(void)
+{
+	struct cpuhp_client_state *s;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	/* Without a thread: register runs it before returning, so that poll() sees all the rest. */
+	CHECK_EQ_INT(pipe(arrived_pipe), 0);
+	state_log[0] = '\0';
+	fake_start(&f, script_call_with_the_reply);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_state_register(c, "with-reply", 0, 0, CPUHP_CLIENT_STATE_NOCALLS,
+	                                         log_call, log_call, NULL, &s),
+	             0);
+	CHECK_EQ_STR(state_log, "t3");
+	test_wait_arrived();
+	CHECK_EQ_INT(cpuhp_client_state_remove(s, true), 0);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+
+	/* With the library's thread: it runs what was read before it polls. */
+	state_log[0] = '\0';
+	fake_start(&f, script_call_with_the_reply);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(
+	    cpuhp_client_state_register(c, "with-reply", 0, 0,
+	                                CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD,
+	                                log_call, log_call, NULL, &s),
+	    0);
+	test_wait_arrived(); /* the answer came: the thread's log line is written */
+	CHECK_EQ_STR(state_log, "t3");
+	CHECK_EQ_INT(cpuhp_client_state_remove(s, true), 0);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	close(arrived_pipe[0]);
+	close(arrived_pipe[1]);
+}
+
+/*
+ * The handle's hello, then a state's connection: its hello, its
+ * RegisterState (*@reg), and the startup of CPU 0 called and answered.
+ * Return: that connection.
+ */
+static int srv_state_registering(int fd, uint64_t *reg)
+{
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	*reg = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	srv_state_call(w, *reg, 0, false, false, 1);
+	CHECK(srv_state_answer(w, 1));
+	return w;
+}
+
+/* Startups on CPUs 0 and 1, answered; then nothing (close comes) or the daemon's rollback. */
+static bool script_rolls_back;
+
+static void script_startups_then_hold(int fd)
+{
+	uint64_t reg;
+	int w = srv_state_registering(fd, &reg);
+
+	srv_state_call(w, reg, 1, false, false, 2);
+	if (script_rolls_back) {
+		/* The startup of CPU 1 fails: the daemon tears CPU 0 down, then refuses. */
+		CHECK(!srv_state_answer(w, 2));
+		srv_state_call(w, reg, 0, true, true, 3);
+		CHECK(srv_state_answer(w, 3));
+		srv_error(w, reg, CPUHP__ERROR_CODE__ERR_EBUSY, "startup of state 'x' failed");
+	} else {
+		CHECK(srv_state_answer(w, 2));
+		srv_arrived();
+	}
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+struct registrar {
+	struct cpuhp_client *c;
+	unsigned flags;
+	int ret;
+};
+
+static void *registrar_main(void *arg)
+{
+	struct registrar *r = arg;
+	struct cpuhp_client_state *s = NULL;
+
+	r->ret =
+	    cpuhp_client_state_register(r->c, "undo", 0, 0, r->flags, log_call, log_call, NULL, &s);
+	CHECK(r->ret < 0 && s == NULL);
+	return NULL;
+}
+
+/*
+ * cpuhp_client_close() during a registration: the startups that ran
+ * are torn down on the registering thread (last CPU first, as rollbacks),
+ * since the daemon forgets the state with its connection and calls nothing.
+ */
+static void client_close_during_a_registration_tears_its_startups_down(void)
+{
+	for (unsigned threaded = 0; threaded < 2; threaded++) {
+		struct registrar r = {.flags = threaded ? CPUHP_CLIENT_STATE_THREAD : 0};
+		struct fake f;
+		pthread_t t;
+
+		CHECK_EQ_INT(pipe(arrived_pipe), 0);
+		state_log[0] = '\0';
+		script_rolls_back = false;
+		fake_start(&f, script_startups_then_hold);
+		r.c = connect_ok(&f);
+		CHECK_EQ_INT(pthread_create(&t, NULL, registrar_main, &r), 0);
+		test_wait_arrived(); /* both startups answered; the reply never comes */
+		cpuhp_client_close(r.c);
+		CHECK_EQ_INT(pthread_join(t, NULL), 0);
+		CHECK_EQ_INT(r.ret, -ECANCELED);
+		CHECK_EQ_STR(state_log, "s0 s1 t1r t0r");
+		fake_finish(&f);
+		close(arrived_pipe[0]);
+		close(arrived_pipe[1]);
+	}
+}
+
+/* A registration the daemon rolled back itself: nothing is torn down twice. */
+static void client_registration_refused_after_the_daemons_rollback_undoes_nothing_more(void)
+{
+	struct cpuhp_client_state *s = NULL;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	state_log[0] = '\0';
+	state_fail_cpu = 1;
+	script_rolls_back = true;
+	fake_start(&f, script_startups_then_hold);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_state_register(c, "undo", 0, 0, 0, log_call, log_call, NULL, &s),
+	             -EBUSY);
+	CHECK_EQ_STR(state_log, "s0 s1 t0r");
+	cpuhp_client_close(c);
+	fake_finish(&f);
+	state_fail_cpu = -1;
+}
+
+/* A batch of three startups (CPUs 1-3) in one write; the client fails CPU 2's. */
+static void script_batch(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT, calls[3];
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+	Cpuhp__StateCall sc[3];
+	Cpuhp__Request *req;
+	uint8_t buf[512];
+	size_t len = 0;
+	bool skipped;
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_HELLO);
+	CHECK(req->hello->state_batch); /* a state's connection runs batches */
+	srv_send_hello(w, req->id, CPUHP__PROTO_VERSION);
+	cpuhp__request__free_unpacked(req, NULL);
+	r.id = srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE);
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	srv_send(w, &r);
+	for (unsigned i = 0; i < 3; i++) {
+		uint8_t *f;
+		size_t l;
+
+		cpuhp__response__init(&calls[i]);
+		cpuhp__state_call__init(&sc[i]);
+		sc[i].state_id = 7;
+		sc[i].cpu = i + 1;
+		sc[i].phase = CPUHP__STATE_PHASE__PHASE_STARTUP;
+		sc[i].call_id = 5 + i;
+		sc[i].batch = 5;
+		calls[i].id = r.id;
+		calls[i].body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+		calls[i].state_call = &sc[i];
+		CHECK_EQ_INT(cpuhp__frame_pack_response(&calls[i], &f, &l), 0);
+		CHECK(len + l <= sizeof(buf));
+		memcpy(buf + len, f, l);
+		len += l;
+		free(f);
+	}
+	write_exact(w, buf, len);
+	CHECK(srv_state_answer_skipped(w, 5, &skipped) && !skipped);
+	CHECK(!srv_state_answer_skipped(w, 6, &skipped) && !skipped);
+	CHECK(!srv_state_answer_skipped(w, 7, &skipped) && skipped);
+	srv_arrived();
+	srv_state_removed(w);
+	srv_wait_close(w);
+	close(w);
+	srv_wait_close(fd);
+}
+
+/* A batch: run in order, each answered; after a failure the rest is answered skipped, not run. */
+static void client_state_runs_a_batch_in_order_and_skips_the_rest_after_a_failure(void)
+{
+	for (unsigned threaded = 0; threaded < 2; threaded++) {
+		struct cpuhp_client_state *s;
+		struct cpuhp_client *c;
+		struct fake f;
+
+		CHECK_EQ_INT(pipe(arrived_pipe), 0);
+		state_log[0] = '\0';
+		state_fail_cpu = 2;
+		fake_start(&f, script_batch);
+		c = connect_ok(&f);
+		CHECK_EQ_INT(
+		    cpuhp_client_state_register(c, "batch", 0, 0,
+		                                CPUHP_CLIENT_STATE_NOCALLS |
+		                                    (threaded ? CPUHP_CLIENT_STATE_THREAD : 0),
+		                                log_call, log_call, NULL, &s),
+		    0);
+		while (!threaded && strlen(state_log) < 5) { /* "s1 s2": both ran */
+			struct pollfd p = {.fd = cpuhp_client_state_fd(s), .events = POLLIN};
+
+			CHECK_EQ_INT(poll(&p, 1, 10000), 1);
+			CHECK(cpuhp_client_state_dispatch(s) >= 0);
+		}
+		test_wait_arrived(); /* the fake has the three answers */
+		CHECK_EQ_INT(cpuhp_client_state_remove(s, true), 0);
+		CHECK_EQ_STR(state_log, "s1 s2");
+		cpuhp_client_close(c);
+		fake_finish(&f);
+		close(arrived_pipe[0]);
+		close(arrived_pipe[1]);
+		state_fail_cpu = -1;
+	}
+}
+
+/* The test says "go on" to the fake through this pipe (the other way round from arrived). */
+static int go_pipe[2];
+
+/*
+ * A shared state's registration: a startup answered, then (once the test
+ * closed the handle) the reply; the hub, whose registration close
+ * abandoned, must remove the state with its teardown.
+ */
+static void script_shared_abandoned(int fd)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+	Cpuhp__Request *req;
+	uint64_t reg;
+	char b;
+	int w = srv_state_registering(fd, &reg);
+
+	srv_arrived();
+	CHECK_EQ_INT(read(go_pipe[0], &b, 1), 1); /* the handle is closed */
+	r.id = reg;
+	sr.state_id = 7;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	srv_send(w, &r);
+	req = srv_read(w);
+	CHECK_EQ_INT(req->body_case, CPUHP__REQUEST__BODY_REMOVE_STATE);
+	CHECK_EQ_INT(req->remove_state->state_id, 7);
+	CHECK(!req->remove_state->nocalls);
+	r.id = req->id;
+	cpuhp__request__free_unpacked(req, NULL);
+	srv_state_call(w, reg, 0, true, false, 2);
+	CHECK(srv_state_answer(w, 2));
+	{
+		Cpuhp__StateRemoved rem = CPUHP__STATE_REMOVED__INIT;
+
+		rem.state_id = 7;
+		r.body_case = CPUHP__RESPONSE__BODY_STATE_REMOVED;
+		r.state_removed = &rem;
+		srv_send(w, &r);
+	}
+	srv_wait_close(w); /* the hub's last reference went with the state */
+	close(w);
+	srv_wait_close(fd);
+}
+
+/*
+ * close() during a shared state's registration: the registration returns
+ * -ECANCELED at once, and the hub removes the state once the daemon
+ * registered it, its startups torn down on the hub's thread.
+ */
+static void client_close_during_a_shared_registration_has_the_hub_remove_it(void)
+{
+	struct registrar r = {.flags = CPUHP_CLIENT_STATE_SHARED};
+	struct fake f;
+	pthread_t t;
+
+	CHECK_EQ_INT(pipe(arrived_pipe), 0);
+	CHECK_EQ_INT(pipe(go_pipe), 0);
+	state_log[0] = '\0';
+	fake_start(&f, script_shared_abandoned);
+	r.c = connect_ok(&f);
+	CHECK_EQ_INT(pthread_create(&t, NULL, registrar_main, &r), 0);
+	test_wait_arrived();
+	cpuhp_client_close(r.c); /* returns once the registration has left */
+	CHECK_EQ_INT(pthread_join(t, NULL), 0);
+	CHECK_EQ_INT(r.ret, -ECANCELED);
+	CHECK_EQ_INT(write(go_pipe[1], "g", 1), 1);
+	fake_finish(&f); /* the fake saw the removal and the hub's connection end */
+	CHECK_EQ_STR(state_log, "s0 t0");
+	for (int i = 0; i < 2; i++) {
+		close(arrived_pipe[i]);
+		close(go_pipe[i]);
+	}
+}
+
+static void srv_state_registered(int fd, uint64_t id, uint64_t state_id)
+{
+	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
+	Cpuhp__StateRegistered sr = CPUHP__STATE_REGISTERED__INIT;
+
+	sr.state_id = state_id;
+	r.id = id;
+	r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
+	r.state_registered = &sr;
+	srv_send(fd, &r);
+}
+
+/* A shared state; its connection ends (cpuhpd restarted); a new shared state gets a new one. */
+static void script_shared_restart(int fd)
+{
+	int w;
+
+	srv_hello(fd);
+	w = srv_accept();
+	srv_hello(w);
+	srv_state_registered(w, srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE), 7);
+	close(w);
+	w = srv_accept();
+	srv_hello(w);
+	srv_state_registered(w, srv_expect(w, CPUHP__REQUEST__BODY_REGISTER_STATE), 8);
+	srv_state_removed(w);
+	srv_wait_close(w); /* its last state removed, the hub closes */
+	close(w);
+	srv_wait_close(fd);
+}
+
+static void client_shared_states_get_a_new_connection_after_theirs_ended(void)
+{
+	struct cpuhp_client_state *a, *b;
+	struct cpuhp_client *c;
+	struct fake f;
+
+	fake_start(&f, script_shared_restart);
+	c = connect_ok(&f);
+	CHECK_EQ_INT(cpuhp_client_state_register(
+	                 c, "a", 0, 0, CPUHP_CLIENT_STATE_SHARED | CPUHP_CLIENT_STATE_NOCALLS, NULL,
+	                 NULL, NULL, &a),
+	             0);
+	/* Its connection is gone: the removal says so (the state went with it). */
+	CHECK(cpuhp_client_state_remove(a, true) < 0);
+	CHECK_EQ_INT(cpuhp_client_state_register(
+	                 c, "b", 0, 0, CPUHP_CLIENT_STATE_SHARED | CPUHP_CLIENT_STATE_NOCALLS, NULL,
+	                 NULL, NULL, &b),
+	             0);
+	CHECK_EQ_INT(cpuhp_client_state_id(b), 8);
+	CHECK_EQ_INT(cpuhp_client_state_remove(b, true), 0);
+	cpuhp_client_close(c);
+	fake_finish(&f);
+}
+
 int main(void)
 {
 	RUN_TEST(client_connect_says_hello_with_version_and_name);
@@ -1668,5 +2153,11 @@ int main(void)
 	RUN_TEST(client_close_wakes_set_online_and_status);
 	RUN_TEST(client_close_wakes_next_event);
 	RUN_TEST(client_close_wakes_a_state_registration);
+	RUN_TEST(client_state_runs_a_call_read_with_the_registration_reply);
+	RUN_TEST(client_close_during_a_registration_tears_its_startups_down);
+	RUN_TEST(client_registration_refused_after_the_daemons_rollback_undoes_nothing_more);
+	RUN_TEST(client_state_runs_a_batch_in_order_and_skips_the_rest_after_a_failure);
+	RUN_TEST(client_close_during_a_shared_registration_has_the_hub_remove_it);
+	RUN_TEST(client_shared_states_get_a_new_connection_after_theirs_ended);
 	return 0;
 }

@@ -127,6 +127,9 @@ class State:
         self._s = out[0]
         self.id = int(lib.cpuhp_client_state_id(self._s))
         self._ready.set()
+        # Calls read with the registration's reply ran in register, and each
+        # dispatch runs all it reads: nothing waits in the C library, so
+        # POLLIN is all there is to wait for.
         fd = lib.cpuhp_client_state_fd(self._s)
         p = select.poll()
         p.register(fd, select.POLLIN)

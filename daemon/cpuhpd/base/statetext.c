@@ -414,6 +414,7 @@ static int call_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
 	uint64_t id, cpu;
+	unsigned *u;
 
 	if (!c || want(p, 4) || num(p, 2, UINT64_MAX, &id) || num(p, 3, 65535, &cpu))
 		return p->err;
@@ -422,10 +423,16 @@ static int call_line(struct parser *p)
 
 		if (st->id != id)
 			continue;
-		if (st->unsure)
-			return bad(p, "a second call in flight for state %" PRIu64, id);
-		st->unsure = true;
-		st->unsure_cpu = (unsigned)cpu;
+		/* In ascending order: a CPU named twice, or out of order, is no daemon's text. */
+		if (st->nunsure && cpu <= st->unsure[st->nunsure - 1])
+			return bad(p,
+			           "the calls of state %" PRIu64 " name CPU %" PRIu64
+			           " out of ascending order",
+			           id, cpu);
+		u = push(p, (void **)&st->unsure, &st->nunsure, sizeof(*u));
+		if (!u)
+			return p->err;
+		*u = (unsigned)cpu;
 		return 0;
 	}
 	return bad(p, "a call of state %" PRIu64 ", which no earlier line of its conn gave", id);
@@ -449,6 +456,18 @@ static int freeze_line(struct parser *p)
 	f->since = since;
 	f->granted = granted;
 	return str(p, 6, &f->who) || str(p, 7, &f->why) ? p->err : 0;
+}
+
+static int batch_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+
+	if (!c || want(p, 2))
+		return p->err;
+	if (c->state_batch)
+		return bad(p, "a second batch line for conn %u", c->id);
+	c->state_batch = true;
+	return 0;
 }
 
 static int ready_line(struct parser *p)
@@ -538,7 +557,8 @@ static int parse_body(struct parser *p, char *body)
 	    {"daemon", daemon_line},   {"conn", conn_line},   {"lease", lease_line},
 	    {"wait", wait_line},       {"state", state_line}, {"freeze", freeze_line},
 	    {"call", call_line},       {"req", req_line},     {"run", req_line},
-	    {"partial", partial_line}, {"ready", ready_line}, {"hotplug", hotplug_line},
+	    {"partial", partial_line}, {"ready", ready_line}, {"batch", batch_line},
+	    {"hotplug", hotplug_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;
@@ -676,6 +696,7 @@ void cpuhpd_statetext_free(struct cpuhpd_saved *s)
 		for (unsigned k = 0; k < c->nstates; k++) {
 			free(c->states[k].name);
 			free(c->states[k].cpus);
+			free(c->states[k].unsure);
 		}
 		for (unsigned k = 0; k < c->nfreezes; k++) {
 			free(c->freezes[k].who);

@@ -10,9 +10,12 @@
  *   conn ID PID UID GID ADMIN HELLO COMM WHO WHY FAST_SLOTS WATCH_ID
  *   lease CONN ID SINCE BYPASSED WHO WHY [DELAY_MS]
  *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY [DELAY_MS]
+ *   batch CONN                         its Hello said state_batch: its state calls
+ *                                      may come in batches
  *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
- *   call CONN STATE_ID CPU             a call of that state (after its line) sent
- *                                      and not answered: made again after a restart
+ *   call CONN STATE_ID CPU             a call of that state (after its line) for
+ *                                      that CPU sent and not answered: made again
+ *                                      after a restart; a line per CPU, ascending
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
  *   ready CONN NOTICES_TO TOLD FAST_DELAY_MS
  *                                      where its notices go (a conn id, 0: itself),
@@ -71,9 +74,9 @@ struct cpuhpd_saved_state {
 	int32_t priority;
 	uint32_t deadline_ms;
 	char *name;
-	char *cpus;  /* NULL: started on none */
-	bool unsure; /* a "call" line: a call for unsure_cpu in flight */
-	unsigned unsure_cpu;
+	char *cpus;       /* NULL: started on none */
+	unsigned *unsure; /* its "call" lines: CPUs a call is in flight for, ascending */
+	unsigned nunsure;
 };
 
 struct cpuhpd_saved_freeze {
@@ -103,6 +106,7 @@ struct cpuhpd_saved_conn {
 	unsigned nleases;
 	struct cpuhpd_saved_wait *waits;
 	unsigned nwaits;
+	bool state_batch; /* "batch": its Hello said state_batch (its state calls in batches) */
 	struct cpuhpd_saved_state *states;
 	unsigned nstates;
 	struct cpuhpd_saved_freeze *freezes;

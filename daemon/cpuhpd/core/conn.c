@@ -212,6 +212,35 @@ void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp)
 	send_frame(c, frame, len);
 }
 
+void cpuhpd_conn_send_many(struct cpuhpd_conn *c, const Cpuhp__Response *const *resps, unsigned n)
+{
+	uint8_t *frame, *all = NULL;
+	size_t len, total = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *grown;
+
+		if (c->closing || pack(c, resps[i], &frame, &len))
+			goto out;
+		grown = realloc(all, total + len);
+		if (!grown) {
+			free(frame);
+			cpuhpd_conn_close(c, "out of memory queueing a reply");
+			goto out;
+		}
+		all = grown;
+		memcpy(all + total, frame, len);
+		total += len;
+		free(frame);
+	}
+	if (total) {
+		send_frame(c, all, total);
+		return;
+	}
+out:
+	free(all);
+}
+
 int cpuhpd_conn_send_fds(struct cpuhpd_conn *c, const Cpuhp__Response *resp, const int *fds,
                          unsigned nfds)
 {

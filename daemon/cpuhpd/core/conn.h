@@ -81,8 +81,9 @@ struct cpuhpd_conn {
 	unsigned id;             /* for log lines */
 	struct cpuhpd_peer peer;
 	struct cpuhp__frame_decoder dec;
-	bool hello;   /* Hello answered: other requests allowed */
-	bool closing; /* detached from every module; uv_close() pending */
+	bool hello;       /* Hello answered: other requests allowed */
+	bool closing;     /* detached from every module; uv_close() pending */
+	bool state_batch; /* Hello.state_batch: hotplug-state calls may come in batches */
 
 	/* Identify (holders.c): who and why for leases that name none; NULL: unset. */
 	char *who, *why;
@@ -182,6 +183,11 @@ int cpuhpd_conn_defer(struct cpuhpd_conn *c, const uint8_t *payload, size_t len)
 
 /* Send @resp.  On failure, or when the client stopped reading, the connection is closed. */
 void cpuhpd_conn_send(struct cpuhpd_conn *c, const Cpuhp__Response *resp);
+/*
+ * cpuhpd_conn_send_many() - @n responses in one write (a batch of state
+ * calls: one round trip), in order; as cpuhpd_conn_send() otherwise.
+ */
+void cpuhpd_conn_send_many(struct cpuhpd_conn *c, const Cpuhp__Response *const *resps, unsigned n);
 
 /* Descriptors one frame may carry (cpuhpd_conn_send_fds). */
 #define CPUHPD_CONN_MAX_FDS 2

@@ -145,6 +145,9 @@ static void to_worker(struct cpuhpd *d, struct hotplug_req *h)
 	h->job.timeout_ms = h->deadline > now ? (unsigned)(h->deadline - now) : 0;
 	/* No registration runs now (they are readers): the set of states is that of the job. */
 	h->job.with_states = cpuhpd_states_any(d);
+	/* Its timeout bounds its state calls too (a "try" only its states' own deadlines). */
+	h->job.calls_deadline = h->timeout_ms ? h->deadline : 0;
+	h->job.calls_timeout_ms = h->timeout_ms;
 	cpuhpd_states_hotplug_begin(d);
 	/* A kill from now on cuts it mid-way: the next cpuhpd resumes it ("run"). */
 	cpuhpd_fdstore_changed(d);

@@ -31,12 +31,15 @@ void cpuhpd_hello(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		cpuhpd_debug("client %u: its notices stay here, not at client %" PRIu32
 		             " (gone, or another process's)",
 		             c->id, h->notices_to);
+	/* Its state calls may come in batches (states/engine.c): it said it runs them so. */
+	c->state_batch = h->state_batch;
 	cpuhpd_fdstore_conn_changed(c);
 	cpuhpd_debug("client %u: hello from '%s'", c->id, h->client_name);
 	hr.version = CPUHP__PROTO_VERSION;
 	hr.daemon_version = (char *)CPUHP_VERSION_STRING;
 	hr.max_frame = CPUHP__FRAME_MAX;
 	hr.fast_path = cpuhpd_fastpath_offered(c->d) && cpuhpd_fastpath_allowed(c);
+	hr.state_batch = h->state_batch;
 	hr.max_delay_ms = c->d->opt.max_delay_ms;
 	hr.connection = c->id;
 	r.id = req->id;

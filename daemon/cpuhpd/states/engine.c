@@ -126,9 +126,16 @@ static unsigned cpus_of(const struct cpuhp_cpuset *set, unsigned *out)
  */
 static bool due(const struct cpuhpd_state *s, unsigned cpu, bool teardown)
 {
-	if (s->unsure && s->unsure_cpu == cpu)
+	if (cpuhp_cpuset_has(&s->unsure, cpu))
 		return true;
 	return cpuhp_cpuset_has(&s->cpus, cpu) == teardown;
+}
+
+/* What a restart would call next for @s: its CPUs and its calls unanswered (save.c). */
+static void state_changed(const struct cpuhpd_state *s)
+{
+	if (s->live && cpuhpd_state_alive(s))
+		cpuhpd_fdstore_conn_changed(s->conn);
 }
 
 static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
@@ -217,18 +224,33 @@ static int plan_remove(struct cpuhpd *d, struct state_work *w)
 static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 {
 	const struct cpuhp_cpuset *online = &d->view.online;
+	struct cpuhp_cpuset gone;
 	struct cpuhpd_list *pos;
 	int err = 0;
 
-	for (unsigned cpu = 0; cpu < CPUHP_CPUSET_MAX && !err; cpu++) {
-		if (cpuhp_cpuset_has(online, cpu))
-			continue;
+	/*
+	 * The offline CPUs some state believes in, or has a call unanswered on
+	 * (due()): not a walk of every possible CPU number.
+	 */
+	cpuhp_cpuset_zero(&gone);
+	cpuhpd_list_for_each(pos, &d->states.list)
+	{
+		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		for (int cpu = -1; s->live && (cpu = cpuhp_cpuset_next(&s->cpus, cpu)) >= 0;)
+			if (!cpuhp_cpuset_has(online, (unsigned)cpu))
+				cpuhp_cpuset_add(&gone, (unsigned)cpu);
+		for (int cpu = -1; s->live && (cpu = cpuhp_cpuset_next(&s->unsure, cpu)) >= 0;)
+			if (!cpuhp_cpuset_has(online, (unsigned)cpu))
+				cpuhp_cpuset_add(&gone, (unsigned)cpu);
+	}
+	for (int cpu = -1; !err && (cpu = cpuhp_cpuset_next(&gone, cpu)) >= 0;) {
 		for (pos = d->states.list.prev; pos != &d->states.list && !err; pos = pos->prev) {
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && due(s, cpu, true))
-				err = add_step(w, s, cpu, true, false, true);
+			if (s->live && due(s, (unsigned)cpu, true))
+				err = add_step(w, s, (unsigned)cpu, true, false, true);
 		}
 	}
 	for (int cpu = -1; !err && (cpu = cpuhp_cpuset_next(online, cpu)) >= 0;) {
@@ -299,67 +321,217 @@ static uint64_t next_call_id(struct cpuhpd_states *S, uint64_t now)
 	return id;
 }
 
+/* When @w's calls are cut (uv_now() ms): its hotplug's timeout, or a stop's grace; 0: never. */
+static uint64_t cut_at(const struct cpuhpd *d, const struct state_work *w)
+{
+	uint64_t at = w->kind == W_HOTPLUG ? w->job->calls_deadline : 0;
+	uint64_t stop = d->states.stop_deadline;
+
+	return stop && (!at || stop < at) ? stop : at;
+}
+
+static bool cut_passed(const struct cpuhpd *d, const struct state_work *w)
+{
+	uint64_t at = cut_at(d, w);
+
+	return at && uv_now(d->loop) >= at;
+}
+
+/* Why @w's calls are cut, in @buf.  Return: the positive errno a cut call counts as. */
+static int cut_reason(const struct cpuhpd *d, const struct state_work *w, char *buf, size_t len)
+{
+	uint64_t stop = d->states.stop_deadline;
+
+	if (stop && uv_now(d->loop) >= stop) {
+		snprintf(buf, len, "cut: cpuhpd is stopping (it waits %u ms for state calls)",
+		         CPUHPD_STATES_STOP_GRACE_MS);
+		return ECANCELED;
+	}
+	snprintf(buf, len, "cut at the hotplug's timeout of %" PRIu32 " ms",
+	         w->kind == W_HOTPLUG ? w->job->calls_timeout_ms : 0);
+	return ETIMEDOUT;
+}
+
+/* @st's StateCall with @call_id (and @batch, 0: none) in @r and @call. */
+static void make_call(const struct state_step *st, uint64_t call_id, uint64_t batch,
+                      Cpuhp__Response *r, Cpuhp__StateCall *call)
+{
+	const struct cpuhpd_state *s = st->s;
+
+	cpuhp__response__init(r);
+	cpuhp__state_call__init(call);
+	call->state_id = s->id;
+	call->cpu = st->cpu;
+	call->phase =
+	    st->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
+	call->external = st->external;
+	call->rollback = st->rollback;
+	call->call_id = call_id;
+	call->batch = batch;
+	r->id = s->reg_req_id;
+	r->body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
+	r->state_call = call;
+	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64 "%s", s->name,
+	             s->conn_id, st->external ? "external " : "", st->rollback ? "rollback " : "",
+	             phase_name(st->teardown), st->cpu, call_id, batch ? " (batched)" : "");
+}
+
+/* Send @st's StateCall with @call_id. */
+static void send_call(const struct state_step *st, uint64_t call_id)
+{
+	Cpuhp__Response r;
+	Cpuhp__StateCall call;
+
+	make_call(st, call_id, 0, &r, &call);
+	cpuhpd_conn_send(st->s->conn, &r);
+}
+
+/*
+ * @st's call is about to go out: from now on it may run, even if this
+ * cpuhpd is killed before it is answered (it stays in its client's socket),
+ * so it is written down as unsure (due() then calls that CPU either way)
+ * before it is sent.  Its answer, or what replaces it, takes the CPU out
+ * again.  The caller writes the state's connection down.
+ */
+static void mark_unsure(struct state_step *st)
+{
+	st->was_unsure = cpuhp_cpuset_has(&st->s->unsure, st->cpu);
+	cpuhp_cpuset_add(&st->s->unsure, st->cpu);
+}
+
+/* @st was sent ahead but its client skipped it: unsure only if it was before. */
+static void unmark_skipped(const struct state_step *st)
+{
+	if (!st->was_unsure)
+		cpuhp_cpuset_del(&st->s->unsure, st->cpu);
+}
+
+/* Calls one batch carries at most (a state's connection carries 64 states). */
+#define BATCH_MAX CPUHPD_STATES_MAX_PER_CONN
+
+/*
+ * Whether step @next may go in the batch of the call of @st: the next
+ * calls on the same connection, to a client that runs batches
+ * (Hello.state_batch), forward (a rollback goes on past a failure, a batch
+ * does not) and not external (whether those are needed is judged as each
+ * comes).
+ */
+static bool batchable(const struct cpuhpd *d, const struct state_step *st,
+                      const struct state_step *next)
+{
+	return !st->rollback && !st->external && st->s->conn->state_batch && !next->rollback &&
+	       !next->external && !next->sent_id && next->s->conn == st->s->conn &&
+	       step_needed(d, next);
+}
+
+/*
+ * Send the call of @w's step @i with @call_id, and, in the same write, the
+ * steps after it that batchable() lets go with it: each gets its call id
+ * now (->sent_id, from @now on) and is awaited in its turn without being
+ * sent again (start_call()); the client runs them in order and answers each
+ * as it ends, so each call is timed from the answer before it.  Every call
+ * of the write is written down first (mark_unsure()): a batch of a
+ * registration or a removal carries one state's calls on many CPUs.
+ */
+static void send_calls(struct cpuhpd *d, struct state_work *w, unsigned i, uint64_t call_id,
+                       uint64_t now)
+{
+	struct cpuhpd_states *S = &d->states;
+	struct state_step *st = &w->steps[i];
+	Cpuhp__Response r[BATCH_MAX];
+	Cpuhp__StateCall calls[BATCH_MAX];
+	const Cpuhp__Response *rp[BATCH_MAX];
+	bool live = false;
+	unsigned n = 1;
+
+	while (n < BATCH_MAX && i + n < w->nsteps && batchable(d, st, &w->steps[i + n])) {
+		w->steps[i + n].sent_id = next_call_id(S, now);
+		n++;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		mark_unsure(&w->steps[i + k]);
+		live |= w->steps[i + k].s->live;
+	}
+	/* One write of the connection's lines for the whole batch: its states share it. */
+	if (live && cpuhpd_state_alive(st->s))
+		cpuhpd_fdstore_conn_changed(st->s->conn);
+	if (n == 1) {
+		send_call(st, call_id);
+		return;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		make_call(&w->steps[i + k], k ? w->steps[i + k].sent_id : call_id, call_id, &r[k],
+		          &calls[k]);
+		rp[k] = &r[k];
+	}
+	cpuhpd_conn_send_many(st->s->conn, rp, n);
+}
+
 static void start_call(struct cpuhpd *d, struct state_work *w, struct state_step *st)
 {
 	struct cpuhpd_states *S = &d->states;
-	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
-	Cpuhp__StateCall call = CPUHP__STATE_CALL__INIT;
-	struct cpuhpd_state *s = st->s;
+	uint64_t at = cut_at(d, w), now = uv_now(d->loop), wait = st->s->deadline_ms;
 
 	S->in_flight = true;
 	S->call_t0_ns = now_ns();
-	S->call_id = next_call_id(S, S->call_t0_ns);
-	call.state_id = s->id;
-	call.cpu = st->cpu;
-	call.phase =
-	    st->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
-	call.external = st->external;
-	call.rollback = st->rollback;
-	call.call_id = S->call_id;
-	r.id = s->reg_req_id;
-	r.body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
-	r.state_call = &call;
-	/*
-	 * Written down before it goes out: cut by a kill, it may still run from
-	 * its client's socket, so the next cpuhpd makes it again whichever way
-	 * its re-run goes (due()), after it there: a teardown before the CPU
-	 * leaves, a startup after a stale teardown.
-	 */
-	s->unsure = true;
-	s->unsure_cpu = st->cpu;
-	if (s->live && cpuhpd_state_alive(s))
-		cpuhpd_fdstore_conn_changed(s->conn);
-	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64, s->name, s->conn_id,
-	             st->external ? "external " : "", st->rollback ? "rollback " : "",
-	             phase_name(st->teardown), st->cpu, S->call_id);
-	(void)w;
+	/* Sent ahead in a batch: awaited from now, its client runs it after the one before. */
+	S->call_id = st->sent_id ? st->sent_id : next_call_id(S, S->call_t0_ns);
+	/* The state's deadline, or the cut if that comes first. */
+	if (at && at - now < wait)
+		wait = at - now;
 	/* Armed first: a failed send closes the owner, which completes the call at once. */
-	uv_timer_start(&S->timer, timer_cb, s->deadline_ms, 0);
-	cpuhpd_conn_send(s->conn, &r);
+	uv_timer_start(&S->timer, timer_cb, wait, 0);
+	if (!st->sent_id)
+		send_calls(d, w, (unsigned)(st - w->steps), S->call_id, S->call_t0_ns);
 }
 
 /*
  * Replace the steps left by the undoing of those done: reverse order, the
  * other phase.  The failed step itself only if it missed its deadline (it
- * may have finished late); a failure means it changed nothing.
+ * may have finished late); a failure means it changed nothing.  The calls
+ * sent ahead in its batch (->sent_id) are undone too when it missed its
+ * deadline: if it ends late and well, its client runs them; after an answered
+ * failure the client skips them (unmark_skipped()).
  */
 static void rollback(struct state_work *w, unsigned failed)
 {
-	unsigned keep = w->pos, i;
+	unsigned keep = w->pos, last = failed, n = 0, i;
+	struct state_step *undo;
 
-	for (i = w->pos; i < w->nsteps; i++)
+	if (w->steps[failed].timed_out) {
+		while (last + 1 < w->nsteps && w->steps[last + 1].sent_id)
+			last++;
+	} else if (failed + 1 < w->nsteps && w->steps[failed + 1].sent_id) {
+		/* Its client skips the rest of the batch: those calls never run. */
+		for (i = failed + 1; i < w->nsteps && w->steps[i].sent_id; i++)
+			unmark_skipped(&w->steps[i]);
+		state_changed(w->steps[failed + 1].s);
+	}
+	/* On ENOMEM the rollback is cut short; reconciling catches up later. */
+	undo = malloc((last + 1) * sizeof(*undo));
+	for (i = last + 1; undo && i-- > 0;) {
+		const struct state_step *st = &w->steps[i];
+
+		if (i < failed ? !st->done_ok : i == failed && !st->timed_out)
+			continue;
+		undo[n++] = (struct state_step){
+		    .s = cpuhpd_state_get(st->s),
+		    .cpu = st->cpu,
+		    .teardown = !st->teardown,
+		    .rollback = true,
+		};
+	}
+	for (i = keep; i < w->nsteps; i++)
 		cpuhpd_state_put(w->steps[i].s);
 	w->nsteps = keep;
 	w->rolled_back = true;
-	for (i = failed + 1; i-- > 0;) {
-		struct state_step st = w->steps[i];
-
-		if (i == failed ? !st.timed_out : !st.done_ok)
-			continue;
-		/* On ENOMEM the rollback is cut short; reconciling catches up later. */
-		if (add_step(w, st.s, st.cpu, !st.teardown, true, false))
+	for (i = 0; i < n; i++) {
+		if (add_step(w, undo[i].s, undo[i].cpu, undo[i].teardown, true, false))
 			break;
 	}
+	for (i = 0; i < n; i++)
+		cpuhpd_state_put(undo[i].s);
+	free(undo);
 }
 
 static void record(struct cpuhpd *d, struct state_work *w, const struct state_step *st, int err,
@@ -379,9 +551,13 @@ static void record(struct cpuhpd *d, struct state_work *w, const struct state_st
 		             gone ? " (its client is gone)" : "");
 	if (!run)
 		return;
-	snprintf(run->name, sizeof(run->name), "%s", st->s->name);
-	snprintf(run->comm, sizeof(run->comm), "%s", st->s->comm);
-	snprintf(run->msg, sizeof(run->msg), "%s", msg ? msg : "");
+	/* Whole arrays of one size, NUL-terminated: no formatting on every call. */
+	_Static_assert(sizeof(run->name) == sizeof(st->s->name), "a state's name is a run's");
+	_Static_assert(sizeof(run->comm) == sizeof(st->s->comm), "a state's comm is a run's");
+	memcpy(run->name, st->s->name, sizeof(run->name));
+	memcpy(run->comm, st->s->comm, sizeof(run->comm));
+	if (msg && msg[0])
+		snprintf(run->msg, sizeof(run->msg), "%s", msg);
 	run->cpu = st->cpu;
 	run->pid = st->s->pid;
 	run->err = err;
@@ -390,6 +566,15 @@ static void record(struct cpuhpd *d, struct state_work *w, const struct state_st
 	run->rollback = st->rollback;
 	run->timed_out = timed_out;
 	run->gone = gone;
+}
+
+/* @st's call did what it asks: the state's CPUs follow (the caller writes them down). */
+static void step_done(const struct state_step *st)
+{
+	if (st->teardown)
+		cpuhp_cpuset_del(&st->s->cpus, st->cpu);
+	else
+		cpuhp_cpuset_add(&st->s->cpus, st->cpu);
 }
 
 /* The call in flight ended: @err 0 is success (or its owner is gone, @gone). */
@@ -405,17 +590,14 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 	record(d, w, st, err, msg, timed_out, gone);
 	st->timed_out = timed_out;
 	/* One that missed its deadline may still run: due again, as one cut by a kill. */
-	st->s->unsure = timed_out;
+	if (!timed_out)
+		cpuhp_cpuset_del(&st->s->unsure, st->cpu);
 	if (!err) {
 		st->done_ok = !gone;
-		if (st->teardown)
-			cpuhp_cpuset_del(&st->s->cpus, st->cpu);
-		else
-			cpuhp_cpuset_add(&st->s->cpus, st->cpu);
+		step_done(st);
 	}
 	/* What a restart would call teardown for next, and no call in flight. */
-	if (st->s->live && cpuhpd_state_alive(st->s))
-		cpuhpd_fdstore_conn_changed(st->s->conn);
+	state_changed(st->s);
 	if (err && !st->rollback && !w->rolled_back) {
 		if (!w->err) {
 			w->err = err;
@@ -438,9 +620,69 @@ static void timer_cb(uv_timer_t *t)
 
 	if (!d->states.in_flight || !w)
 		return;
+	if (cut_passed(d, w)) {
+		/* Counted as a missed deadline: it may finish late, so it is rolled back too. */
+		int err = cut_reason(d, w, msg, sizeof(msg));
+
+		w->expired = true;
+		complete(d, err, msg, true, false);
+		return;
+	}
 	snprintf(msg, sizeof(msg), "no answer within its deadline of %" PRIu32 " ms",
 	         w->steps[w->pos - 1].s->deadline_ms);
 	complete(d, ETIMEDOUT, msg, true, false);
+}
+
+/*
+ * @w was cut before its step @idx was called: the work fails there, as if
+ * that call had failed (it is not called, nor undone), and what it did is
+ * rolled back.
+ */
+static void fail_uncalled(struct cpuhpd *d, struct state_work *w, unsigned idx)
+{
+	const struct state_step *st = &w->steps[idx];
+	char msg[100];
+	int err = cut_reason(d, w, msg, sizeof(msg));
+
+	d->states.call_t0_ns = now_ns();
+	record(d, w, st, err, msg, false, false);
+	if (!w->err) {
+		w->err = err;
+		snprintf(w->failed_state, sizeof(w->failed_state), "%s", st->s->name);
+		snprintf(w->why, sizeof(w->why), "%s of state '%s' (pid %d, %s) was not called: %s",
+		         phase_name(st->teardown), st->s->name, (int)st->s->pid, st->s->comm, msg);
+	}
+	rollback(w, idx);
+}
+
+/*
+ * A call of a cut work: sent in order, not awaited, taken as done (its
+ * answer is ignored).  Written down as unsure before it goes out, like
+ * every call (mark_unsure()); once sent, what it asks is where its state
+ * ends up, since its client runs it after every call sent before it there
+ * and before anything sent later: the state's CPUs follow, and it is no
+ * longer unsure, in the next write.
+ */
+static void send_unawaited(struct cpuhpd *d, struct state_work *w, struct state_step *st)
+{
+	struct cpuhpd_states *S = &d->states;
+	char why[100], msg[120];
+
+	cut_reason(d, w, why, sizeof(why));
+	snprintf(msg, sizeof(msg), "sent, not awaited (%s)", why);
+	cpuhpd_info("state '%s' (pid %d, %s): %s%s of CPU %u %s", st->s->name, (int)st->s->pid,
+	            st->s->comm, st->rollback ? "rollback " : "", phase_name(st->teardown), st->cpu,
+	            msg);
+	S->call_t0_ns = now_ns();
+	if (!st->sent_id) {
+		mark_unsure(st);
+		state_changed(st->s);
+		send_call(st, next_call_id(S, S->call_t0_ns));
+	}
+	record(d, w, st, 0, msg, false, false);
+	step_done(st);
+	cpuhp_cpuset_del(&st->s->unsure, st->cpu);
+	state_changed(st->s);
 }
 
 static void finish_hotplug(struct cpuhpd *d, struct state_work *w)
@@ -510,6 +752,7 @@ static void kick(struct cpuhpd *d)
 		S->kick_again = false;
 		while (!S->in_flight) {
 			struct state_work *w = head_work(d);
+			struct state_step *st;
 
 			if (!w)
 				break;
@@ -524,8 +767,21 @@ static void kick(struct cpuhpd *d)
 			}
 			/* pos moves first: a send that fails completes the call at once. */
 			w->pos++;
-			if (step_needed(d, &w->steps[w->pos - 1]))
-				start_call(d, w, &w->steps[w->pos - 1]);
+			st = &w->steps[w->pos - 1];
+			if (!step_needed(d, st))
+				continue;
+			if (w->expired || cut_passed(d, w)) {
+				w->expired = true;
+				if (w->may_rollback && !w->rolled_back) {
+					/* One sent ahead in a batch may run: undone too. */
+					st->timed_out = st->sent_id != 0;
+					fail_uncalled(d, w, w->pos - 1);
+				} else {
+					send_unawaited(d, w, st);
+				}
+				continue;
+			}
+			start_call(d, w, st);
 		}
 	} while (S->kick_again);
 	S->kicking = false;
@@ -639,6 +895,17 @@ void cpuhpd_states_cancel(struct cpuhpd *d)
 	}
 }
 
+void cpuhpd_states_stop(struct cpuhpd *d)
+{
+	struct cpuhpd_states *S = &d->states;
+
+	if (S->stop_deadline)
+		return;
+	S->stop_deadline = uv_now(d->loop) + CPUHPD_STATES_STOP_GRACE_MS;
+	if (S->in_flight && uv_timer_get_due_in(&S->timer) > CPUHPD_STATES_STOP_GRACE_MS)
+		uv_timer_start(&S->timer, timer_cb, CPUHPD_STATES_STOP_GRACE_MS, 0);
+}
+
 bool cpuhpd_states_holding(const struct cpuhpd *d)
 {
 	return d->states.holds != 0;
@@ -678,6 +945,22 @@ void cpuhpd_states_hotplug_end(struct cpuhpd *d)
 	cpuhpd_states_reconcile(d);
 }
 
+/* Every live state was started on exactly the CPUs online now, and awaits no answer. */
+static bool in_sync(const struct cpuhpd *d)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->states.list)
+	{
+		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+		if (s->live && (!cpuhp_cpuset_equal(&s->cpus, &d->view.online) ||
+		                cpuhp_cpuset_next(&s->unsure, -1) >= 0))
+			return false;
+	}
+	return true;
+}
+
 void cpuhpd_states_reconcile(struct cpuhpd *d)
 {
 	struct cpuhpd_states *S = &d->states;
@@ -687,6 +970,13 @@ void cpuhpd_states_reconcile(struct cpuhpd *d)
 		return;
 	/* During a hotplug: cpuhpd_states_hotplug_end() comes and reconciles. */
 	if (S->hotplug_active || S->reconcile_queued)
+		return;
+	/*
+	 * Nothing to call when every state agrees with the view, as after each
+	 * hotplug: known only while no work is queued, since a work ahead
+	 * (a registration) may leave a state behind a view that changed.
+	 */
+	if (!head_work(d) && in_sync(d))
 		return;
 	w = cpuhpd_states_work_new(W_RECONCILE);
 	if (!w) {

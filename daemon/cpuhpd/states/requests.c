@@ -121,6 +121,70 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
+/*
+ * May @c register a state with @deadline (RegisterState's, 0: the default)?
+ * A state can veto every hotplug (a failing teardown) or hold each one up
+ * to its deadline: root and the admin group freely; another uid only as
+ * --max-states-per-uid and --max-state-deadline-ms allow, and never into
+ * the table's last CPUHPD_STATES_RESERVED places.  Return: the deadline to
+ * use, or 0 (@c was told why).
+ */
+static uint32_t admitted(struct cpuhpd_conn *c, uint64_t req_id, uint32_t deadline)
+{
+	struct cpuhpd *d = c->d;
+	const struct cpuhpd_options *o = &d->opt;
+	bool admin = c->peer.admin;
+	uint32_t cap = admin ? CPUHPD_STATES_MAX_DEADLINE_MS : o->max_state_deadline_ms;
+	unsigned room = admin ? CPUHPD_STATES_MAX : CPUHPD_STATES_MAX - CPUHPD_STATES_RESERVED;
+	unsigned mine;
+
+	if (!admin && !o->max_states_per_uid) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EPERM,
+		    "not allowed: hotplug states are for root%s%s%s (a state can "
+		    "veto or hold up every hotplug); uid %u is neither (cpuhpd "
+		    "--max-states-per-uid N lets each other uid register N)",
+		    o->admin_group ? " and members of group '" : " only",
+		    o->admin_group ? o->admin_group : "", o->admin_group ? "'" : "",
+		    (unsigned)c->peer.uid);
+		return 0;
+	}
+	if (!deadline)
+		deadline = CPUHPD_STATES_DEFAULT_DEADLINE_MS < cap
+		               ? CPUHPD_STATES_DEFAULT_DEADLINE_MS
+		               : cap;
+	if (deadline > CPUHPD_STATES_MAX_DEADLINE_MS) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "deadline %" PRIu32 " ms is over the limit of %u ms",
+		                       deadline, CPUHPD_STATES_MAX_DEADLINE_MS);
+		return 0;
+	}
+	if (deadline > cap) {
+		cpuhpd_conn_send_error(c, req_id, EPERM,
+		                       "deadline %" PRIu32 " ms is over the limit of %" PRIu32
+		                       " ms for uid %u, which is neither root nor an admin (cpuhpd "
+		                       "--max-state-deadline-ms)",
+		                       deadline, cap, (unsigned)c->peer.uid);
+		return 0;
+	}
+	if (cpuhpd_state_count_conn(d, c) >= CPUHPD_STATES_MAX_PER_CONN ||
+	    d->states.nstates >= room) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EDQUOT, "too many states: %u per connection, %u in all%s",
+		    CPUHPD_STATES_MAX_PER_CONN, room, admin ? "" : " but for root and admins");
+		return 0;
+	}
+	if (!admin && (mine = cpuhpd_states_of_uid(d, c->peer.uid)) >= o->max_states_per_uid) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EDQUOT,
+		    "uid %u has %u state(s) registered, the limit per user (cpuhpd "
+		    "--max-states-per-uid %u); remove one first",
+		    (unsigned)c->peer.uid, mine, o->max_states_per_uid);
+		return 0;
+	}
+	return deadline;
+}
+
 void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
 	const Cpuhp__RegisterState *rs = req->register_state;
@@ -128,7 +192,7 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	struct cpuhpd *d = c->d;
 	struct cpuhpd_state *s, *other;
 	struct state_work *w;
-	uint32_t deadline = rs->deadline_ms ? rs->deadline_ms : CPUHPD_STATES_DEFAULT_DEADLINE_MS;
+	uint32_t deadline;
 
 	if (!cpuhpd_state_name_ok(rs->name)) {
 		cpuhpd_conn_send_error(
@@ -138,24 +202,14 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		    rs->name, CPUHPD_STATE_NAME_MAX - 1);
 		return;
 	}
-	if (deadline > CPUHPD_STATES_MAX_DEADLINE_MS) {
-		cpuhpd_conn_send_error(c, req_id, EINVAL,
-		                       "deadline %" PRIu32 " ms is over the limit of %u ms",
-		                       rs->deadline_ms, CPUHPD_STATES_MAX_DEADLINE_MS);
+	deadline = admitted(c, req_id, rs->deadline_ms);
+	if (!deadline)
 		return;
-	}
 	if ((other = cpuhpd_state_find(d, rs->name))) {
 		cpuhpd_conn_send_error(c, req_id, EEXIST,
 		                       "a state named '%s' is registered already (by pid %d, %s): "
 		                       "names are unique per daemon",
 		                       rs->name, (int)other->pid, other->comm);
-		return;
-	}
-	if (cpuhpd_state_count_conn(d, c) >= CPUHPD_STATES_MAX_PER_CONN ||
-	    d->states.nstates >= CPUHPD_STATES_MAX) {
-		cpuhpd_conn_send_error(c, req_id, EDQUOT,
-		                       "too many states: %u per connection, %u in all",
-		                       CPUHPD_STATES_MAX_PER_CONN, CPUHPD_STATES_MAX);
 		return;
 	}
 	s = calloc(1, sizeof(*s));

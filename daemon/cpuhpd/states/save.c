@@ -22,6 +22,9 @@ void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f)
 {
 	const struct cpuhpd_list *pos;
 
+	/* Taken over with the connection: its calls come in batches after a restart too. */
+	if (c->state_batch)
+		fprintf(f, "batch %u\n", c->id);
 	cpuhpd_list_for_each(pos, &c->d->states.list)
 	{
 		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
@@ -36,8 +39,8 @@ void cpuhpd_states_save(const struct cpuhpd_conn *c, FILE *f)
 		cpuhpd_statetext_str(f, cpus);
 		fputc('\n', f);
 		free(cpus);
-		if (s->unsure)
-			fprintf(f, "call %u %" PRIu64 " %u\n", c->id, s->id, s->unsure_cpu);
+		for (int cpu = -1; (cpu = cpuhp_cpuset_next(&s->unsure, cpu)) >= 0;)
+			fprintf(f, "call %u %" PRIu64 " %d\n", c->id, s->id, cpu);
 	}
 }
 
@@ -82,6 +85,7 @@ int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
 {
 	struct cpuhpd *d = c->d;
 
+	c->state_batch = sc->state_batch;
 	for (unsigned i = 0; i < sc->nstates; i++) {
 		const struct cpuhpd_saved_state *ss = &sc->states[i];
 		struct cpuhpd_state *s;
@@ -94,14 +98,17 @@ int cpuhpd_states_adopt(struct cpuhpd_conn *c, const struct cpuhpd_saved_conn *s
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return -ENOMEM;
-		if ((ss->cpus && cpuhp_cpuset_parse(ss->cpus, &s->cpus)) ||
-		    (ss->unsure && ss->unsure_cpu >= CPUHP_CPUSET_MAX)) {
+		if (ss->cpus && cpuhp_cpuset_parse(ss->cpus, &s->cpus)) {
 			free(s);
 			return -EINVAL;
 		}
-		/* A call the last cpuhpd sent, unanswered: due again whichever way (engine.c). */
-		s->unsure = ss->unsure;
-		s->unsure_cpu = ss->unsure_cpu;
+		/* Calls the last cpuhpd sent, unanswered: due again whichever way (engine.c). */
+		for (unsigned k = 0; k < ss->nunsure; k++) {
+			if (cpuhp_cpuset_add(&s->unsure, ss->unsure[k])) {
+				free(s);
+				return -EINVAL;
+			}
+		}
 		s->refs = 1;
 		s->id = ss->id;
 		if (s->id >= d->states.next_state_id)

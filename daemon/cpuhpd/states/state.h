@@ -35,9 +35,13 @@ struct cpuhpd_state {
 	uid_t uid;
 	char comm[16];
 	struct cpuhp_cpuset cpus; /* started on */
-	/* A call for this CPU was sent and not answered (engine.c's due()). */
-	bool unsure;
-	unsigned unsure_cpu;
+	/*
+	 * CPUs a call was sent for and not answered on (engine.c's due()): a set,
+	 * since a batch of a registration or a removal sends one state's calls on
+	 * many CPUs in one write, and a call cut by a hotplug's timeout may still
+	 * be unanswered when the next one goes out.
+	 */
+	struct cpuhp_cpuset unsure;
 	unsigned refs; /* the registry's, and one per step naming it */
 };
 

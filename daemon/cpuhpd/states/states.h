@@ -19,6 +19,14 @@
  * of a HOTPLUG or REGISTER work replaces the steps left by the rollback: the
  * steps already done, in reverse order and the other phase.
  *
+ * A work is also cut: a HOTPLUG work at its request's timeout, every work
+ * CPUHPD_STATES_STOP_GRACE_MS into a stop.  The call in flight then ends
+ * as a missed deadline (ETIMEDOUT; ECANCELED for a stop), so that state is
+ * rolled back too; a step not called yet fails the same way uncalled; and
+ * every call left (the rollback's) is sent in order without waiting for
+ * its answer, which comes late and is ignored.  So neither a hotplug nor a
+ * stop waits past that point for a client that does not answer.
+ *
  * Loop thread only, but for cpuhpd_states_hotplug_cpu()'s job, which the
  * worker hands over and waits on.
  */
@@ -37,13 +45,22 @@
 #include "base/list.h"
 #include "base/statetext.h"
 
-/* States one connection may register, and the daemon in all. */
+/*
+ * States one connection may register, and the daemon in all; the last
+ * CPUHPD_STATES_RESERVED of those are for root and the admin group only,
+ * so that no other uid (or all of them together) can fill the table.
+ */
 #define CPUHPD_STATES_MAX_PER_CONN 64
 #define CPUHPD_STATES_MAX          1024
+#define CPUHPD_STATES_RESERVED     128
 /* The deadline of a call when RegisterState says 0, and the largest one allowed. */
 #define CPUHPD_STATES_DEFAULT_DEADLINE_MS 5000
 #define CPUHPD_STATES_MAX_DEADLINE_MS     600000
-#define CPUHPD_STATE_NAME_MAX             64 /* with the NUL */
+/* --max-state-deadline-ms: the longest a uid neither root nor admin may ask, by default. */
+#define CPUHPD_STATES_USER_DEADLINE_MS 5000
+/* A stop lets the call in flight (and those after it) run this long, then cuts them. */
+#define CPUHPD_STATES_STOP_GRACE_MS 1000
+#define CPUHPD_STATE_NAME_MAX       64 /* with the NUL */
 
 struct cpuhpd;
 struct cpuhpd_conn;
@@ -80,6 +97,7 @@ struct cpuhpd_states {
 	bool in_flight;
 	uint64_t call_id;
 	uint64_t call_t0_ns;
+	uint64_t stop_deadline; /* uv_now() ms, once a stop began: every work is cut there */
 };
 
 int cpuhpd_states_init(struct cpuhpd *d);
@@ -97,6 +115,11 @@ void cpuhpd_states_conn_gone(struct cpuhpd_conn *c);
 
 /* Daemon stop: answer ECANCELED to registrations and removals still waiting for the gate. */
 void cpuhpd_states_cancel(struct cpuhpd *d);
+/*
+ * A stop (orderly or a restart's) began: the call in flight and those after
+ * it run for CPUHPD_STATES_STOP_GRACE_MS at most, then are cut (engine.c).
+ */
+void cpuhpd_states_stop(struct cpuhpd *d);
 
 /*
  * The states registered on live connections of @uid (admit.c names them

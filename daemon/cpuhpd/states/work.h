@@ -33,6 +33,8 @@ struct state_step {
 	bool done_ok; /* its call succeeded: a rollback undoes it */
 	bool assumed; /* no call: done before a kill (a resumed hotplug), a rollback undoes it */
 	bool timed_out;
+	uint64_t sent_id; /* sent ahead in a batch (engine.c): its call's id; 0: not sent */
+	bool was_unsure;  /* its CPU was unsure for its state before it was sent */
 };
 
 struct state_work {
@@ -43,6 +45,11 @@ struct state_work {
 	struct state_step *steps;
 	unsigned nsteps, cap, pos;
 	int err; /* the first failed forward call's positive errno */
+	/*
+	 * Its hotplug's timeout or the stop's grace passed (engine.c, "cut"):
+	 * the calls left are sent in order, not awaited.
+	 */
+	bool expired;
 	char why[240];
 	char failed_state[CPUHPD_STATE_NAME_MAX];
 	struct cpuhpd_state_run *runs;

@@ -99,6 +99,12 @@ struct cpuhpd_job {
 	 * online already may have had its startups cut short, so they go on.
 	 */
 	bool resume;
+	/*
+	 * The request's timeout, which cuts its state calls (loop thread):
+	 * calls_deadline in uv_now() ms, 0 for none (a "try", timeout 0).
+	 */
+	uint64_t calls_deadline;
+	uint32_t calls_timeout_ms;
 	/* Loop thread: run the state calls ->sc asks for, then cpuhpd_worker_states_done(). */
 	void (*states)(struct cpuhpd *d, struct cpuhpd_job *job);
 	struct cpuhpd_states_ask sc;

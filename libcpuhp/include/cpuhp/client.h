@@ -1029,18 +1029,42 @@ CPUHP_EXPORT void cpuhp_client_call_free(struct cpuhp_client_call *call);
  * deadline rolls the hotplug back.
  *
  * Each state has a connection of its own, opened by register and closed by
- * remove; the state ends with it (also when the process dies).
+ * remove; the state ends with it (also when the process dies).  Those
+ * registered with CPUHP_CLIENT_STATE_SHARED share one connection and one
+ * thread instead (per handle, up to 64 states): cpuhpd then sends a CPU's
+ * calls of all of them in one write, about one round trip for all; a
+ * connection error ends them all.  They outlive the handle as the others
+ * do (cpuhp_client_close() leaves them registered); the last one removed
+ * closes the shared connection.
  *
  * Threads (who calls what):
  * - cpuhp_client_state_register() runs the startups for the CPUs online at
  *   registration (unless CPUHP_CLIENT_STATE_NOCALLS) on the calling thread,
  *   before it returns; cpuhp_client_state_remove() runs the teardowns on
  *   the calling thread likewise.
+ * - CPUHP_CLIENT_STATE_SHARED: every callback runs on the shared thread,
+ *   the startups of a registration and the teardowns of a removal too
+ *   (register and remove wait for them there); so a callback must not
+ *   register or remove a shared state (-EDEADLK).  cpuhp_client_close()
+ *   during a registration returns it -ECANCELED at once; if the daemon
+ *   registers the state anyway, the library removes it (teardowns run).
  * - In between, with CPUHP_CLIENT_STATE_THREAD, a thread the library
  *   starts (one per state) runs every callback; without it the application
  *   polls cpuhp_client_state_fd() for POLLIN and calls
  *   cpuhp_client_state_dispatch(), which runs the callbacks on its caller's
  *   thread.  Either way, callbacks of one state run one at a time.
+ * - The library reads ahead: a call may come in the same read as the
+ *   registration's reply.  Such calls run on the registering thread before
+ *   cpuhp_client_state_register() returns (or on the state's thread first,
+ *   with CPUHP_CLIENT_STATE_THREAD), and cpuhp_client_state_dispatch()
+ *   runs every whole call it read; so whenever either returns, nothing
+ *   waits in the library, and POLLIN on the socket is all there is to wait
+ *   for.  An application must not read the socket itself.
+ * - A registration that fails on its connection (cpuhp_client_close() on
+ *   another thread, the daemon gone) calls teardown, as a rollback, for the
+ *   CPUs whose startup succeeded in it, last CPU first, on the registering
+ *   thread: the daemon forgets the state with its connection and calls
+ *   nothing.  One the daemon refuses was rolled back by its own calls.
  * - A callback must not take a lease (the hotplug that called it holds the
  *   writer side and waits for it): cpuhp_client_lease_acquire() and
  *   cpuhp_client_lease_acquire_begin() on a callback's thread, when a
@@ -1052,6 +1076,7 @@ struct cpuhp_client_state;
 /* cpuhp_client_state_register()'s flags. */
 #define CPUHP_CLIENT_STATE_NOCALLS (1u << 0) /* no startup for the CPUs online now */
 #define CPUHP_CLIENT_STATE_THREAD  (1u << 1) /* callbacks on a thread of the library's */
+#define CPUHP_CLIENT_STATE_SHARED  (1u << 2) /* one connection and thread for all such states */
 
 /* What a callback is asked to do. */
 struct cpuhp_client_state_call {
@@ -1071,7 +1096,8 @@ typedef int (*cpuhp_client_state_fn)(struct cpuhp_client_state_call *call, void 
  * @name:        unique in the daemon; 1-63 printable characters, no spaces.
  * @priority:    teardown highest first, startup lowest first.
  * @deadline_ms: per call; 0 is 5000.
- * @flags:       CPUHP_CLIENT_STATE_NOCALLS, CPUHP_CLIENT_STATE_THREAD.
+ * @flags:       CPUHP_CLIENT_STATE_NOCALLS, CPUHP_CLIENT_STATE_THREAD or
+ *               CPUHP_CLIENT_STATE_SHARED.
  * @startup, @teardown: either may be NULL (that call then succeeds).
  * Context: blocks while a hotplug is queued or running (registration is a
  * reader, as in the kernel), then runs the startups on this thread.
@@ -1095,12 +1121,16 @@ CPUHP_EXPORT int cpuhp_client_state_register(struct cpuhp_client *c, const char 
  */
 CPUHP_EXPORT int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls);
 
-/** cpuhp_client_state_fd() - the socket to poll for POLLIN; -1 with CPUHP_CLIENT_STATE_THREAD. */
+/**
+ * cpuhp_client_state_fd() - the socket to poll for POLLIN; -1 with
+ * CPUHP_CLIENT_STATE_THREAD or CPUHP_CLIENT_STATE_SHARED.
+ */
 CPUHP_EXPORT int cpuhp_client_state_fd(const struct cpuhp_client_state *s);
 
 /**
  * cpuhp_client_state_dispatch() - run the calls that arrived, without
- * waiting for more.
+ * waiting for more: those read already, then one read of the socket (call
+ * it when poll() says POLLIN; it is harmless otherwise).
  * Context: the callbacks run on this thread.  Never blocks but in them.
  * Return: the number of calls run; a connection -errno (the daemon is
  * gone: the state with it); -EINVAL with CPUHP_CLIENT_STATE_THREAD.
