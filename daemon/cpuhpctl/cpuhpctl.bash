@@ -23,7 +23,8 @@ _cpuhpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i cmd= cmd_at=0 w root=${CPUHPCTL_SYSFS_ROOT:-/sys}
-	local commands='status leases cpus states state online offline smt watch hold freeze metrics help'
+	local commands='status leases cpus states state online offline smt plan new-cpu watch hold freeze
+		metrics help'
 
 	# The command is the first word that is neither an option nor an option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
@@ -69,7 +70,7 @@ _cpuhpctl()
 		-t | --timeout) return ;; # a number of ms: nothing to offer
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-t --timeout -J --json -h --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '-t --timeout -p --persist -J --json -h --help' -- "$cur"))
 			return
 		fi
 		# A range list: complete the number after the last ',' or '-'.
@@ -149,7 +150,7 @@ _cpuhpctl()
 		-t | --timeout) return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-t --timeout -f --force -J --json -h --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '-t --timeout -f --force -p --persist -J --json -h --help' -- "$cur"))
 		else
 			# forceoff only once --force is on the line: it cannot be undone.
 			local words='on off' w
@@ -161,6 +162,15 @@ _cpuhpctl()
 		;;
 	metrics)
 		COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
+		;;
+	plan)
+		COMPREPLY=($(compgen -W '-J --json -h --help' -- "$cur"))
+		;;
+	new-cpu)
+		case $prev in
+		-t | --timeout) return ;;
+		esac
+		[[ $cur == -* ]] && COMPREPLY=($(compgen -W '-t --timeout -h --help' -- "$cur"))
 		;;
 	esac
 }

@@ -269,5 +269,10 @@ int cpuhpctl_cpus(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_state(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv);
 int cpuhpctl_metrics(struct cpuhpctl *ctl, int argc, char **argv);
+/* wait.c: CLOCK_MONOTONIC in milliseconds. */
+uint64_t cpuhpctl_now_ms(void);
+
+int cpuhpctl_plan(struct cpuhpctl *ctl, int argc, char **argv);
+int cpuhpctl_new_cpu(struct cpuhpctl *ctl, int argc, char **argv);
 
 #endif /* CPUHPCTL_CTL_H */

@@ -19,7 +19,7 @@
 static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl %s [--timeout T] [--force[=GRACE]] [--json] LIST\n"
+	        "Usage: cpuhpctl %s [--timeout T] [--force[=GRACE]] [--persist] [--json] LIST\n"
 	        "\n"
 	        "%s the CPUs in LIST in one hotplug: cpuhpd waits until no reader\n"
 	        "lease is held, then writes each CPU's online file.  LIST is a range\n"
@@ -39,10 +39,17 @@ static void usage(FILE *f, const char *cmd)
 	        "                   and those still held after GRACE are revoked and\n"
 	        "                   listed; for a CPU that must go now.  --force-leases is\n"
 	        "                   the same\n"
+	        "  -p, --persist    change cpuhpd's plan too (cpuhpd.conf(5)), so that it\n"
+	        "                   lasts across reboots and cpuhpd keeps it: %s the\n"
+	        "                   plan's offline-cpus, in the drop-in cpuhpd writes\n"
+	        "                   (written before the hotplug; kept if it fails).\n"
+	        "                   Without it, bringing online a CPU the plan keeps\n"
+	        "                   offline is refused ('cpuhpctl plan' shows the plan)\n"
 	        "  -J, --json       one JSON object: the result of each CPU, or the\n"
 	        "                   error (schema in cpuhpctl(8))\n",
 	        cmd, !strcmp(cmd, "online") ? "Bring online" : "Take offline",
-	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000, CPUHPCTL_DEFAULT_FORCE_MS / 1000);
+	        CPUHPCTL_DEFAULT_TIMEOUT_MS / 1000, CPUHPCTL_DEFAULT_FORCE_MS / 1000,
+	        !strcmp(cmd, "online") ? "LIST leaves" : "LIST joins");
 }
 
 /*
@@ -302,7 +309,7 @@ int cpuhpctl_parse_force(const struct cpuhpctl *ctl, const char *cmd, const char
 /* The request's options.  */
 struct hotplug_opts {
 	unsigned timeout_ms;
-	bool force;
+	bool force, persist;
 	unsigned grace_ms;
 };
 
@@ -314,6 +321,7 @@ static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, struct hotplu
 	    {"timeout", required_argument, NULL, 't'},
 	    {"force", optional_argument, NULL, 'f'},
 	    {"force-leases", optional_argument, NULL, 'F'},
+	    {"persist", no_argument, NULL, 'p'},
 	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -321,7 +329,11 @@ static int parse_args(struct cpuhpctl *ctl, int argc, char **argv, struct hotplu
 	const char *cmd = argv[0];
 	int opt, err;
 
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:f::F::Jjh", opts, cmd)) != -1) {
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:f::F::pJjh", opts, cmd)) != -1) {
+		if (opt == 'p') {
+			o->persist = true;
+			continue;
+		}
 		if (opt == 't') {
 			if ((err = cpuhpctl_parse_duration(ctl, cmd, "--timeout", optarg, 0,
 			                                   UINT32_MAX, &o->timeout_ms)))
@@ -469,7 +481,10 @@ struct set_online_call {
 static int call_set_online(struct cpuhp_client *c, void *arg)
 {
 	struct set_online_call *a = arg;
+	int err = cpuhp_client_persist(c, a->o.persist);
 
+	if (err < 0)
+		return err;
 	if (a->o.force)
 		return cpuhp_client_set_online_forced(c, a->list, a->online, a->o.timeout_ms,
 		                                      a->o.grace_ms, &a->r, &a->n, &a->revoked,

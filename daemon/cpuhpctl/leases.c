@@ -135,7 +135,7 @@ static void print_queue_text(const struct cpuhp_client_lease_list *l)
 			snprintf(grace, sizeof(grace),
 			         ", forced: leases revoked %u ms after its notice",
 			         h->force_grace_ms);
-		printf("  #%" PRIu64 " %s%s %s: %s, asked by pid %u (%s) uid %u, %" PRIu64
+		printf("  #%" PRIu64 " %s%s %s: %s, asked by %spid %u (%s) uid %u%s%s%s, %" PRIu64
 		       " ms ago, timeout %u ms%s\n",
 		       h->seq, h->smt[0] ? "smt " : "",
 		       h->smt[0]   ? cpuhpctl_safe(h->smt)
@@ -145,7 +145,9 @@ static void print_queue_text(const struct cpuhp_client_lease_list *l)
 		       h->state == CPUHP_CLIENT_WRITER_RUNNING   ? "running"
 		       : h->state == CPUHP_CLIENT_WRITER_WAITING ? "waiting for leases"
 		                                                 : "queued",
-		       h->pid, cpuhpctl_safe(h->comm), h->uid, h->waited_ms, h->timeout_ms, grace);
+		       h->reason[0] ? "cpuhpd itself, " : "", h->pid, cpuhpctl_safe(h->comm),
+		       h->uid, h->reason[0] ? " for its " : "", cpuhpctl_safe(h->reason),
+		       h->reason[0] ? " (cpuhpctl plan)" : "", h->waited_ms, h->timeout_ms, grace);
 		free(cpus);
 	}
 	for (size_t i = 0; i < l->n_freezes; i++) {
@@ -180,6 +182,8 @@ static void print_queue_json(const struct cpuhp_client_lease_list *l)
 		                                            : cpuhpctl_writer_name(h->state),
 		       h->pid, h->uid);
 		cpuhpctl_json_string(stdout, h->comm);
+		printf(",\"reason\":");
+		cpuhpctl_json_string(stdout, h->reason);
 		printf(",\"waited_ms\":%" PRIu64 ",\"timeout_ms\":%u,\"force\":%s,"
 		       "\"force_grace_ms\":%u}",
 		       h->waited_ms, h->timeout_ms, h->force ? "true" : "false", h->force_grace_ms);

@@ -31,8 +31,11 @@ static void usage(FILE *f)
 	        "  leases [-o COLS] [-r] [-n]    who holds leases, and the hotplugs waiting\n"
 	        "  cpus [-o COLS] [-r] [-n]      each CPU: topology (offline ones' as last\n"
 	        "                                seen), states, hotplugs\n"
-	        "  online [--timeout T] LIST     bring the CPUs in LIST (e.g. 2-3,5) online\n"
-	        "  offline [--timeout T] LIST    take them offline\n"
+	        "  online [--timeout T] [--persist] LIST\n"
+	        "                                bring the CPUs in LIST (e.g. 2-3,5) online\n"
+	        "  offline [--timeout T] [--persist] LIST\n"
+	        "                                take them offline (--persist: and keep them\n"
+	        "                                so, in cpuhpd's plan)\n"
 	        "  watch [--count N]             print hotplug events as they happen\n"
 	        "  hold [--timeout T] [--who NAME] [--why TEXT] -- CMD [ARGS...]\n"
 	        "                                run CMD while holding a lease\n"
@@ -43,8 +46,12 @@ static void usage(FILE *f)
 	        "  state NAME [--priority N] [--deadline T] [--nocalls]\n"
 	        "        [--teardown CMD] [--startup CMD]\n"
 	        "                                a hotplug state whose callbacks run CMD\n"
-	        "  smt [--timeout T] [--force] on|off|forceoff\n"
+	        "  smt [--timeout T] [--force] [--persist] on|off|forceoff\n"
 	        "                                SMT control, as one hotplug\n"
+	        "  plan                          cpuhpd's plan (cpuhpd.conf(5)): where each\n"
+	        "                                setting came from, where the CPUs differ\n"
+	        "  new-cpu [--timeout T] CPU     wait until cpuhpd dealt with a hot-added CPU\n"
+	        "                                (for its udev rule)\n"
 	        "  metrics                       cpuhpd's metrics, Prometheus text format\n"
 	        "Run 'cpuhpctl COMMAND --help' for more on each.  Options may come before\n"
 	        "or after the operands; a time T is 200ms, 5s, 1.5s, 2m, or a number of ms.\n"
@@ -311,6 +318,7 @@ int main(int argc, char **argv)
 	    {"offline", cpuhpctl_offline}, {"smt", cpuhpctl_smt},
 	    {"watch", cpuhpctl_watch},     {"hold", cpuhpctl_hold},
 	    {"freeze", cpuhpctl_freeze},   {"metrics", cpuhpctl_metrics},
+	    {"plan", cpuhpctl_plan},       {"new-cpu", cpuhpctl_new_cpu},
 	};
 	struct cpuhpctl ctl = {.sysfs_root = getenv(CPUHPCTL_SYSFS_ROOT_ENV)};
 	const char *cmd;

@@ -18,8 +18,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "Usage: cpuhpctl smt [--timeout T] [--force] [--force-leases[=GRACE]] [--json]\n"
-	        "                    on|off|forceoff\n"
+	        "Usage: cpuhpctl smt [--timeout T] [--force] [--force-leases[=GRACE]] [--persist]\n"
+	        "                    [--json] on|off|forceoff\n"
 	        "\n"
 	        "Turn SMT (hyper-threading) on or off through cpuhpd, as one hotplug: cpuhpd\n"
 	        "waits until no reader lease is held, writes smt/control, and sees each\n"
@@ -44,6 +44,10 @@ static void usage(FILE *f)
 	        "                    leases to be released, then give up with nothing\n"
 	        "                    changed (default %us; 0: fail at once); a state call\n"
 	        "                    unanswered then is cut and rolled back\n"
+	        "  -p, --persist     make it the plan's smt too (cpuhpd.conf(5)): kept across\n"
+	        "                    reboots and against writers behind cpuhpd's back (on\n"
+	        "                    or off; written before the hotplug, kept if it fails).\n"
+	        "                    Without it, a word against the plan's smt is refused.\n"
 	        "  -J, --json        one JSON object: smt/control read back and the result\n"
 	        "                    of each CPU, or the error (schema in cpuhpctl(8))\n"
 	        "\n"
@@ -61,6 +65,7 @@ static bool machine_refused(int err, const char *msg)
 /* The request, run by wait.c's thread. */
 struct smt_call {
 	const char *word;
+	bool persist;
 	unsigned timeout_ms;
 	bool force_leases; /* with grace_ms */
 	unsigned grace_ms;
@@ -74,7 +79,10 @@ struct smt_call {
 static int call_smt(struct cpuhp_client *c, void *arg)
 {
 	struct smt_call *a = arg;
+	int err = cpuhp_client_persist(c, a->persist);
 
+	if (err < 0)
+		return err;
 	if (a->force_leases)
 		return cpuhp_client_set_smt_forced(c, a->word, a->timeout_ms, a->grace_ms, &a->r,
 		                                   &a->n, a->control, &a->revoked, &a->nrevoked);
@@ -89,6 +97,7 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	    {"force-leases", optional_argument, NULL, 'F'},
 	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"persist", no_argument, NULL, 'p'},
 	    {0},
 	};
 	struct smt_call a = {.timeout_ms = CPUHPCTL_DEFAULT_TIMEOUT_MS};
@@ -101,8 +110,11 @@ int cpuhpctl_smt(struct cpuhpctl *ctl, int argc, char **argv)
 	size_t i;
 	int opt, ret;
 
-	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fF::Jjh", opts, "smt")) != -1) {
+	while ((opt = cpuhpctl_getopt(ctl, argc, argv, ":t:fF::pJjh", opts, "smt")) != -1) {
 		switch (opt) {
+		case 'p':
+			a.persist = true;
+			break;
 		case 't':
 			if ((ret = cpuhpctl_parse_duration(ctl, "smt", "--timeout", optarg, 0,
 			                                   UINT32_MAX, &a.timeout_ms)))

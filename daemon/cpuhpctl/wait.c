@@ -48,7 +48,7 @@ static void on_sigint(int sig)
 	errno = saved;
 }
 
-static uint64_t now_ms(void)
+uint64_t cpuhpctl_now_ms(void)
 {
 	struct timespec ts;
 
@@ -250,7 +250,7 @@ static int sigint_catch(struct sigaction *old)
 int cpuhpctl_wait_run(struct cpuhpctl_wait *w)
 {
 	bool progress = isatty(STDERR_FILENO) && !w->ctl->json;
-	uint64_t start = now_ms(), last_list = 0;
+	uint64_t start = cpuhpctl_now_ms(), last_list = 0;
 	struct sigaction old_int;
 	sigset_t block, old_mask;
 	pthread_t thread;
@@ -272,7 +272,7 @@ int cpuhpctl_wait_run(struct cpuhpctl_wait *w)
 	for (;;) {
 		struct pollfd p[2] = {{.fd = w->done_pipe[0], .events = POLLIN},
 		                      {.fd = sigint_pipe[0], .events = POLLIN}};
-		uint64_t now = now_ms();
+		uint64_t now = cpuhpctl_now_ms();
 		int n = poll(p, 2, progress ? TICK_MS : -1);
 
 		if (n < 0 && errno != EINTR)
@@ -294,9 +294,9 @@ int cpuhpctl_wait_run(struct cpuhpctl_wait *w)
 			continue;
 		if (now - last_list >= REFRESH_MS) {
 			refresh(w);
-			last_list = now_ms();
+			last_list = cpuhpctl_now_ms();
 		}
-		draw(w, now_ms() - start);
+		draw(w, cpuhpctl_now_ms() - start);
 	}
 	pthread_join(thread, NULL);
 	line_erase(&w->shown);

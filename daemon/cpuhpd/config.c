@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpuhpd's config file, turned into command-line options: see config.h. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/conffile.h"
+#include "hotplug/plandecl.h"
 #include "config.h"
 
 /*
@@ -19,18 +20,6 @@ static char **config_argv;
 /* Options that make no sense in a file: they do not configure the daemon. */
 static const char *const not_in_file[] = {"config", "help", "version"};
 
-static char *trim(char *s)
-{
-	char *end;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	end = s + strlen(s);
-	while (end > s && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return s;
-}
-
 static const struct option *find_option(const struct option *longopts, const char *name)
 {
 	for (size_t i = 0; i < sizeof(not_in_file) / sizeof(not_in_file[0]); i++)
@@ -42,127 +31,89 @@ static const struct option *find_option(const struct option *longopts, const cha
 	return NULL;
 }
 
-static int parse_bool(const char *v, bool *out)
-{
-	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
-		*out = true;
-	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
-		*out = false;
-	else
-		return -EINVAL;
-	return 0;
-}
+/* The vector being made: argv[0], then an option per line. */
+struct args {
+	const struct option *longopts;
+	char **v;
+	int n, cap_extra; /* cap_extra: the command line's, counted in when growing */
+};
 
-/* One line; *arg is the option it gives ("--name=value"), or NULL for none. */
-static int parse_line(const char *path, unsigned lineno, char *line, const struct option *longopts,
-                      char **arg)
+/* One line: the option it gives ("--name=value"), appended. */
+static int parse_line(void *arg, const char *path, unsigned lineno, const char *name,
+                      const char *value, char *err, size_t errsize)
 {
+	struct args *a = arg;
 	const struct option *opt;
-	char *eq, *name, *value;
+	char *o = NULL, **grown;
 	bool on;
 
-	*arg = NULL;
-	line = trim(line);
-	if (!*line || *line == '#')
+	/* The plan's keys are the plan's (hotplug/plandecl.h), read with the drop-ins. */
+	if (cpuhpd_plan_key(name) >= 0)
 		return 0;
-	eq = strchr(line, '=');
-	if (!eq) {
-		fprintf(stderr, "cpuhpd: %s:%u: expected 'name = value', got '%s'\n", path, lineno,
-		        line);
-		return -EINVAL;
-	}
-	*eq = '\0';
-	name = trim(line);
-	value = trim(eq + 1);
-	opt = find_option(longopts, name);
+	opt = find_option(a->longopts, name);
 	if (!opt) {
-		fprintf(stderr,
-		        "cpuhpd: %s:%u: no option '%s' (names are cpuhpd's long options "
-		        "without the dashes; see cpuhpd --help)\n",
-		        path, lineno, name);
+		snprintf(err, errsize,
+		         "%s:%u: no option '%s' (names are cpuhpd's long options without the "
+		         "dashes; see cpuhpd --help)",
+		         path, lineno, name);
 		return -EINVAL;
 	}
 	if (opt->has_arg == no_argument) {
-		if (parse_bool(value, &on)) {
-			fprintf(stderr, "cpuhpd: %s:%u: %s takes yes or no, not '%s'\n", path,
-			        lineno, name, value);
+		if (cpuhpd_conf_bool(value, &on)) {
+			snprintf(err, errsize, "%s:%u: %s takes yes or no, not '%s'", path, lineno,
+			         name, value);
 			return -EINVAL;
 		}
-		if (on && asprintf(arg, "--%s", name) < 0)
+		if (!on)
+			return 0;
+		if (asprintf(&o, "--%s", name) < 0)
 			return -ENOMEM;
-		return 0;
+	} else {
+		if (!*value) {
+			snprintf(err, errsize, "%s:%u: %s needs a value", path, lineno, name);
+			return -EINVAL;
+		}
+		if (asprintf(&o, "--%s=%s", name, value) < 0)
+			return -ENOMEM;
 	}
-	if (!*value) {
-		fprintf(stderr, "cpuhpd: %s:%u: %s needs a value\n", path, lineno, name);
-		return -EINVAL;
-	}
-	if (asprintf(arg, "--%s=%s", name, value) < 0)
+	grown = realloc(a->v, ((size_t)a->cap_extra + (size_t)a->n + 2) * sizeof(*a->v));
+	if (!grown) {
+		free(o);
 		return -ENOMEM;
+	}
+	a->v = grown;
+	a->v[a->n++] = o;
 	return 0;
 }
 
 int cpuhpd_config_argv(const char *path, bool missing_ok, const struct option *longopts, int *argc,
                        char ***argv)
 {
-	char *line = NULL, **args = NULL, **grown;
-	size_t cap = 0;
-	unsigned lineno = 0;
-	int err = 0, n = 0;
-	FILE *f;
+	struct args a = {.longopts = longopts, .cap_extra = *argc};
+	char err[CPUHPD_CONF_ERR_MAX];
+	int r;
 
-	f = fopen(path, "re");
-	if (!f && errno == ENOENT && missing_ok)
-		return 0;
-	if (!f) {
-		err = -errno;
-		fprintf(stderr, "cpuhpd: --config: cannot read %s: %s\n", path, strerror(errno));
-		return err;
-	}
 	/* Room for argv[0], every line's option and the command line's. */
-	args = calloc((size_t)*argc + 1, sizeof(*args));
-	if (!args) {
-		err = -ENOMEM;
-		goto out;
-	}
-	args[n++] = (*argv)[0];
-	while (getline(&line, &cap, f) >= 0) {
-		char *arg;
-
-		lineno++;
-		err = parse_line(path, lineno, line, longopts, &arg);
-		if (err)
-			goto out;
-		if (!arg)
-			continue;
-		grown = realloc(args, ((size_t)*argc + (size_t)n + 1) * sizeof(*args));
-		if (!grown) {
-			free(arg);
-			err = -ENOMEM;
-			goto out;
-		}
-		args = grown;
-		args[n++] = arg;
-	}
-	if (ferror(f)) {
-		err = -EIO;
-		fprintf(stderr, "cpuhpd: --config: cannot read %s\n", path);
-		goto out;
+	a.v = calloc((size_t)*argc + 1, sizeof(*a.v));
+	if (!a.v)
+		return -ENOMEM;
+	a.v[a.n++] = (*argv)[0];
+	r = cpuhpd_conf_read(path, missing_ok, parse_line, &a, err, sizeof(err));
+	if (r) {
+		if (r == -ENOMEM)
+			snprintf(err, sizeof(err), "out of memory reading %s", path);
+		fprintf(stderr, "cpuhpd: %s%s\n", r == -EINVAL ? "" : "--config: ", err);
+		/* Only the file's options were added yet: a.v[1..n-1] are ours. */
+		for (int i = 1; i < a.n; i++)
+			free(a.v[i]);
+		free(a.v);
+		return r;
 	}
 	for (int i = 1; i < *argc; i++)
-		args[n++] = (*argv)[i];
-	args[n] = NULL;
-out:
-	free(line);
-	fclose(f);
-	if (err) {
-		/* Only the file's options were added yet: args[1..n-1] are ours. */
-		for (int i = 1; i < n; i++)
-			free(args[i]);
-		free(args);
-		return err;
-	}
-	config_argv = args;
-	*argc = n;
-	*argv = args;
+		a.v[a.n++] = (*argv)[i];
+	a.v[a.n] = NULL;
+	config_argv = a.v;
+	*argc = a.n;
+	*argv = a.v;
 	return 0;
 }

@@ -40,6 +40,7 @@
 #include "states/states.h"
 #include "hotplug/freeze.h"
 #include "hotplug/hotplug.h"
+#include "hotplug/plan.h"
 #include "ops/metrics.h"
 #include "ops/statusline.h"
 
@@ -72,6 +73,10 @@ struct cpuhpd_options {
 	unsigned metrics_interval_ms;   /* rewrite it this often; 0: only after each hotplug */
 	unsigned fd_store_max;          /* 0: systemd's $FDSTORE (fdstore.h) */
 	unsigned restart_grace_ms;      /* grace.h */
+	/* The configuration file and its drop-ins (the plan reads them again at a reload). */
+	const char *config_file;         /* NULL: none (the dispatch fuzzer) */
+	bool config_missing_ok;          /* the default file, which may be missing */
+	struct cpuhpd_plan_cmdline plan; /* --offline-cpus, --smt, --online-new-cpus */
 };
 
 struct cpuhpd {
@@ -100,6 +105,7 @@ struct cpuhpd {
 	struct cpuhpd_revoke revoke;
 	struct cpuhpd_fastpath fast;
 	struct cpuhpd_hotplug hotplug;
+	struct cpuhpd_plan plan;
 	struct cpuhpd_states states;
 	struct cpuhpd_worker worker;
 	struct cpuhpd_watchers watch;

@@ -104,6 +104,12 @@ static void usage(FILE *f)
 	    "                         handing its clients over (a crash, no fd store), hold\n"
 	    "                         every hotplug for MS ms so that its lease holders can\n"
 	    "                         notice first (default %u; 0: none)\n"
+	    "The plan (cpuhpd.conf(5); these win over the files' settings):\n"
+	    "  --offline-cpus LIST    keep the CPUs of LIST offline (e.g. 2-3,6)\n"
+	    "  --smt on|off           keep SMT control on or off\n"
+	    "  --online-new-cpus[=yes|no]\n"
+	    "                         bring CPUs that become present (hot-added) online\n"
+	    "                         through cpuhpd's queue and hotplug states\n"
 	    "  -v, --verbose          debug log lines\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          print the version\n"
@@ -220,6 +226,9 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 		O_METRICS_INTERVAL,
 		O_FDSTORE,
 		O_GRACE,
+		O_PLAN_OFFLINE,
+		O_PLAN_SMT,
+		O_PLAN_NEW,
 		O_MAXDELAY,
 	};
 	static const struct option longopts[] = {
@@ -248,6 +257,9 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	    {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
 	    {"fd-store-max", required_argument, NULL, O_FDSTORE},
 	    {"restart-grace-ms", required_argument, NULL, O_GRACE},
+	    {"offline-cpus", required_argument, NULL, O_PLAN_OFFLINE},
+	    {"smt", required_argument, NULL, O_PLAN_SMT},
+	    {"online-new-cpus", optional_argument, NULL, O_PLAN_NEW},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -280,6 +292,8 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 	if (!only_asks && cpuhpd_config_argv(config ? config : CPUHPD_CONFIG_FILE, !config,
 	                                     longopts, &argc, &argv))
 		return -1;
+	o->config_file = config ? config : CPUHPD_CONFIG_FILE;
+	o->config_missing_ok = !config;
 
 	o->socket_path = DEFAULT_SOCKET;
 	o->sysfs_root = "/sys";
@@ -422,6 +436,22 @@ int cpuhpd_options_parse(int argc, char **argv, struct cpuhpd_options *o)
 				return -1;
 			o->restart_grace_ms = (unsigned)v;
 			break;
+		case O_PLAN_OFFLINE:
+		case O_PLAN_SMT:
+		case O_PLAN_NEW: {
+			enum cpuhpd_plan_key k = c == O_PLAN_OFFLINE ? CPUHPD_PLAN_OFFLINE
+			                         : c == O_PLAN_SMT   ? CPUHPD_PLAN_SMT
+			                                             : CPUHPD_PLAN_NEW;
+			const char *val = optarg ? optarg : "yes";
+			char why[256];
+
+			if (!cpuhpd_plan_value_ok(k, val, why, sizeof(why))) {
+				fprintf(stderr, "cpuhpd: --%s; try --help\n", why);
+				return -1;
+			}
+			o->plan.value[k] = val;
+			break;
+		}
 		case 'v':
 			o->verbose = true;
 			break;

@@ -33,6 +33,7 @@ static const struct cpuhpd_request_type requests[] = {
     [CPUHP__REQUEST__BODY_IDENTIFY] = {cpuhpd_holders_identify, 0},
     [CPUHP__REQUEST__BODY_LIST_LEASES] = {cpuhpd_listing_request, CPUHPD_REQ_STOPPING},
     [CPUHP__REQUEST__BODY_LIST_CPUS] = {cpuhpd_cpus_request, CPUHPD_REQ_STOPPING},
+    [CPUHP__REQUEST__BODY_GET_PLAN] = {cpuhpd_plan_request, CPUHPD_REQ_STOPPING},
     [CPUHP__REQUEST__BODY_FAST_PATH] = {cpuhpd_fastpath_request, 0},
     [CPUHP__REQUEST__BODY_FAST_WAKE] = {cpuhpd_fastpath_wake,
                                         CPUHPD_REQ_STOPPING | CPUHPD_REQ_NO_REPLY},
@@ -152,20 +153,31 @@ static const cpuhpd_gauge_fn gauges[] = {
 /*
  * Who hears of a new view (view.h), in order: the metrics count an
  * external change; watchers get OnlineChanged; lease holders hear of a
- * bypass; then states are reconciled with the files.
+ * bypass; then states are reconciled with the files; last the plan, which
+ * counts a conflict and queues what undoes it (states first: their
+ * after-the-fact calls come before cpuhpd's own hotplug).
  */
 static const cpuhpd_view_fn view_subscribers[] = {
-    cpuhpd_metrics_view_changed,
-    cpuhpd_watch_view_changed,
-    cpuhpd_policy_view_changed,
-    cpuhpd_states_view_changed,
-    NULL,
+    cpuhpd_metrics_view_changed, cpuhpd_watch_view_changed, cpuhpd_policy_view_changed,
+    cpuhpd_states_view_changed,  cpuhpd_plan_view_changed,  NULL,
 };
+
+/*
+ * A hotplug request ended, its answer not sent yet: the metrics file first
+ * (a client that heard back finds it counted), then the plan looks again
+ * (from the loop: the queue is still busy with this one).
+ */
+static void hotplug_ended(struct cpuhpd *d)
+{
+	cpuhpd_metrics_write(d);
+	cpuhpd_plan_poke(d);
+}
 
 void cpuhpd_features_plug(struct cpuhpd *d)
 {
 	d->admit.states_of_uid = cpuhpd_states_of_uid;
-	d->hotplug.ended = cpuhpd_metrics_write;
+	d->hotplug.ended = hotplug_ended;
+	d->freezes.thawed = cpuhpd_plan_poke;
 	cpuhpd_snapshot_plug(d, gauges, cpuhpd_statusline_changed);
 	cpuhpd_view_plug(d, view_subscribers);
 	cpuhpd_gate_plug(d, gate_sources, sizeof(gate_sources) / sizeof(gate_sources[0]),
@@ -197,8 +209,10 @@ int cpuhpd_features_start(struct cpuhpd *d, const cpuhpd_start_fn *steps)
  * (before the worker, which learns it from then on), the tables, the fast path (whose shared memory
  * connections get), the worker thread and the timers; the previous
  * cpuhpd's clients are adopted then (adopt.c), and only after them the
- * socket listens, the store takes what is left, the restart grace starts
- * and uevents come in.
+ * restart grace starts (before anything can run a hotplug), the plan
+ * queues what it needs (before the socket listens: the first leases wait
+ * for it), the socket listens, the store takes what is left and uevents
+ * come in.
  */
 static const cpuhpd_start_fn prepare[] = {
     cpuhpd_fdstore_take,
@@ -220,7 +234,8 @@ static const cpuhpd_start_fn prepare[] = {
     NULL,
 };
 static const cpuhpd_start_fn serve[] = {
-    cpuhpd_server_start, cpuhpd_fdstore_ready, cpuhpd_grace_start, cpuhpd_uevent_start, NULL,
+    cpuhpd_grace_start,   cpuhpd_plan_start,   cpuhpd_server_start,
+    cpuhpd_fdstore_ready, cpuhpd_uevent_start, NULL,
 };
 
 /*
@@ -244,13 +259,11 @@ static const cpuhpd_daemon_fn handover[] = {
 };
 /* The stop's end, the clients closed: the fast-path and worker threads are joined here. */
 static const cpuhpd_daemon_fn close_steps[] = {
-    cpuhpd_admit_close,      cpuhpd_fastpath_close,
-    cpuhpd_uevent_stop,      cpuhpd_worker_stop,
-    cpuhpd_lease_close,      cpuhpd_policy_close,
-    cpuhpd_revoke_close,     cpuhpd_hotplug_close,
-    cpuhpd_states_close,     cpuhpd_metrics_stop,
-    cpuhpd_statusline_close, cpuhpd_grace_close,
-    cpuhpd_topology_close,   NULL,
+    cpuhpd_admit_close,  cpuhpd_fastpath_close, cpuhpd_uevent_stop,
+    cpuhpd_worker_stop,  cpuhpd_lease_close,    cpuhpd_policy_close,
+    cpuhpd_revoke_close, cpuhpd_hotplug_close,  cpuhpd_plan_close,
+    cpuhpd_states_close, cpuhpd_metrics_stop,   cpuhpd_statusline_close,
+    cpuhpd_grace_close,  cpuhpd_topology_close, NULL,
 };
 
 /*

@@ -116,6 +116,9 @@ struct cpuhp_client {
 
 	struct sockaddr_un sa; /* the daemon's address, for those connections */
 
+	/* cpuhp_client_persist(), under ->lock: hotplug requests change the plan too. */
+	bool persist;
+
 	/* CPUHP_CLIENT_STATE_SHARED: the connection and thread its states share (hub.c). */
 	struct cpuhp__hub *hub; /* under fb_lock */
 

@@ -159,11 +159,12 @@ static int take_set_online(struct cpuhp_client *c, const Cpuhp__Response *resp, 
 }
 
 static void set_online_request(Cpuhp__Request *req, Cpuhp__SetOnline *so, const char *cpus,
-                               bool online, unsigned timeout_ms)
+                               bool online, unsigned timeout_ms, bool persist)
 {
 	so->cpus = (char *)cpus;
 	so->online = online;
 	so->timeout_ms = timeout_ms;
+	so->persist = persist;
 	req->body_case = CPUHP__REQUEST__BODY_SET_ONLINE;
 	req->set_online = so;
 }
@@ -177,7 +178,7 @@ static int set_online_locked(struct cpuhp_client *c, const char *cpus, bool onli
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
 	struct results_out o = {.results = results, .n_results = n_results};
 
-	set_online_request(&req, &so, cpus, online, timeout_ms);
+	set_online_request(&req, &so, cpus, online, timeout_ms, c->persist);
 	return cpuhp__client_request_locked(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE,
 	                                    take_set_online, &o);
 }
@@ -218,13 +219,28 @@ int cpuhp_client_set_online(struct cpuhp_client *c, const char *cpus, bool onlin
 	return cpuhp__client_leave(c, ret);
 }
 
+/* cpuhp_client_persist()'s flag, for a request begun on a connection of its own. */
+static int persist_of(struct cpuhp_client *c, bool *persist)
+{
+	int ret;
+
+	if ((ret = cpuhp__client_enter(c)) < 0)
+		return ret;
+	*persist = c->persist;
+	return cpuhp__client_leave(c, 0);
+}
+
 int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cpus, bool online,
                                           unsigned timeout_ms, struct cpuhp_client_call **out)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	bool persist;
+	int ret;
 
-	set_online_request(&req, &so, cpus, online, timeout_ms);
+	if ((ret = persist_of(c, &persist)) < 0)
+		return ret;
+	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
 }
 
@@ -252,7 +268,7 @@ int cpuhp_client_set_online_forced(struct cpuhp_client *c, const char *cpus, boo
 
 	if ((ret = cpuhp__client_enter(c)) < 0)
 		return ret;
-	set_online_request(&req, &so, cpus, online, timeout_ms);
+	set_online_request(&req, &so, cpus, online, timeout_ms, c->persist);
 	so.force = true;
 	so.force_grace_ms = grace_ms;
 	return cpuhp__client_leave(c, cpuhp__client_request_locked(c, &req,
@@ -266,8 +282,12 @@ int cpuhp_client_set_online_forced_begin(struct cpuhp_client *c, const char *cpu
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
+	bool persist;
+	int ret;
 
-	set_online_request(&req, &so, cpus, online, timeout_ms);
+	if ((ret = persist_of(c, &persist)) < 0)
+		return ret;
+	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
 	so.force = true;
 	so.force_grace_ms = grace_ms;
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
@@ -319,6 +339,7 @@ static int set_smt(struct cpuhp_client *c, const char *control, unsigned timeout
 		                           control ? control : "(null)"));
 	ss.control = (char *)control;
 	ss.timeout_ms = timeout_ms;
+	ss.persist = c->persist;
 	ss.force = revoked != NULL;
 	ss.force_grace_ms = grace_ms;
 	req.body_case = CPUHP__REQUEST__BODY_SET_SMT;

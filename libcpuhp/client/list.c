@@ -73,6 +73,7 @@ static int append_page(struct cpuhp_client *c, const Cpuhp__LeaseList *in,
 		snprintf(o->comm, sizeof(o->comm), "%s", hi->comm);
 		o->waited_ms = hi->waited_ms;
 		o->timeout_ms = hi->timeout_ms;
+		snprintf(o->reason, sizeof(o->reason), "%s", hi->reason ? hi->reason : "");
 		o->force = hi->force;
 		o->force_grace_ms = hi->force_grace_ms;
 		snprintf(o->smt, sizeof(o->smt), "%s", hi->smt ? hi->smt : "");

@@ -70,6 +70,9 @@ int cpuhp__client_too_old(struct cpuhp_client *c, int ret, Cpuhp__Response__Body
 	case CPUHP__RESPONSE__BODY_CPU_LIST:
 		what = "to list the CPUs";
 		break;
+	case CPUHP__RESPONSE__BODY_PLAN:
+		what = "to keep a plan (cpuhpd.conf(5))";
+		break;
 	default:
 		return ret; /* a request every cpuhpd knows: the daemon's own words */
 	}

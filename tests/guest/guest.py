@@ -33,7 +33,7 @@ import vm
 # as the README says; the others take that deploy as given (each makes sure
 # of it).  Each is a test; a scenario may hold the checks of more tests
 # (lib.sh's section), named in TESTS.
-SCENARIOS = ['systemd', 'restart', 'smt', 'hotplug', 'selftest']
+SCENARIOS = ['systemd', 'restart', 'smt', 'plan', 'hotplug', 'selftest']
 # Promises judged apart, each in the situation its scenario made (the
 # section in the scenario's script says what it checks).
 TESTS = SCENARIOS + [
@@ -47,6 +47,7 @@ TESTS = SCENARIOS + [
     'smt-teardown-lines',               # smt off/on print no teardown/startup lines
     'hotplug-present-watched',          # present changes invisible to watchers
     'hotplug-ecanceled-explained',      # ECANCELED on a never-booted sibling
+    'hotplug-new-cpu-by-cpuhpd',        # a distribution's udev rule onlines it first
 ]
 
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', image.SOURCE / 'build'))

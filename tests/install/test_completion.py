@@ -42,7 +42,7 @@ def test_it_registers_a_function_for_cpuhpctl():
 def test_commands():
     assert complete('cpuhpctl ') == sorted(['status', 'leases', 'cpus', 'states', 'state',
                                             'online', 'offline', 'smt', 'watch', 'hold',
-                                            'freeze', 'metrics', 'help'])
+                                            'freeze', 'metrics', 'plan', 'new-cpu', 'help'])
     assert complete('cpuhpctl of') == ['offline']
     assert complete('cpuhpctl --socket /run/x.sock st') == ['state', 'states', 'status']
 
@@ -59,11 +59,14 @@ def test_options_are_the_ones_cpuhpctl_has():
                        ('cpuhpctl leases -', ('leases',)), ('cpuhpctl status -', ('status',)),
                        ('cpuhpctl states -', ('states',)), ('cpuhpctl state x -', ('state',)),
                        ('cpuhpctl cpus -', ('cpus',)),
-                       ('cpuhpctl smt -', ('smt',)), ('cpuhpctl metrics -', ('metrics',))):
+                       ('cpuhpctl smt -', ('smt',)), ('cpuhpctl metrics -', ('metrics',)),
+                       ('cpuhpctl plan -', ('plan',)), ('cpuhpctl new-cpu -', ('new-cpu',))):
         got = set(complete(line)) - {'--'}
         assert got and got <= has(*args), (line, got - has(*args))
     assert {'--socket', '--version', '--help'} <= set(complete('cpuhpctl --'))
     assert '--timeout' in complete('cpuhpctl offline --')
+    assert '--persist' in complete('cpuhpctl offline --') and '--persist' in complete('cpuhpctl smt --')
+    assert complete('cpuhpctl new-cpu --') == ['--help', '--timeout']
     assert '--timeout' not in complete('cpuhpctl freeze --')
     assert '--why' in complete('cpuhpctl freeze --')
 

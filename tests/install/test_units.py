@@ -72,3 +72,47 @@ def test_the_system_call_filter_lets_the_fast_path_and_netlink_through():
             'accept4', 'sendmsg', 'epoll_wait', 'futex', 'clone3', 'write', 'openat'}
     assert need <= allowed, need - allowed
     assert not {'mount', 'setuid', 'init_module', 'reboot', 'ptrace', 'capset'} & allowed
+
+
+RULE = fixture.BUILD / 'daemon' / 'cpuhpd' / '10-cpuhpd-new-cpus.rules'
+
+
+def test_the_service_may_write_the_plans_drop_ins_and_reloads_on_hup():
+    """ProtectSystem=strict makes /etc read-only: without the drop-in directory
+    in ReadWritePaths=, `cpuhpctl offline --persist` fails under the unit."""
+    s = settings(SERVICE)
+    rw = s['ReadWritePaths'][-1].split()
+    assert any(p.lstrip('-').endswith('/cpuhpd.conf.d') for p in rw), rw
+    assert s['ExecReload'] == ['/bin/kill -HUP $MAINPID']
+    # Enabled, it starts at boot: the plan is in force before any client comes.
+    assert s['WantedBy'] == ['multi-user.target']
+
+
+def rule_lines():
+    return [ln for ln in RULE.read_text().splitlines() if ln.strip() and not ln.startswith('#')]
+
+
+def test_the_udev_rule_waits_for_cpuhpd_on_added_cpus_only_while_it_asks():
+    """The rule's PROGRAM runs while the rules are read (RUN would come after
+    every rule, once a distribution's ATTR{online}="1" had won)."""
+    lines = rule_lines()
+    run_dir = settings(SOCKET)['ListenStream'][0].rsplit('/', 1)[0]
+    assert 'SUBSYSTEM!="cpu", GOTO="cpuhpd_new_cpus_end"' in lines
+    assert 'ACTION!="add", GOTO="cpuhpd_new_cpus_end"' in lines
+    assert f'TEST!="{run_dir}/online-new-cpus", GOTO="cpuhpd_new_cpus_end"' in lines
+    prog = [ln for ln in lines if ln.startswith('PROGRAM=')]
+    assert len(prog) == 1 and re.fullmatch(r'PROGRAM="/\S+/cpuhpctl new-cpu --timeout \S+ %n"',
+                                           prog[0]), prog
+    assert not any(ln.startswith('RUN') or 'ATTR{online}' in ln for ln in lines), lines
+    assert lines[-1] == 'LABEL="cpuhpd_new_cpus_end"'
+    # Before the distributions' rules that online new CPUs (Fedora/RHEL's
+    # 40-redhat.rules, SUSE's 80-hotplug-cpu-mem.rules), which udev reads in name order.
+    assert sorted([RULE.name, '40-redhat.rules', '80-hotplug-cpu-mem.rules'])[0] == RULE.name
+
+
+def test_the_udev_rules_command_line_is_one_cpuhpctl_takes():
+    prog = next(ln for ln in rule_lines() if ln.startswith('PROGRAM='))
+    argv = prog.split('"')[1].split()
+    r = subprocess.run([str(fixture.CPUHPCTL), *argv[1:-1], '--help'], capture_output=True,
+                       text=True, timeout=fixture.GUARD_S)
+    assert r.returncode == 0 and 'Usage: cpuhpctl new-cpu' in r.stdout, r

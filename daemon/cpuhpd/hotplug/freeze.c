@@ -61,6 +61,8 @@ static void drop(struct cpuhpd *d, struct freeze *f)
 		cpuhpd_fdstore_conn_changed(c);
 	else
 		cpuhpd_fdstore_changed(d);
+	if (!d->freezes.n && d->freezes.thawed)
+		d->freezes.thawed(d);
 }
 
 static void grant(struct cpuhpd *d, struct freeze *f)

@@ -31,6 +31,8 @@ struct cpuhpd_freezes {
 	struct cpuhpd_list list; /* struct freeze.node, oldest first */
 	unsigned n;              /* pending and held */
 	uint64_t next_id;
+	/* The last freeze ended (the feature table plugs the plan's look); NULL: nobody. */
+	void (*thawed)(struct cpuhpd *d);
 };
 
 /* Start: no freeze.  Return: 0. */

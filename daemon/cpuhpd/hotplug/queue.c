@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "errmap.h"
 
@@ -23,6 +24,7 @@
 #include "core/watch.h"
 #include "leases/holders.h"
 #include "states/states.h"
+#include "plan.h"
 #include "request.h"
 static const char *verb(bool online)
 {
@@ -115,6 +117,18 @@ static void destroy_req(struct hotplug_req *h)
 	cpuhpd_revoke_list_free(h->revoked, h->nrevoked);
 	free(h->cpus_str);
 	free(h);
+}
+
+void cpuhpd_hotplug_free(struct hotplug_req *h)
+{
+	destroy_req(h);
+}
+
+/* cpuhpd's own request @h ended (@err 0: it ran): tell the part of cpuhpd that asked. */
+static void tell_owner(struct cpuhpd *d, const struct hotplug_req *h, int err)
+{
+	if (h->own_done)
+		h->own_done(d, h, err);
 }
 
 static void job_started(struct cpuhpd *d, struct cpuhpd_job *job);
@@ -283,6 +297,7 @@ static void expire(struct cpuhpd *d, struct hotplug_req *h)
 		                           " ms behind earlier hotplug requests; "
 		                           "nothing was changed",
 		                           h->timeout_ms);
+	tell_owner(d, h, h->timeout_ms == 0 ? EAGAIN : ETIMEDOUT);
 	destroy_req(h);
 	if (was_active)
 		leave_head(d);
@@ -384,6 +399,8 @@ bool cpuhpd_hotplug_allowed(struct cpuhpd_conn *c, uint64_t req_id)
  */
 static void resume(struct cpuhpd *d, struct hotplug_req *h)
 {
+	if (!h->conn)
+		return; /* cpuhpd's own: the plan is applied anew after a restart */
 	for (unsigned i = 0; i < d->hotplug.nresume; i++) {
 		const struct cpuhpd_saved_hotplug *r = &d->hotplug.resume[i];
 
@@ -424,18 +441,12 @@ void cpuhpd_hotplug_replayed(struct cpuhpd *d)
 	d->hotplug.nresume = 0;
 }
 
-/* Queue a checked request: @h's kind, desc, cpus_str and job "in" fields are filled. */
-void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *h,
-                            uint32_t timeout_ms)
+/* Queue @h: its client (if any) and peer are set; @who for the log line. */
+static void queue_req(struct cpuhpd *d, struct hotplug_req *h, uint32_t timeout_ms, const char *who)
 {
-	struct cpuhpd *d = c->d;
-
 	h->d = d;
-	h->conn = c;
-	h->peer = c->peer;
 	h->arrived = uv_now(d->loop);
 	h->arrived_ns = uv_hrtime();
-	h->req_id = req_id;
 	h->seq = d->hotplug.next_seq++;
 	resume(d, h);
 	h->state = HP_QUEUED;
@@ -448,16 +459,99 @@ void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotpl
 	atomic_init(&h->job.cancel, false);
 	cpuhpd_list_add_tail(&d->hotplug.queue, &h->node);
 	d->hotplug.nqueued++;
-	c->npending++;
-	cpuhpd_info("hotplug #%" PRIu64 ": client %u (pid %d, uid %u) asks %s, timeout %" PRIu32
-	            " ms",
-	            h->seq, c->id, (int)c->peer.pid, (unsigned)c->peer.uid, h->desc, timeout_ms);
+	cpuhpd_info("hotplug #%" PRIu64 ": %s asks %s, timeout %" PRIu32 " ms", h->seq, who,
+	            h->desc, timeout_ms);
 	cpuhpd_snapshot_changed(d);
 	cpuhpd_fdstore_changed(d);
 	if (d->hotplug.nqueued == 1 && !d->stopping)
 		activate(d);
 	else
 		arm(d);
+}
+
+/* Queue a checked request: @h's kind, desc, cpus_str and job "in" fields are filled. */
+void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *h,
+                            uint32_t timeout_ms)
+{
+	char who[64];
+
+	h->conn = c;
+	h->peer = c->peer;
+	h->req_id = req_id;
+	c->npending++;
+	snprintf(who, sizeof(who), "client %u (pid %d, uid %u)", c->id, (int)c->peer.pid,
+	         (unsigned)c->peer.uid);
+	queue_req(c->d, h, timeout_ms, who);
+}
+
+int cpuhpd_hotplug_enqueue_own(struct cpuhpd *d, struct hotplug_req *h, uint32_t timeout_ms)
+{
+	char who[CPUHPD_IDENTITY_MAX * 2 + 96], what[160];
+
+	if (d->stopping)
+		return -ECANCELED;
+	/* A freeze promises that nothing changes: cpuhpd's own hotplugs wait for its end too. */
+	if (cpuhpd_freeze_active(d, who, sizeof(who))) {
+		cpuhpd_debug("%s (%s) waits: CPU hotplug is frozen by %s", h->desc, h->own, who);
+		return -EBUSY;
+	}
+	/* In listings, cpuhpd itself asked: its pid, uid and name. */
+	h->peer.pid = getpid();
+	h->peer.uid = getuid();
+	h->peer.gid = getgid();
+	h->peer.admin = true;
+	snprintf(h->peer.comm, sizeof(h->peer.comm), "cpuhpd");
+	snprintf(what, sizeof(what), "cpuhpd itself (%s)", h->own);
+	queue_req(d, h, timeout_ms, what);
+	return 0;
+}
+
+struct hotplug_req *cpuhpd_hotplug_new_cpus(const struct cpuhp_cpuset *set, bool online)
+{
+	struct hotplug_req *h = calloc(1, sizeof(*h));
+
+	if (h)
+		h->cpus_str = cpuhpd_cpus_to_str(set);
+	if (!h || !h->cpus_str) {
+		free(h);
+		return NULL;
+	}
+	h->kind = CPUHPD_HP_CPUS;
+	snprintf(h->desc, sizeof(h->desc), "CPUs %.40s%s %s", h->cpus_str,
+	         strlen(h->cpus_str) > 40 ? "..." : "", verb(online));
+	h->job.kind = CPUHPD_JOB_HOTPLUG;
+	h->job.cpus = *set;
+	h->job.online = online;
+	return h;
+}
+
+bool cpuhpd_hotplug_queued_toward(const struct cpuhpd *d, unsigned cpu, bool online)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		const struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		if (h->kind == CPUHPD_HP_CPUS && h->job.online == online &&
+		    cpuhp_cpuset_has(&h->job.cpus, cpu))
+			return true;
+	}
+	return false;
+}
+
+bool cpuhpd_hotplug_queued_smt(const struct cpuhpd *d, const char *word)
+{
+	const struct cpuhpd_list *pos;
+
+	cpuhpd_list_for_each(pos, &d->hotplug.queue)
+	{
+		const struct hotplug_req *h = cpuhpd_container_of(pos, struct hotplug_req, node);
+
+		if (h->kind == CPUHPD_HP_SMT && !strcmp(h->job.smt_control, word))
+			return true;
+	}
+	return false;
 }
 
 void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, const Cpuhp__Request *req)
@@ -495,20 +589,13 @@ void cpuhpd_hotplug_submit(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       cpuhp_cpuset_count(&set), CPUHPD_HOTPLUG_MAX_CPUS);
 		return;
 	}
-	h = calloc(1, sizeof(*h));
-	if (h)
-		h->cpus_str = cpuhpd_cpus_to_str(&set);
-	if (!h || !h->cpus_str) {
-		free(h);
+	if (!cpuhpd_plan_admit(c, req_id, &set, so->online, NULL, so->persist))
+		return;
+	h = cpuhpd_hotplug_new_cpus(&set, so->online);
+	if (!h) {
 		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
 		return;
 	}
-	h->kind = CPUHPD_HP_CPUS;
-	snprintf(h->desc, sizeof(h->desc), "CPUs %.40s%s %s", h->cpus_str,
-	         strlen(h->cpus_str) > 40 ? "..." : "", verb(so->online));
-	h->job.kind = CPUHPD_JOB_HOTPLUG;
-	h->job.cpus = set;
-	h->job.online = so->online;
 	h->force = so->force;
 	h->force_grace_ms = so->force_grace_ms;
 	cpuhpd_hotplug_enqueue(c, req_id, h, so->timeout_ms);
@@ -566,6 +653,7 @@ static void job_done(struct cpuhpd *d, struct cpuhpd_job *job)
 
 	cpuhpd_hotplug_reply(d, h, c);
 	cpuhpd_states_hotplug_end(d);
+	tell_owner(d, h, -h->job.err);
 	destroy_req(h);
 	leave_head(d);
 	if (d->hotplug.settled)
@@ -628,6 +716,7 @@ again:
 		cpuhpd_hotplug_count(d, h, CPUHPD_HP_CANCELED);
 		cpuhpd_hotplug_reply_error(h, c, ECANCELED,
 		                           "cpuhpd is shutting down; nothing was changed");
+		tell_owner(d, h, ECANCELED);
 		destroy_req(h);
 		goto again;
 	}
@@ -702,6 +791,7 @@ int cpuhpd_hotplug_list(const struct cpuhpd *d, Cpuhp__LeaseList *out)
 		hi->comm = (char *)h->peer.comm;
 		hi->waited_ms = now > h->arrived ? now - h->arrived : 0;
 		hi->timeout_ms = h->timeout_ms;
+		hi->reason = (char *)(h->own ? h->own : "");
 		hi->force = h->force;
 		hi->force_grace_ms = h->force_grace_ms;
 		hi->smt = h->kind == CPUHPD_HP_SMT ? (char *)h->job.smt_control : (char *)"";

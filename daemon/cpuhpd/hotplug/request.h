@@ -41,6 +41,14 @@ struct hotplug_req {
 	struct cpuhpd_peer peer;
 	uint64_t arrived; /* uv_now() */
 	/*
+	 * cpuhpd's own (->conn NULL from the start): why, for listings and log
+	 * lines ("plan", "new CPU"), and who hears how it ended: @err 0 when
+	 * it ran (the job's results say how each CPU went), else why not (a
+	 * positive errno).
+	 */
+	const char *own;
+	void (*own_done)(struct cpuhpd *d, const struct hotplug_req *h, int err);
+	/*
 	 * notice.c: HotplugPending went out at ->noticed_at (uv_now(); kept
 	 * across a restart, so delays and the grace count from the first
 	 * notice); HotplugCancelled too once it ended without running.
@@ -63,6 +71,24 @@ bool cpuhpd_hotplug_allowed(struct cpuhpd_conn *c, uint64_t req_id);
 /* Queue a checked request: @h's kind, desc, cpus_str and job "in" fields are filled. */
 void cpuhpd_hotplug_enqueue(struct cpuhpd_conn *c, uint64_t req_id, struct hotplug_req *h,
                             uint32_t timeout_ms);
+/*
+ * Queue cpuhpd's own request @h (->own and ->own_done set), as a client's
+ * would be, in cpuhpd's name.  Return: 0; -EBUSY while a freeze is held or
+ * pending (@h is not queued; the caller still owns it), -ECANCELED while
+ * cpuhpd stops.
+ */
+int cpuhpd_hotplug_enqueue_own(struct cpuhpd *d, struct hotplug_req *h, uint32_t timeout_ms);
+
+/* A request of @set toward @online (NULL when out of memory), for either of the two above. */
+struct hotplug_req *cpuhpd_hotplug_new_cpus(const struct cpuhp_cpuset *set, bool online);
+/* smt.c: a request of SMT control @word ("on", "off", "forceoff"); NULL when out of memory. */
+struct hotplug_req *cpuhpd_hotplug_new_smt(const char *word);
+/* Free a request that was never queued. */
+void cpuhpd_hotplug_free(struct hotplug_req *h);
+
+/* Whether a queued request will take @cpu toward @online / write SMT control @word. */
+bool cpuhpd_hotplug_queued_toward(const struct cpuhpd *d, unsigned cpu, bool online);
+bool cpuhpd_hotplug_queued_smt(const struct cpuhpd *d, const char *word);
 
 /*
  * notice.c.  @h waits now: HotplugPending to every watcher and every lease

@@ -13,6 +13,7 @@
 #include "sysfs/cpus.h"
 #include "core/conn.h"
 #include "hotplug.h"
+#include "plan.h"
 #include "request.h"
 
 void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req)
@@ -37,20 +38,32 @@ void cpuhpd_hotplug_submit_smt(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       cpuhpd_hotplug_smt_refusal(-err, d->view.smt_control));
 		return;
 	}
-	h = calloc(1, sizeof(*h));
+	if (!cpuhpd_plan_admit(c, req_id, NULL, false, w, ss->persist))
+		return;
+	h = cpuhpd_hotplug_new_smt(w);
+	if (!h) {
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
+	h->force = ss->force;
+	h->force_grace_ms = ss->force_grace_ms;
+	cpuhpd_hotplug_enqueue(c, req_id, h, ss->timeout_ms);
+}
+
+struct hotplug_req *cpuhpd_hotplug_new_smt(const char *word)
+{
+	struct hotplug_req *h = calloc(1, sizeof(*h));
+
 	if (h)
 		h->cpus_str = strdup("");
 	if (!h || !h->cpus_str) {
 		free(h);
-		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
-		return;
+		return NULL;
 	}
 	h->kind = CPUHPD_HP_SMT;
-	snprintf(h->desc, sizeof(h->desc), "SMT %s", w);
+	snprintf(h->desc, sizeof(h->desc), "SMT %s", word);
 	h->job.kind = CPUHPD_JOB_SMT;
-	h->job.online = !strcmp(w, "on");
-	snprintf(h->job.smt_control, sizeof(h->job.smt_control), "%s", w);
-	h->force = ss->force;
-	h->force_grace_ms = ss->force_grace_ms;
-	cpuhpd_hotplug_enqueue(c, req_id, h, ss->timeout_ms);
+	h->job.online = !strcmp(word, "on");
+	snprintf(h->job.smt_control, sizeof(h->job.smt_control), "%s", word);
+	return h;
 }

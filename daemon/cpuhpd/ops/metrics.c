@@ -134,6 +134,13 @@ char *cpuhpd_metrics_text(struct cpuhpd *d)
 	       "CPUs that changed while leases were held, outside cpuhpd.", st.bypasses);
 	scalar(f, "cpuhpd_lease_revocations_total", "counter", "Leases revoked by policy.",
 	       st.revocations);
+	scalar(f, "cpuhpd_plan_conflicts_total", "counter",
+	       "Changes behind cpuhpd's back that contradicted its plan (cpuhpd.conf(5)).",
+	       d->plan.conflicts);
+	scalar(f, "cpuhpd_plan_hotplugs_total", "counter",
+	       "Hotplugs cpuhpd made in its own name to apply its plan or bring new CPUs "
+	       "online.",
+	       d->plan.hotplugs);
 	header(f, "cpuhpd_errors_total", "counter", "Error replies sent to clients, by code.");
 	for (unsigned code = 0; code < 64; code++) {
 		const ProtobufCEnumValue *v;

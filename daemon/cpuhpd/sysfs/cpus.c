@@ -145,3 +145,33 @@ int cpuhpd_cpus_smt_changeable(const char *now)
 		return -EPERM;
 	return 0;
 }
+
+#define WORDS (sizeof(((struct cpuhp_cpuset *)0)->bits) / sizeof(uint64_t))
+
+void cpuhpd_cpus_and(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                     const struct cpuhp_cpuset *b)
+{
+	for (size_t i = 0; i < WORDS; i++)
+		out->bits[i] = a->bits[i] & b->bits[i];
+}
+
+void cpuhpd_cpus_andnot(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                        const struct cpuhp_cpuset *b)
+{
+	for (size_t i = 0; i < WORDS; i++)
+		out->bits[i] = a->bits[i] & ~b->bits[i];
+}
+
+void cpuhpd_cpus_or(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                    const struct cpuhp_cpuset *b)
+{
+	for (size_t i = 0; i < WORDS; i++)
+		out->bits[i] = a->bits[i] | b->bits[i];
+}
+
+void cpuhpd_cpus_xor(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                     const struct cpuhp_cpuset *b)
+{
+	for (size_t i = 0; i < WORDS; i++)
+		out->bits[i] = a->bits[i] ^ b->bits[i];
+}

@@ -75,4 +75,14 @@ char *cpuhpd_cpus_to_str(const struct cpuhp_cpuset *set);
 /* @out = @possible minus @online. */
 void cpuhpd_cpus_offline(const struct cpuhpd_cpus *v, struct cpuhp_cpuset *out);
 
+/* @out = @a and @b, @a but not @b, @a or @b, either but not both (@out may be @a or @b). */
+void cpuhpd_cpus_and(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                     const struct cpuhp_cpuset *b);
+void cpuhpd_cpus_andnot(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                        const struct cpuhp_cpuset *b);
+void cpuhpd_cpus_or(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                    const struct cpuhp_cpuset *b);
+void cpuhpd_cpus_xor(struct cpuhp_cpuset *out, const struct cpuhp_cpuset *a,
+                     const struct cpuhp_cpuset *b);
+
 #endif /* CPUHPD_CPUS_H */

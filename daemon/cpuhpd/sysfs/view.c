@@ -38,6 +38,7 @@ bool cpuhpd_view_update(struct cpuhpd *d, const struct cpuhpd_cpus *v, bool exte
 		if (!cpuhp_cpuset_has(&v->present, (unsigned)cpu))
 			cpuhp_cpuset_add(&ch.removed, (unsigned)cpu);
 	ch.online_was = d->view.online;
+	memcpy(ch.smt_was, d->view.smt_control, sizeof(ch.smt_was));
 	ch.changed = !cpuhp_cpuset_equal(&d->view.online, &v->online);
 	if (ch.changed)
 		was = cpuhpd_cpus_to_str(&d->view.online);

@@ -36,8 +36,9 @@ struct cpuhpd_view_change {
 	 * uevent's, or a hotplug's that ran meanwhile) tells it.
 	 */
 	bool present_changed;
-	struct cpuhp_cpuset added, removed; /* when present_changed */
-	struct cpuhp_cpuset online_was;     /* the online set before */
+	struct cpuhp_cpuset added, removed;  /* when present_changed */
+	struct cpuhp_cpuset online_was;      /* the online set before */
+	char smt_was[CPUHP_SMT_CONTROL_MAX]; /* smt/control's word before */
 };
 
 typedef void (*cpuhpd_view_fn)(struct cpuhpd *d, const struct cpuhpd_view_change *ch);

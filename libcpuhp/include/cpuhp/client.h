@@ -406,6 +406,11 @@ struct cpuhp_client_hotplug_info {
 	char comm[17];
 	uint64_t waited_ms; /* since it arrived */
 	unsigned timeout_ms;
+	/*
+	 * Not empty: cpuhpd's own hotplug (@pid, @uid, @comm are cpuhpd's), and
+	 * why: "plan" (cpuhpd.conf(5)'s plan applied), "new CPU" (online-new-cpus).
+	 */
+	char reason[16];
 	bool force;              /* forced (cpuhp_client_set_online_forced()) */
 	unsigned force_grace_ms; /* and its grace */
 	char smt[16];            /* an SMT change's word; "" for CPUs */
@@ -681,6 +686,73 @@ CPUHP_EXPORT int cpuhp_client_set_smt_results(struct cpuhp_client *c, const char
                                               size_t *n_results, char *smt_control);
 
 /**
+ * cpuhp_client_persist() - whether the hotplug requests of @c from now on
+ * (cpuhp_client_set_online*(), cpuhp_client_set_smt_results(), and those
+ * begun on connections of their own) change cpuhpd's plan too
+ * (cpuhpd.conf(5)): offline takes the CPUs into the plan's offline-cpus,
+ * online takes them out, SMT control sets its smt ("on" or "off").  cpuhpd
+ * writes the plan's drop-in (a new file renamed into place, fsynced)
+ * before it queues the hotplug, and applies the plan itself if the
+ * hotplug then fails.  Without it, a request against the plan fails with
+ * -EBUSY, the message naming the setting's file and line.
+ * Context: no round trip.  Needs the rights of a hotplug (root or cpuhpd's
+ * admin group); an older cpuhpd ignores the flag.  Return: 0; -ECHILD.
+ */
+CPUHP_EXPORT int cpuhp_client_persist(struct cpuhp_client *c, bool persist);
+
+/* One setting of cpuhpd's plan (struct cpuhp_client_plan). */
+struct cpuhp_client_plan_setting {
+	const char *key;        /* "offline-cpus", "smt", "online-new-cpus" */
+	const char *value;      /* in force; "" when not set */
+	const char *source;     /* "FILE:LINE" or "command line"; "" when not set */
+	const char *overridden; /* what it won over: "FILE:LINE (VALUE), ..."; "" */
+};
+
+/* A CPU the plan could not be applied to (cpuhpd tries it again once it or the plan changes). */
+struct cpuhp_client_plan_problem {
+	unsigned cpu;
+	const char *message;
+};
+
+/* cpuhpd's plan and where the machine differs from it (cpuhp_client_plan()). */
+struct cpuhp_client_plan {
+	struct cpuhp_client_plan_setting settings[3]; /* offline-cpus, smt, online-new-cpus */
+	const char *files;                            /* the files read, ", "-separated */
+	const char *errors;             /* files left out ("FILE:LINE: why; ..."); "" none */
+	const char *reload_error;       /* the last reload failed and kept the plan: why; "" */
+	struct cpuhp_cpuset to_offline; /* kept offline by the plan, online now */
+	struct cpuhp_cpuset to_online;  /* new CPUs (online-new-cpus) not online yet */
+	struct cpuhp_cpuset absent;     /* in offline-cpus, not present (kept offline once added) */
+	struct cpuhp_cpuset unknown;    /* in offline-cpus, not possible here: left out */
+	const char *smt_control;        /* smt/control now; "" none */
+	bool smt_differs;               /* not what the plan's smt says */
+	size_t n_problems;
+	const struct cpuhp_client_plan_problem *problems;
+	const char *smt_problem; /* why the plan's smt cannot be applied; "" */
+	uint64_t conflicts;      /* changes behind cpuhpd's back that contradicted it */
+	const char *last_conflict;
+	uint64_t last_conflict_ago_ms;
+	unsigned retry_in_ms; /* > 0: cpuhpd applies it again then (backing off) */
+	unsigned backoff_ms;  /* what the next conflict would wait */
+	unsigned streak;      /* conflicts and retries in a row */
+	uint64_t hotplugs;    /* hotplugs cpuhpd made in its own name for it */
+	uint64_t hotplug_seq; /* the one queued or running now; 0: none */
+};
+
+/**
+ * cpuhp_client_plan() - cpuhpd's plan (cpuhpd.conf(5)): each setting with
+ * the file and line it came from, and where the machine differs.
+ * @out: to free with cpuhp_client_plan_free() (the strings live in it).
+ * Context: blocks for a round trip; any client may ask.
+ * Return: 0; -EOPNOTSUPP from an older cpuhpd; -EPROTO; -ENOMEM; a
+ * connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_plan(struct cpuhp_client *c, struct cpuhp_client_plan **out);
+
+/** cpuhp_client_plan_free() - free what cpuhp_client_plan() gave (NULL: no-op). */
+CPUHP_EXPORT void cpuhp_client_plan_free(struct cpuhp_client_plan *plan);
+
+/**
  * cpuhp_client_set_smt_forced() - cpuhp_client_set_smt_results() forced as
  * cpuhp_client_set_online_forced() is: leases still held @grace_ms after
  * the notice are revoked (@revoked, @n_revoked: for free()).
@@ -843,7 +915,8 @@ CPUHP_EXPORT int cpuhp_client_set_online_forced_begin(struct cpuhp_client *c, co
                                                       unsigned grace_ms,
                                                       struct cpuhp_client_call **out);
 
-/** cpuhp_client_status_begin() - start a cpuhp_client_status() request, on a connection of its own.
+/** cpuhp_client_status_begin() - start a cpuhp_client_status() request, on a connection of its
+ * own.
  */
 CPUHP_EXPORT int cpuhp_client_status_begin(struct cpuhp_client *c, struct cpuhp_client_call **out);
 

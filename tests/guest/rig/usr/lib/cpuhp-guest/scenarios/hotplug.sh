@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # vCPU hot-add and eject (QMP device_add/device_del, done by the host): a
-# hot-added CPU becomes present and waits offline, and cpuhpd brings it
-# online through the states; a sibling thread hot-added while SMT is off is
+# hot-added CPU becomes present, and with online-new-cpus cpuhpd brings it
+# online itself through the states, before a distribution's udev rule that
+# onlines every new CPU could (the project's rule makes udev wait); a sibling thread hot-added while SMT is off is
 # refused by the kernel and ejects while offline; an eject of an online vCPU
 # is the kernel offlining it behind cpuhpd's back: watchers hear it, the
 # state's teardown runs (external), a lease held meanwhile is told it was
@@ -29,21 +30,47 @@ bg watch cpuhpctl watch --json
 watch=$BG_PID
 wait_for 30 watched '.event == "watching"' || fail "cpuhpctl watch did not start"
 
-# --- hot-add of a new core's first thread ---
+# --- hot-add of a new core's first thread, online-new-cpus on ---
+section hotplug-new-cpu-by-cpuhpd
+# What Fedora, RHEL and SUSE ship in some form: every added CPU onlined at
+# once by udev, behind cpuhpd's back.  The project's 10-cpuhpd-new-cpus.rules
+# comes first and waits for cpuhpd.
+printf 'SUBSYSTEM=="cpu", ACTION=="add", TEST=="online", ATTR{online}="1"\n' \
+	>/etc/udev/rules.d/40-guest-distro-online.rules
+udevadm control --reload
+check "the project's udev rule is installed" test -e /usr/lib/udev/rules.d/10-cpuhpd-new-cpus.rules
+printf 'online-new-cpus = yes\n' >/etc/cpuhpd.conf.d/20-guest-new.conf
+check "systemctl reload cpuhpd" systemctl reload cpuhpd
+wait_for 30 test -e /run/cpuhpd/online-new-cpus && ok "cpuhpd asks the udev rule to wait for it" ||
+	fail "no /run/cpuhpd/online-new-cpus after the reload: $(cpuhpctl plan)"
+end_section
 lines=$(wc -l <"$TMPD/watch.out")
 mark_journal
 t=$(date +%s%N)
 hotadd 2 0 || exit 1
 note "hot-add: CPU $NEW_CPU present $(ms_since "$t") ms after device_add was asked"
 heard_present_change 4 "became present" "$lines"
-expect "the hot-added vCPU is CPU 4 and waits offline" "$NEW_CPU $(cat $CPU/cpu4/online)" "4 0"
-wait_for 30 status_is '.present == [0,1,2,3,4] and .online == [0,1,2,3]' &&
-	ok "cpuhpd sees CPU 4 present and offline" ||
+expect "the hot-added vCPU is CPU 4" "$NEW_CPU" 4
+wait_for 30 status_is '.present == [0,1,2,3,4]' && ok "cpuhpd sees CPU 4 present" ||
 	fail "cpuhpd's view: $(cpuhpctl status --json | jq -c '{present, online}')"
-check "cpuhpctl online 4 brings it up" cpuhpctl online 4
+section hotplug-new-cpu-by-cpuhpd
+wait_for 60 grep -q '^startup 4 ' "$TMPD/guest-hot.log"
+expect "cpuhpd brought CPU 4 up itself: the state's startup ran, not after the fact" \
+	"$(cat "$TMPD/guest-hot.log")" "startup 4 online=1 smt=on external=0 rollback=0"
+wait_for 10 logged_since_mark 'cpuhpd itself \(new CPU\) asks CPUs 4 online' &&
+	ok "the journal names cpuhpd's own hotplug of CPU 4" ||
+	fail "no hotplug of cpuhpd's own: $(journal_since_mark | tr '\n' '|')"
+# Without the project's rule the distribution's wins: "CPU 4 is already online".
+expect_no_match "the distribution's rule did not online it first" \
+	"$(journal_since_mark)" 'CPU 4 is already online'
+rm /etc/udev/rules.d/40-guest-distro-online.rules /etc/cpuhpd.conf.d/20-guest-new.conf
+udevadm control --reload
+systemctl reload cpuhpd
+wait_for 30 test ! -e /run/cpuhpd/online-new-cpus ||
+	fail "/run/cpuhpd/online-new-cpus stays after online-new-cpus went"
+end_section
+check "cpuhpctl online 4: it is up" cpuhpctl online 4
 expect "CPU 4 is online" "$(cat $CPU/cpu4/online)" 1
-expect "the state's startup ran for CPU 4" "$(cat "$TMPD/guest-hot.log")" \
-	"startup 4 online=1 smt=on external=0 rollback=0"
 wait_for 30 watched '.event == "online_changed" and .online == [0,1,2,3,4] and .external == false' &&
 	ok "watchers hear CPU 4 come online" || fail "watchers did not hear CPU 4 come online"
 
