@@ -9,6 +9,7 @@ write of cpuN/online is read from the simulated file when the call arrives:
 the daemon writes it only once the calls before the write are answered."""
 import fixture
 from fixture import error_code
+from test_plan import hot_add, hot_add_tree, machines  # noqa: F401 (machines: a fixture)
 from test_states import answer_in_order, expect_call, states
 
 
@@ -411,3 +412,25 @@ def test_the_c_library_adds_and_removes_instances_while_its_thread_serves_hotplu
     finally:
         st.kill()
         st.wait()
+
+
+def test_a_hot_added_cpus_prepare_startup_runs_before_it_runs_anything(machines):
+    """The case PREPARE is for (per-CPU caches on vCPU hot-add): with
+    online-new-cpus, cpuhpd brings a hot-added CPU online itself, and a
+    PREPARE state's startup runs while the CPU is still offline, an ONLINE
+    state's once it is up."""
+    m = machines(cpus='0-5', conf='online-new-cpus = yes\noffline-cpus = 5\n')
+    hot_add_tree(m.sim)
+    m.start()
+    m.probe.connect('s')
+    p = register(m.probe, 's', 'slabs', 0, 5000, 'prepare')
+    o = register(m.probe, 's', 'pool', 0, 5000)
+    hot_add(m, 4, '0-4')
+    call = expect_call(m.probe, 's', state_id=p, cpu=4, phase='startup', section='prepare')
+    assert m.sim.read_online(4) == '0'     # the slab is there before the CPU runs
+    answer(m.probe, 's', call)
+    call = expect_call(m.probe, 's', state_id=o, cpu=4, phase='startup', section='online')
+    assert m.sim.read_online(4) == '1'
+    answer(m.probe, 's', call)
+    m.settle()
+    assert [s['cpus'] for s in states(m.probe, 's')] == ['0-4', '0-4']
