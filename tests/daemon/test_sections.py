@@ -434,3 +434,24 @@ def test_a_hot_added_cpus_prepare_startup_runs_before_it_runs_anything(machines)
     answer(m.probe, 's', call)
     m.settle()
     assert [s['cpus'] for s in states(m.probe, 's')] == ['0-4', '0-4']
+
+
+def test_a_batch_clients_prepare_teardowns_come_one_at_a_time_and_all_run(daemon4, sim4,
+                                                                          probe):
+    """A client that runs batches skips the rest of a batch after a failure;
+    PREPARE teardowns must each run whatever the one before did, so they
+    are never batched: a failure of the first still leaves the others
+    called."""
+    r = probe.connect('s', batch=True)
+    assert r['state_batch'] is True, r
+    p1, p2, p3 = (register(probe, 's', f'p{i}', i, 5000, 'prepare') for i in (1, 2, 3))
+    probe.connect('h')
+    hid = probe.send('h', 'offline', 2, 5000)
+    first = expect_call(probe, 's', state_id=p3, phase='teardown', cpu=2)
+    assert first['batch'] == 0, first
+    assert probe.call('s', 'states')['kind'] == 'state_list'
+    assert probe('queued s') == {'queued': 0}      # nothing sent ahead of its answer
+    probe.send('s', 'answer', first['call_id'], 'ERR_EIO')
+    answer_in_order(probe, 's', [p2, p1], 'teardown', 2)
+    r = probe.recv('h')
+    assert r['id'] == hid and r['results'][0]['ok'] and sim4.read_online(2) == '0', r

@@ -487,7 +487,12 @@ static void send_calls(struct cpuhpd *d, struct state_work *w, unsigned i, uint6
 	bool live = false;
 	unsigned n = 1;
 
-	while (n < BATCH_MAX && i + n < w->nsteps && batchable(d, st, &w->steps[i + n])) {
+	/*
+	 * Not a DEAD work's: a client skips the rest of a batch after a failure,
+	 * and each PREPARE teardown must run whatever the one before did.
+	 */
+	while (!w->dead && n < BATCH_MAX && i + n < w->nsteps &&
+	       batchable(d, st, &w->steps[i + n])) {
 		w->steps[i + n].sent_id = next_call_id(S, now);
 		n++;
 	}
