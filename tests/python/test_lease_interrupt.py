@@ -640,3 +640,50 @@ def test_aio_a_lease_called_back_then_dropped_ends_while_the_runner_waits(aio, d
             nothing_held(observer, 'the drop after a callback')
             assert observer.set_online(1, True, timeout=GUARD_S).ok
     asyncio.run(main())
+
+
+# --- a Client dropped while its runner waits: its connection closes at once --------------
+
+def connections(observer):
+    return observer.status().connections
+
+
+def test_a_client_dropped_while_its_runner_waits_closes_at_once(cpuhp, daemon, observer):
+    """The runner thread of a Client with an on_pending lease refers to the
+    Client weakly: once the program drops the lease and the Client, the
+    Client is collected, its connection closes and the thread ends (before:
+    the thread's bound method kept the Client, its connection and the
+    thread, until an event came on a socket that none would ever get)."""
+    base = connections(observer)
+    before = set(threading.enumerate())
+    c = cpuhp.Client(daemon.socket)
+    lease = c.lease(on_pending=lambda lease, ev: None)
+    [runner] = [t for t in set(threading.enumerate()) - before if t.name == 'cpuhp-on-pending']
+    assert connections(observer) == base + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ResourceWarning)
+        del lease, c
+        gc.collect()
+    runner.join(GUARD_S)
+    assert not runner.is_alive(), 'the runner still waits for a dropped Client'
+    wait_until("the dropped Client's connection closed", lambda: connections(observer) == base)
+    nothing_held(observer, 'a Client dropped with its runner waiting')
+
+
+def test_aio_a_client_dropped_while_its_runner_waits_closes_at_once(aio, daemon, observer):
+    base = connections(observer)
+
+    async def main():
+        c = aio.Client(daemon.socket)
+        lease = await c.lease(on_pending=lambda lease, ev: None)
+        pump = c._pump
+        assert connections(observer) == base + 1
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', ResourceWarning)
+            del lease, c
+            gc.collect()
+        await asyncio.wait_for(pump, GUARD_S)
+        wait_until("the dropped Client's connection closed",
+                   lambda: connections(observer) == base)
+    asyncio.run(main())
+    nothing_held(observer, 'an aio Client dropped with its runner waiting')

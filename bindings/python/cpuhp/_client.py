@@ -14,6 +14,7 @@ import os
 import select
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TypeVar
@@ -46,6 +47,19 @@ def _wait_readable(fds: list[int], timeout: float | None = None) -> None:
     for fd in fds:
         p.register(fd, select.POLLIN)
     p.poll(None if timeout is None else max(0.0, timeout) * 1000)
+
+
+def _run_notices(s: Session, owner: weakref.ref) -> None:
+    """The runner thread of a cpuhp.Client (see Client._start_runner)."""
+    while True:
+        if owner() is None:
+            s.close()  # what its leases still held ends with the connection
+            return
+        calls, fds = s.runner_step()
+        run_callbacks(calls)
+        if fds is None:
+            return
+        _wait_readable(fds)
 
 
 class Client:
@@ -84,7 +98,8 @@ class Client:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, who: str | None = None,
                  why: str | None = None, delay: float | None = None) -> None:
         self._s = Session(self, path, who, why, delay)
-        self._s.start_runner = self._start_runner
+        # Weak: a runner holds the Session, which must not keep this Client.
+        self._s.start_runner = weakref.WeakMethod(self._start_runner)
 
     @property
     def lease_delay(self) -> float:
@@ -94,17 +109,13 @@ class Client:
 
     def _start_runner(self) -> None:
         """The first lease with an on_pending callback: a thread of ours
-        reads the notices and calls them."""
-        threading.Thread(target=self._run_notices, name='cpuhp-on-pending',
+        reads the notices and calls them.  It holds the Session and only a
+        weak reference to this Client, so that a Client dropped while the
+        thread waits is collected, and its connection closed, at once."""
+        s = self._s
+        owner = weakref.ref(self, lambda _: s.owner_gone())
+        threading.Thread(target=_run_notices, args=(s, owner), name='cpuhp-on-pending',
                          daemon=True).start()
-
-    def _run_notices(self) -> None:
-        while True:
-            calls, fds = self._s.runner_step()
-            run_callbacks(calls)
-            if fds is None:
-                return
-            _wait_readable(fds)
 
     @property
     def path(self) -> str:

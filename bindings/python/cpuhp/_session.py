@@ -407,8 +407,9 @@ class Session:
         self._queued: collections.deque[Event] = collections.deque()
         self._queued_lost = 0
         self._run_r = self._run_w = -1
-        #: Set by the client: start its runner (under lock), when the first callback comes.
-        self.start_runner: Callable[[], None] | None = None
+        #: Set by the client: start its runner (under lock), when the first
+        #: callback comes; a weak method (the runner holds this Session).
+        self.start_runner: weakref.WeakMethod | None = None
         self.runner_on = False
         #: Client(delay=...) in seconds as granted; 0: block leases.
         self.lease_delay = 0.0
@@ -709,9 +710,10 @@ class Session:
             self._callbacks[lease] = callback
             if self._run_r < 0:
                 self._run_r, self._run_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-            if not self.runner_on and self.start_runner is not None:
+            start = self.start_runner() if self.start_runner is not None else None
+            if not self.runner_on and start is not None:
                 self.runner_on = True
-                self.start_runner()
+                start()
 
     def _note(self, ev: Event) -> None:
         """Under self.lock: an event was read off the socket; a HotplugPending
@@ -755,6 +757,15 @@ class Session:
             calls = list(self._calls)
             self._calls.clear()
             return calls, [lib.cpuhp_client_fd(c), self._run_r, self._closed_fd_locked()]
+
+    def owner_gone(self) -> None:
+        """A weak reference's callback: the Client of a running runner was
+        collected.  Only wakes the runner, which then closes this Session
+        (no lock here: a collection may run on a thread that holds it)."""
+        try:
+            os.write(self._run_w, b'!')
+        except (BlockingIOError, OSError):
+            pass  # full (readable already), or closed with the runner done
 
     def _closed_fd_locked(self) -> int:
         if self._closed_r < 0:

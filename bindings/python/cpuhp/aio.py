@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import TypeVar
@@ -67,6 +68,21 @@ __all__ = ['Client']
 
 _T = TypeVar('_T', Lease, Freeze, State)
 _R = TypeVar('_R')
+
+
+async def _run_notices(s: Session, owner: weakref.ref, readers: _Readers) -> None:
+    """The runner task of a cpuhp.aio.Client (see Client._start_runner)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        if owner() is None:
+            s.close()  # what its leases still held ends with the connection
+            return
+        calls, fds = s.runner_step()
+        for awaitable in run_callbacks(calls):
+            loop.create_task(awaitable)
+        if fds is None:
+            return
+        await readers.wait(fds)
 
 
 class _Readers:
@@ -180,7 +196,8 @@ class Client:
                  why: str | None = None, delay: float | None = None) -> None:
         self._s = Session(self, path, who, why, delay)
         self._readers = _Readers()
-        self._s.start_runner = self._start_runner
+        # Weak: a runner holds the Session, which must not keep this Client.
+        self._s.start_runner = weakref.WeakMethod(self._start_runner)
         self._pump: asyncio.Task[None] | None = None
 
     @property
@@ -197,17 +214,12 @@ class Client:
             self._s.runner_on = False
             raise RuntimeError('a cpuhp.aio lease\'s on_pending is set in its event loop') \
                 from None
-        self._pump = loop.create_task(self._run_notices())
-
-    async def _run_notices(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            calls, fds = self._s.runner_step()
-            for awaitable in run_callbacks(calls):
-                loop.create_task(awaitable)
-            if fds is None:
-                return
-            await self._readers.wait(fds)
+        # The task holds the Session and only a weak reference to this
+        # Client: a Client dropped while the task waits is collected, and
+        # its connection closed, at once (the loop holds the waiting task).
+        s = self._s
+        owner = weakref.ref(self, lambda _: s.owner_gone())
+        self._pump = loop.create_task(_run_notices(s, owner, self._readers))
 
     @property
     def path(self) -> str:
