@@ -102,7 +102,8 @@ void cpuhpctl_report_cpu(const struct cpuhp_client_cpu_result *r, bool online,
 /*
  * One CPU's state runs, in order:
  * [{"state":S,"phase":"teardown"|"startup","rollback":B,"pid":N,"comm":S,"ms":F,
- *   "ok":B,"error":NAME|null,"timed_out":B,"client_gone":B,"message":S}]
+ *   "ok":B,"error":NAME|null,"timed_out":B,"client_gone":B,"message":S,
+ *   "section":"prepare"|"online","instance":S|null}]
  */
 static void print_json_states(const struct cpuhp_client_cpu_result *r, size_t i)
 {
@@ -124,6 +125,11 @@ static void print_json_states(const struct cpuhp_client_cpu_result *r, size_t i)
 		       run->timed_out ? "true" : "false", run->client_gone ? "true" : "false");
 		cpuhpctl_json_string(stdout, run->error && !run->message[0] ? strerror(-run->error)
 		                                                            : run->message);
+		printf(",\"section\":\"%s\",\"instance\":", run->prepare ? "prepare" : "online");
+		if (run->instance[0])
+			cpuhpctl_json_string(stdout, run->instance);
+		else
+			printf("null");
 		putchar('}');
 	}
 	putchar(']');
@@ -275,9 +281,12 @@ void cpuhpctl_report_states(const struct cpuhp_client_cpu_result *r, size_t i)
 	const struct cpuhp_client_state_run *run = cpuhp_client_results_states(r, i, &n);
 
 	for (k = 0; k < n; k++, run++) {
-		printf("  %s%s of state %s (pid %d, %s): ", run->rollback ? "rollback " : "",
-		       run->teardown ? "teardown" : "startup", cpuhpctl_safe(run->state), run->pid,
-		       cpuhpctl_safe(run->comm));
+		printf("  %s%s%s of state %s", run->rollback ? "rollback " : "",
+		       run->prepare ? "PREPARE " : "", run->teardown ? "teardown" : "startup",
+		       cpuhpctl_safe(run->state));
+		if (run->instance[0])
+			printf(" instance %s", cpuhpctl_safe(run->instance));
+		printf(" (pid %d, %s): ", run->pid, cpuhpctl_safe(run->comm));
 		if (run->client_gone)
 			printf("its client is gone, counted as done after %.1f ms\n",
 			       (double)run->micros / 1000);

@@ -50,15 +50,17 @@ static void states_usage(FILE *f)
 static void state_usage(FILE *f)
 {
 	fprintf(f, "Usage: cpuhpctl state NAME [--priority N] [--deadline T] [--nocalls]\n"
+	           "                      [--section prepare|online]\n"
 	           "                      [--teardown CMD] [--startup CMD]\n"
 	           "\n"
 	           "Register the hotplug state NAME and keep it until SIGINT or SIGTERM: before\n"
 	           "a CPU goes offline cpuhpd waits for the teardown command, after one came\n"
 	           "online for the startup command. Each runs as 'sh -c CMD sh CPU', with\n"
-	           "CPUHP_CPU, CPUHP_PHASE (startup or teardown), CPUHP_STATE, CPUHP_EXTERNAL\n"
-	           "and CPUHP_ROLLBACK (1 or 0) in its environment. Exit status 0 is success;\n"
-	           "anything else fails the call, and cpuhpd rolls the hotplug back; so does a\n"
-	           "command still running at the deadline (killed at 1.5 times the deadline).\n"
+	           "CPUHP_CPU, CPUHP_PHASE (startup or teardown), CPUHP_STATE, CPUHP_SECTION,\n"
+	           "CPUHP_EXTERNAL and CPUHP_ROLLBACK (1 or 0) in its environment. Exit status 0\n"
+	           "is success; anything else fails the call, and cpuhpd rolls the hotplug\n"
+	           "back; so does a command still running at the deadline (killed at 1.5 times\n"
+	           "the deadline).\n"
 	           "On registration the startup command runs for every online CPU (unless\n"
 	           "--nocalls); on SIGINT or SIGTERM the teardown command runs for each of them\n"
 	           "and the state is removed.\n"
@@ -67,6 +69,10 @@ static void state_usage(FILE *f)
 	           "                     from the lowest up (default 0)\n"
 	           "  -d, --deadline T   per call, 1ms to 10m (default 5s; a bare number is ms)\n"
 	           "  -N, --nocalls      no calls at registration and removal\n"
+	           "      --section S    online (default): startup after the CPU came, teardown\n"
+	           "                     before it goes; prepare: startup before the CPU runs\n"
+	           "                     anything, teardown after it is dead (its failure is\n"
+	           "                     logged, nothing is rolled back)\n"
 	           "  -T, --teardown CMD the command run before a CPU goes offline\n"
 	           "  -u, --startup CMD  the command run after a CPU came online\n"
 	           "\n"
@@ -87,6 +93,8 @@ enum {
 	COL_UID,
 	COL_COMM,
 	COL_CPUS,
+	COL_SECTION,
+	COL_INSTANCES,
 	NCOLS
 };
 
@@ -104,6 +112,8 @@ static const struct cpuhpctl_column columns[NCOLS] = {
     [COL_UID] = {"UID", "the owner's user id", J | R},
     [COL_COMM] = {"COMM", "the owner's command (its /proc/PID/comm)", T | J},
     [COL_CPUS] = {"CPUS", "the CPUs the state was started on (JSON: an array)", T | J},
+    [COL_SECTION] = {"SECTION", "prepare or online: where its calls go around the write", J},
+    [COL_INSTANCES] = {"INSTANCES", "a multi state's instances (else -; JSON: null)", J | R},
 };
 #undef T
 #undef J
@@ -144,6 +154,9 @@ int cpuhpctl_states(struct cpuhpctl *ctl, int argc, char **argv)
 		cpuhpctl_table_num(t, COL_UID, s[i].uid);
 		cpuhpctl_table_str(t, COL_COMM, s[i].comm);
 		cpuhpctl_table_cpus(t, COL_CPUS, &s[i].cpus);
+		cpuhpctl_table_str(t, COL_SECTION, s[i].prepare ? "prepare" : "online");
+		if (s[i].multi)
+			cpuhpctl_table_num(t, COL_INSTANCES, s[i].instances);
 	}
 	if (!t || cpuhpctl_table_print(t) < 0) {
 		fprintf(stderr, "cpuhpctl states: out of memory\n");
@@ -230,8 +243,8 @@ static int wait_child(pid_t pid, unsigned ms)
 }
 
 /* The hook's variables, set for each call; anything else of ours is passed on. */
-static const char *const hook_vars[] = {
-    "CPUHP_CPU=", "CPUHP_PHASE=", "CPUHP_STATE=", "CPUHP_EXTERNAL=", "CPUHP_ROLLBACK="};
+static const char *const hook_vars[] = {"CPUHP_CPU=",      "CPUHP_PHASE=",    "CPUHP_STATE=",
+                                        "CPUHP_EXTERNAL=", "CPUHP_ROLLBACK=", "CPUHP_SECTION="};
 #define HOOK_NVARS (sizeof(hook_vars) / sizeof(hook_vars[0]))
 
 static bool is_hook_var(const char *entry)
@@ -253,8 +266,12 @@ static int spawn_hook(const struct hook *h, const char *cmd,
 {
 	char vals[HOOK_NVARS][96], **env;
 	char *argv[] = {"sh", "-c", (char *)cmd, "sh", (char *)cpu, NULL};
-	const char *v[HOOK_NVARS] = {cpu, call->teardown ? "teardown" : "startup", h->name,
-	                             call->external ? "1" : "0", call->rollback ? "1" : "0"};
+	const char *v[HOOK_NVARS] = {cpu,
+	                             call->teardown ? "teardown" : "startup",
+	                             h->name,
+	                             call->external ? "1" : "0",
+	                             call->rollback ? "1" : "0",
+	                             call->prepare ? "prepare" : "online"};
 	posix_spawnattr_t attr;
 	sigset_t none, dfl;
 	size_t n = 0, k = 0;
@@ -378,11 +395,15 @@ static int parse_priority(const struct cpuhpctl *ctl, const char *arg, long *out
 int cpuhpctl_state(struct cpuhpctl *ctl, int argc, char **argv)
 {
 	/* -t and -n, this command's letters before -t meant --timeout everywhere, still work. */
-	static const struct option opts[] = {
-	    {"priority", required_argument, NULL, 'p'}, {"deadline", required_argument, NULL, 'd'},
-	    {"nocalls", no_argument, NULL, 'N'},        {"teardown", required_argument, NULL, 'T'},
-	    {"startup", required_argument, NULL, 'u'},  {"json", no_argument, NULL, 'J'},
-	    {"help", no_argument, NULL, 'h'},           {0}};
+	static const struct option opts[] = {{"priority", required_argument, NULL, 'p'},
+	                                     {"deadline", required_argument, NULL, 'd'},
+	                                     {"nocalls", no_argument, NULL, 'N'},
+	                                     {"teardown", required_argument, NULL, 'T'},
+	                                     {"startup", required_argument, NULL, 'u'},
+	                                     {"json", no_argument, NULL, 'J'},
+	                                     {"section", required_argument, NULL, 'S'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {0}};
 	struct hook h = {.deadline_ms = 5000};
 	struct cpuhp_client_state *s = NULL;
 	struct sigaction sa = {.sa_handler = hook_on_signal};
@@ -412,6 +433,16 @@ int cpuhpctl_state(struct cpuhpctl *ctl, int argc, char **argv)
 			break;
 		case 'u':
 			h.startup = optarg;
+			break;
+		case 'S':
+			if (!strcmp(optarg, "prepare"))
+				flags |= CPUHP_CLIENT_STATE_PREPARE;
+			else if (!strcmp(optarg, "online"))
+				flags &= ~CPUHP_CLIENT_STATE_PREPARE;
+			else
+				return cpuhpctl_usage_error(
+				    ctl, "state", true, "--section is prepare or online, not '%s'",
+				    optarg);
 			break;
 		case 'h':
 			state_usage(stdout);

@@ -44,6 +44,8 @@ static const struct cpuhpd_request_type requests[] = {
     [CPUHP__REQUEST__BODY_REGISTER_STATE] = {cpuhpd_states_register, 0},
     [CPUHP__REQUEST__BODY_REMOVE_STATE] = {cpuhpd_states_remove, 0},
     [CPUHP__REQUEST__BODY_LIST_STATES] = {cpuhpd_states_list, 0},
+    [CPUHP__REQUEST__BODY_ADD_INSTANCE] = {cpuhpd_states_add_instance, 0},
+    [CPUHP__REQUEST__BODY_REMOVE_INSTANCE] = {cpuhpd_states_remove_instance, 0},
     [CPUHP__REQUEST__BODY_STATE_ANSWER] = {cpuhpd_states_answer, CPUHPD_REQ_STOPPING |
                                                                      CPUHPD_REQ_NO_REPLY |
                                                                      CPUHPD_REQ_AWAITED},

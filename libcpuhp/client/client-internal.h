@@ -516,12 +516,31 @@ struct cpuhp_client_state {
 	bool registering;
 	struct cpuhp_cpuset started;
 	pthread_t thread;
+	bool thread_live;    /* @thread runs (or ended by itself) and is to be joined */
 	int stop_pipe[2];    /* the thread leaves when [0] is readable */
 	int err;             /* the thread's connection error, once it left for one */
 	uint64_t skip_batch; /* a call of this batch failed: the rest are not run */
 	/* CPUHP_CLIENT_STATE_SHARED: the hub it is on (hub.c), and its next there. */
 	struct cpuhp__hub *hub;
 	struct cpuhp_client_state *hub_next;
+	bool prepare, multi;
+	/*
+	 * A multi state's instances, oldest first; changed only by add and
+	 * remove, which pause the state's thread (or own the dispatching).
+	 * @adding: the one being added, whose id comes with its reply, after
+	 * its startups: their calls name an id not in the list yet.
+	 */
+	struct cpuhp_client_instance *insts, *adding;
+};
+
+struct cpuhp_client_instance {
+	struct cpuhp_client_state *s;
+	struct cpuhp_client_instance *next;
+	uint64_t id;
+	void *arg;
+	char name[64];
+	bool registering; /* being added: ->started says what to undo */
+	struct cpuhp_cpuset started;
 };
 
 /*

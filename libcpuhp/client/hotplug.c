@@ -45,6 +45,8 @@ static void run_from_wire(struct cpuhp_client_state_run *o, const Cpuhp__StateRu
 	o->client_gone = in->client_gone;
 	o->error = in->ok ? 0 : cpuhp__errmap_from_wire(in->code);
 	o->micros = in->micros;
+	snprintf(o->instance, sizeof(o->instance), "%s", in->instance ? in->instance : "");
+	o->prepare = in->section == CPUHP__STATE_SECTION__SECTION_PREPARE;
 }
 
 /* The results of @reply, for cpuhp_client_results_free(); -ENOMEM (message set on @c). */

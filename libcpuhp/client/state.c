@@ -32,22 +32,53 @@ int cpuhp__client_deadlk(struct cpuhp_client *c)
 	                          "callbacks");
 }
 
-/* Run @call's callback on this thread.  Return: its result. */
-static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_state_call *call)
+/*
+ * Run @call's callback on this thread (@inst: the instance called, or
+ * NULL).  While @s or @inst is being registered or added, what it started
+ * is kept, for an unwinding.  Return: its result.
+ */
+static int run_callback(struct cpuhp_client_state *s, struct cpuhp_client_instance *inst,
+                        struct cpuhp_client_state_call *call)
 {
 	cpuhp_client_state_fn fn = call->teardown ? s->teardown : s->startup;
+	bool registering = inst ? inst->registering : s->registering;
+	struct cpuhp_cpuset *started = inst ? &inst->started : &s->started;
 	int ret = 0;
 
+	call->instance = inst ? inst->arg : NULL;
+	call->instance_name = inst ? inst->name : "";
+	call->prepare = s->prepare;
 	if (fn) {
 		cpuhp__client_in_state_cb = true;
 		ret = fn(call, s->arg);
 		cpuhp__client_in_state_cb = false;
 	}
-	if (s->registering && call->teardown)
-		cpuhp_cpuset_del(&s->started, call->cpu);
-	else if (s->registering && ret >= 0)
-		cpuhp_cpuset_add(&s->started, call->cpu);
+	if (registering && call->teardown)
+		cpuhp_cpuset_del(started, call->cpu);
+	else if (registering && ret >= 0)
+		cpuhp_cpuset_add(started, call->cpu);
 	return ret;
+}
+
+/*
+ * The instance a call names: in the list, or the one being added (its id
+ * comes with the reply, after its startups).  NULL for a state's own call
+ * or an instance this process no longer has (its call then does nothing).
+ */
+static struct cpuhp_client_instance *instance_of(struct cpuhp_client_state *s, uint64_t id)
+{
+	struct cpuhp_client_instance *i;
+
+	if (!id)
+		return NULL;
+	for (i = s->insts; i; i = i->next)
+		if (i->id == id)
+			return i;
+	if (s->adding && (!s->adding->id || s->adding->id == id)) {
+		s->adding->id = id;
+		return s->adding;
+	}
+	return NULL;
 }
 
 int cpuhp__state_call(struct cpuhp_client_state *s, struct cpuhp_client *conn,
@@ -62,7 +93,10 @@ int cpuhp__state_call(struct cpuhp_client_state *s, struct cpuhp_client *conn,
 	    .rollback = sc->rollback,
 	};
 	bool skip = sc->batch && sc->batch == *skip_batch;
-	int ret = skip ? -ECANCELED : run_callback(s, &call);
+	struct cpuhp_client_instance *inst = instance_of(s, sc->instance_id);
+	/* A multi state's call of an instance gone here: nothing of it is left to run. */
+	bool gone = s->multi && !inst;
+	int ret = skip || gone ? (skip ? -ECANCELED : 0) : run_callback(s, inst, &call);
 	char shown[4 * sizeof(call.message)];
 
 	if (ret < 0 && sc->batch)
@@ -103,7 +137,7 @@ static void unwind_started(struct cpuhp_client_state *s)
 		    .cpu = cpu, .teardown = true, .rollback = true};
 
 		if (cpuhp_cpuset_has(&s->started, cpu))
-			run_callback(s, &call);
+			run_callback(s, NULL, &call);
 	}
 }
 
@@ -251,8 +285,15 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 		return cpuhp__client_note(
 		    c, -EINVAL, "a state name is 1 to 63 printable characters, no spaces");
 	if (flags &
-	    ~(CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD | CPUHP_CLIENT_STATE_SHARED))
+	    ~(CPUHP_CLIENT_STATE_NOCALLS | CPUHP_CLIENT_STATE_THREAD | CPUHP_CLIENT_STATE_SHARED |
+	      CPUHP_CLIENT_STATE_PREPARE | CPUHP_CLIENT_STATE_MULTI))
 		return cpuhp__client_note(c, -EINVAL, "unknown flags for a state");
+	if ((flags & CPUHP_CLIENT_STATE_MULTI) && (flags & CPUHP_CLIENT_STATE_SHARED))
+		return cpuhp__client_note(
+		    c, -EINVAL,
+		    "a multi-instance state cannot be shared "
+		    "(CPUHP_CLIENT_STATE_SHARED): its instances already share "
+		    "its one connection");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return cpuhp__client_note(c, -ENOMEM, "out of memory");
@@ -261,6 +302,11 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 	s->teardown = teardown;
 	s->arg = arg;
 	s->threaded = flags & (CPUHP_CLIENT_STATE_THREAD | CPUHP_CLIENT_STATE_SHARED);
+	s->prepare = flags & CPUHP_CLIENT_STATE_PREPARE;
+	s->multi = flags & CPUHP_CLIENT_STATE_MULTI;
+	rs.section = s->prepare ? CPUHP__STATE_SECTION__SECTION_PREPARE
+	                        : CPUHP__STATE_SECTION__SECTION_ONLINE;
+	rs.multi = s->multi;
 	rs.name = (char *)name;
 	rs.priority = priority;
 	rs.deadline_ms = deadline_ms;
@@ -306,6 +352,7 @@ static int state_register(struct cpuhp_client *c, const char *name, int priority
 		ret = -pthread_create(&s->thread, NULL, state_thread, s);
 		if (ret < 0)
 			goto fail;
+		s->thread_live = true;
 	}
 	cpuhp__client_wait_off(c, s->conn);
 	/*
@@ -371,7 +418,8 @@ int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
 
 		while (write(s->stop_pipe[1], &b, 1) < 0 && errno == EINTR)
 			;
-		pthread_join(s->thread, NULL);
+		if (s->thread_live)
+			pthread_join(s->thread, NULL);
 		close(s->stop_pipe[0]);
 		close(s->stop_pipe[1]);
 	}
@@ -388,6 +436,12 @@ int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
 			cpuhp__response__free_unpacked(r, NULL);
 	}
 	cpuhp_client_close(s->conn);
+	while (s->insts) {
+		struct cpuhp_client_instance *i = s->insts;
+
+		s->insts = i->next;
+		free(i);
+	}
 	free(s);
 	return ret;
 }
@@ -452,6 +506,9 @@ static int take_states(struct cpuhp_client *c, const Cpuhp__Response *resp, void
 		v[i].uid = si->uid;
 		if (cpuhp_cpuset_parse(si->cpus, &v[i].cpus) < 0)
 			cpuhp_cpuset_zero(&v[i].cpus);
+		v[i].prepare = si->section == CPUHP__STATE_SECTION__SECTION_PREPARE;
+		v[i].multi = si->multi;
+		v[i].instances = si->instances;
 	}
 	o->n += k;
 	return 0;
@@ -501,4 +558,139 @@ int cpuhp_client_list_states(struct cpuhp_client *c, struct cpuhp_client_state_i
 	if (ret < 0)
 		return ret;
 	return cpuhp__client_leave(c, cpuhp__client_list_states_locked(c, out, n));
+}
+
+/*
+ * The state's thread, if it has one, stops while an add or a remove reads
+ * its connection here (the replies come there, after the calls), and
+ * starts again after.
+ */
+static void pause_thread(struct cpuhp_client_state *s)
+{
+	char b = 0;
+
+	if (!s->thread_live)
+		return;
+	while (write(s->stop_pipe[1], &b, 1) < 0 && errno == EINTR)
+		;
+	pthread_join(s->thread, NULL);
+	s->thread_live = false;
+	while (read(s->stop_pipe[0], &b, 1) < 0 && errno == EINTR)
+		;
+}
+
+/* Its thread again, unless it left for a connection error (the state is gone with it). */
+static int resume_thread(struct cpuhp_client_state *s)
+{
+	int err;
+
+	if (!s->threaded || s->err)
+		return 0;
+	err = -pthread_create(&s->thread, NULL, state_thread, s);
+	s->thread_live = !err;
+	return err;
+}
+
+int cpuhp_client_state_add_instance(struct cpuhp_client_state *s, const char *name, void *arg,
+                                    unsigned flags, struct cpuhp_client_instance **out)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__AddInstance ai = CPUHP__ADD_INSTANCE__INIT;
+	struct cpuhp_client_instance *inst, **tail;
+	Cpuhp__Response *r;
+	int ret, r2;
+
+	if (!s || !s->multi || !name_ok(name) || (flags & ~CPUHP_CLIENT_STATE_NOCALLS))
+		return -EINVAL;
+	if (s->hub)
+		return -EOPNOTSUPP;
+	if (s->err)
+		return s->err;
+	if (cpuhp__client_forked(s->conn))
+		return cpuhp__client_forked_error(s->conn);
+	inst = calloc(1, sizeof(*inst));
+	if (!inst)
+		return -ENOMEM;
+	inst->s = s;
+	inst->arg = arg;
+	snprintf(inst->name, sizeof(inst->name), "%s", name);
+	inst->registering = true;
+	pause_thread(s);
+	s->adding = inst;
+	ai.state_id = s->id;
+	ai.name = inst->name;
+	ai.nocalls = flags & CPUHP_CLIENT_STATE_NOCALLS;
+	req.body_case = CPUHP__REQUEST__BODY_ADD_INSTANCE;
+	req.add_instance = &ai;
+	ret = cpuhp__client_send_request(s->conn, &req);
+	if (ret == 0)
+		ret = pump(s, req.id, CPUHP__RESPONSE__BODY_INSTANCE_ADDED, &r);
+	s->adding = NULL;
+	if (ret == 0) {
+		inst->id = r->instance_added->instance_id;
+		cpuhp__response__free_unpacked(r, NULL);
+		inst->registering = false;
+		for (tail = &s->insts; *tail; tail = &(*tail)->next)
+			;
+		*tail = inst;
+		*out = inst;
+	} else {
+		/*
+		 * cpuhpd undid what it started (a refusal) or forgot the instance
+		 * with the connection: either way what is left started is ours to
+		 * undo.
+		 */
+		for (unsigned cpu = CPUHP_CPUSET_MAX; cpu-- > 0;) {
+			struct cpuhp_client_state_call call = {
+			    .cpu = cpu, .teardown = true, .rollback = true};
+
+			if (cpuhp_cpuset_has(&inst->started, cpu))
+				run_callback(s, inst, &call);
+		}
+		free(inst);
+	}
+	r2 = resume_thread(s);
+	return ret ? ret : r2;
+}
+
+int cpuhp_client_instance_remove(struct cpuhp_client_instance *inst, bool nocalls)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__RemoveInstance ri = CPUHP__REMOVE_INSTANCE__INIT;
+	struct cpuhp_client_state *s;
+	struct cpuhp_client_instance **pp;
+	Cpuhp__Response *r;
+	int ret, r2;
+
+	if (!inst)
+		return 0;
+	s = inst->s;
+	pause_thread(s);
+	ret = s->err;
+	if (!ret && !cpuhp__client_forked(s->conn)) {
+		ri.state_id = s->id;
+		ri.instance_id = inst->id;
+		ri.nocalls = nocalls;
+		req.body_case = CPUHP__REQUEST__BODY_REMOVE_INSTANCE;
+		req.remove_instance = &ri;
+		ret = cpuhp__client_send_request(s->conn, &req);
+		if (ret == 0)
+			ret = pump(s, req.id, CPUHP__RESPONSE__BODY_INSTANCE_REMOVED, &r);
+		if (ret == 0)
+			cpuhp__response__free_unpacked(r, NULL);
+	}
+	for (pp = &s->insts; *pp; pp = &(*pp)->next) {
+		if (*pp == inst) {
+			*pp = inst->next;
+			break;
+		}
+	}
+	free(inst);
+	r2 = resume_thread(s);
+	return ret ? ret : r2;
+}
+
+uint64_t cpuhp_client_instance_id(const struct cpuhp_client_instance *inst)
+{
+	return inst->id;
 }

@@ -24,7 +24,9 @@
  *                           | freeze WHO WHY | thaw ID
  *                           | smt WORD MS ("-": empty) | metrics
  *                           (WHO/WHY: one word each; "-" is empty; "long" is 300 x's)
- *                           | register STATE PRIO DEADLINE_MS [nocalls] | remove ID [nocalls]
+ *                           | register STATE PRIO DEADLINE_MS [nocalls] [prepare] [multi]
+ *                           | remove ID [nocalls] | instance_add ID NAME [nocalls]
+ *                           | instance_remove ID INST_ID [nocalls]
  *                           | answer CALL_ID ok|skipped|ERR_CODE [MESSAGE...]
  *                           (skipped: not run, an earlier call of its batch failed)
  *                           | states [LIMIT [AFTER]] | leases [LIMIT [AFTER]]
@@ -145,6 +147,11 @@ static const char *tf(bool b)
 	return b ? "true" : "false";
 }
 
+static const char *section_name(Cpuhp__StateSection s)
+{
+	return s == CPUHP__STATE_SECTION__SECTION_PREPARE ? "prepare" : "online";
+}
+
 static void print_runs(Cpuhp__StateRun **r, size_t n)
 {
 	printf("[");
@@ -161,7 +168,9 @@ static void print_runs(Cpuhp__StateRun **r, size_t n)
 		jstr(r[i]->comm);
 		printf(",\"message\":");
 		jstr(r[i]->message);
-		printf("}");
+		printf(",\"instance\":");
+		jstr(r[i]->instance);
+		printf(",\"section\":\"%s\"}", section_name(r[i]->section));
 	}
 	printf("]");
 }
@@ -424,10 +433,12 @@ static void print_response(const Cpuhp__Response *r)
 
 		printf("\"kind\":\"state_call\",\"state_id\":%" PRIu64
 		       ",\"cpu\":%u,\"phase\":\"%s\","
-		       "\"external\":%s,\"rollback\":%s,\"call_id\":%" PRIu64 ",\"batch\":%" PRIu64,
+		       "\"external\":%s,\"rollback\":%s,\"call_id\":%" PRIu64 ",\"batch\":%" PRIu64
+		       ",\"instance_id\":%" PRIu64 ",\"section\":\"%s\"",
 		       sc->state_id, sc->cpu,
 		       sc->phase == CPUHP__STATE_PHASE__PHASE_TEARDOWN ? "teardown" : "startup",
-		       tf(sc->external), tf(sc->rollback), sc->call_id, sc->batch);
+		       tf(sc->external), tf(sc->rollback), sc->call_id, sc->batch, sc->instance_id,
+		       section_name(sc->section));
 		break;
 	}
 	case CPUHP__RESPONSE__BODY_STATE_REGISTERED:
@@ -439,6 +450,18 @@ static void print_response(const Cpuhp__Response *r)
 		printf("\"kind\":\"state_removed\",\"state_id\":%" PRIu64 ",\"runs\":",
 		       r->state_removed->state_id);
 		print_runs(r->state_removed->runs, r->state_removed->n_runs);
+		break;
+	case CPUHP__RESPONSE__BODY_INSTANCE_ADDED:
+		printf("\"kind\":\"instance_added\",\"state_id\":%" PRIu64
+		       ",\"instance_id\":%" PRIu64 ",\"runs\":",
+		       r->instance_added->state_id, r->instance_added->instance_id);
+		print_runs(r->instance_added->runs, r->instance_added->n_runs);
+		break;
+	case CPUHP__RESPONSE__BODY_INSTANCE_REMOVED:
+		printf("\"kind\":\"instance_removed\",\"state_id\":%" PRIu64
+		       ",\"instance_id\":%" PRIu64 ",\"runs\":",
+		       r->instance_removed->state_id, r->instance_removed->instance_id);
+		print_runs(r->instance_removed->runs, r->instance_removed->n_runs);
 		break;
 	case CPUHP__RESPONSE__BODY_STATE_LIST:
 		printf("\"kind\":\"state_list\",\"states\":[");
@@ -454,7 +477,8 @@ static void print_response(const Cpuhp__Response *r)
 			jstr(si->comm);
 			printf(",\"cpus\":");
 			jstr(si->cpus);
-			printf("}");
+			printf(",\"section\":\"%s\",\"multi\":%s,\"instances\":%u}",
+			       section_name(si->section), tf(si->multi), si->instances);
 		}
 		printf("]");
 		page_out(r->state_list->more, r->state_list->next);
@@ -705,6 +729,8 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 	Cpuhp__Thaw th = CPUHP__THAW__INIT;
 	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
 	Cpuhp__RemoveState rm = CPUHP__REMOVE_STATE__INIT;
+	Cpuhp__AddInstance ai = CPUHP__ADD_INSTANCE__INIT;
+	Cpuhp__RemoveInstance ri = CPUHP__REMOVE_INSTANCE__INIT;
 	Cpuhp__StateAnswer ans = CPUHP__STATE_ANSWER__INIT;
 	Cpuhp__ListStates ls = CPUHP__LIST_STATES__INIT;
 	char msg[1024] = "";
@@ -799,7 +825,17 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		rs.name = argv[1];
 		rs.priority = (int32_t)strtol(argv[2], NULL, 10);
 		rs.deadline_ms = (uint32_t)strtoul(argv[3], NULL, 10);
-		rs.nocalls = argc >= 5 && !strcmp(argv[4], "nocalls");
+		/* Then any of: nocalls, prepare, multi, section=N (a raw value). */
+		for (int i = 4; i < argc; i++) {
+			if (!strcmp(argv[i], "nocalls"))
+				rs.nocalls = true;
+			else if (!strcmp(argv[i], "prepare"))
+				rs.section = CPUHP__STATE_SECTION__SECTION_PREPARE;
+			else if (!strcmp(argv[i], "multi"))
+				rs.multi = true;
+			else if (!strncmp(argv[i], "section=", 8))
+				rs.section = (Cpuhp__StateSection)strtol(argv[i] + 8, NULL, 10);
+		}
 		req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
 		req.register_state = &rs;
 	} else if (!strcmp(k, "remove") && argc >= 2) {
@@ -807,6 +843,18 @@ static uint64_t send_req(struct conn *c, int argc, char **argv)
 		rm.nocalls = argc >= 3 && !strcmp(argv[2], "nocalls");
 		req.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
 		req.remove_state = &rm;
+	} else if (!strcmp(k, "instance_add") && argc >= 3) {
+		ai.state_id = strtoull(argv[1], NULL, 10);
+		ai.name = argv[2];
+		ai.nocalls = argc >= 4 && !strcmp(argv[3], "nocalls");
+		req.body_case = CPUHP__REQUEST__BODY_ADD_INSTANCE;
+		req.add_instance = &ai;
+	} else if (!strcmp(k, "instance_remove") && argc >= 3) {
+		ri.state_id = strtoull(argv[1], NULL, 10);
+		ri.instance_id = strtoull(argv[2], NULL, 10);
+		ri.nocalls = argc >= 4 && !strcmp(argv[3], "nocalls");
+		req.body_case = CPUHP__REQUEST__BODY_REMOVE_INSTANCE;
+		req.remove_instance = &ri;
 	} else if (!strcmp(k, "answer") && argc >= 3) {
 		const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(
 		    &cpuhp__error_code__descriptor, argv[2]);

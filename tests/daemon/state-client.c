@@ -17,7 +17,12 @@
  * " failed" or " slow" after their line.  "view" on stdin prints "view
  * LIST busy=B": the CPUs the state holds now (startup done, no teardown
  * since) and whether a callback is running.  Faults apply from the end of
- * the registration on.
+ * the registration on.  "p" registers in the PREPARE section (whose
+ * teardowns, after the CPU died, are never failed here); "m" registers a
+ * multi-instance state and adds two instances, each with a view of its
+ * own: "view" then prints "view MISMATCH" unless they agree; "again" on
+ * stdin removes instance i1 and adds it back (on the main thread, while the
+ * library's thread serves calls), printing "again RC".
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,7 +37,10 @@
 static struct cpuhp_client *client;
 static pthread_t main_thread;
 static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cpuhp_cpuset view, fail_cpus, slow_cpus;
+static struct cpuhp_cpuset views[2], fail_cpus, slow_cpus;
+static unsigned flags = CPUHP_CLIENT_STATE_THREAD;
+static int inst_index[2] = {0, 1};
+static struct cpuhp_client_instance *insts[2];
 static unsigned slow_ms;
 static atomic_int busy;
 static atomic_bool armed; /* faults only once registered: registration must succeed */
@@ -50,7 +58,8 @@ static int fault(const struct cpuhp_client_state_call *call, const char **what)
 		nanosleep(&ts, NULL);
 		*what = " slow";
 	}
-	if (!call->rollback && cpuhp_cpuset_has(&fail_cpus, call->cpu)) {
+	if (!call->rollback && cpuhp_cpuset_has(&fail_cpus, call->cpu) &&
+	    !(call->prepare && call->teardown)) {
 		*what = " failed";
 		return -EBUSY;
 	}
@@ -67,7 +76,7 @@ static int startup(struct cpuhp_client_state_call *call, void *arg)
 	err = fault(call, &what);
 	if (!err) {
 		pthread_mutex_lock(&view_lock);
-		cpuhp_cpuset_add(&view, call->cpu);
+		cpuhp_cpuset_add(&views[call->instance ? *(int *)call->instance : 0], call->cpu);
 		pthread_mutex_unlock(&view_lock);
 	}
 	printf("startup %u%s%s\n", call->cpu, call->external ? " external" : "", what);
@@ -93,7 +102,7 @@ static int teardown(struct cpuhp_client_state_call *call, void *arg)
 	ret = fault(call, &what);
 	if (!ret) {
 		pthread_mutex_lock(&view_lock);
-		cpuhp_cpuset_del(&view, call->cpu);
+		cpuhp_cpuset_del(&views[call->instance ? *(int *)call->instance : 0], call->cpu);
 		pthread_mutex_unlock(&view_lock);
 	}
 	printf("teardown %u thread=%s lease=%d%s\n", call->cpu,
@@ -108,7 +117,11 @@ static void parse_faults(char *spec)
 	for (char *tok = strtok(spec, ","); tok; tok = strtok(NULL, ",")) {
 		unsigned cpu = (unsigned)strtoul(tok + 1, NULL, 10);
 
-		if (tok[0] == 'f')
+		if (!strcmp(tok, "p"))
+			flags |= CPUHP_CLIENT_STATE_PREPARE;
+		else if (!strcmp(tok, "m"))
+			flags |= CPUHP_CLIENT_STATE_MULTI;
+		else if (tok[0] == 'f')
 			cpuhp_cpuset_add(&fail_cpus, cpu);
 		else if (tok[0] == 's' && strchr(tok, ':')) {
 			cpuhp_cpuset_add(&slow_cpus, cpu);
@@ -139,11 +152,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "connect: %s\n", strerror(-err));
 		return 1;
 	}
-	err = cpuhp_client_state_register(client, argv[2], atoi(argv[3]), deadline_ms,
-	                                  CPUHP_CLIENT_STATE_THREAD, startup, teardown, NULL, &s);
+	err = cpuhp_client_state_register(client, argv[2], atoi(argv[3]), deadline_ms, flags,
+	                                  startup, teardown, NULL, &s);
 	if (err) {
 		printf("error %d %s\n", err, cpuhp_client_last_message(client));
 		return 1;
+	}
+	for (int i = 0; (flags & CPUHP_CLIENT_STATE_MULTI) && i < 2; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "i%d", i);
+		err = cpuhp_client_state_add_instance(s, name, &inst_index[i], 0, &insts[i]);
+		if (err) {
+			printf("error %d adding instance %s\n", err, name);
+			return 1;
+		}
 	}
 	atomic_store(&armed, true);
 	printf("registered %llu fd=%d\n", (unsigned long long)cpuhp_client_state_id(s),
@@ -152,10 +175,23 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin) && strncmp(line, "remove", 6)) {
 		char list[CPUHP_CPUSET_LIST_MAX];
 
+		if (!strncmp(line, "again", 5) && insts[1]) {
+			err = cpuhp_client_instance_remove(insts[1], false);
+			insts[1] = NULL;
+			if (!err)
+				err = cpuhp_client_state_add_instance(s, "i1", &inst_index[1], 0,
+				                                      &insts[1]);
+			printf("again %d\n", err);
+			fflush(stdout);
+			continue;
+		}
 		if (strncmp(line, "view", 4))
 			continue;
 		pthread_mutex_lock(&view_lock);
-		cpuhp_cpuset_format(&view, list, sizeof(list));
+		if ((flags & CPUHP_CLIENT_STATE_MULTI) && !cpuhp_cpuset_equal(&views[0], &views[1]))
+			snprintf(list, sizeof(list), "MISMATCH");
+		else
+			cpuhp_cpuset_format(&views[0], list, sizeof(list));
 		pthread_mutex_unlock(&view_lock);
 		printf("view %s busy=%d\n", list[0] ? list : "-", atomic_load(&busy));
 		fflush(stdout);

@@ -107,7 +107,7 @@ def test_states_table_and_json(daemon4):
         [row] = json.loads(ctl(daemon4, 'states', '-J').stdout)['states']
         assert row == {'id': row['id'], 'name': 'pool', 'priority': 7, 'deadline_ms': 2000,
                        'pid': hook.pid, 'uid': row['uid'], 'comm': 'cpuhpctl',
-                       'cpus': [0, 1, 2, 3]}, row
+                       'cpus': [0, 1, 2, 3], 'section': 'online', 'instances': None}, row
         assert json.loads(ctl(daemon4, 'states', '-J', '-o', 'CPUS').stdout) == \
             {'states': [{'cpus': [0, 1, 2, 3]}]}
     finally:
@@ -119,7 +119,7 @@ def test_states_table_and_json(daemon4):
     ('leases', ['WHO', 'PID', 'UID', 'KIND', 'MODE', 'COUNT', 'HELD', 'WHY', 'COMM',
                 'LEASE_ID', 'HELD_MS', 'CONNECTION', 'DELAY_MS']),
     ('states', ['ID', 'NAME', 'PRIORITY', 'DEADLINE', 'DEADLINE_MS', 'PID', 'UID', 'COMM',
-                'CPUS']),
+                'CPUS', 'SECTION', 'INSTANCES']),
 ])
 def test_help_lists_every_column_and_o_refuses_an_unknown_one(tmp, cmd, columns):
     r = subprocess.run([str(fixture.CPUHPCTL), cmd, '--help'], capture_output=True, text=True,

@@ -191,3 +191,56 @@ def test_the_kernels_ecanceled_for_a_parked_sibling_is_explained(tmp, kdaemon, k
                        capture_output=True, text=True, timeout=fixture.GUARD_S)
     assert r.returncode == 1, r   # a failed CPU, not "cpuhpd unreachable" (69)
     assert 'parked again' in r.stderr and 'shutting down' not in r.stderr, r.stderr
+
+
+def test_smt_calls_prepare_states_on_the_far_side_of_the_control_write(kdaemon, ksim, kprobe):
+    """PREPARE teardowns after "off" moved the siblings, PREPARE startups before "on"
+    brings them (doc/design.md, "Hotplug states: sections and instances")."""
+    kprobe.connect('s')
+    kprobe.connect('h')
+    p = kprobe.call('s', 'register', 'p', 0, 5000, 'nocalls', 'prepare')['state_id']
+    o = kprobe.call('s', 'register', 'o', 0, 5000, 'nocalls')['state_id']
+
+    def gone(cpu):
+        assert ksim.read_online(cpu) == '0'
+
+    def still_on(cpu):
+        assert control(ksim) == 'on' and ksim.read_online(cpu) == '1'
+
+    def still_off(cpu):
+        assert control(ksim) == 'off' and ksim.read_online(cpu) == '0'
+
+    hid = kprobe.send('h', 'smt', 'off', 5000)
+    answer_ok(kprobe, [(2, o), (3, o)], 'teardown', still_on, section='online')
+    answer_ok(kprobe, [(2, p), (3, p)], 'teardown', gone, section='prepare', rollback=False)
+    r = kprobe.recv('h')
+    assert r['id'] == hid and r['control'] == 'off' and kernel_writes(kdaemon) == 1, r
+    assert state_cpus(kprobe) == {'p': '0-1', 'o': '0-1'}
+    hid = kprobe.send('h', 'smt', 'on', 5000)
+    answer_ok(kprobe, [(2, p), (3, p)], 'startup', still_off, section='prepare')
+    answer_ok(kprobe, [(2, o), (3, o)], 'startup', still_on, section='online')
+    r = kprobe.recv('h')
+    assert r['id'] == hid and r['control'] == 'on', r
+    assert state_cpus(kprobe) == {'p': '0-3', 'o': '0-3'}
+    assert kprobe('queued s')['queued'] == 0
+
+
+def test_a_failed_prepare_startup_before_smt_on_makes_no_control_write(kdaemon, ksim, kprobe):
+    kprobe.connect('s')
+    kprobe.connect('h')
+    p = kprobe.call('s', 'register', 'p', 0, 5000, 'nocalls', 'prepare')['state_id']
+    kprobe.send('h', 'smt', 'off', 5000)
+    answer_ok(kprobe, [(2, p), (3, p)], 'teardown')
+    assert kprobe.recv('h')['control'] == 'off'
+    kprobe.send('h', 'smt', 'on', 5000)
+    answer_ok(kprobe, [(2, p)], 'startup')
+    call = expect_call(kprobe, 's', state_id=p, cpu=3, phase='startup')
+    kprobe.send('s', 'answer', call['call_id'], 'ERR_ENOMEM', 'no', 'room')
+    # CPU 2's PREPARE startup is undone; the control write is not made.
+    answer_ok(kprobe, [(2, p)], 'teardown', rollback=True)
+    r = kprobe.recv('h')
+    assert r['control'] == 'off' and kernel_writes(kdaemon) == 1, r
+    res = {x['cpu']: x for x in r['results']}
+    assert res[3]['failed_state'] == 'p' and res[2]['code'] == 'ERR_ECANCELED', r
+    assert [ksim.read_online(n) for n in (2, 3)] == ['0', '0']
+    assert state_cpus(kprobe) == {'p': '0-1'}

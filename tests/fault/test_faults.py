@@ -913,6 +913,8 @@ class StateClient:
         while not (got := self.line()).startswith('view '):
             pass
         cpus, busy = got.split()[1:]
+        if cpus == 'MISMATCH':   # a multi state whose instances disagree
+            return cpus, busy != 'busy=0'
         return (frozenset() if cpus == '-' else parse_cpus(cpus)), busy != 'busy=0'
 
     def kill(self):
@@ -949,7 +951,9 @@ def _views_match_files(clients, sim, d, settle=False):
         assert got == (online, False), (c.name, got, online)
     listed = json.loads(_ctl(d, 'states').stdout)['states']
     assert sorted(x['name'] for x in listed) == sorted(c.name for c in live), listed
-    assert all(frozenset(x['cpus']) == online for x in listed), (listed, online)
+    # A multi state has no CPUs of its own: its instances' are in their clients' views.
+    assert all(frozenset(x['cpus']) == online for x in listed if not x.get('instances')), \
+        (listed, online)
 
 
 def test_state_clients_sigkilled_during_a_multi_cpu_offline_never_wedge_it(rig, row):
@@ -992,18 +996,24 @@ def test_state_clients_sigkilled_during_a_multi_cpu_offline_never_wedge_it(rig, 
     row['numbers']['SIGKILLs'] = kills
 
 
-def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
-    """State callbacks that fail or miss their deadline at random CPUs, 5 states."""
-    rnd = faultlib.rng('states-faults')
-    d, sim = _own_daemon(rig, 'states-faults')
-    rounds, codes = 6, collections.Counter()
+def _faulty_state_rounds(rig, tag, name, how=lambda rnd: ''):
+    """6 rounds of 5 state clients, each failing (EBUSY) or taking 300 ms
+    against a 100 ms deadline at a random CPU of 1-3, or healthy, and each
+    made as how(rnd) says (state-client's "p", "m"); offline then online
+    1-3.  Return: the exit codes counted, and the kinds."""
+    rnd = faultlib.rng(tag)
+    d, sim = _own_daemon(rig, tag)
+    codes, kinds = collections.Counter(), collections.Counter()
     try:
-        for r in range(rounds):
+        for r in range(6):
             clients = []
             for i in range(5):
                 kind, cpu = rnd.choice(('', 'f', 's')), rnd.choice(faultlib.HOTPLUGGABLE)
-                faults = {'': '', 'f': f'f{cpu}', 's': f's{cpu}:300'}[kind]
-                clients.append(StateClient(d.socket, f'f{r}s{i}', rnd.randint(0, 9),
+                made = how(rnd)
+                kinds[made or 'online'] += 1
+                faults = ','.join(x for x in (made, {'': '', 'f': f'f{cpu}',
+                                                     's': f's{cpu}:300'}[kind]) if x)
+                clients.append(StateClient(d.socket, f'{name}{r}s{i}', rnd.randint(0, 9),
                                            deadline_ms=100 if kind == 's' else 5000,
                                            faults=faults))
             for c in clients:
@@ -1025,12 +1035,33 @@ def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
             assert _ctl(d, 'online', '1-3').returncode == 0
     finally:
         assert d.stop() == 0, d.log()
-    row['injected'].append(f'{rounds} rounds: 5 state clients, each failing (EBUSY) or taking '
+    return codes, kinds
+
+
+def test_state_callbacks_that_fail_or_stall_at_random_cpus_roll_back(rig, row):
+    """State callbacks that fail or miss their deadline at random CPUs, 5 states."""
+    codes, _ = _faulty_state_rounds(rig, 'states-faults', 'f')
+    row['injected'].append('6 rounds: 5 state clients, each failing (EBUSY) or taking '
                            '300 ms against a 100 ms deadline at a random CPU of 1-3, or '
                            'healthy; offline 1-3 then online 1-3')
     row['checked'] += ['exit 0, 1 or 64; a failed CPU is as it was, its state named',
                        'once late calls have run, every state\'s view equals the files']
     row['numbers']['exit codes'] = '/'.join(f'{k}:{v}' for k, v in sorted(codes.items()))
+
+
+def test_prepare_states_and_instances_that_fail_or_stall_roll_back(rig, row):
+    """PREPARE, ONLINE and multi-instance states failing or stalling at random CPUs."""
+    codes, kinds = _faulty_state_rounds(rig, 'sections-faults', 'p',
+                                        lambda rnd: rnd.choice(('p', 'm', 'p,m', '')))
+    row['injected'].append('6 rounds: 5 state clients each in the PREPARE or ONLINE '
+                           'section, plain or with 2 instances, failing (EBUSY, but a PREPARE '
+                           'teardown) or taking 300 ms against a 100 ms deadline at a random '
+                           'CPU of 1-3, or healthy; offline 1-3 then online 1-3')
+    row['checked'] += ['exit 0, 1 or 64; a failed CPU is as it was, its state named',
+                       'once late calls have run, every state\'s (every instance\'s) view '
+                       'equals the files']
+    row['numbers']['exit codes'] = '/'.join(f'{k}:{v}' for k, v in sorted(codes.items()))
+    row['numbers']['states'] = '/'.join(f'{k}:{v}' for k, v in sorted(kinds.items()))
 
 
 def test_cpuhpd_sigterm_inside_a_callback_finishes_the_hotplug_then_exits(rig, row):

@@ -642,6 +642,9 @@ static void read_reference(const uint8_t *s, size_t n, struct reference *ref)
 			ic->registers = true;
 			break;
 		case CPUHP__REQUEST__BODY_REMOVE_STATE:
+		/* Answered once their calls ran, as a registration and a removal. */
+		case CPUHP__REQUEST__BODY_ADD_INSTANCE:
+		case CPUHP__REQUEST__BODY_REMOVE_INSTANCE:
 		case CPUHP__REQUEST__BODY_STATE_ANSWER: /* never answered */
 		case CPUHP__REQUEST__BODY_FAST_WAKE:    /* never answered */
 			break;

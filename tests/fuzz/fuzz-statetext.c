@@ -80,12 +80,21 @@ static char *write_out(const struct cpuhpd_saved *s, size_t *len, bool journal)
 		if (c->state_batch)
 			fprintf(f, "batch %u\n", c->id);
 		for (unsigned k = 0; k < c->nstates; k++) {
-			fprintf(f, "state %u %llu %llu %d %u", c->id,
-			        (unsigned long long)c->states[k].id,
-			        (unsigned long long)c->states[k].reg_req_id,
-			        (int)c->states[k].priority, c->states[k].deadline_ms);
-			w_str(f, c->states[k].name);
-			w_str(f, c->states[k].cpus);
+			if (c->states[k].parent) {
+				fprintf(f, "inst %u %llu %llu", c->id,
+				        (unsigned long long)c->states[k].parent,
+				        (unsigned long long)c->states[k].id);
+				w_str(f, c->states[k].name);
+				w_str(f, c->states[k].cpus);
+			} else {
+				fprintf(f, "state %u %llu %llu %d %u", c->id,
+				        (unsigned long long)c->states[k].id,
+				        (unsigned long long)c->states[k].reg_req_id,
+				        (int)c->states[k].priority, c->states[k].deadline_ms);
+				w_str(f, c->states[k].name);
+				w_str(f, c->states[k].cpus);
+				fprintf(f, " %u", c->states[k].kind);
+			}
 			fputc('\n', f);
 			for (unsigned u = 0; u < c->states[k].nunsure; u++)
 				fprintf(f, "call %u %llu %u\n", c->id,
@@ -191,6 +200,8 @@ static void check_same(const struct cpuhpd_saved *a, const struct cpuhpd_saved *
 			           same_str(x->waits[k].why, y->waits[k].why));
 		for (unsigned k = 0; k < x->nstates; k++)
 			FUZZ_CHECK(x->states[k].id == y->states[k].id &&
+			           x->states[k].parent == y->states[k].parent &&
+			           x->states[k].kind == y->states[k].kind &&
 			           x->states[k].reg_req_id == y->states[k].reg_req_id &&
 			           x->states[k].priority == y->states[k].priority &&
 			           x->states[k].deadline_ms == y->states[k].deadline_ms &&

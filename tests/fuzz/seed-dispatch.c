@@ -271,6 +271,49 @@ static void register_state(struct seed *s, const char *name, uint32_t deadline_m
 	request(s, &req);
 }
 
+/* A state in @section, multi-instance or not. */
+static void register_state_as(struct seed *s, const char *name, uint32_t deadline_ms, bool nocalls,
+                              Cpuhp__StateSection section, bool multi)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__RegisterState rs = CPUHP__REGISTER_STATE__INIT;
+
+	rs.name = (char *)name;
+	rs.deadline_ms = deadline_ms;
+	rs.nocalls = nocalls;
+	rs.section = section;
+	rs.multi = multi;
+	req.body_case = CPUHP__REQUEST__BODY_REGISTER_STATE;
+	req.register_state = &rs;
+	request(s, &req);
+}
+
+static void add_instance(struct seed *s, uint64_t state_id, const char *name, bool nocalls)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__AddInstance ai = CPUHP__ADD_INSTANCE__INIT;
+
+	ai.state_id = state_id;
+	ai.name = (char *)name;
+	ai.nocalls = nocalls;
+	req.body_case = CPUHP__REQUEST__BODY_ADD_INSTANCE;
+	req.add_instance = &ai;
+	request(s, &req);
+}
+
+static void remove_instance(struct seed *s, uint64_t state_id, uint64_t id, bool nocalls)
+{
+	Cpuhp__Request req = CPUHP__REQUEST__INIT;
+	Cpuhp__RemoveInstance ri = CPUHP__REMOVE_INSTANCE__INIT;
+
+	ri.state_id = state_id;
+	ri.instance_id = id;
+	ri.nocalls = nocalls;
+	req.body_case = CPUHP__REQUEST__BODY_REMOVE_INSTANCE;
+	req.remove_instance = &ri;
+	request(s, &req);
+}
+
 static void list_states(struct seed *s)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
@@ -566,6 +609,29 @@ int main(int argc, char **argv)
 	set_online(&s, "1", false, 50);
 	register_state(&s, "b4", 100, false); /* its startups, batched */
 	save(dir, "state-batch-cut-at-the-hotplug-timeout", &s);
+
+	/*
+	 * PREPARE states and instances (issue 31): a multi state in the PREPARE
+	 * section (state 1) with an instance (2) and a taken name; a plain
+	 * state that gets no instance; an offline whose DEAD teardown is cut at
+	 * the timeout (never rolled back); an instance whose startups miss
+	 * their 100 ms deadline; a removal, one of an unknown instance, and a
+	 * section that does not exist.
+	 */
+	begin(&s, NULL, 0);
+	hello(&s, 1);
+	register_state_as(&s, "caches", 100, true, CPUHP__STATE_SECTION__SECTION_PREPARE, true);
+	add_instance(&s, 1, "a", true);
+	add_instance(&s, 1, "a", true); /* EEXIST */
+	register_state_as(&s, "plain", 100, true, CPUHP__STATE_SECTION__SECTION_ONLINE, false);
+	add_instance(&s, 3, "x", true); /* EINVAL: not multi */
+	set_online(&s, "1", false, 50);
+	add_instance(&s, 1, "b", false);
+	remove_instance(&s, 1, 2, false);
+	remove_instance(&s, 1, 99, true); /* ENOENT */
+	register_state_as(&s, "odd", 100, true, (Cpuhp__StateSection)7, false);
+	list_states(&s);
+	save(dir, "instances-of-a-prepare-state", &s);
 
 	/*
 	 * Getting ready (issue 31): notices to a connection that is not there,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Model-check rwsem.pml, fastlease.pml and states.pml with spin.
+"""Model-check rwsem.pml, fastlease.pml, states.pml and sections.pml with spin.
 
 For each check: spin generates the verifier (pan.c) with the check's
 switches, the C compiler builds it, pan runs with an explicit depth bound
@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RWSEM = "rwsem.pml"
 FASTLEASE = "fastlease.pml"
 STATES = "states.pml"
+SECTIONS = "sections.pml"
 
 # Bounds.  The deepest run needs ~470 steps (safety) and ~2,200 (liveness);
 # a search that hits the bound is incomplete and fails the check.
@@ -42,7 +43,7 @@ class Check:
                  memlim=None):
         self.name = name
         self.model = model
-        self.memlim = memlim or (FASTLEASE_MEMLIM_MB if model in (FASTLEASE, STATES)
+        self.memlim = memlim or (FASTLEASE_MEMLIM_MB if model in (FASTLEASE, STATES, SECTIONS)
                                  else MEMLIM_MB)
         self.about = about
         self.defines = defines
@@ -322,6 +323,76 @@ CHECKS = [
           "hotplug waits for ever",
           ["-DKILL", "-DNO_DEADLINE", "-DMUTANT_AWAIT_DEAD"], expect=DEADLOCK,
           model=STATES),
+    # sections.pml: the PREPARE and ONLINE sections of hotplug states, and instances.
+    Check("sections-safety",
+          "2 PREPARE and 2 ONLINE states, an offline then an online: PREPARE "
+          "startups before the write and teardowns after it, ONLINE ones the "
+          "other way round; a PREPARE startup failure writes nothing and tears "
+          "down those run, in reverse; a PREPARE teardown's failure is logged, "
+          "never rolled back; a client may fail, be late, or never answer "
+          "(the deadline rolls it back); nothing waits for ever",
+          [], model=SECTIONS),
+    Check("sections-safety-2-late",
+          "the same with 2 missed deadlines in a run",
+          ["-DMAXLATE=2"], model=SECTIONS),
+    Check("sections-safety-3-prepare",
+          "3 PREPARE states and 1 ONLINE state (a rollback of 2 PREPARE states)",
+          ["-DNP=3", "-DNO=1"], model=SECTIONS),
+    Check("sections-instances",
+          "a PREPARE state's instance added while CPU 1 comes and goes (an "
+          "ONLINE startup may fail, and roll back): its startup runs once on "
+          "every CPU the state is up on, its teardown once where it ran",
+          ["-DINSTANCES"], model=SECTIONS),
+    Check("sections-mutant-prepare-after-write",
+          "PREPARE startups after the write: the CPU runs without their resources",
+          ['-DMUTANT_PREPARE_AFTER_WRITE'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-online-before-write",
+          "ONLINE startups before the write",
+          ['-DMUTANT_ONLINE_BEFORE_WRITE'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-online-teardown-after-write",
+          "ONLINE teardowns after the write",
+          ['-DMUTANT_ONLINE_TEARDOWN_AFTER_WRITE'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-dead-before-write",
+          "PREPARE teardowns before the write: a resource freed under a running CPU",
+          ['-DMUTANT_DEAD_BEFORE_WRITE'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-prepare-fail-writes",
+          "a PREPARE startup failure still writes the CPU online",
+          ['-DMUTANT_PREPARE_FAIL_WRITES'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-prepare-no-rollback",
+          "a PREPARE startup failure tears nothing down: resources of an offline CPU stay",
+          ['-DMUTANT_PREPARE_NO_ROLLBACK'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-rollback-forward",
+          "the PREPARE rollback in startup order, not reverse",
+          ['-DNP=3', '-DNO=1', '-DMUTANT_ROLLBACK_FORWARD'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-dead-rollback",
+          "a failed PREPARE teardown rolled back: states started again on a dead CPU",
+          ['-DMUTANT_DEAD_ROLLBACK'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-late-keep",
+          "a PREPARE startup past its deadline not torn down itself: it ends late and stays",
+          ['-DMUTANT_LATE_KEEP'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-online-fail-no-dead",
+          "an ONLINE startup failure takes the CPU offline but leaves the PREPARE states up",
+          ['-DMUTANT_ONLINE_FAIL_NO_DEAD'], expect=ASSERT, ignore_deadlocks=True,
+          model=SECTIONS),
+    Check("sections-mutant-no-deadline",
+          "no deadline on calls: a callback that never answers holds the "
+          "hotplug for ever",
+          ["-DMUTANT_NO_DEADLINE"], expect=DEADLOCK, model=SECTIONS),
+    Check("sections-mutant-inst-no-gate",
+          "an instance's add does not wait for the writer side: planned from "
+          "what the state is up on half way through a hotplug, it misses a "
+          "CPU or gets one twice",
+          ["-DINSTANCES", "-DMUTANT_INST_NO_GATE"], expect=ASSERT,
+          ignore_deadlocks=True, model=SECTIONS),
 ]
 BY_NAME = {c.name: c for c in CHECKS}
 

@@ -497,3 +497,23 @@ def test_cpus_is_the_sync_clients_listing(cpuhp, aio, daemon, observer):
         assert rows == observer.cpus()
         assert [(r.cpu, r.topology) for r in rows] == [(n, 'live') for n in range(4)]
     run(main())
+
+
+def test_aio_add_instance_runs_its_startups_in_the_executor(cpuhp, aio, daemon, observer):
+    log = []
+
+    def up(cpu, inst):
+        log.append((cpu, inst.name, threading.current_thread() is threading.main_thread()))
+
+    async def main():
+        async with aio.Client(daemon.socket) as c:
+            async with c.register_state('aio-m', startup=up, multi=True,
+                                        section='prepare') as st:
+                inst = await c.add_instance(st, 'q', arg=7)
+                assert isinstance(inst, cpuhp.Instance) and inst.arg == 7
+                assert log == [(cpu, 'q', False) for cpu in range(4)]
+                await c.remove_instance(inst)
+                assert inst.removed
+                with pytest.raises(ValueError):
+                    await c.add_instance(st, 'bad name')
+    run(main())

@@ -307,3 +307,61 @@ def test_percpu_pool_c_refuses_a_taken_name_and_bad_arguments(daemon, sim):
 
 def test_percpu_pool_py_shrinks_before_a_cpu_goes_and_grows_after_it_comes(daemon, sim):
     check_pool_story([sys.executable, '-B', PERCPU_POOL_PY], 'percpu_pool.py: ', daemon, sim)
+
+
+# --- percpu-cache.c ---------------------------------------------------------------
+
+PERCPU_CACHE = EXAMPLES / 'percpu-cache'
+
+
+def test_percpu_cache_sizes_slabs_in_prepare_and_drains_them_in_dead(daemon, sim):
+    cache = subprocess.Popen([str(PERCPU_CACHE), '--socket', daemon.socket, '--cache',
+                              'small:1024', '--cache', 'large:256'],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    prefix = 'percpu-cache: '
+    try:
+        def line():
+            got = cache.stdout.readline()
+            assert got, f'the example ended (exit {cache.wait()})'
+            assert got.startswith(prefix), got
+            return got.rstrip('\n')[len(prefix):]
+        # One instance per cache, each started on every online CPU, in order.
+        got = [line() for _ in range(8)]
+        assert got == [f'cache {k}: CPU {c} has a slab of {n}, {n // 2} filled (before it runs '
+                       f'anything)' for k, n in (('small', 64), ('large', 16))
+                       for c in range(4)], got
+        assert line() == 'state percpu-cache registered in the PREPARE section; 2 cache(s)'
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, 'offline', 2])
+        assert r.returncode == 0 and sim.read_online(2) == '0', r
+        assert re.search(r'^  PREPARE teardown of state percpu-cache instance large \(pid \d+, ',
+                         r.stdout, re.M), r.stdout
+        # Drained after the CPU died: newest instance first.
+        assert [line(), line()] == ['cache large: drained 8 object(s) of CPU 2 (after it died)',
+                                    'cache small: drained 32 object(s) of CPU 2 (after it died)']
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, '--json', 'states'])
+        assert r.returncode == 0 and '"section":"prepare"' in r.stdout, r
+        r = run([fixture.CPUHPCTL, '--socket', daemon.socket, 'online', 2])
+        assert r.returncode == 0 and sim.read_online(2) == '1', r
+        assert [line(), line()] == [
+            'cache small: CPU 2 has a slab of 64, 32 filled (before it runs anything)',
+            'cache large: CPU 2 has a slab of 16, 8 filled (before it runs anything)']
+        out, _ = cache.communicate('', timeout=GUARD_S)     # EOF: remove the caches
+        assert cache.returncode == 0, out
+        lines = [x[len(prefix):] for x in out.splitlines()]
+        assert lines[-3:] == ['cache small: 1024 of 1024 object(s) in the central list',
+                              'cache large: 256 of 256 object(s) in the central list',
+                              'done; every object is back'], lines
+        # Removal drained every slab: large's first (removed first), last CPU first.
+        assert lines[:4] == [f'cache large: drained 8 object(s) of CPU {c} (cache removed)'
+                             for c in (3, 2, 1, 0)], lines
+    finally:
+        cache.kill()
+        cache.wait()
+
+
+def test_percpu_cache_refuses_bad_arguments(daemon):
+    r = run([PERCPU_CACHE, '--cache', 'nocolon'])
+    assert r.returncode == 2 and '--cache wants NAME:OBJECTS' in r.stderr, r
+    r = run([PERCPU_CACHE, '--cache', 'x:3'])
+    assert r.returncode == 2 and 'OBJECTS must be 16 to 1000000' in r.stderr, r
+    assert run([PERCPU_CACHE, '--help']).stdout.startswith('Usage: percpu-cache')

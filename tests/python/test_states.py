@@ -290,3 +290,74 @@ def test_a_call_read_with_the_registration_reply_is_run(cpuhp, tmp):
     lsock.close()
     assert not errors, errors
     assert log == [3] and answered == [1]
+
+
+# ---- sections and instances (doc/design.md, "Hotplug states: sections and instances") ----
+
+def test_a_prepare_state_starts_before_the_write_and_tears_down_after_it(client, observer, sim):
+    seen = []
+
+    def look(tag):
+        def fn(cpu):
+            seen.append((tag, cpu, sim.read_online(cpu)))
+        return fn
+
+    with client.register_state('py-prep', startup=look('up'), teardown=look('down'),
+                               nocalls=True, section='prepare') as st:
+        assert st.section == 'prepare'
+        assert observer.set_online('2', False, timeout=5).ok
+        assert observer.set_online('2', True, timeout=5).ok
+        st.remove(nocalls=True)
+    # The CPU was offline during both calls: after the write, and before it.
+    assert seen == [('down', 2, '0'), ('up', 2, '0')]
+
+
+def test_a_prepare_teardown_that_raises_is_logged_and_the_offline_succeeds(client, observer,
+                                                                          sim):
+    def refuse(cpu):
+        raise RuntimeError('cannot drain')
+
+    with client.register_state('py-dead', teardown=refuse, nocalls=True, section='prepare'):
+        r = observer.set_online('2', False, timeout=5)
+        assert r.ok and sim.read_online(2) == '0', r
+        assert observer.set_online('2', True, timeout=5).ok
+
+
+def test_instances_are_called_in_turn_with_their_instance(cpuhp, client, observer):
+    log = []
+
+    def rec(tag):
+        def fn(cpu, inst):
+            assert isinstance(inst, cpuhp.Instance)
+            log.append((tag, cpu, inst.name, inst.arg))
+        return fn
+
+    with client.register_state('py-multi', startup=rec('up'), teardown=rec('down'),
+                               multi=True) as st:
+        assert log == []                       # a multi state has no calls of its own
+        a = st.add_instance('a', arg={'pool': 1})
+        assert log == [('up', c, 'a', {'pool': 1}) for c in range(4)] and a.id > 0
+        b = st.add_instance('b', arg=2, nocalls=True)
+        log.clear()
+        assert observer.set_online('2', False, timeout=5).ok
+        assert log == [('down', 2, 'b', 2), ('down', 2, 'a', {'pool': 1})]
+        log.clear()
+        with pytest.raises(FileExistsError):
+            st.add_instance('a')
+        with pytest.raises(ValueError):
+            st.add_instance('no spaces')
+        a.remove()
+        assert log == [('down', c, 'a', {'pool': 1}) for c in (3, 1, 0)] and a.removed
+        assert [i.name for i in st.instances] == ['b']
+        log.clear()
+    # Removing the state removed b: its teardowns ran.
+    assert log == [('down', c, 'b', 2) for c in (3, 1, 0)] and b.removed
+    assert observer.set_online('2', True, timeout=5).ok
+
+
+def test_bad_sections_and_instances_on_a_plain_state_are_refused(client):
+    with pytest.raises(ValueError, match="'online' or 'prepare'"):
+        client.register_state('py-x', section='early')
+    with client.register_state('py-plain', nocalls=True) as st:
+        with pytest.raises(ValueError, match='not a multi-instance state'):
+            st.add_instance('a')

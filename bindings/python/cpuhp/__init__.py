@@ -58,7 +58,7 @@ __all__ = [
     'LeaseList', 'LeaseInfo', 'HotplugInfo', 'Freeze', 'FreezeInfo',
     'Event', 'HotplugStarted', 'HotplugFinished', 'OnlineChanged', 'PresentChanged', 'EventsLost',
     'LeaseRevoked', 'LeaseBypassed', 'LeasesLost', 'HotplugPending', 'HotplugCancelled',
-    'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State',
+    'DEFAULT_SOCKET', 'SOCKET_ENV', 'socket_path', 'State', 'Instance',
 ]
 _CLIENT_NAMES = frozenset(__all__[__all__.index('Client'):])
 
@@ -80,7 +80,7 @@ else:
                           LeaseBypassed, LeaseInfo, LeaseList, LeaseRevoked, LeasesLost,
                           OnlineChanged, PresentChanged, Status,
                           WriterState, socket_path)
-    from ._states import State
+    from ._states import Instance, State
 
 if TYPE_CHECKING:
     # Imported on first use at run time (__getattr__ below), as it raises

@@ -177,7 +177,8 @@ class Client:
 
     def register_state(self, name: str, startup: Callable[[int], object] | None = None,
                        teardown: Callable[[int], object] | None = None, priority: int = 0,
-                       deadline: float = 5.0, nocalls: bool = False) -> State:
+                       deadline: float = 5.0, nocalls: bool = False, *,
+                       section: str = 'online', multi: bool = False) -> State:
         """Register a hotplug state, the kernel's cpuhp_setup_state(): before a
         CPU goes offline cpuhpd calls ``teardown(cpu)`` (states from the
         highest *priority* down), after one came online ``startup(cpu)``
@@ -193,8 +194,16 @@ class Client:
         (teardown for every CPU it was started on).  FileExistsError if
         the name is taken (names are unique per daemon); the OSError of the
         first failed startup otherwise (those done are torn down again).
+
+        *section* ``'prepare'`` puts the state in the PREPARE section: its
+        startup runs before the CPU runs anything (before the write of
+        cpuN/online), its teardown after the CPU is dead; such a teardown
+        cannot fail (what it raises is logged, nothing is rolled back).
+        *multi*: the callbacks run per instance (State.add_instance()), as
+        ``startup(cpu, instance)``, never for the state itself.
         """
-        return State(self._s, name, startup, teardown, priority, deadline, nocalls)
+        return State(self._s, name, startup, teardown, priority, deadline, nocalls,
+                     section=section, multi=multi)
 
     def fileno(self) -> int:
         """The socket, to poll for POLLIN in an event loop; then drain with

@@ -60,7 +60,7 @@ from ._cpuset import CPUs  # noqa: E402
 from ._errors import INT_MS_MAX, UINT_MS_MAX, timeout_ms  # noqa: E402
 from ._session import (Call, Session, force_ms, identity, lease_args,  # noqa: E402
                        run_callbacks, set_online_args)
-from ._states import State  # noqa: E402
+from ._states import Instance, State  # noqa: E402
 from ._types import (CpuInfo, Event, Freeze, HotplugPending, HotplugResult,  # noqa: E402
                      Lease, LeaseList, Status)
 
@@ -350,7 +350,8 @@ class Client:
 
     def register_state(self, name: str, startup: Callable[[int], object] | None = None,
                        teardown: Callable[[int], object] | None = None, priority: int = 0,
-                       deadline: float = 5.0, nocalls: bool = False) -> _Request[State]:
+                       deadline: float = 5.0, nocalls: bool = False, *,
+                       section: str = 'online', multi: bool = False) -> _Request[State]:
         """Register a hotplug state, as cpuhp.Client.register_state(), and
         return the cpuhp.State: ``state = await client.register_state(...)``,
         or ``async with client.register_state(...) as state: ...``, whose end
@@ -361,8 +362,10 @@ class Client:
         the startups for the CPUs online) runs in the loop's default
         executor, not in the loop.  A task cancelled during that wait
         removes the state once it is registered.  Bad arguments raise here,
-        before anything is awaited."""
-        st = State(self._s, name, startup, teardown, priority, deadline, nocalls, start=False)
+        before anything is awaited.  *section* and *multi* as there; add
+        instances with ``await client.add_instance(state, name, arg)``."""
+        st = State(self._s, name, startup, teardown, priority, deadline, nocalls, start=False,
+                   section=section, multi=multi)
         return _Request(lambda: self._registered(st), self._remove_state)
 
     @staticmethod
@@ -383,6 +386,21 @@ class Client:
     @staticmethod
     async def _remove_state(st: State) -> None:
         await asyncio.get_running_loop().run_in_executor(None, st.remove)
+
+    @staticmethod
+    async def add_instance(state: State, name: str, arg: object = None,
+                           nocalls: bool = False) -> Instance:
+        """Add an instance to a multi *state*, as State.add_instance(): its
+        startups run on the State's thread, the wait for them in the loop's
+        default executor.  Bad arguments raise here."""
+        state._check_instance(name)
+        return await asyncio.get_running_loop().run_in_executor(
+            None, lambda: state.add_instance(name, arg, nocalls))
+
+    @staticmethod
+    async def remove_instance(instance: Instance, nocalls: bool = False) -> None:
+        """Remove *instance*, as Instance.remove(), waiting in the executor."""
+        await asyncio.get_running_loop().run_in_executor(None, lambda: instance.remove(nocalls))
 
     async def set_online(self, cpus: CPUs, online: bool, timeout: float | None = None, *,
                          check: bool = True, force: bool | float | None = None

@@ -190,7 +190,7 @@ static int apply_line(struct text *t, const char *line, size_t len, char *why, s
 	}
 	if (is(line, wlen, "lease") || is(line, wlen, "wait") || is(line, wlen, "state") ||
 	    is(line, wlen, "freeze") || is(line, wlen, "call") || is(line, wlen, "ready") ||
-	    is(line, wlen, "batch")) {
+	    is(line, wlen, "batch") || is(line, wlen, "inst")) {
 		if (!t->cur || t->cur->id != id) {
 			snprintf(why, whylen, "a record of conn %u outside its section", id);
 			return -EINVAL;

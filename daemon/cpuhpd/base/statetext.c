@@ -390,15 +390,17 @@ static int state_line(struct parser *p)
 {
 	struct cpuhpd_saved_conn *c = owner(p);
 	struct cpuhpd_saved_state *st;
-	uint64_t id, req, deadline;
+	uint64_t id, req, deadline, kind = 0;
 	int32_t prio;
 
-	if (!c || want(p, 8) || num(p, 2, UINT64_MAX, &id) || num(p, 3, UINT64_MAX, &req) ||
-	    snum(p, 4, &prio) || num(p, 5, UINT32_MAX, &deadline))
+	if (!c || want_or_one_more(p, 8) || num(p, 2, UINT64_MAX, &id) ||
+	    num(p, 3, UINT64_MAX, &req) || snum(p, 4, &prio) || num(p, 5, UINT32_MAX, &deadline) ||
+	    (p->nfields == 9 && num(p, 8, CPUHPD_SAVED_PREPARE | CPUHPD_SAVED_MULTI, &kind)))
 		return p->err;
 	st = push(p, (void **)&c->states, &c->nstates, sizeof(*st));
 	if (!st)
 		return p->err;
+	st->kind = (unsigned)kind;
 	st->id = id;
 	st->reg_req_id = req;
 	st->priority = prio;
@@ -407,6 +409,36 @@ static int state_line(struct parser *p)
 		return p->err;
 	if (!st->name)
 		return bad(p, "a state without a name");
+	return 0;
+}
+
+static int inst_line(struct parser *p)
+{
+	struct cpuhpd_saved_conn *c = owner(p);
+	struct cpuhpd_saved_state *st;
+	uint64_t parent, id;
+	unsigned i;
+
+	if (!c || want(p, 6) || num(p, 2, UINT64_MAX, &parent) || num(p, 3, UINT64_MAX, &id))
+		return p->err;
+	for (i = 0; i < c->nstates; i++)
+		if (!c->states[i].parent && c->states[i].id == parent &&
+		    (c->states[i].kind & CPUHPD_SAVED_MULTI))
+			break;
+	if (i == c->nstates)
+		return bad(p,
+		           "an instance of state %" PRIu64
+		           ", which no earlier line of its conn gave as multi",
+		           parent);
+	st = push(p, (void **)&c->states, &c->nstates, sizeof(*st));
+	if (!st)
+		return p->err;
+	st->parent = parent;
+	st->id = id;
+	if (str(p, 4, &st->name) || str(p, 5, &st->cpus))
+		return p->err;
+	if (!st->name)
+		return bad(p, "an instance without a name");
 	return 0;
 }
 
@@ -554,11 +586,11 @@ static int parse_body(struct parser *p, char *body)
 		const char *word;
 		int (*fn)(struct parser *);
 	} kinds[] = {
-	    {"daemon", daemon_line},   {"conn", conn_line},   {"lease", lease_line},
-	    {"wait", wait_line},       {"state", state_line}, {"freeze", freeze_line},
-	    {"call", call_line},       {"req", req_line},     {"run", req_line},
-	    {"partial", partial_line}, {"ready", ready_line}, {"batch", batch_line},
-	    {"hotplug", hotplug_line},
+	    {"daemon", daemon_line}, {"conn", conn_line},       {"lease", lease_line},
+	    {"wait", wait_line},     {"state", state_line},     {"inst", inst_line},
+	    {"freeze", freeze_line}, {"call", call_line},       {"req", req_line},
+	    {"run", req_line},       {"partial", partial_line}, {"ready", ready_line},
+	    {"batch", batch_line},   {"hotplug", hotplug_line},
 	};
 	bool seen_daemon = false, ended = false;
 	char *line = body, *nl;

@@ -12,8 +12,11 @@
  *   wait CONN REQ_ID DEADLINE TIMEOUT_MS WHO WHY [DELAY_MS]
  *   batch CONN                         its Hello said state_batch: its state calls
  *                                      may come in batches
- *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS
- *   call CONN STATE_ID CPU             a call of that state (after its line) for
+ *   state CONN ID REG_REQ_ID PRIORITY DEADLINE_MS NAME CPUS [KIND]
+ *                                      KIND: 1 the PREPARE section, 2 multi-instance
+ *   inst CONN STATE_ID ID NAME CPUS    an instance of that multi state (after its
+ *                                      line and its older instances')
+ *   call CONN STATE_ID CPU             a call of that state or instance (after its line) for
  *                                      that CPU sent and not answered: made again
  *                                      after a restart; a line per CPU, ascending
  *   freeze CONN ID REQ_ID SINCE GRANTED WHO WHY
@@ -69,8 +72,15 @@ struct cpuhpd_saved_wait {
 	uint32_t delay_ms; /* as a lease's */
 };
 
+/* A "state" line's KIND bits. */
+#define CPUHPD_SAVED_PREPARE 1u
+#define CPUHPD_SAVED_MULTI   2u
+
+/* A "state" line, or an "inst" line (@parent not 0: its state's id; no priority or deadline). */
 struct cpuhpd_saved_state {
 	uint64_t id, reg_req_id;
+	uint64_t parent;
+	unsigned kind; /* CPUHPD_SAVED_* */
 	int32_t priority;
 	uint32_t deadline_ms;
 	char *name;

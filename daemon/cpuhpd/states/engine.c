@@ -138,6 +138,17 @@ static void state_changed(const struct cpuhpd_state *s)
 		cpuhpd_fdstore_conn_changed(s->conn);
 }
 
+/* Whether a hotplug, a reconcile or a registration calls @s itself (a multi state: never). */
+static bool callable(const struct cpuhpd_state *s)
+{
+	return s->live && !s->multi;
+}
+
+/*
+ * One section's calls on one side of a CPU's write (the ask says which):
+ * PREPARE startups before an online's write, ONLINE ones after it; ONLINE
+ * teardowns before an offline's write, PREPARE ones (DEAD) after it.
+ */
 static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 {
 	const struct cpuhpd_states_ask *a = &w->job->sc;
@@ -151,21 +162,22 @@ static int plan_hotplug(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && due(s, cpu, true))
-				err = add_step(w, s, cpu, true, false, false);
+			if (callable(s) && s->prepare == a->prepare && due(s, cpu, true))
+				err = add_step(w, s, cpu, true, a->rollback, false);
 		}
-		w->may_rollback = true;
+		w->dead = a->prepare;
+		w->may_rollback = !a->rollback && !a->prepare;
 		return err;
 	}
 	cpuhpd_list_for_each(pos, &d->states.list)
 	{
 		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-		if (!s->live)
+		if (!callable(s) || s->prepare != a->prepare)
 			continue;
 		if (due(s, cpu, false))
 			err = add_step(w, s, cpu, false, a->rollback, false);
-		else if (w->job->resume && !a->rollback &&
+		else if (w->job->resume && !a->rollback && !a->prepare &&
 		         !(err = add_step(w, s, cpu, false, false, false)))
 			/* Started before the kill: no call, but a refusal after it undoes it. */
 			w->steps[w->nsteps - 1].assumed = w->steps[w->nsteps - 1].done_ok = true;
@@ -184,8 +196,12 @@ static int plan_register(struct cpuhpd *d, struct state_work *w)
 
 	if (!cpus)
 		return -ENOMEM;
-	if (w->nocalls) {
-		/* The client sets itself up for the CPUs online now. */
+	/*
+	 * An instance is added on the CPUs its state is up on: those online,
+	 * since an add is a reader (no hotplug is half way).
+	 */
+	if (w->nocalls || w->target->multi) {
+		/* The client sets itself up for the CPUs online now (a multi state: nothing to). */
 		w->target->cpus = d->view.online;
 	} else {
 		n = cpus_of(&d->view.online, cpus);
@@ -207,7 +223,23 @@ static int plan_remove(struct cpuhpd *d, struct state_work *w)
 		return -ENOMEM;
 	/* From now on no hotplug calls it; its teardowns run last CPU first. */
 	w->target->live = false;
-	if (!w->nocalls) {
+	if (w->target->multi) {
+		/* Its instances, newest first: they follow it in the list. */
+		struct cpuhpd_list *pos = &w->target->node;
+		unsigned k = w->target->ninst;
+
+		while (k--)
+			pos = pos->next;
+		for (; pos != &w->target->node && !err; pos = pos->prev) {
+			struct cpuhpd_state *s =
+			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
+
+			s->live = false;
+			n = w->nocalls ? 0 : cpus_of(&s->cpus, cpus);
+			while (n-- && !err)
+				err = add_step(w, s, cpus[n], true, false, false);
+		}
+	} else if (!w->nocalls) {
 		n = cpus_of(&w->target->cpus, cpus);
 		while (n-- && !err)
 			err = add_step(w, w->target, cpus[n], true, false, false);
@@ -237,10 +269,10 @@ static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 	{
 		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-		for (int cpu = -1; s->live && (cpu = cpuhp_cpuset_next(&s->cpus, cpu)) >= 0;)
+		for (int cpu = -1; callable(s) && (cpu = cpuhp_cpuset_next(&s->cpus, cpu)) >= 0;)
 			if (!cpuhp_cpuset_has(online, (unsigned)cpu))
 				cpuhp_cpuset_add(&gone, (unsigned)cpu);
-		for (int cpu = -1; s->live && (cpu = cpuhp_cpuset_next(&s->unsure, cpu)) >= 0;)
+		for (int cpu = -1; callable(s) && (cpu = cpuhp_cpuset_next(&s->unsure, cpu)) >= 0;)
 			if (!cpuhp_cpuset_has(online, (unsigned)cpu))
 				cpuhp_cpuset_add(&gone, (unsigned)cpu);
 	}
@@ -249,7 +281,7 @@ static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && due(s, (unsigned)cpu, true))
+			if (callable(s) && due(s, (unsigned)cpu, true))
 				err = add_step(w, s, (unsigned)cpu, true, false, true);
 		}
 	}
@@ -259,7 +291,7 @@ static int plan_reconcile(struct cpuhpd *d, struct state_work *w)
 			struct cpuhpd_state *s =
 			    cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-			if (s->live && due(s, (unsigned)cpu, false) &&
+			if (callable(s) && due(s, (unsigned)cpu, false) &&
 			    (err = add_step(w, s, (unsigned)cpu, false, false, true)))
 				break;
 		}
@@ -274,6 +306,13 @@ static int plan(struct cpuhpd *d, struct state_work *w)
 	case W_HOTPLUG:
 		return plan_hotplug(d, w);
 	case W_REGISTER:
+		/* An add queued behind its state's removal: that removal took it out. */
+		if (w->target->parent && !w->target->listed) {
+			w->err = ECANCELED;
+			snprintf(w->why, sizeof(w->why), "state '%s' was removed first",
+			         w->target->name);
+			return 0;
+		}
 		return plan_register(d, w);
 	case W_REMOVE:
 		return plan_remove(d, w);
@@ -297,7 +336,7 @@ static bool step_needed(const struct cpuhpd *d, const struct state_step *st)
 	if (st->assumed || !cpuhpd_state_alive(s))
 		return false;
 	if (st->external)
-		return s->live && due(s, st->cpu, st->teardown) &&
+		return callable(s) && due(s, st->cpu, st->teardown) &&
 		       cpuhp_cpuset_has(&d->view.online, st->cpu) != st->teardown;
 	return true;
 }
@@ -360,7 +399,10 @@ static void make_call(const struct state_step *st, uint64_t call_id, uint64_t ba
 
 	cpuhp__response__init(r);
 	cpuhp__state_call__init(call);
-	call->state_id = s->id;
+	call->state_id = s->parent ? s->parent->id : s->id;
+	call->instance_id = s->parent ? s->id : 0;
+	call->section = s->prepare ? CPUHP__STATE_SECTION__SECTION_PREPARE
+	                           : CPUHP__STATE_SECTION__SECTION_ONLINE;
 	call->cpu = st->cpu;
 	call->phase =
 	    st->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN : CPUHP__STATE_PHASE__PHASE_STARTUP;
@@ -371,8 +413,9 @@ static void make_call(const struct state_step *st, uint64_t call_id, uint64_t ba
 	r->id = s->reg_req_id;
 	r->body_case = CPUHP__RESPONSE__BODY_STATE_CALL;
 	r->state_call = call;
-	cpuhpd_debug("state '%s' (client %u): %s%s%s of CPU %u, call %" PRIu64 "%s", s->name,
-	             s->conn_id, st->external ? "external " : "", st->rollback ? "rollback " : "",
+	cpuhpd_debug("state '%s'%s%s%s (client %u): %s%s%s of CPU %u, call %" PRIu64 "%s", s->name,
+	             s->parent ? " instance '" : "", s->inst, s->parent ? "'" : "", s->conn_id,
+	             st->external ? "external " : "", st->rollback ? "rollback " : "",
 	             phase_name(st->teardown), st->cpu, call_id, batch ? " (batched)" : "");
 }
 
@@ -444,7 +487,12 @@ static void send_calls(struct cpuhpd *d, struct state_work *w, unsigned i, uint6
 	bool live = false;
 	unsigned n = 1;
 
-	while (n < BATCH_MAX && i + n < w->nsteps && batchable(d, st, &w->steps[i + n])) {
+	/*
+	 * Not a DEAD work's: a client skips the rest of a batch after a failure,
+	 * and each PREPARE teardown must run whatever the one before did.
+	 */
+	while (!w->dead && n < BATCH_MAX && i + n < w->nsteps &&
+	       batchable(d, st, &w->steps[i + n])) {
 		w->steps[i + n].sent_id = next_call_id(S, now);
 		n++;
 	}
@@ -541,10 +589,15 @@ static void record(struct cpuhpd *d, struct state_work *w, const struct state_st
 	uint64_t us = (now_ns() - d->states.call_t0_ns) / 1000;
 
 	if (err || timed_out)
-		cpuhpd_warn(
-		    "state '%s' (pid %d, %s): %s%s of CPU %u failed after %" PRIu64 " us: %s",
-		    st->s->name, (int)st->s->pid, st->s->comm, st->rollback ? "rollback " : "",
-		    phase_name(st->teardown), st->cpu, us, msg);
+		cpuhpd_warn("state '%s'%s%s%s (pid %d, %s): %s%s%s of CPU %u failed after %" PRIu64
+		            " us: %s%s",
+		            st->s->name, st->s->parent ? " instance '" : "", st->s->inst,
+		            st->s->parent ? "'" : "", (int)st->s->pid, st->s->comm,
+		            st->rollback ? "rollback " : "", w->dead ? "PREPARE " : "",
+		            phase_name(st->teardown), st->cpu, us, msg,
+		            w->dead ? " (logged: a PREPARE teardown cannot fail, the CPU is gone; "
+		                      "nothing is rolled back)"
+		                    : "");
 	else
 		cpuhpd_debug("state '%s': %s of CPU %u done in %" PRIu64 " us%s", st->s->name,
 		             phase_name(st->teardown), st->cpu, us,
@@ -555,7 +608,9 @@ static void record(struct cpuhpd *d, struct state_work *w, const struct state_st
 	_Static_assert(sizeof(run->name) == sizeof(st->s->name), "a state's name is a run's");
 	_Static_assert(sizeof(run->comm) == sizeof(st->s->comm), "a state's comm is a run's");
 	memcpy(run->name, st->s->name, sizeof(run->name));
+	memcpy(run->inst, st->s->inst, sizeof(run->inst));
 	memcpy(run->comm, st->s->comm, sizeof(run->comm));
+	run->prepare = st->s->prepare;
 	if (msg && msg[0])
 		snprintf(run->msg, sizeof(run->msg), "%s", msg);
 	run->cpu = st->cpu;
@@ -589,16 +644,20 @@ static void complete(struct cpuhpd *d, int err, const char *msg, bool timed_out,
 	uv_timer_stop(&S->timer);
 	record(d, w, st, err, msg, timed_out, gone);
 	st->timed_out = timed_out;
-	/* One that missed its deadline may still run: due again, as one cut by a kill. */
-	if (!timed_out)
+	/*
+	 * One that missed its deadline may still run: due again, as one cut by
+	 * a kill.  But the CPU of a DEAD teardown is gone whatever its state
+	 * did: the teardown counts as done, and nothing is called again.
+	 */
+	if (!timed_out || w->dead)
 		cpuhp_cpuset_del(&st->s->unsure, st->cpu);
-	if (!err) {
-		st->done_ok = !gone;
+	if (!err || w->dead) {
+		st->done_ok = !err && !gone;
 		step_done(st);
 	}
 	/* What a restart would call teardown for next, and no call in flight. */
 	state_changed(st->s);
-	if (err && !st->rollback && !w->rolled_back) {
+	if (err && !st->rollback && !w->rolled_back && !w->dead) {
 		if (!w->err) {
 			w->err = err;
 			snprintf(w->failed_state, sizeof(w->failed_state), "%s", st->s->name);
@@ -704,7 +763,10 @@ static void finish_hotplug(struct cpuhpd *d, struct state_work *w)
 	if (w->err) {
 		snprintf(r->failed_state, sizeof(r->failed_state), "%s", w->failed_state);
 		snprintf(r->msg, sizeof(r->msg), "CPU %u: %s; rolled back: CPU %u %s", r->cpu,
-		         w->why, r->cpu, job->sc.teardown ? "stays online" : "goes offline again");
+		         w->why, r->cpu,
+		         job->sc.teardown  ? "stays online"
+		         : job->sc.prepare ? "stays offline"
+		                           : "goes offline again");
 	}
 	cpuhpd_worker_states_done(d, job, w->err);
 }
@@ -954,8 +1016,8 @@ static bool in_sync(const struct cpuhpd *d)
 	{
 		const struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
-		if (s->live && (!cpuhp_cpuset_equal(&s->cpus, &d->view.online) ||
-		                cpuhp_cpuset_next(&s->unsure, -1) >= 0))
+		if (callable(s) && (!cpuhp_cpuset_equal(&s->cpus, &d->view.online) ||
+		                    cpuhp_cpuset_next(&s->unsure, -1) >= 0))
 			return false;
 	}
 	return true;

@@ -23,12 +23,15 @@
 #include "states.h"
 #include "work.h"
 
-static void reply_runs(struct cpuhpd_conn *c, uint64_t req_id, uint64_t state_id,
+/* The reply to a registration or removal of a state or an instance, with its calls. */
+static void reply_runs(struct cpuhpd_conn *c, uint64_t req_id, const struct cpuhpd_state *s,
                        struct state_work *w, bool removed)
 {
 	Cpuhp__Response r = CPUHP__RESPONSE__INIT;
 	Cpuhp__StateRegistered reg = CPUHP__STATE_REGISTERED__INIT;
 	Cpuhp__StateRemoved rem = CPUHP__STATE_REMOVED__INIT;
+	Cpuhp__InstanceAdded ia = CPUHP__INSTANCE_ADDED__INIT;
+	Cpuhp__InstanceRemoved ir = CPUHP__INSTANCE_REMOVED__INIT;
 	unsigned n = w->nruns;
 	Cpuhp__StateRun *runs = calloc(n ? n : 1, sizeof(*runs));
 	Cpuhp__StateRun **runp = calloc(n ? n : 1, sizeof(*runp));
@@ -45,14 +48,28 @@ static void reply_runs(struct cpuhpd_conn *c, uint64_t req_id, uint64_t state_id
 		n = (unsigned)fit;
 	cpuhpd_states_runs_to_wire(w->runs, n, runs, runp, 100);
 	r.id = req_id;
-	if (removed) {
-		rem.state_id = state_id;
+	if (s->parent && removed) {
+		ir.state_id = s->parent->id;
+		ir.instance_id = s->id;
+		ir.n_runs = n;
+		ir.runs = runp;
+		r.body_case = CPUHP__RESPONSE__BODY_INSTANCE_REMOVED;
+		r.instance_removed = &ir;
+	} else if (s->parent) {
+		ia.state_id = s->parent->id;
+		ia.instance_id = s->id;
+		ia.n_runs = n;
+		ia.runs = runp;
+		r.body_case = CPUHP__RESPONSE__BODY_INSTANCE_ADDED;
+		r.instance_added = &ia;
+	} else if (removed) {
+		rem.state_id = s->id;
 		rem.n_runs = n;
 		rem.runs = runp;
 		r.body_case = CPUHP__RESPONSE__BODY_STATE_REMOVED;
 		r.state_removed = &rem;
 	} else {
-		reg.state_id = state_id;
+		reg.state_id = s->id;
 		reg.n_runs = n;
 		reg.runs = runp;
 		r.body_case = CPUHP__RESPONSE__BODY_STATE_REGISTERED;
@@ -71,7 +88,13 @@ static void register_done(struct cpuhpd *d, struct state_work *w)
 
 	if (w->err || !cpuhpd_state_alive(s)) {
 		cpuhpd_state_unlist(d, s);
-		if (c && w->err)
+		if (c && w->err && s->parent)
+			cpuhpd_conn_send_error(
+			    c, w->req_id, w->err,
+			    "%s; rolled back: instance '%s' of state '%s' is not "
+			    "added",
+			    w->why, s->inst, s->name);
+		else if (c && w->err)
 			cpuhpd_conn_send_error(c, w->req_id, w->err,
 			                       "%s; rolled back: state '%s' is not registered",
 			                       w->why, s->name);
@@ -80,11 +103,16 @@ static void register_done(struct cpuhpd *d, struct state_work *w)
 	} else {
 		s->live = true;
 		cpuhpd_fdstore_conn_changed(s->conn); /* before the client hears of it */
-		cpuhpd_info("state '%s' registered by client %u (pid %d, %s): priority %" PRId32
-		            ", deadline %" PRIu32 " ms",
-		            s->name, s->conn_id, (int)s->pid, s->comm, s->priority, s->deadline_ms);
+		if (s->parent)
+			cpuhpd_info("state '%s': instance '%s' added", s->name, s->inst);
+		else
+			cpuhpd_info("state '%s' registered by client %u (pid %d, %s): %s section, "
+			            "priority %" PRId32 ", deadline %" PRIu32 " ms%s",
+			            s->name, s->conn_id, (int)s->pid, s->comm,
+			            s->prepare ? "PREPARE" : "ONLINE", s->priority, s->deadline_ms,
+			            s->multi ? ", multi-instance" : "");
 		if (c)
-			reply_runs(c, w->req_id, s->id, w, false);
+			reply_runs(c, w->req_id, s, w, false);
 	}
 }
 
@@ -94,10 +122,22 @@ static void remove_done(struct cpuhpd *d, struct state_work *w)
 	struct cpuhpd_state *s = w->target;
 	struct cpuhpd_conn *c = w->conn && !w->conn->closing ? w->conn : NULL;
 
-	cpuhpd_info("state '%s' removed", s->name);
+	if (s->parent)
+		cpuhpd_info("state '%s': instance '%s' removed", s->name, s->inst);
+	else
+		cpuhpd_info("state '%s' removed", s->name);
+	/* A multi state's instances go with it (its removal tore them down). */
+	while (s->multi && s->listed && s->node.next != &d->states.list) {
+		struct cpuhpd_state *i =
+		    cpuhpd_container_of(s->node.next, struct cpuhpd_state, node);
+
+		if (i->parent != s)
+			break;
+		cpuhpd_state_unlist(d, i);
+	}
 	cpuhpd_state_unlist(d, s);
 	if (c)
-		reply_runs(c, w->req_id, s->id, w, true);
+		reply_runs(c, w->req_id, s, w, true);
 }
 
 static void read_comm(pid_t pid, char *buf, size_t len)
@@ -185,6 +225,42 @@ static uint32_t admitted(struct cpuhpd_conn *c, uint64_t req_id, uint32_t deadli
 	return deadline;
 }
 
+/*
+ * A new record of @c's (a state or an instance) and the work that registers
+ * or adds it; NULL after telling @c that memory ran out.
+ */
+static struct cpuhpd_state *new_record(struct cpuhpd_conn *c, uint64_t req_id,
+                                       struct state_work **w)
+{
+	struct cpuhpd_state *s = calloc(1, sizeof(*s));
+
+	*w = cpuhpd_states_work_new(W_REGISTER);
+	if (!s || !*w) {
+		free(s);
+		free(*w);
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return NULL;
+	}
+	s->refs = 1; /* the registry's */
+	s->id = c->d->states.next_state_id++;
+	s->conn = c;
+	s->conn_id = c->id;
+	return s;
+}
+
+/* Into the registry, and its startups to run as a reader. */
+static void submit_register(struct cpuhpd_conn *c, uint64_t req_id, struct cpuhpd_state *s,
+                            struct state_work *w, bool nocalls)
+{
+	cpuhpd_state_insert(c->d, s);
+	w->conn = c;
+	w->req_id = req_id;
+	w->target = cpuhpd_state_get(s);
+	w->nocalls = nocalls;
+	w->done = register_done;
+	cpuhpd_states_submit_reader(c->d, w);
+}
+
 void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
 	const Cpuhp__RegisterState *rs = req->register_state;
@@ -202,6 +278,15 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		    rs->name, CPUHPD_STATE_NAME_MAX - 1);
 		return;
 	}
+	if (rs->section != CPUHP__STATE_SECTION__SECTION_ONLINE &&
+	    rs->section != CPUHP__STATE_SECTION__SECTION_PREPARE) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EINVAL,
+		    "unknown section %d for state '%.80s': SECTION_ONLINE (0) or "
+		    "SECTION_PREPARE (1)",
+		    (int)rs->section, rs->name);
+		return;
+	}
 	deadline = admitted(c, req_id, rs->deadline_ms);
 	if (!deadline)
 		return;
@@ -212,74 +297,69 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		                       rs->name, (int)other->pid, other->comm);
 		return;
 	}
-	s = calloc(1, sizeof(*s));
-	w = cpuhpd_states_work_new(W_REGISTER);
-	if (!s || !w) {
-		free(s);
-		free(w);
-		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+	s = new_record(c, req_id, &w);
+	if (!s)
 		return;
-	}
-	s->refs = 1; /* the registry's */
-	s->id = d->states.next_state_id++;
 	snprintf(s->name, sizeof(s->name), "%s", rs->name);
 	s->priority = rs->priority;
+	s->prepare = rs->section == CPUHP__STATE_SECTION__SECTION_PREPARE;
+	s->multi = rs->multi;
 	s->deadline_ms = deadline;
-	s->conn = c;
-	s->conn_id = c->id;
 	s->reg_req_id = req_id;
 	s->pid = c->peer.pid;
 	s->uid = c->peer.uid;
 	read_comm(s->pid, s->comm, sizeof(s->comm));
-	cpuhpd_state_insert(d, s);
+	cpuhpd_debug("client %u: registers state '%s' (%s, priority %" PRId32 ", deadline %" PRIu32
+	             " ms%s%s)",
+	             c->id, s->name, s->prepare ? "PREPARE" : "ONLINE", s->priority, s->deadline_ms,
+	             s->multi ? ", multi" : "", rs->nocalls ? ", nocalls" : "");
+	submit_register(c, req_id, s, w, rs->nocalls);
+}
+
+/* A removal of @s (a state or an instance) asked by @c: a reader's work. */
+static void submit_remove(struct cpuhpd_conn *c, uint64_t req_id, struct cpuhpd_state *s,
+                          bool nocalls)
+{
+	struct state_work *w;
+
+	if (!s->live) {
+		if (s->parent)
+			cpuhpd_conn_send_error(
+			    c, req_id, EBUSY,
+			    "instance '%s' of state '%s' is still being added or "
+			    "removed",
+			    s->inst, s->name);
+		else
+			cpuhpd_conn_send_error(c, req_id, EBUSY,
+			                       "state '%s' is still being registered or removed",
+			                       s->name);
+		return;
+	}
+	w = cpuhpd_states_work_new(W_REMOVE);
+	if (!w) {
+		cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
+		return;
+	}
 	w->conn = c;
 	w->req_id = req_id;
 	w->target = cpuhpd_state_get(s);
-	w->nocalls = rs->nocalls;
-	w->done = register_done;
-	cpuhpd_debug("client %u: registers state '%s' (priority %" PRId32 ", deadline %" PRIu32
-	             " ms%s)",
-	             c->id, s->name, s->priority, s->deadline_ms, rs->nocalls ? ", nocalls" : "");
-	cpuhpd_states_submit_reader(d, w);
+	w->nocalls = nocalls;
+	w->done = remove_done;
+	cpuhpd_states_submit_reader(c->d, w);
 }
 
 void cpuhpd_states_remove(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 {
 	const Cpuhp__RemoveState *rm = req->remove_state;
-	uint64_t req_id = req->id;
-	struct cpuhpd *d = c->d;
-	struct cpuhpd_list *pos;
-	struct state_work *w;
+	struct cpuhpd_state *s = cpuhpd_state_of_conn(c->d, c, rm->state_id);
 
-	cpuhpd_list_for_each(pos, &d->states.list)
-	{
-		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
-
-		if (s->id != rm->state_id || s->conn != c)
-			continue;
-		if (!s->live) {
-			cpuhpd_conn_send_error(c, req_id, EBUSY,
-			                       "state '%s' is still being registered or removed",
-			                       s->name);
-			return;
-		}
-		w = cpuhpd_states_work_new(W_REMOVE);
-		if (!w) {
-			cpuhpd_conn_send_error(c, req_id, ENOMEM, "cpuhpd is out of memory");
-			return;
-		}
-		w->conn = c;
-		w->req_id = req_id;
-		w->target = cpuhpd_state_get(s);
-		w->nocalls = rm->nocalls;
-		w->done = remove_done;
-		cpuhpd_states_submit_reader(d, w);
-		return;
-	}
-	cpuhpd_conn_send_error(c, req_id, ENOENT,
-	                       "no state %" PRIu64 " on this connection (states belong to the "
-	                       "connection that registered them)",
-	                       rm->state_id);
+	if (s)
+		submit_remove(c, req->id, s, rm->nocalls);
+	else
+		cpuhpd_conn_send_error(c, req->id, ENOENT,
+		                       "no state %" PRIu64 " on this connection (states belong to "
+		                       "the connection that registered them)",
+		                       rm->state_id);
 }
 
 void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
@@ -304,7 +384,13 @@ void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 	{
 		struct cpuhpd_state *s = cpuhpd_container_of(pos, struct cpuhpd_state, node);
 
+		if (s->parent)
+			continue;
 		cpuhp__state_info__init(&info[i]);
+		info[i].section = s->prepare ? CPUHP__STATE_SECTION__SECTION_PREPARE
+		                             : CPUHP__STATE_SECTION__SECTION_ONLINE;
+		info[i].multi = s->multi;
+		info[i].instances = s->ninst;
 		info[i].state_id = s->id;
 		info[i].name = s->name;
 		info[i].priority = s->priority;
@@ -312,11 +398,13 @@ void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req)
 		info[i].pid = s->pid;
 		info[i].uid = s->uid;
 		info[i].comm = s->comm;
-		strs[i] = cpuhpd_cpus_to_str(&s->cpus);
+		strs[i] = s->multi ? NULL : cpuhpd_cpus_to_str(&s->cpus);
 		info[i].cpus = strs[i] ? strs[i] : (char *)"";
-		/* Startup order: priority, then registration (ids grow with it). */
-		rows[i] = (struct cpuhpd_page_row){{cpuhpd_page_signed(s->priority), s->id},
-		                                   &info[i].base};
+		/* Startup order: section, priority, then registration (ids grow with it). */
+		rows[i] = (struct cpuhpd_page_row){
+		    {(uint64_t)!s->prepare << 32 | ((uint32_t)s->priority ^ UINT32_C(0x80000000)),
+		     s->id},
+		    &info[i].base};
 		i++;
 	}
 	if (cpuhpd_page_cut(rows, i, req->list_states->after, req->list_states->limit, &pg)) {
@@ -355,6 +443,9 @@ void cpuhpd_states_runs_to_wire(struct cpuhpd_state_run *runs, unsigned n, Cpuhp
 			run->msg[msg_max] = '\0';
 		cpuhp__state_run__init(&out[i]);
 		out[i].name = run->name;
+		out[i].instance = run->inst;
+		out[i].section = run->prepare ? CPUHP__STATE_SECTION__SECTION_PREPARE
+		                              : CPUHP__STATE_SECTION__SECTION_ONLINE;
 		out[i].phase = run->teardown ? CPUHP__STATE_PHASE__PHASE_TEARDOWN
 		                             : CPUHP__STATE_PHASE__PHASE_STARTUP;
 		out[i].rollback = run->rollback;
@@ -370,4 +461,94 @@ void cpuhpd_states_runs_to_wire(struct cpuhpd_state_run *runs, unsigned n, Cpuhp
 		out[i].client_gone = run->gone;
 		outp[i] = &out[i];
 	}
+}
+
+/*
+ * AddInstance: an instance of @c's multi state, started on every CPU the
+ * state is up on.  A reader like a registration (the same work): it waits
+ * for the gate, and a hotplug waits for it (tests/model/sections.pml shows
+ * why it must).
+ */
+void cpuhpd_states_add_instance(struct cpuhpd_conn *c, const Cpuhp__Request *req)
+{
+	const Cpuhp__AddInstance *ai = req->add_instance;
+	uint64_t req_id = req->id;
+	struct cpuhpd *d = c->d;
+	struct cpuhpd_state *p = cpuhpd_state_of_conn(d, c, ai->state_id), *s;
+	struct state_work *w;
+
+	if (!p) {
+		cpuhpd_conn_send_error(c, req_id, ENOENT,
+		                       "no state %" PRIu64 " on this connection (instances are "
+		                       "added over the connection that registered their state)",
+		                       ai->state_id);
+		return;
+	}
+	if (!p->multi) {
+		cpuhpd_conn_send_error(c, req_id, EINVAL,
+		                       "state '%s' is not a multi-instance state: register it with "
+		                       "multi to add instances",
+		                       p->name);
+		return;
+	}
+	if (!p->live) {
+		cpuhpd_conn_send_error(c, req_id, EBUSY,
+		                       "state '%s' is still being registered or removed", p->name);
+		return;
+	}
+	if (!cpuhpd_state_name_ok(ai->name)) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EINVAL,
+		    "invalid instance name '%.80s': 1 to %d printable characters, "
+		    "no spaces",
+		    ai->name, CPUHPD_STATE_NAME_MAX - 1);
+		return;
+	}
+	if (cpuhpd_instance_find(d, p, ai->name, 0)) {
+		cpuhpd_conn_send_error(c, req_id, EEXIST,
+		                       "state '%s' has an instance named '%s' already", p->name,
+		                       ai->name);
+		return;
+	}
+	if (p->ninst >= CPUHPD_INSTANCES_MAX_PER_STATE ||
+	    d->states.ninstances >= CPUHPD_INSTANCES_MAX) {
+		cpuhpd_conn_send_error(
+		    c, req_id, EDQUOT,
+		    "too many instances: %u per state, %u in all; state '%s' has "
+		    "%u",
+		    CPUHPD_INSTANCES_MAX_PER_STATE, CPUHPD_INSTANCES_MAX, p->name, p->ninst);
+		return;
+	}
+	s = new_record(c, req_id, &w);
+	if (!s)
+		return;
+	memcpy(s->name, p->name, sizeof(s->name));
+	snprintf(s->inst, sizeof(s->inst), "%s", ai->name);
+	s->parent = cpuhpd_state_get(p);
+	s->priority = p->priority;
+	s->prepare = p->prepare;
+	s->deadline_ms = p->deadline_ms;
+	s->reg_req_id = p->reg_req_id;
+	s->pid = p->pid;
+	s->uid = p->uid;
+	memcpy(s->comm, p->comm, sizeof(s->comm));
+	cpuhpd_debug("client %u: adds instance '%s' to state '%s'%s", c->id, s->inst, p->name,
+	             ai->nocalls ? " (nocalls)" : "");
+	submit_register(c, req_id, s, w, ai->nocalls);
+}
+
+/* RemoveInstance: its teardowns on every CPU it is up on, last first; a reader too. */
+void cpuhpd_states_remove_instance(struct cpuhpd_conn *c, const Cpuhp__Request *req)
+{
+	const Cpuhp__RemoveInstance *ri = req->remove_instance;
+	struct cpuhpd_state *p = cpuhpd_state_of_conn(c->d, c, ri->state_id);
+	struct cpuhpd_state *s = p ? cpuhpd_instance_find(c->d, p, NULL, ri->instance_id) : NULL;
+
+	if (s)
+		submit_remove(c, req->id, s, ri->nocalls);
+	else
+		cpuhpd_conn_send_error(c, req->id, ENOENT,
+		                       "no instance %" PRIu64 " of state %" PRIu64
+		                       " on this connection",
+		                       ri->instance_id, ri->state_id);
 }

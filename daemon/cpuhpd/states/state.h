@@ -25,7 +25,23 @@ struct cpuhpd_state {
 	bool listed;
 	bool live; /* registered and its startups done: hotplugs and reconciles call it */
 	uint64_t id;
-	char name[CPUHPD_STATE_NAME_MAX];
+	char name[CPUHPD_STATE_NAME_MAX]; /* an instance: its state's */
+	/*
+	 * The PREPARE section: startup before the write of an online, teardown
+	 * after the write of an offline (doc/design.md, "Hotplug states: sections and instances").
+	 * An instance has its state's.
+	 */
+	bool prepare;
+	/* Called per instance, never itself: its ->cpus is unused. */
+	bool multi;
+	/*
+	 * An instance: a record of its own, right after its state and its older
+	 * instances in the registry, with its own ->cpus and ->unsure, so that
+	 * the engine calls it as it calls a state.  Holds a reference to @parent.
+	 */
+	struct cpuhpd_state *parent;
+	char inst[CPUHPD_STATE_NAME_MAX]; /* an instance's name, unique in its state */
+	unsigned ninst;                   /* a multi state: its instances listed */
 	int32_t priority;
 	uint32_t deadline_ms;
 	struct cpuhpd_conn *conn; /* NULL once its owner is gone */
@@ -56,8 +72,15 @@ void cpuhpd_state_insert(struct cpuhpd *d, struct cpuhpd_state *s);
 void cpuhpd_state_unlist(struct cpuhpd *d, struct cpuhpd_state *s);
 /* 1 to CPUHPD_STATE_NAME_MAX - 1 printable characters, no spaces. */
 bool cpuhpd_state_name_ok(const char *name);
+/* The state (not instance) named @name. */
 struct cpuhpd_state *cpuhpd_state_find(const struct cpuhpd *d, const char *name);
-/* The states @c registered. */
+/* @c's state (not instance) with @id. */
+struct cpuhpd_state *cpuhpd_state_of_conn(const struct cpuhpd *d, const struct cpuhpd_conn *c,
+                                          uint64_t id);
+/* @parent's instance named @name, or with @id (@name NULL). */
+struct cpuhpd_state *cpuhpd_instance_find(const struct cpuhpd *d, const struct cpuhpd_state *parent,
+                                          const char *name, uint64_t id);
+/* The states (not instances) @c registered. */
 unsigned cpuhpd_state_count_conn(const struct cpuhpd *d, const struct cpuhpd_conn *c);
 
 #endif /* CPUHPD_STATES_STATE_H */

@@ -52,7 +52,10 @@
  */
 #define CPUHPD_STATES_MAX_PER_CONN 64
 #define CPUHPD_STATES_MAX          1024
-#define CPUHPD_STATES_RESERVED     128
+/* Instances of one multi state, and in the daemon (they cost no connection). */
+#define CPUHPD_INSTANCES_MAX_PER_STATE 256
+#define CPUHPD_INSTANCES_MAX           4096
+#define CPUHPD_STATES_RESERVED         128
 /* The deadline of a call when RegisterState says 0, and the largest one allowed. */
 #define CPUHPD_STATES_DEFAULT_DEADLINE_MS 5000
 #define CPUHPD_STATES_MAX_DEADLINE_MS     600000
@@ -71,6 +74,7 @@ struct cpuhpd_cpu_result;
 /* One call as run, for replies and log lines (proto: StateRun). */
 struct cpuhpd_state_run {
 	char name[CPUHPD_STATE_NAME_MAX];
+	char inst[CPUHPD_STATE_NAME_MAX]; /* "" but for an instance's call */
 	char comm[16];
 	char msg[120];
 	unsigned cpu;
@@ -78,11 +82,13 @@ struct cpuhpd_state_run {
 	int err; /* 0 or a positive errno */
 	uint64_t us;
 	bool teardown, rollback, timed_out, gone;
+	bool prepare; /* the state's section */
 };
 
 struct cpuhpd_states {
-	struct cpuhpd_list list; /* struct cpuhpd_state.node, startup order */
-	unsigned nstates;
+	struct cpuhpd_list list;    /* struct cpuhpd_state.node, startup order */
+	unsigned nstates;           /* states in the list ... */
+	unsigned ninstances;        /* ... and instances */
 	struct cpuhpd_list works;   /* struct state_work.node; the head one runs */
 	struct cpuhpd_list waiting; /* REGISTER/REMOVE works waiting for the gate */
 	unsigned holds;             /* readers (REGISTER/REMOVE works) in the FIFO */
@@ -109,6 +115,8 @@ void cpuhpd_states_register(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 void cpuhpd_states_remove(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 void cpuhpd_states_answer(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 void cpuhpd_states_list(struct cpuhpd_conn *c, const Cpuhp__Request *req);
+void cpuhpd_states_add_instance(struct cpuhpd_conn *c, const Cpuhp__Request *req);
+void cpuhpd_states_remove_instance(struct cpuhpd_conn *c, const Cpuhp__Request *req);
 
 /* The connection is going away: its states go, a call awaited from it counts as done. */
 void cpuhpd_states_conn_gone(struct cpuhpd_conn *c);

@@ -42,6 +42,12 @@ struct state_work {
 	enum work_kind kind;
 	bool planned;
 	bool may_rollback, rolled_back;
+	/*
+	 * HOTPLUG: the PREPARE teardowns after the write (the kernel's DEAD):
+	 * none can fail, the CPU is gone; each outcome is logged and counts as
+	 * done, and the work's verdict is 0.
+	 */
+	bool dead;
 	struct state_step *steps;
 	unsigned nsteps, cap, pos;
 	int err; /* the first failed forward call's positive errno */

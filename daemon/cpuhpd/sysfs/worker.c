@@ -78,18 +78,23 @@ static const char *explain(int err, bool online)
 }
 
 /*
- * Hand the state calls around @r's write to the loop and wait for them: the
- * hotplug lock stays held meanwhile, as the kernel holds its own around
- * its callbacks.  Return: 0, or the failed call's positive errno.
+ * Hand the state calls of one section on one side of @r's write to the
+ * loop and wait for them: the hotplug lock stays held meanwhile, as the
+ * kernel holds its own around its callbacks.  @prepare: the PREPARE
+ * section's (startup before the write of an online, teardown after the
+ * write of an offline), else the ONLINE section's.  Return: 0, or the
+ * failed call's positive errno (never for a PREPARE teardown: those cannot
+ * fail, the engine logs them).
  */
 static int ask_states(struct cpuhpd_worker *w, struct cpuhpd_job *job, struct cpuhpd_cpu_result *r,
-                      bool teardown, bool rollback)
+                      bool teardown, bool rollback, bool prepare)
 {
 	int err;
 
 	job->sc.r = r;
 	job->sc.teardown = teardown;
 	job->sc.rollback = rollback;
+	job->sc.prepare = prepare;
 	job->sc.done = false;
 	job->sc.err = 0;
 	post(w, &job->msg_states);
@@ -102,14 +107,26 @@ static int ask_states(struct cpuhpd_worker *w, struct cpuhpd_job *job, struct cp
 }
 
 /*
+ * The PREPARE teardowns (the kernel's DEAD) once @r's CPU is gone; as a
+ * @rollback when they undo this hotplug's PREPARE startups.
+ */
+static void dead_after(struct cpuhpd_worker *w, struct cpuhpd_job *job, struct cpuhpd_cpu_result *r,
+                       bool rollback)
+{
+	ask_states(w, job, r, true, rollback, true);
+}
+
+/*
  * The states' startup after @r's CPU came online.  A failure, rolled back
- * by the states (teardown of those started), takes the CPU offline again.
+ * by the states (teardown of the ONLINE states started), takes the CPU
+ * offline again, and then its PREPARE states are torn down: the whole way
+ * back, as the kernel rolls back.
  * Return: 0, or the failed call's errno (in r->err, with r's message).
  */
 static int startup_after(struct cpuhpd_worker *w, struct cpuhpd_job *job,
                          struct cpuhpd_cpu_result *r)
 {
-	int err = ask_states(w, job, r, false, false), e2;
+	int err = ask_states(w, job, r, false, false, false), e2;
 	size_t l;
 
 	if (!err)
@@ -122,13 +139,18 @@ static int startup_after(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 		snprintf(r->msg + l, sizeof(r->msg) - l,
 		         "; and taking it offline again failed (%s): it stays online",
 		         strerror(-e2));
+	else
+		dead_after(w, job, r, true);
 	return err;
 }
 
 /*
  * See @r's CPU into the asked state, with its states' calls around the
- * write.  @prepared: their teardown ran already (SMT off runs it before its
- * control write); only a refused write's rollback is left to do here.
+ * write: an online is PREPARE startups, the write, ONLINE startups; an
+ * offline ONLINE teardowns, the write, PREPARE teardowns.  @prepared: the
+ * ONLINE teardowns ran already (SMT off runs them before its control
+ * write); only the write, a refused write's rollback and the PREPARE
+ * teardowns are left to do here.
  */
 static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
                     const struct cpuhpd_cpus *before, struct cpuhpd_cpu_result *r, bool prepared)
@@ -152,18 +174,23 @@ static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 		snprintf(r->msg, sizeof(r->msg), "CPU %u is already %s", r->cpu,
 		         online ? "online" : "offline");
 		/*
-		 * Resumed: the startups the kill cut short run now, a refusal
-		 * rolling back every state started there and taking the CPU
-		 * offline, as without the kill.  (An offline's teardowns all end
-		 * before its write, so one found offline has nothing left.)
+		 * Resumed: the calls after the write that the kill cut short run
+		 * now: an online's startups (a refusal rolling back every state
+		 * started there and taking the CPU offline, as without the kill),
+		 * an offline's PREPARE teardowns.  Its calls before the write all
+		 * ended, or the write would not have been made.  SMT off's
+		 * control write took it offline after its ONLINE teardowns: the
+		 * PREPARE teardowns are due.
 		 */
-		if (online && job->resume && job->with_states)
+		if (job->with_states && online && job->resume)
 			startup_after(w, job, r);
+		else if (job->with_states && !online && (job->resume || prepared))
+			dead_after(w, job, r, false);
 		return;
 	}
-	/* Teardown before the CPU goes; a failure rolled back keeps it online. */
-	if (job->with_states && !online && !prepared) {
-		err = ask_states(w, job, r, true, false);
+	/* Before the write; a failure rolled back keeps the CPU as it is. */
+	if (job->with_states && !prepared) {
+		err = ask_states(w, job, r, !online, false, online);
 		if (err) {
 			r->err = err;
 			return;
@@ -175,15 +202,18 @@ static void run_cpu(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 		snprintf(r->msg, sizeof(r->msg),
 		         "CPU %u: cannot %s: %s (%s/devices/system/cpu/cpu%u/online: %s)", r->cpu,
 		         verb, explain(-err, online), root ? root : "/sys", r->cpu, strerror(-err));
-		/* The kernel refused after the teardowns: start the states up again. */
-		if (job->with_states && !online)
-			ask_states(w, job, r, false, true);
+		/* Refused after the calls before it: undo them (ONLINE startups, PREPARE
+		 * teardowns). */
+		if (job->with_states)
+			ask_states(w, job, r, online, true, online);
 		return;
 	}
 	r->changed = true;
-	/* Startup after the CPU came; a failure rolled back takes it offline again. */
+	/* After the write; an ONLINE startup failure takes the CPU offline again. */
 	if (job->with_states && online && startup_after(w, job, r))
 		return;
+	if (job->with_states && !online)
+		dead_after(w, job, r, false);
 	snprintf(r->msg, sizeof(r->msg), "CPU %u %s", r->cpu, online ? "enabled" : "disabled");
 }
 
@@ -262,7 +292,7 @@ static int smt_teardown(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 	for (unsigned i = 0; i < n && failed == n; i++) {
 		if (!cpuhp_cpuset_has(&before->online, tmp[i].cpu))
 			continue;
-		err = ask_states(w, job, &tmp[i], true, false);
+		err = ask_states(w, job, &tmp[i], true, false, false);
 		if (err)
 			failed = i;
 		else
@@ -277,7 +307,7 @@ static int smt_teardown(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 		if (k == failed || !cpuhp_cpuset_has(&before->online, r->cpu))
 			continue;
 		if (cpuhp_cpuset_has(torn, r->cpu))
-			ask_states(w, job, r, false, true);
+			ask_states(w, job, r, false, true, false);
 		r->err = ECANCELED;
 		snprintf(
 		    r->msg, sizeof(r->msg),
@@ -290,6 +320,64 @@ static int smt_teardown(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 	return err;
 }
 
+/*
+ * SMT on, before the control write: the PREPARE startups of each CPU the
+ * write may bring (@tmp: one result each, ascending), as before any
+ * online's write.  A failure (rolled back for its own CPU by the states)
+ * tears down the CPUs prepared before it, last first, and the write is not
+ * made.  Return: 0 with *@prep the CPUs prepared, or the failed call's errno.
+ */
+static int smt_prepare(struct cpuhpd_worker *w, struct cpuhpd_job *job,
+                       const struct cpuhpd_cpus *before, struct cpuhpd_cpu_result *tmp, unsigned n,
+                       struct cpuhp_cpuset *prep)
+{
+	unsigned failed = n;
+	int err = 0;
+
+	cpuhp_cpuset_zero(prep);
+	for (unsigned i = 0; i < n && failed == n; i++) {
+		if (cpuhp_cpuset_has(&before->online, tmp[i].cpu))
+			continue;
+		err = ask_states(w, job, &tmp[i], false, false, true);
+		if (err)
+			failed = i;
+		else
+			cpuhp_cpuset_add(prep, tmp[i].cpu);
+	}
+	if (failed == n)
+		return 0;
+	tmp[failed].err = err;
+	for (unsigned k = n; k-- > 0;) {
+		struct cpuhpd_cpu_result *r = &tmp[k];
+
+		if (k == failed || cpuhp_cpuset_has(&before->online, r->cpu))
+			continue;
+		if (cpuhp_cpuset_has(prep, r->cpu))
+			dead_after(w, job, r, true);
+		r->err = ECANCELED;
+		snprintf(r->msg, sizeof(r->msg),
+		         "CPU %u: SMT %s was not made: the PREPARE startup of CPU %u failed "
+		         "(state '%s')%s",
+		         r->cpu, job->smt_control, tmp[failed].cpu, tmp[failed].failed_state,
+		         cpuhp_cpuset_has(prep, r->cpu) ? "; rolled back: its states torn down"
+		                                        : "");
+	}
+	cpuhp_cpuset_zero(prep);
+	return err;
+}
+
+/* After SMT on: the CPUs prepared that are still offline and that nothing brings get undone. */
+static void smt_unprepare(struct cpuhpd_worker *w, struct cpuhpd_job *job,
+                          struct cpuhpd_cpu_result *tmp, unsigned n,
+                          const struct cpuhp_cpuset *prep, const struct cpuhpd_cpus *now)
+{
+	for (unsigned k = n; k-- > 0;)
+		if (cpuhp_cpuset_has(prep, tmp[k].cpu) &&
+		    !cpuhp_cpuset_has(&now->online, tmp[k].cpu) &&
+		    !cpuhp_cpuset_has(&job->cpus, tmp[k].cpu))
+			dead_after(w, job, &tmp[k], true);
+}
+
 /* The control write failed: start the states again on the siblings torn down that stayed. */
 static void smt_untorn(struct cpuhpd_worker *w, struct cpuhpd_job *job,
                        struct cpuhpd_cpu_result *tmp, unsigned n, const struct cpuhp_cpuset *torn)
@@ -297,7 +385,7 @@ static void smt_untorn(struct cpuhpd_worker *w, struct cpuhpd_job *job,
 	for (unsigned k = n; k-- > 0;)
 		if (cpuhp_cpuset_has(torn, tmp[k].cpu) &&
 		    (!job->view_ok || cpuhp_cpuset_has(&job->view.online, tmp[k].cpu)))
-			ask_states(w, job, &tmp[k], false, true);
+			ask_states(w, job, &tmp[k], false, true, false);
 }
 
 static void free_results(struct cpuhpd_cpu_result *r, unsigned n)
@@ -321,11 +409,12 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 {
 	struct cpuhpd_cpus before, mid;
 	struct cpuhpd_cpu_result *tmp = NULL;
-	struct cpuhp_cpuset report, cand, torn;
+	struct cpuhp_cpuset report, cand, torn, prep;
 	unsigned n = 0, i = 0, k = 0;
 	int cpu = -1, err;
 
 	cpuhp_cpuset_zero(&torn);
+	cpuhp_cpuset_zero(&prep);
 	if (lock_for(job))
 		return;
 	err = cpuhpd_cpus_read(w->root, &before, &job->err_what);
@@ -353,7 +442,8 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 		tmp[i].cpu = (unsigned)cpu;
 	post(w, &job->msg_started);
 
-	if (job->with_states && !job->online && smt_teardown(w, job, &before, tmp, n, &torn)) {
+	if (job->with_states && (job->online ? smt_prepare(w, job, &before, tmp, n, &prep)
+	                                     : smt_teardown(w, job, &before, tmp, n, &torn))) {
 		/* Refused by a state: no write; the results say why. */
 		job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
 		goto unlock_report;
@@ -366,6 +456,8 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 	if (err) {
 		job->view_ok = !cpuhpd_cpus_read(w->root, &job->view, &job->err_what);
 		smt_untorn(w, job, tmp, n, &torn);
+		if (job->view_ok)
+			smt_unprepare(w, job, tmp, n, &prep, &job->view);
 		goto out_unlock;
 	}
 	/* The CPUs the write brought ("on"): run_cpu() finds them online already. */
@@ -373,6 +465,8 @@ static void run_smt(struct cpuhpd_worker *w, struct cpuhpd_job *job)
 		if (!cpuhp_cpuset_has(&before.online, tmp[i].cpu) &&
 		    cpuhp_cpuset_has(&mid.online, tmp[i].cpu))
 			startup_after(w, job, &tmp[i]);
+	if (job->with_states && job->online)
+		smt_unprepare(w, job, tmp, n, &prep, &mid);
 	for (i = 0; i < n; i++)
 		if (cpuhp_cpuset_has(&job->cpus, tmp[i].cpu) && !tmp[i].err)
 			run_cpu(w, job, &mid, &tmp[i], cpuhp_cpuset_has(&torn, tmp[i].cpu));

@@ -75,8 +75,15 @@ struct cpuhpd_job_msg {
  */
 struct cpuhpd_states_ask {
 	struct cpuhpd_cpu_result *r;
-	bool teardown; /* teardown before an offline, else startup after an online */
-	bool rollback; /* the write failed after the teardown: startup again, no rollback */
+	bool teardown; /* else startup */
+	/*
+	 * The section: PREPARE (startup before the write of an online, teardown
+	 * after the write of an offline, which cannot fail) or ONLINE (startup
+	 * after the write, teardown before it).
+	 */
+	bool prepare;
+	bool rollback; /* undoing this hotplug's calls (a refused write, the way back): no rollback
+	                */
 	bool done;     /* under worker.lock */
 	int err;       /* 0, or the failed call's positive errno */
 };

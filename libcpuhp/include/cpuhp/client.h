@@ -554,6 +554,8 @@ struct cpuhp_client_state_run {
 	int error;                              /* 0 or a negative errno */
 	uint64_t micros;                        /* from the call to its end */
 	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* why it failed */
+	char instance[64];                      /* the instance called ("": the state itself) */
+	bool prepare;                           /* the state is in the PREPARE section */
 };
 
 /**
@@ -576,7 +578,10 @@ struct cpuhp_client_state_info {
 	int pid;
 	unsigned uid;
 	char comm[16];
-	struct cpuhp_cpuset cpus; /* the CPUs it was started on */
+	struct cpuhp_cpuset cpus; /* the CPUs it was started on (none for a multi state) */
+	bool prepare;             /* in the PREPARE section */
+	bool multi;               /* multi-instance ... */
+	unsigned instances;       /* ... with this many instances */
 };
 
 /**
@@ -1077,6 +1082,19 @@ struct cpuhp_client_state;
 #define CPUHP_CLIENT_STATE_NOCALLS (1u << 0) /* no startup for the CPUs online now */
 #define CPUHP_CLIENT_STATE_THREAD  (1u << 1) /* callbacks on a thread of the library's */
 #define CPUHP_CLIENT_STATE_SHARED  (1u << 2) /* one connection and thread for all such states */
+/*
+ * The PREPARE section: startup before the CPU runs anything (before the
+ * write of cpuN/online), teardown after it is dead (after the write); such
+ * a teardown cannot fail: its error is logged, nothing is rolled back.
+ * Without it, the ONLINE section: startup after the write, teardown before.
+ */
+#define CPUHP_CLIENT_STATE_PREPARE (1u << 3)
+/*
+ * Multi-instance: the callbacks run per instance
+ * (cpuhp_client_state_add_instance()), never for the state itself.  Not
+ * with CPUHP_CLIENT_STATE_SHARED.
+ */
+#define CPUHP_CLIENT_STATE_MULTI (1u << 4)
 
 /* What a callback is asked to do. */
 struct cpuhp_client_state_call {
@@ -1085,6 +1103,11 @@ struct cpuhp_client_state_call {
 	bool external; /* after the fact: @cpu changed behind cpuhpd's back (chcpu, echo) */
 	bool rollback; /* undoing this state's earlier call of the same hotplug */
 	char message[CPUHP_CLIENT_MESSAGE_MAX]; /* the callback's words on failure ("" before) */
+	/* A multi state's call: the instance's arg (cpuhp_client_state_add_instance()); else NULL.
+	 */
+	void *instance;
+	const char *instance_name; /* "" but for an instance's call */
+	bool prepare;              /* the state is in the PREPARE section */
 };
 
 /* A callback: 0, or a negative errno (the hotplug rolls back). */
@@ -1139,6 +1162,47 @@ CPUHP_EXPORT int cpuhp_client_state_dispatch(struct cpuhp_client_state *s);
 
 /** cpuhp_client_state_id() - the daemon's id of @s, as `cpuhpctl states` lists it. */
 CPUHP_EXPORT uint64_t cpuhp_client_state_id(const struct cpuhp_client_state *s);
+
+/*
+ * Instances of a multi state (the kernel's cpuhp_state_add_instance()): one
+ * per pool, queue or cache, all over the state's one connection.  A hotplug
+ * calls each in turn where it would call the state (startup oldest first,
+ * teardown newest first); call->instance is the instance's @arg.
+ */
+struct cpuhp_client_instance;
+
+/**
+ * cpuhp_client_state_add_instance() - add an instance named @name to @s
+ * (registered with CPUHP_CLIENT_STATE_MULTI).
+ * @name:  unique in @s; 1-63 printable characters, no spaces.
+ * @arg:   what the instance's calls find in call->instance.
+ * @flags: CPUHP_CLIENT_STATE_NOCALLS: no startup now.
+ * Context: blocks while a hotplug is queued or running (an add is a reader,
+ * as a registration is), then runs the instance's startup for every CPU the
+ * state is up on on this thread (a CPUHP_CLIENT_STATE_THREAD state's thread
+ * is paused meanwhile).  Not concurrently with cpuhp_client_state_dispatch()
+ * on @s, nor with another add or remove on @s.
+ * Return: 0; -EINVAL (not a multi state, a bad name or flags); -EEXIST (the
+ * name is taken in @s); -EDQUOT (256 instances a state, 4096 in cpuhpd);
+ * -EOPNOTSUPP (a CPUHP_CLIENT_STATE_SHARED state); a startup's error (those
+ * done were torn down again); -ENOMEM; a connection -errno.
+ */
+CPUHP_EXPORT int cpuhp_client_state_add_instance(struct cpuhp_client_state *s, const char *name,
+                                                 void *arg, unsigned flags,
+                                                 struct cpuhp_client_instance **out);
+
+/**
+ * cpuhp_client_instance_remove() - remove @inst and free it (NULL is a
+ * no-op): unless @nocalls, its teardown runs for every CPU it is up on, on
+ * this thread.  Removing the state removes its instances (their teardowns
+ * too): do not use them after cpuhp_client_state_remove().
+ * Context: as cpuhp_client_state_add_instance().
+ * Return: 0; a connection -errno (the instance is freed either way).
+ */
+CPUHP_EXPORT int cpuhp_client_instance_remove(struct cpuhp_client_instance *inst, bool nocalls);
+
+/** cpuhp_client_instance_id() - the daemon's id of @inst. */
+CPUHP_EXPORT uint64_t cpuhp_client_instance_id(const struct cpuhp_client_instance *inst);
 
 #ifdef __cplusplus
 }
