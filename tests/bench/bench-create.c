@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * bench-create: the cost of making many locks (issue 16 §5).
+ * bench-create: the cost of making many locks.
  *
  * Creates N locks (default 100,000) with cpuhp_rwsem_new() and, in the same
  * repetition, N pthread_rwlock_t with malloc() + pthread_rwlock_init() (a

@@ -16,7 +16,7 @@
  * together through a pipe); each worker times rounds of N pairs and reports
  * its median round; a cell is the mean over the workers.  The table gives
  * ns per pair and the ratio to cpuhp_rwsem in the same column, then the
- * two targets of issue 7: fast lease within 2x of cpuhp_rwsem, and at least
+ * two targets: fast lease within 2x of cpuhp_rwsem, and at least
  * 100x faster than the socket lease.  Nothing is judged (the smoke test only
  * runs it); noisy VMs move the absolute figures, rarely the ratios.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bench-hotplug: one CPU's offline and online through cpuhpd against a raw
- * write into its cpuN/online, in one run (issue 12's performance bullet).
+ * write into its cpuN/online, in one run.
  *
  * Interleaved, round by round (the order rotates each round, so that no
  * kind always follows the same one), it times:

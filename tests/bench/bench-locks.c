@@ -291,10 +291,10 @@ static void print_targets(unsigned ref)
 	            "design 3, 2 threads, per-thread cost >= 3x lower than pthread_rwlock "
 	            "(rwlock/d3 >= 3)",
 	            rw, floor);
-	read_target(T_FLOOR4, "design 3, 1 thread, within 4x of the floor (issue 2: d3/floor <= 4)",
-	            rw, floor);
-	read_target(T_FLOOR2, "design 3, 1 thread, within 2x of the floor (issue 6: d3/floor <= 2)",
-	            rw, floor);
+	read_target(T_FLOOR4, "design 3, 1 thread, within 4x of the floor (d3/floor <= 4)", rw,
+	            floor);
+	read_target(T_FLOOR2, "design 3, 1 thread, within 2x of the floor (d3/floor <= 2)", rw,
+	            floor);
 	read_target(T_FLAT, "design 3, 2 threads within 10% of its 1-thread figure (2T/1T <= 1.10)",
 	            rw, floor);
 	if (p13 >= 0) {

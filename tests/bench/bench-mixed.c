@@ -537,7 +537,7 @@ int main(int argc, char **argv)
 
 	if (!scenario_on[1])
 		goto out;
-	printf("\nTarget (issue 15): with the 20,000-loop writer, cpuhp_rwsem reads >= 3x "
+	printf("\nTarget: with the 20,000-loop writer, cpuhp_rwsem reads >= 3x "
 	       "pthread_rwlock's:\n");
 	for (unsigned v = V_SO; v < V_NR; v++) {
 		double x = ratio(reads_per_s, 1, v, V_RWLOCK, reps);

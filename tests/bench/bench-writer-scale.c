@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bench-writer-scale: a writer's cost against the number of threads that
- * have used the lock (issue 16 §5).
+ * have used the lock.
  *
  * A writer sums every registered thread's counter for the lock, so its
  * lock+unlock grows with the threads that exist, busy or not.  This starts

@@ -2,8 +2,7 @@
 /*
  * Design 3 with the opt-in inline reader path, <cpuhp/rwsem-inline.h>,
  * against libcpuhp.so exactly as a program that includes that header gets
- * it.  (Issue 6's first way to the floor; the slot cache it depended on is
- * now in the library for everyone.)  Where the library runs with debug
+ * it.  Where the library runs with debug
  * checks or without membarrier, the inline functions call the library and
  * this row measures that.
  */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Preloaded into cpuhpd by test_lifecycle.py: the attacker of issue 17 §5
- * who owns the socket's directory.  Right after the daemon's bind() of a
- * Unix socket, it moves the new socket aside and puts a symlink to
+ * Preloaded into cpuhpd by test_lifecycle.py: the attacker who owns the
+ * socket's directory.  Right after the daemon's bind() of a Unix socket,
+ * it moves the new socket aside and puts a symlink to
  * $CPUHP_TEST_BIND_SWAP in its place, once: whatever the daemon then does
  * to the path (a chmod, say) lands on that file.
  */

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Unprivileged clients cannot starve root (issue 17 §3): a per-uid
+"""Unprivileged clients cannot starve root: a per-uid
 connection cap, connections reserved for root and --admin-group, and a
 request timeout that closes a stalled or dripping partial frame but never an
 idle connection.  The clients that attack run as `nobody` (setpriv; root

@@ -90,7 +90,7 @@ def test_default_socket_mode_0660_keeps_other_users_out(tmp, sim):
 
 
 def test_clients_do_not_trust_a_daemon_of_another_user(tmp, sim):
-    """Issue 17 §5: nobody, owning the socket's directory, served a fake
+    """nobody, owning the socket's directory, served a fake
     daemon, and root's `cpuhpctl offline 1` printed "CPU 1 disabled".  Clients
     now check the serving process (SO_PEERCRED): root, themselves, or
     $CPUHP_DAEMON_UID.  Here a real cpuhpd runs as nobody, as a fake would."""

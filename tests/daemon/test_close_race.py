@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Issue 17, section 7: cpuhp_client_close() while another thread waits.
+"""cpuhp_client_close() while another thread waits.
 
 A fast-path handle whose acquire waits behind a hotplug waits on a
 connection of its own (fastpath.c); before the fix, closing the handle

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """cpuhpctl online/offline when cpuhpd dies in the middle of the hotplug
-(issue 17 §7): cpuhpctl reads the cpuN/online files itself
+: cpuhpctl reads the cpuN/online files itself
 (--sysfs-root) and says per CPU what changed, exiting 64 when some did,
 69 when none did.
 

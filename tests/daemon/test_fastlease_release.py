@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Issue 17, section 2: a double, unknown or foreign fast-lease release
+"""a double, unknown or foreign fast-lease release
 cancels nobody's lease.
 
 The client library keeps a table of its live fast leases: a release of an

@@ -136,7 +136,7 @@ def test_no_fast_lease_from_a_daemon_that_stopped_or_died(tmp, sim, how):
         r = c.wait('t')
         assert r['ret'] < 0 and not r['fast'], r
         # The lease held across it died with the connection: its release says
-        # so (issue 17 §1; it used to return 0).
+        # so (it used to return 0).
         c.release('t')
         r = c.wait('t')
         assert r['ret'] == -errno.ECONNRESET, r

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Issue 17, section 6: fork() with a lease held.
+"""fork() with a lease held.
 
 A child of fork() inherits its parent's handles, not its leases: every
 call on an inherited handle fails with a clear error and touches nothing

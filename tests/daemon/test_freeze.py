@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Hotplug freezes (issue 13): Freeze/Thaw and `cpuhpctl freeze`.  While a
+"""Hotplug freezes: Freeze/Thaw and `cpuhpctl freeze`.  While a
 freeze is held or pending, every new hotplug request fails at once with
 EBUSY naming the holder, and leases are still granted; hotplugs queued
 before the freeze run first; a freeze ends with Thaw or its connection.

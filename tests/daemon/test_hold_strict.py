@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""cpuhpctl hold --strict (issue 17 §1): when the lease stops holding while
+"""cpuhpctl hold --strict: when the lease stops holding while
 the command runs (cpuhpd SIGKILLed or SIGTERMed, the lease revoked), the
 command gets SIGTERM, then SIGKILL after --grace, and hold exits 70.
 Without --strict it warns and lets the command run on, as before.

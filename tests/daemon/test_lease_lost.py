@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Issue 17, section 1: a client whose daemon went away is told at once.
+"""a client whose daemon went away is told at once.
 
 cpuhpd is SIGKILLed (or SIGTERMed) while socket and fast leases are held.
 Each test waits for the daemon's exit (the kernel has closed its sockets by

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Who holds what (issue 13): who/why on connections and leases, the daemon's
+"""Who holds what: who/why on connections and leases, the daemon's
 pid/uid/comm, ListLeases and `cpuhpctl leases`, hotplugs naming the holders
 they time out behind, and the --json output of status, leases,
 online/offline and watch, parsed with json.

@@ -122,7 +122,7 @@ def test_second_daemon_on_a_live_socket_refuses_to_start(tmp, sim):
 
 
 def test_second_daemon_on_the_same_sysfs_tree_names_the_first(tmp, sim):
-    """Issue 17 §5: before, the second started on its own socket and offlined
+    """before, the second started on its own socket and offlined
     a CPU while the first held a lease.  The flock() dies with its holder."""
     d = fixture.Daemon(tmp, sim.root).start()
     try:
@@ -145,7 +145,7 @@ def test_second_daemon_on_the_same_sysfs_tree_names_the_first(tmp, sim):
 
 
 def test_socket_directory_writable_by_others_is_refused(tmp, sim):
-    """Issue 17 §5: a directory nobody made 0777 let nobody rename the socket
+    """a directory nobody made 0777 let nobody rename the socket
     away and serve a fake daemon.  Not writable by others, or sticky (/tmp)."""
     bad = tmp / 'open'
     bad.mkdir()
@@ -173,7 +173,7 @@ def test_socket_directory_of_another_user_is_refused(tmp, sim):
 
 
 def test_socket_mode_is_set_at_bind_not_by_following_the_path(tmp, sim):
-    """Issue 17 §5: chmod(path) after bind() followed a symlink swapped in
+    """chmod(path) after bind() followed a symlink swapped in
     between (bind-swap.c does the swap) and made a root-owned 0600 file 0666.
     Now the mode comes from the umask at bind(), and a path that is no longer
     our socket stops the daemon."""

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Client memory is bounded and comes back (issue 17 §4).  Each test reads
+"""Client memory is bounded and comes back.  Each test reads
 cpuhpd's VmRSS (and VmHWM, the kernel's record of its peak) from
 /proc/PID/status before a flood, at its peak and after the flood has been
-dropped, and prints the figures the README's Reliability table quotes.
+dropped, and prints the figures doc/reliability.md quotes.
 
 Before the fix, 2,000 connections that never read their replies to 600
 Status requests each took cpuhpd from 2 MiB to 191 MiB, and it stayed there
@@ -139,7 +139,7 @@ def test_what_leaving_clients_held_goes_back_to_the_system(tmp, sim, what):
     """4,096 leases (or freezes) named with 255-byte who and why, on 64
     connections, with the fd store on; the clients leave.  glibc keeps the
     freed chunks among live ones: cpuhpd hands them back a second after
-    clients began to leave (issue 29; it stayed at 4 times the start)."""
+    clients began to leave (it stayed at 4 times the start)."""
     import fdstore
     import time
     manager = fdstore.Manager(tmp, store_max=1024)

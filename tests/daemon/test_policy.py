@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Limits an administrator can set and bypass detection (issue 13):
+"""Limits an administrator can set and bypass detection:
 --max-lease-ms revokes a socket lease held too long (its holder is told,
 the log says so, its release is ETIME); --max-leases-per-uid caps the
 leases of a uid that is neither root nor admin; both keep the fast path

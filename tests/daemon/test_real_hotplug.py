@@ -240,7 +240,7 @@ def test_real_percpu_pool_workers_never_run_on_an_offline_cpu_nor_lose_their_aff
 
 
 def test_real_smt_status_and_metrics_say_what_sysfs_says(tmp):
-    """SMT and metrics on the real tree (issue 13).  SMT is never changed here:
+    """SMT and metrics on the real tree.  SMT is never changed here:
     `smt off` is tried only where the kernel cannot do it (notsupported,
     notimplemented, forceoff), and must then say so and change nothing."""
     control_file = CPU_DIR / 'smt' / 'control'

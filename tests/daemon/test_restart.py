@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""A restart of cpuhpd keeps every lease (issue 17 §1).
+"""A restart of cpuhpd keeps every lease.
 
 The test plays systemd: fdstore.Manager owns the NOTIFY_SOCKET, keeps what
 cpuhpd puts in its file-descriptor store (FDSTORE=1, FDNAME=), and starts

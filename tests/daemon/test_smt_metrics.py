@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""SMT control, metrics and STATUS= lines (issue 13).
+"""SMT control, metrics and STATUS= lines.
 
 `cpuhpctl smt` on simulated trees with sibling threads (cpuhpd-simsysfs
 --smt 2: CPUs 0-3, cores {0,2} and {1,3}), its refusals (notsupported,

@@ -31,7 +31,7 @@ MAX_CONNECTIONS = 48
 # --smt 2: cores {0,2} and {1,3}, so SMT off takes 2 and 3.
 CPUS = '0-3'
 HOTPLUGGABLE = (1, 2, 3)
-# Admission (issue 17 §3, §4), small enough for a nobody flood to reach:
+# Admission, small enough for a nobody flood to reach:
 # connections and buffered bytes per uid, and the request timeout.
 PER_UID = 8
 PER_UID_BYTES = '1M'
@@ -328,7 +328,7 @@ def check_invariants(rig, rnd, row):
     w, h = rig.name('w'), rig.name('h')
     led.connect(w)
     led.connect(h)
-    # 0. No freeze outlives its holder (issue 13).  A freeze refuses hotplugs
+    # 0. No freeze outlives its holder.  A freeze refuses hotplugs
     # at once rather than making them wait, so first let the daemon see the
     # killed clients' connections close: ask until none is counted (each
     # ask a round trip; the deadline only against a hang).
@@ -355,7 +355,7 @@ def check_invariants(rig, rnd, row):
     assert (s['leases_held'], s['pending_leases'], s['pending_hotplugs'], s['writer']) == \
         (0, 0, 0, 'WRITER_IDLE'), s
     # 2. leases_held counts exactly the live holders' leases, and ListLeases
-    # (issue 13) lists exactly those: no dead holder lingers in the list.
+    # lists exactly those: no dead holder lingers in the list.
     assert led.call(h, 'leases')['leases'] == [], 'a lease of a dead client is still listed'
     k = rnd.randint(1, 3)
     held = [led.lease(w) for _ in range(k)]

@@ -443,7 +443,7 @@ def test_random_bytes_from_many_clients_at_once(rig, row):
     check_invariants(rig, rnd, row)
 
 
-# ---- 5b. a nobody flood: connections, unread replies, a stalled frame (issue 17 §3, §4) ----
+# ---- 5b. a nobody flood: connections, unread replies, a stalled frame ----
 
 def test_nobody_flood_stops_at_its_per_uid_caps_and_root_is_served(rig, row):
     """A per-uid flood from nobody: connections past its cap, replies it never reads, a stalled frame."""
@@ -575,7 +575,7 @@ def test_clients_sigkilled_under_max_lease_ms_and_max_leases_per_uid(rig, row):
     row['numbers']['revocations seen by the churn clients'] = revoked
 
 
-# ---- 6. forged, double and inherited releases (issue 17) ----
+# ---- 6. forged, double and inherited releases ----
 
 FAST_BIT = 1 << 63
 
@@ -658,7 +658,7 @@ def test_forged_double_and_fork_child_releases_cancel_no_lease(rig, row):
     assert ('protocol violation' in d.log()) == (closed > 0), (closed, kinds)
 
 
-# ---- 6a. cpuhpd killed while leases are held (issue 17 §1) ----
+# ---- 6a. cpuhpd killed while leases are held ----
 
 LEASES_LOST = 7
 
@@ -723,7 +723,7 @@ def test_cpuhpd_killed_while_leases_are_held_tells_every_holder(rig, row):
     row['numbers']['releases ECONNRESET'] = released
 
 
-# ---- 6b. SMT control (issue 13) ----
+# ---- 6b. SMT control ----
 
 def _smt_control(sim):
     return (sim.cpu / 'smt' / 'control').read_text().strip()
@@ -811,7 +811,7 @@ def test_smt_control_refused_a_sibling_failing_and_a_killed_smt_request(rig, row
 
 
 
-# ---- 6c. a hotplug's notices, delay leases, forced hotplugs (issue 31) ----
+# ---- 6c. a hotplug's notices, delay leases, forced hotplugs ----
 
 def test_clients_killed_while_hotplugs_are_pending_forced_or_delayed(rig, row):
     """Holders of block, delay and fast leases, and plain and forced hotplugs, SIGKILLed.
@@ -881,7 +881,7 @@ def _forced_hotplug_withdrawn_in_its_grace_revokes_nothing(rig, rnd):
 
 # ---- 7. SIGTERM with requests waiting (last: it ends the daemon) ----
 
-# ---- hotplug states (issue 12): each on a daemon of its own ----
+# ---- hotplug states: each on a daemon of its own ----
 
 STATE_CLIENT = fixture.BUILD / 'tests' / 'daemon' / 'state-client'
 
@@ -1104,7 +1104,7 @@ def test_cpuhpd_sigterm_inside_a_callback_finishes_the_hotplug_then_exits(rig, r
 
 
 def test_state_limits_on_nobody_capped_root_cut_at_its_timeouts_and_a_stop(rig, row):
-    """Hotplug-state limits on (issue 29 §7): nobody's states capped, stalling
+    """Hotplug-state limits on: nobody's states capped, stalling
     or failing; root's hotplugs with short timeouts cut its stalling state."""
     import shutil
     if os.geteuid() != 0 or not shutil.which('setpriv'):
@@ -1257,7 +1257,7 @@ def test_sigterm_while_hotplugs_and_leases_wait_cancels_them_and_exits_0(rig, ro
     row['numbers']['connections closed'] = len(conns)
 
 
-# ---- a restart with the fd store (issue 17 §1): on a daemon of its own ----
+# ---- a restart with the fd store: on a daemon of its own ----
 
 def test_cpuhpd_sigkilled_and_restarted_with_its_fd_store_keeps_every_lease(rig, row):
     """cpuhpd SIGKILLed and restarted with its fd store."""

@@ -489,7 +489,7 @@ int main(int argc, char **argv)
 	/*
 	 * A forger (byte 0 & 8): the first piece is Hello + FastPathRequest,
 	 * then slot 2's count becomes -2 (piece byte 0xfe) before a hotplug
-	 * sums it: the daemon closes the connection (issue 17).
+	 * sums it: the daemon closes the connection.
 	 */
 	{
 		uint8_t pieces[2] = {0, 0xfe};
@@ -506,7 +506,7 @@ int main(int argc, char **argv)
 		save(dir, "forged-slot", &s);
 	}
 
-	/* Who holds what (issue 13): names on the connection and on a lease, listed. */
+	/* Who holds what: names on the connection and on a lease, listed. */
 	begin(&s, NULL, 0);
 	hello(&s, 1);
 	identify(&s, "pools", "sizing worker pools");
@@ -534,7 +534,7 @@ int main(int argc, char **argv)
 	save(dir, "list-cpus", &s);
 
 	/*
-	 * A hotplug freeze (issue 13): one behind a queued hotplug, one at once;
+	 * A hotplug freeze: one behind a queued hotplug, one at once;
 	 * a hotplug refused while frozen, a listing, thaws good and bad.
 	 */
 	begin(&s, NULL, 0);
@@ -552,7 +552,7 @@ int main(int argc, char **argv)
 	set_online(&s, "1", true, 1000); /* still frozen by freeze 2 */
 	save(dir, "freeze-and-thaw", &s);
 
-	/* SMT control and metrics (issue 13): behind a lease, a bad word, then the counts. */
+	/* SMT control and metrics: behind a lease, a bad word, then the counts. */
 	begin(&s, NULL, 0);
 	hello(&s, 1);
 	acquire(&s, 0);
@@ -611,7 +611,7 @@ int main(int argc, char **argv)
 	save(dir, "state-batch-cut-at-the-hotplug-timeout", &s);
 
 	/*
-	 * PREPARE states and instances (issue 31): a multi state in the PREPARE
+	 * PREPARE states and instances: a multi state in the PREPARE
 	 * section (state 1) with an instance (2) and a taken name; a plain
 	 * state that gets no instance; an offline whose DEAD teardown is cut at
 	 * the timeout (never rolled back); an instance whose startups miss
@@ -634,7 +634,7 @@ int main(int argc, char **argv)
 	save(dir, "instances-of-a-prepare-state", &s);
 
 	/*
-	 * Getting ready (issue 31): notices to a connection that is not there,
+	 * Getting ready: notices to a connection that is not there,
 	 * delay leases (one over the cap), a hotplug that waits for them and
 	 * times out, a forced one that revokes them, the listing with modes.
 	 */

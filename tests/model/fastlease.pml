@@ -43,7 +43,7 @@
  * (L pairs with U).  MUTANT_LIVE_FIRST loads ->live first;
  * MUTANT_NO_LIVE drops the region without storing "revoked".
  *
- * One process, two threads (issue 17, section 2): with SAME_PROCESS the two
+ * One process, two threads: with SAME_PROCESS the two
  * clients are threads of one process, each with its own slot in one region
  * (region 0, one connection: fconn[0]); the daemon sums the region over
  * both slots.  Then:

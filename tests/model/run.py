@@ -176,7 +176,7 @@ CHECKS = [
           "client 1 leaves -1 in its slot and dies; client 0's lease still "
           "holds the hotplug off (regions summed apart)",
           ["-DNEGATIVE", "-DHOTPLUGS=2"], model=FASTLEASE),
-    # Issue 17, section 2: two threads of one process, one region.
+    # two threads of one process, one region.
     Check("fastlease-double-release",
           "2 threads of one process (one region, 2 slots), 2 hotplugs: thread "
           "1 releases its fast lease twice; the lease table refuses the "
@@ -193,7 +193,7 @@ CHECKS = [
           "connection is closed, the hotplug neither runs under thread 0's "
           "lease nor waits for ever",
           ["-DSAME_PROCESS", "-DFORGE", "-DHOTPLUGS=2"], model=FASTLEASE),
-    # Issue 31: a region's leases revoked (a delay, a forced hotplug).
+    # a region's leases revoked (a delay, a forced hotplug).
     Check("fastlease-revoke",
           "2 client processes, 2 hotplugs; the first may revoke client 1's "
           "region while it waits for it: no lease taken in a revoked region "
@@ -247,7 +247,7 @@ CHECKS = [
           "closes it first and overtakes them",
           ["-DHOTPLUGS=2", "-DMUTANT_LATE_GRANT"], expect=ASSERT,
           ignore_deadlocks=True, model=FASTLEASE),
-    # states.pml: hotplug-state callbacks (issue 12).
+    # states.pml: hotplug-state callbacks.
     Check("states-safety",
           "3 states, a lease, an offline then an online: calls only after the "
           "leases drained, teardown highest priority first, startup lowest "

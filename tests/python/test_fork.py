@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Issue 17, section 6, in Python: a forked child that leaves `with
+"""fork() with a lease held, in Python: a forked child that leaves `with
 c.lease()` does not release its parent's lease, and every call it makes on
 the inherited Client fails clearly (ChildProcessError; ProcessLookupError
 for the release)."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Hotplug freezes from Python (issue 13): Client.freeze() as a context
+"""Hotplug freezes from Python: Client.freeze() as a context
 manager, what it refuses and what it lets through, leases().freezes and
 status().freezes, and the freeze's end with its Client."""
 import errno

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""A lease that died with its daemon (issue 17 §1), from Python: cpuhpd is
+"""A lease that died with its daemon, from Python: cpuhpd is
 SIGKILLed or SIGTERMed (and waited for, so its sockets are closed: no sleep)
 while a fast or a socket lease is held.  The ``with client.lease()`` block
 raises ConnectionResetError on its way out, next_event() gives LeasesLost

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Who holds what, from Python (issue 13): Client(who=, why=),
+"""Who holds what, from Python: Client(who=, why=),
 set_identity(), lease(who=, why=), Client.leases() and its dataclasses,
 and the asyncio twins."""
 import asyncio

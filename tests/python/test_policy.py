@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Lease limits and bypasses from Python (issue 13): a lease revoked at
+"""Lease limits and bypasses from Python: a lease revoked at
 cpuhpd's --max-lease-ms raises OSError(ETIME) on release; a CPU changed
 behind cpuhpd's back while a lease is held comes as a LeaseBypassed event
 and as OSError(ESTALE) on release, for a socket or a fast lease."""

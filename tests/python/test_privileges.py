@@ -73,7 +73,7 @@ def test_a_socket_the_user_may_not_open_is_permissionerror_eacces(open_tmp, sim)
 
 
 def test_a_daemon_of_another_user_is_not_trusted(tmp, sim, cpuhp):
-    """Issue 17 §5: the client checks who serves the socket (SO_PEERCRED)."""
+    """the client checks who serves the socket (SO_PEERCRED)."""
     d = fixture.daemon_as_nobody(tmp, sim.root, ['--socket-mode', '0666'])
     try:
         with pytest.raises(PermissionError) as e:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pthread_cancel() of a thread blocked in a library call (issue 16 §1).
+ * pthread_cancel() of a thread blocked in a library call.
  *
  * No call of the library is a cancellation point, as with pthread_rwlock:
  * a cancel sent while the thread waits stays pending until the call has

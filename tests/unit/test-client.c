@@ -1445,7 +1445,7 @@ static void client_freeze_begin_holds_the_freeze_on_its_connection_for_the_handl
 	fake_finish(&f);
 }
 
-/* --- close while another thread waits (issue 17 §7) ------------------------ */
+/* --- close while another thread waits ------------------------------------------ */
 
 /*
  * Before the fix, cpuhp_client_close() freed the handle under a thread

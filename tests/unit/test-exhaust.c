@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Out of threads, out of memory (issue 16 §2): the calls whose headers say
+ * Out of threads, out of memory: the calls whose headers say
  * they return (unlock never blocks, a first read lock registers the thread)
  * must return, and the lock must work afterwards.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Read sections in a signal handler (issue 16 §4): cpuhp_rwsem_read_trylock()
+ * Read sections in a signal handler: cpuhp_rwsem_read_trylock()
  * and the cpuhp_rwsem_read_unlock() of a lock it took are async-signal-safe
  * on a thread that already has its counter for the lock (rwsem.h).
  *

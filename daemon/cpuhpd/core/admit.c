@@ -189,8 +189,8 @@ int cpuhpd_admit_conn(struct cpuhpd_conn *c, char *why, size_t whylen)
 		return -ENOMEM;
 	}
 	if (c->peer.uid != 0 && u->nconns >= o->max_connections_per_uid) {
-		/* A process with many states meets the cap first: say why (README, "Hotplug
-		 * states"). */
+		/* A process with many states meets the cap first: say why (daemon/cpuhpd/README.md,
+		 * "Hotplug states"). */
 		unsigned nstates =
 		    d->admit.states_of_uid ? d->admit.states_of_uid(d, c->peer.uid) : 0;
 

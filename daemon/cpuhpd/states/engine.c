@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The call engine of hotplug states (states.h has its shape, work.h its
- * works, README.md "Hotplug states" the rules).
+ * works, daemon/cpuhpd/README.md "Hotplug states" the rules).
  *
  * Invariants:
  * - One call is in flight at most, the head work's step pos - 1

@@ -46,7 +46,7 @@
  *    and takes the library's registry mutex, which is not safe there: let
  *    every thread that may take the signal do one
  *    cpuhp_rwsem_read_trylock()/unlock() first.  Without membarrier (RCU
- *    readers, see the README), liburcu's rule also applies: not on an
+ *    readers, see doc/design.md), liburcu's rule also applies: not on an
  *    alternate signal stack (sigaltstack()).  Nothing else is
  *    async-signal-safe: cpuhp_rwsem_read_lock() deadlocks if the handler
  *    interrupted that thread's own wait for the lock, as
