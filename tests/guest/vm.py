@@ -17,8 +17,16 @@ one line each, "@@ KIND TEXT", from the guest:
     note TEXT / log TEXT     a figure measured, a line of a log shown on failure
     ask VERB ARGS            hotadd CORE THREAD | eject CORE THREAD |
                              deleted CORE THREAD (wait until QEMU freed the
-                             slot): answered "ok" or "error: TEXT"
+                             slot) | reboot NAME RC (scenario NAME's script
+                             exited RC and reboots the guest: let a reset
+                             through): answered "ok" or "error: TEXT"
+    resume NAME              after that reboot: scenario NAME goes on
     done                     every scenario ran
+
+A reboot is the guest's own (`systemctl reboot`): QEMU resets the machine and
+boots the same kernel and initramfs; the disk (/dev/vda, made empty for every
+Boot) keeps the guest's /etc (rig's persist-init.c).  Any other reset ends
+QEMU (-no-reboot), as a panic does.
 """
 import ctypes
 import os
@@ -27,6 +35,7 @@ import select
 import signal
 import socket
 import subprocess
+import shutil
 import tempfile
 import time
 
@@ -41,6 +50,7 @@ MEMORY_MB = 1536
 BOOT_TIMEOUT_S = 300
 SCENARIO_TIMEOUT_S = 300
 EJECT_TIMEOUT_S = 120
+DISK_MB = 32
 
 
 class BootError(Exception):
@@ -61,6 +71,7 @@ class Boot:
         self.append = append
         self.console = self.workdir / 'console.log'
         self.qemu_log = self.workdir / 'qemu.log'
+        self.disk = self.workdir / 'disk.img'
         # By test: a scenario's name, or one named by "test" within it.
         self.results = {name: self._result(name) for name in self.scenarios}
         self.timings = {}
@@ -76,7 +87,7 @@ class Boot:
         # came, after the selftest had taken CPUs offline and online many
         # times: an edge-triggered serial interrupt moved with a CPU going
         # offline can be lost, and the 8250 driver then waits for it forever.
-        cmdline = ('console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 irqaffinity=0 systemd.show_status=error '
+        cmdline = ('console=ttyS0 rdinit=/usr/lib/cpuhp-guest/init panic=-1 irqaffinity=0 systemd.show_status=error '
                    f'cpuhp.scenarios={",".join(self.scenarios)} {self.append}').strip()
         # tb-size: TCG splits its code buffer into 8 regions per possible vCPU
         # and a hot-added vCPU's thread must get a free one at once; QEMU 7.2
@@ -87,12 +98,27 @@ class Boot:
         return ['qemu-system-x86_64', '-accel', 'tcg,tb-size=4096', '-cpu', CPU_MODEL, '-smp', SMP,
                 '-m', str(MEMORY_MB), '-nodefaults', '-display', 'none', '-no-reboot',
                 '-kernel', str(self.vmlinuz), '-initrd', str(self.cpio), '-append', cmdline,
+                '-drive', f'file={self.disk},format=raw,if=virtio,cache=unsafe',
                 '-chardev', f'file,id=console,path={self.console}', '-serial', 'chardev:console',
                 '-chardev', f'socket,id=results,path={res_path}', '-serial', 'chardev:results',
                 '-chardev', f'socket,id=qmp,path={qmp_path}', '-mon', 'chardev=qmp,mode=control']
 
+    def make_disk(self):
+        """An empty ext4 disk: nothing of an earlier run's /etc is in the guest's."""
+        mkfs = shutil.which('mkfs.ext4') or shutil.which('mkfs.ext4', path='/usr/sbin:/sbin')
+        if not mkfs:
+            raise BootError('mkfs.ext4 is not installed: apt-get install e2fsprogs (run.sh does)')
+        self.disk.unlink(missing_ok=True)
+        with open(self.disk, 'wb') as f:
+            f.truncate(DISK_MB << 20)
+        r = subprocess.run([mkfs, '-q', '-F', '-L', 'cpuhp-guest', str(self.disk)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BootError(f'{mkfs} {self.disk} failed: {r.stdout}{r.stderr}')
+
     def run(self):
         """Boot, run every scenario, power off.  Raises BootError (results keeps what ran)."""
+        self.make_disk()
         tmp = pathlib.Path(tempfile.mkdtemp(prefix='cpuhp-guest-'))  # short socket paths
         listeners = {}
         proc = None
@@ -142,6 +168,8 @@ class Boot:
         started = t0
         deadline = t0 + BOOT_TIMEOUT_S
         waiting_for = 'the rig to start (systemd to boot)'
+        rebooting = None  # the scenario that rebooted the guest, until it resumed
+        reboot_t0 = None
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -164,9 +192,21 @@ class Boot:
                     continue
                 kind, _, text = line[3:].partition(' ')
                 now = time.monotonic()
-                if kind == 'hello':
+                if kind == 'hello' and rebooting:
+                    self.timings['reboot_s'] = round(now - reboot_t0, 1)
+                    self._reboot_action('shutdown')
+                    waiting_for = f'scenario {rebooting} to resume after the reboot'
+                elif kind == 'hello':
                     self.timings['boot_s'] = round(now - t0, 1)
                     self.timings['guest_uptime_at_hello_s'] = float(text.split()[0])
+                elif kind == 'resume' and text == rebooting:
+                    current = test = text
+                    rebooting = None
+                    deadline = now + SCENARIO_TIMEOUT_S
+                    waiting_for = f'the end of scenario {current}'
+                elif rebooting:
+                    self._abort(current, f'the guest rebooted but "{line}" came instead of '
+                                         f'"resume {rebooting}": its /etc did not persist')
                 elif kind == 'begin':
                     current = test = text
                     started = now
@@ -182,12 +222,27 @@ class Boot:
                     for r in self.results.values():
                         if r['scenario'] == name:
                             r['status'] = 'ended'
-                            r['rc'] = int(rc)
+                            # A failed script before a reboot fails the scenario.
+                            r['rc'] = int(rc) or r.get('rc_before_reboot') or 0
                             r['seconds'] = round(now - started, 1)
                     current = test = None
                     waiting_for = 'the next scenario'
                 elif kind == 'done':
                     return
+                elif kind == 'ask' and text.startswith('reboot '):
+                    name, rc = text.split()[1:3]
+                    for r in self.results.values():
+                        if r['scenario'] == name:
+                            r['rc_before_reboot'] = int(rc)
+                    try:
+                        self._reboot_action('reset')
+                    except (QMPError, OSError) as e:
+                        self._abort(current, f'QMP set-action failed: {e}')
+                    conn.sendall(b'ok\n')
+                    self.results[test]['checks'].append(('host', f'{text}: QEMU resets'))
+                    rebooting, reboot_t0 = name, now
+                    deadline = now + BOOT_TIMEOUT_S
+                    waiting_for = f'the guest to reboot (scenario {name})'
                 elif kind == 'ask':
                     try:
                         answer = self._answer(text)
@@ -198,6 +253,10 @@ class Boot:
                     self.results[test]['checks'].append(('host', f'{text}: {answer}'))
                 elif test:
                     self.results[test]['checks'].append((kind, text))
+
+    def _reboot_action(self, action):
+        """What QEMU does on the guest's reset: 'shutdown' (-no-reboot) or 'reset'."""
+        self.qmp.execute('set-action', reboot=action)
 
     def _answer(self, text):
         verb, *args = text.split()
