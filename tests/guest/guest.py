@@ -48,6 +48,7 @@ TESTS = SCENARIOS + [
     'hotplug-present-watched',          # present changes invisible to watchers
     'hotplug-ecanceled-explained',      # ECANCELED on a never-booted sibling
     'hotplug-new-cpu-by-cpuhpd',        # a distribution's udev rule onlines it first
+    'plan-after-reboot',                # the plan lost, or not applied, at boot
 ]
 
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', image.SOURCE / 'build'))

@@ -33,6 +33,7 @@ smt = off"
 fi
 
 # --- after the reboot: nothing of this script has connected to cpuhpd yet ---
+section plan-after-reboot
 expect_no_match "this is another boot" "$(cat /proc/sys/kernel/random/boot_id)" "^$(cat $BOOT1)\$"
 wait_for 120 sh -c '[ "$(systemctl is-active cpuhpd.service)" = active ]' &&
 	ok "systemd started cpuhpd.service at boot (enabled, WantedBy=multi-user.target)" ||
@@ -65,6 +66,7 @@ wait_for 10 logged_since_mark "plan contradicted behind cpuhpd's back: CPU 2 cam
 	ok "the journal warns of the conflict" ||
 	fail "no conflict warning: $(journal_since_mark | tr '\n' '|')"
 expect "cpuhpctl plan counts it" "$(cpuhpctl plan --json | jq -c '[.conflicts, .in_force]')" '[1,true]'
+end_section
 
 # --- --persist under the hardened unit ---
 check "cpuhpctl online --persist 2 (cpuhpd writes its drop-in)" cpuhpctl online --persist 2
