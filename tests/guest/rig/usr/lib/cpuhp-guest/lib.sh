@@ -120,8 +120,8 @@ ask() {
 }
 
 # reboot_guest: end the scenario's script here and reboot the guest for real
-# (QEMU resets the machine; the same kernel and initramfs boot again, /etc
-# kept on the disk); its script then runs again with CPUHP_RESUMED=1.
+# (its reset ends QEMU; the host boots the same kernel and initramfs in a new
+# QEMU, /etc kept on the disk); its script then runs again with CPUHP_RESUMED=1.
 reboot_guest() {
 	touch "$RESUME"
 	exit "${1:-0}"

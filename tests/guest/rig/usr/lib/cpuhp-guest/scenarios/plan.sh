@@ -2,14 +2,14 @@
 # The declared plan (cpuhpd.conf(5)) on a real kernel under the hardened
 # unit, across a real reboot of the guest: `cpuhpctl offline 2-3 --persist`
 # and `smt off --persist` write cpuhpd's drop-in, cpuhpd.service is enabled,
-# and the guest reboots (QEMU resets it; /etc is kept on its disk).  After
+# and the guest reboots (its reset ends QEMU, the host boots a new one on
+# the same disk: /etc is kept).  After
 # the reboot, before any client connected, systemd started cpuhpd and the
 # plan is in force; an `echo 1` into cpu2/online behind cpuhpd's back is
 # undone by a hotplug of cpuhpd's own, which runs the state's teardown, and
 # is counted and warned of; `cpuhpctl online --persist` writes its drop-in
-# under ProtectSystem=strict.  The scenarios after this one run in the
-# second boot; it comes before hotplug's, since QEMU 7.2 crashes ("double
-# free or corruption") on a reset after any vCPU's device_del.
+# under ProtectSystem=strict.  The scenario runs last: its reboot costs the
+# others nothing.
 . /usr/lib/cpuhp-guest/lib.sh
 
 D=/etc/cpuhpd.conf.d
