@@ -11,7 +11,7 @@ PKGS=(gcc clang clang-format libclang-rt-14-dev pkg-config meson ninja-build lib
       libprotobuf-c-dev protobuf-c-compiler python3 python3-dev python3-cffi python3-pytest
       python3-pytest-timeout spin valgrind gnuplot-nox util-linux systemd scdoc mandoc
       libseccomp-dev bash-completion python3-prometheus-client python3-mypy
-      python3-setuptools python3-venv python3-pip libsmartcols-dev qemu-system-x86 mmdebstrap
+      python3-setuptools python3-venv python3-pip libsmartcols-dev qemu-system-x86 mmdebstrap e2fsprogs
       libck-dev)
 PY=/usr/bin/python3
 

@@ -33,7 +33,9 @@ import vm
 # as the README says; the others take that deploy as given (each makes sure
 # of it).  Each is a test; a scenario may hold the checks of more tests
 # (lib.sh's section), named in TESTS.
-SCENARIOS = ['systemd', 'restart', 'smt', 'plan', 'hotplug', 'selftest']
+# plan reboots the guest (a new QEMU on the same disk): last, so that only
+# its own checks pay the second boot.
+SCENARIOS = ['systemd', 'restart', 'smt', 'hotplug', 'selftest', 'plan']
 # Promises judged apart, each in the situation its scenario made (the
 # section in the scenario's script says what it checks).
 TESTS = SCENARIOS + [
@@ -48,6 +50,7 @@ TESTS = SCENARIOS + [
     'hotplug-present-watched',          # present changes invisible to watchers
     'hotplug-ecanceled-explained',      # ECANCELED on a never-booted sibling
     'hotplug-new-cpu-by-cpuhpd',        # a distribution's udev rule onlines it first
+    'plan-after-reboot',                # the plan lost, or not applied, at boot
 ]
 
 BUILD = pathlib.Path(os.environ.get('CPUHP_BUILD_ROOT', image.SOURCE / 'build'))

@@ -49,6 +49,15 @@ PATH_EXCLUDES = ['/usr/share/doc/*', '/usr/share/man/*', '/usr/share/locale/*',
 SELFTEST = 'tools/testing/selftests/cpu-hotplug/cpu-on-off-test.sh'
 # Where the image puts what the scenarios run (tests/guest/rig/ is laid at /).
 SELFTEST_IN_GUEST = 'usr/lib/cpuhp-guest/kselftest/cpu-on-off-test.sh'
+# The guest's persistent disk: the kernel's modules for a virtio-blk disk
+# with ext4, and the overlay laid on /etc (Debian builds them all as
+# modules), loaded by the guest's first process (persist-init.c) in this
+# order: each after those it needs.
+DISK_MODULES = ['virtio_ring', 'virtio', 'virtio_pci_modern_dev', 'virtio_pci_legacy_dev',
+                'virtio_pci', 'virtio_blk', 'crc16', 'mbcache', 'jbd2', 'crc32c_generic', 'ext4',
+                'overlay']
+MODULES_IN_GUEST = 'usr/lib/cpuhp-guest/modules'
+INIT_IN_GUEST = 'usr/lib/cpuhp-guest/init'
 
 
 class Error(Exception):
@@ -138,22 +147,36 @@ def kernel_package():
 
 
 def kernel(cache):
-    """The path of the vmlinuz of linux-image-amd64's kernel, downloaded once."""
+    """The vmlinuz of linux-image-amd64's kernel and the directory of its
+    DISK_MODULES, downloaded once."""
     package, version = kernel_package()
-    path = cache / 'kernel' / f'{package}_{version}' / 'vmlinuz'
-    if path.exists():
-        return path
+    d = cache / 'kernel' / f'{package}_{version}'
+    path, mods = d / 'vmlinuz', d / 'modules'
+    if path.exists() and all((mods / f'{m}.ko').exists() for m in DISK_MODULES):
+        return path, mods
     t0 = time.monotonic()
+    data, ko = None, {}
+    pattern = r'boot/vmlinuz-.*|lib/modules/[^/]+/kernel/.*/(' + '|'.join(DISK_MODULES) + r')\.ko'
     with package_data(cache, package, version) as tar:
-        m = find_member(tar, r'boot/vmlinuz-.*')
-        if m is None:
-            raise Error(f'{package} {version} holds no boot/vmlinuz-*')
-        data = tar.extractfile(m).read()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    (path.parent / 'vmlinuz.tmp').write_bytes(data)
-    os.replace(path.parent / 'vmlinuz.tmp', path)
+        for m in tar:
+            if not m.isreg() or not re.fullmatch(pattern, m.name.lstrip('./')):
+                continue
+            if m.name.endswith('.ko'):
+                ko[pathlib.PurePath(m.name).name] = tar.extractfile(m).read()
+            else:
+                data = tar.extractfile(m).read()
+    if data is None:
+        raise Error(f'{package} {version} holds no boot/vmlinuz-*')
+    missing = set(DISK_MODULES) - {n[:-3] for n in ko}
+    if missing:
+        raise Error(f'{package} {version} holds no module {sorted(missing)}')
+    mods.mkdir(parents=True, exist_ok=True)
+    for name, blob in ko.items():
+        (mods / name).write_bytes(blob)
+    (d / 'vmlinuz.tmp').write_bytes(data)
+    os.replace(d / 'vmlinuz.tmp', path)
     log(f'kernel {package} {version}: downloaded in {time.monotonic() - t0:.1f} s')
-    return path
+    return path, mods
 
 
 def packages():
@@ -245,6 +268,15 @@ def install_project(build_root):
     return dest
 
 
+def build_init(build_root):
+    """persist-init.c built static (the image's libc is not the host's); its bytes."""
+    out = build_root / 'tests' / 'guest' / 'persist-init'
+    src = HERE / 'persist-init.c'
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        run([os.environ.get('CC', 'cc'), '-static', '-O2', '-Wall', '-Werror', '-o', out, src])
+    return out.read_bytes()
+
+
 def check_needed(archive, dest):
     """Every library the installed programs link is in the image, or say which is not."""
     have = {pathlib.PurePath(n).name for n in archive.entries
@@ -264,7 +296,7 @@ def build(build_root, rig_overrides=None):
     build_root = pathlib.Path(build_root)
     cache = cache_dir()
     with cache_lock(cache):
-        vmlinuz = kernel(cache)
+        vmlinuz, modules = kernel(cache)
         root = base_root(cache)
         selftest = selftest_script(cache)
     dest = install_project(build_root)
@@ -274,6 +306,9 @@ def build(build_root, rig_overrides=None):
     archive.add_tree(dest)
     check_needed(archive, dest)
     archive.add_tree(HERE / 'rig')
+    archive.add_file(INIT_IN_GUEST, build_init(build_root), 0o755)
+    for i, m in enumerate(DISK_MODULES):
+        archive.add_file(f'{MODULES_IN_GUEST}/{i:02}-{m}.ko', (modules / f'{m}.ko').read_bytes())
     # The rig's unit starts at boot; the login prompt on the console would
     # only cost time.
     archive.add_symlink('etc/systemd/system/multi-user.target.wants/cpuhp-guest.service',

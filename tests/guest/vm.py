@@ -17,8 +17,17 @@ one line each, "@@ KIND TEXT", from the guest:
     note TEXT / log TEXT     a figure measured, a line of a log shown on failure
     ask VERB ARGS            hotadd CORE THREAD | eject CORE THREAD |
                              deleted CORE THREAD (wait until QEMU freed the
-                             slot): answered "ok" or "error: TEXT"
+                             slot) | reboot NAME RC (scenario NAME's script
+                             exited RC and reboots the guest: boot it
+                             again when QEMU ends): answered "ok" or "error: TEXT"
+    resume NAME              after that reboot: scenario NAME goes on
     done                     every scenario ran
+
+A reboot is the guest's own (`systemctl reboot`): its reset ends QEMU
+(-no-reboot, as a panic's does), and the host starts a new QEMU with the same
+kernel, initramfs and disk (/dev/vda, made empty once per Boot), which keeps
+the guest's /etc (rig's persist-init.c).  A new process rather than QEMU's
+own reset: the second boot has no vCPU hot-add or eject behind it.
 """
 import ctypes
 import os
@@ -27,6 +36,7 @@ import select
 import signal
 import socket
 import subprocess
+import shutil
 import tempfile
 import time
 
@@ -41,6 +51,8 @@ MEMORY_MB = 1536
 BOOT_TIMEOUT_S = 300
 SCENARIO_TIMEOUT_S = 300
 EJECT_TIMEOUT_S = 120
+SHUTDOWN_TIMEOUT_S = 120
+DISK_MB = 32
 
 
 class BootError(Exception):
@@ -61,6 +73,7 @@ class Boot:
         self.append = append
         self.console = self.workdir / 'console.log'
         self.qemu_log = self.workdir / 'qemu.log'
+        self.disk = self.workdir / 'disk.img'
         # By test: a scenario's name, or one named by "test" within it.
         self.results = {name: self._result(name) for name in self.scenarios}
         self.timings = {}
@@ -76,7 +89,7 @@ class Boot:
         # came, after the selftest had taken CPUs offline and online many
         # times: an edge-triggered serial interrupt moved with a CPU going
         # offline can be lost, and the 8250 driver then waits for it forever.
-        cmdline = ('console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 irqaffinity=0 systemd.show_status=error '
+        cmdline = ('console=ttyS0 rdinit=/usr/lib/cpuhp-guest/init panic=-1 irqaffinity=0 systemd.show_status=error '
                    f'cpuhp.scenarios={",".join(self.scenarios)} {self.append}').strip()
         # tb-size: TCG splits its code buffer into 8 regions per possible vCPU
         # and a hot-added vCPU's thread must get a free one at once; QEMU 7.2
@@ -87,69 +100,116 @@ class Boot:
         return ['qemu-system-x86_64', '-accel', 'tcg,tb-size=4096', '-cpu', CPU_MODEL, '-smp', SMP,
                 '-m', str(MEMORY_MB), '-nodefaults', '-display', 'none', '-no-reboot',
                 '-kernel', str(self.vmlinuz), '-initrd', str(self.cpio), '-append', cmdline,
-                '-chardev', f'file,id=console,path={self.console}', '-serial', 'chardev:console',
+                '-drive', f'file={self.disk},format=raw,if=virtio,cache=unsafe',
+                '-chardev', f'file,id=console,path={self.console},append=on', '-serial', 'chardev:console',
                 '-chardev', f'socket,id=results,path={res_path}', '-serial', 'chardev:results',
                 '-chardev', f'socket,id=qmp,path={qmp_path}', '-mon', 'chardev=qmp,mode=control']
 
+    def make_disk(self):
+        """An empty ext4 disk: nothing of an earlier run's /etc is in the guest's."""
+        mkfs = shutil.which('mkfs.ext4') or shutil.which('mkfs.ext4', path='/usr/sbin:/sbin')
+        if not mkfs:
+            raise BootError('mkfs.ext4 is not installed: apt-get install e2fsprogs (run.sh does)')
+        self.disk.unlink(missing_ok=True)
+        with open(self.disk, 'wb') as f:
+            f.truncate(DISK_MB << 20)
+        r = subprocess.run([mkfs, '-q', '-F', '-L', 'cpuhp-guest', str(self.disk)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BootError(f'{mkfs} {self.disk} failed: {r.stdout}{r.stderr}')
+
     def run(self):
         """Boot, run every scenario, power off.  Raises BootError (results keeps what ran)."""
+        self.make_disk()
         tmp = pathlib.Path(tempfile.mkdtemp(prefix='cpuhp-guest-'))  # short socket paths
-        listeners = {}
-        proc = None
+        self.listeners = {}
+        self.proc = None
         try:
             for name in ('results', 'qmp'):
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.bind(str(tmp / name))
                 s.listen(1)
-                listeners[name] = s
+                self.listeners[name] = s
             self.console.unlink(missing_ok=True)
+            self.qemu_log.unlink(missing_ok=True)
+            self.tmp = tmp
             t0 = time.monotonic()
-            with open(self.qemu_log, 'wb') as log:
-                proc = subprocess.Popen(self.argv(tmp / 'results', tmp / 'qmp'),
-                                        stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                        preexec_fn=_die_with_parent)
-            # QEMU connects both client chardevs while it starts.
-            conns = {}
-            for name, s in listeners.items():
-                s.settimeout(60)
-                try:
-                    conns[name], _ = s.accept()
-                    conns[name].settimeout(None)
-                except socket.timeout:
-                    raise BootError(f'QEMU did not connect its {name} socket: '
-                                    f'{self.tail(self.qemu_log)}') from None
-            self.qmp = QMP(conns['qmp'])
-            self._serve(proc, conns['results'], t0)
+            self._serve(self._start(), t0)
             self.timings['total_s'] = round(time.monotonic() - t0, 1)
             try:
                 self.qmp.execute('quit')
             except (QMPError, OSError):
                 pass  # it may be gone already
-            proc.wait(timeout=30)
+            self.proc.wait(timeout=30)
         finally:
-            if proc and proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            for s in listeners.values():
+            self._stop()
+            for s in self.listeners.values():
                 s.close()
             for f in tmp.iterdir():
                 f.unlink()
             tmp.rmdir()
 
-    def _serve(self, proc, conn, t0):
+    def _start(self):
+        """Start a QEMU on the disk as it is; its results connection (QMP in self.qmp)."""
+        # Appended to: a reboot's second QEMU adds its boot to the first's.
+        with open(self.qemu_log, 'ab') as log:
+            self.proc = subprocess.Popen(self.argv(self.tmp / 'results', self.tmp / 'qmp'),
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         preexec_fn=_die_with_parent)
+        # QEMU connects both client chardevs while it starts.
+        conns = {}
+        for name, s in self.listeners.items():
+            s.settimeout(60)
+            try:
+                conns[name], _ = s.accept()
+                conns[name].settimeout(None)
+            except socket.timeout:
+                raise BootError(f'QEMU did not connect its {name} socket: '
+                                f'{self.tail(self.qemu_log)}') from None
+        self.qmp = QMP(conns['qmp'])
+        return conns['results']
+
+    def _stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if getattr(self, 'qmp', None):
+            self.qmp.close()
+
+    def _reboot(self, conn, current):
+        """The guest reboots: its reset ended QEMU (-no-reboot).  Wait for that, then
+        boot a fresh QEMU on the same disk; its results connection.  A new process,
+        not QEMU's own reset: QEMU 7.2 crashes ("double free or corruption") on a
+        reset after a vCPU's device_del, and a guest reset after a long TCG run
+        once took minutes to unpack the initramfs."""
+        try:
+            self.proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self._abort(current, f'QEMU still runs {SHUTDOWN_TIMEOUT_S} s after the guest '
+                                 f'was asked to reboot')
+        if self.proc.returncode != 0:
+            self._abort(current, f'QEMU exited ({self.proc.returncode}) during the '
+                                 f'guest\'s reboot: {self.tail(self.qemu_log, 3)}')
+        conn.close()
+        self.qmp.close()
+        return self._start()
+
+    def _serve(self, conn, t0):
         buf = b''
         current = test = None
         started = t0
         deadline = t0 + BOOT_TIMEOUT_S
         waiting_for = 'the rig to start (systemd to boot)'
+        rebooting = None  # the scenario that rebooted the guest, until it resumed
+        reboot_t0 = None
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self._abort(current, f'timed out after {round(time.monotonic() - started)} s '
                                      f'waiting for {waiting_for}')
             ready, _, _ = select.select([conn], [], [], min(left, 1.0))
-            if proc.poll() is not None:
-                self._abort(current, f'QEMU exited ({proc.returncode}) while waiting for '
+            if self.proc.poll() is not None:
+                self._abort(current, f'QEMU exited ({self.proc.returncode}) while waiting for '
                                      f'{waiting_for}')
             if not ready:
                 continue
@@ -164,9 +224,20 @@ class Boot:
                     continue
                 kind, _, text = line[3:].partition(' ')
                 now = time.monotonic()
-                if kind == 'hello':
+                if kind == 'hello' and rebooting:
+                    self.timings['reboot_s'] = round(now - reboot_t0, 1)
+                    waiting_for = f'scenario {rebooting} to resume after the reboot'
+                elif kind == 'hello':
                     self.timings['boot_s'] = round(now - t0, 1)
                     self.timings['guest_uptime_at_hello_s'] = float(text.split()[0])
+                elif kind == 'resume' and text == rebooting:
+                    current = test = text
+                    rebooting = None
+                    deadline = now + SCENARIO_TIMEOUT_S
+                    waiting_for = f'the end of scenario {current}'
+                elif rebooting:
+                    self._abort(current, f'the guest rebooted but "{line}" came instead of '
+                                         f'"resume {rebooting}": its /etc did not persist')
                 elif kind == 'begin':
                     current = test = text
                     started = now
@@ -182,12 +253,29 @@ class Boot:
                     for r in self.results.values():
                         if r['scenario'] == name:
                             r['status'] = 'ended'
-                            r['rc'] = int(rc)
+                            # A failed script before a reboot fails the scenario.
+                            r['rc'] = int(rc) or r.get('rc_before_reboot') or 0
                             r['seconds'] = round(now - started, 1)
                     current = test = None
                     waiting_for = 'the next scenario'
                 elif kind == 'done':
                     return
+                elif kind == 'ask' and text.startswith('reboot '):
+                    name, rc = text.split()[1:3]
+                    for r in self.results.values():
+                        if r['scenario'] == name:
+                            r['rc_before_reboot'] = int(rc)
+                    conn.sendall(b'ok\n')
+                    self.results[test]['checks'].append(
+                        ('host', f'{text}: a new QEMU boots on the same disk'))
+                    rebooting, reboot_t0 = name, now
+                    # The guest writes nothing more before its reset ends QEMU.
+                    conn = self._reboot(conn, current)
+                    buf = b''
+                    now = time.monotonic()
+                    self.timings['shutdown_s'] = round(now - reboot_t0, 1)
+                    deadline = now + BOOT_TIMEOUT_S
+                    waiting_for = f'the guest to reboot (scenario {name})'
                 elif kind == 'ask':
                     try:
                         answer = self._answer(text)

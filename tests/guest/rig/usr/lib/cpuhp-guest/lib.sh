@@ -9,6 +9,9 @@
 CPU=/sys/devices/system/cpu
 TMPD=/run/cpuhp-guest
 mkdir -p "$TMPD"
+# Where run notes the scenario to go on with after a reboot (in /etc: it
+# persists on the guest's disk).
+RESUME=/etc/cpuhp-guest-resume
 
 # say KIND TEXT: one line on the results port (TEXT's newlines as " | ").
 say() {
@@ -114,6 +117,14 @@ ask() {
 		fail "host: $*: $answer"
 		return 1
 	}
+}
+
+# reboot_guest: end the scenario's script here and reboot the guest for real
+# (its reset ends QEMU; the host boots the same kernel and initramfs in a new
+# QEMU, /etc kept on the disk); its script then runs again with CPUHP_RESUMED=1.
+reboot_guest() {
+	touch "$RESUME"
+	exit "${1:-0}"
 }
 
 # as USER CMD...: run CMD as USER with USER's groups (as after a login).
