@@ -733,11 +733,14 @@ class Session:
         next_event(), and waking its waits), take the callbacks due.
         Return: (calls to make, outside any lock), and the descriptors to
         wait on before the next step; None: the runner is done (the Client
-        closed, or no lease has a callback any more)."""
+        closed).  A runner stays while the Client is open, callbacks or
+        not: it keeps no Lease nor the Client (only the Session), and a
+        runner that came and went with each lease made whether a lease
+        starts a thread depend on when the last one's runner woke."""
         out = ffi.new('struct cpuhp_client_event *')
         with self.lock:
             c = self._c
-            if c is None or (not self._callbacks and not self._calls):
+            if c is None:
                 self.runner_on = False
                 calls = list(self._calls)
                 self._calls.clear()
