@@ -52,12 +52,15 @@ def _wait_readable(fds: list[int], timeout: float | None = None) -> None:
 def _run_notices(s: Session, owner: weakref.ref) -> None:
     """The runner thread of a cpuhp.Client (see Client._start_runner)."""
     while True:
-        if owner() is None:
-            s.close()  # what its leases still held ends with the connection
-            return
-        calls, fds = s.runner_step()
+        calls, fds = s.runner_step()  # drains the wake-up pipe first
         run_callbacks(calls)
         if fds is None:
+            return
+        # After the drain: a Client collected from here on writes the pipe
+        # again (Session.owner_gone), so the wait below wakes; checked before
+        # the drain, that write could be drained unseen and the wait last.
+        if owner() is None:
+            s.close()  # what its leases still held ends with the connection
             return
         _wait_readable(fds)
 

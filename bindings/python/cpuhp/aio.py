@@ -74,13 +74,14 @@ async def _run_notices(s: Session, owner: weakref.ref, readers: _Readers) -> Non
     """The runner task of a cpuhp.aio.Client (see Client._start_runner)."""
     loop = asyncio.get_running_loop()
     while True:
-        if owner() is None:
-            s.close()  # what its leases still held ends with the connection
-            return
-        calls, fds = s.runner_step()
+        calls, fds = s.runner_step()  # drains the wake-up pipe first
         for awaitable in run_callbacks(calls):
             loop.create_task(awaitable)
         if fds is None:
+            return
+        # After the drain, as in cpuhp.Client's runner thread.
+        if owner() is None:
+            s.close()  # what its leases still held ends with the connection
             return
         await readers.wait(fds)
 
