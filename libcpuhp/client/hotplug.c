@@ -230,8 +230,10 @@ static int persist_of(struct cpuhp_client *c, bool *persist)
 	return cpuhp__client_leave(c, 0);
 }
 
-int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cpus, bool online,
-                                          unsigned timeout_ms, struct cpuhp_client_call **out)
+/* A SetOnline on a connection of its own; @force with @grace_ms when forced. */
+static int set_online_begin(struct cpuhp_client *c, const char *cpus, bool online,
+                            unsigned timeout_ms, bool force, unsigned grace_ms,
+                            struct cpuhp_client_call **out)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
@@ -241,7 +243,15 @@ int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cp
 	if ((ret = persist_of(c, &persist)) < 0)
 		return ret;
 	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
+	so.force = force;
+	so.force_grace_ms = grace_ms;
 	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
+}
+
+int cpuhp_client_set_online_results_begin(struct cpuhp_client *c, const char *cpus, bool online,
+                                          unsigned timeout_ms, struct cpuhp_client_call **out)
+{
+	return set_online_begin(c, cpus, online, timeout_ms, false, 0, out);
 }
 
 int cpuhp_client_call_set_online_results(struct cpuhp_client_call *call,
@@ -280,17 +290,7 @@ int cpuhp_client_set_online_forced_begin(struct cpuhp_client *c, const char *cpu
                                          unsigned timeout_ms, unsigned grace_ms,
                                          struct cpuhp_client_call **out)
 {
-	Cpuhp__Request req = CPUHP__REQUEST__INIT;
-	Cpuhp__SetOnline so = CPUHP__SET_ONLINE__INIT;
-	bool persist;
-	int ret;
-
-	if ((ret = persist_of(c, &persist)) < 0)
-		return ret;
-	set_online_request(&req, &so, cpus, online, timeout_ms, persist);
-	so.force = true;
-	so.force_grace_ms = grace_ms;
-	return cpuhp__call_begin(c, &req, CPUHP__RESPONSE__BODY_SET_ONLINE, out);
+	return set_online_begin(c, cpus, online, timeout_ms, true, grace_ms, out);
 }
 
 int cpuhp_client_call_revoked(struct cpuhp_client_call *call,

@@ -20,6 +20,7 @@ import select
 import threading
 from collections.abc import Callable
 from types import TracebackType
+from typing import Self
 
 from ._cpuhp_client import ffi, lib
 from ._errors import error
@@ -30,7 +31,28 @@ def _cpuhp_state_cb(call, arg):  # noqa: D103 (cffi's entry point)
     return ffi.from_handle(arg)._run(call)
 
 
-class State:
+class _Removable:
+    """What State and Instance share: a context manager whose exit is
+    remove(), and whether that happened."""
+
+    _removed: bool
+
+    def remove(self, nocalls: bool = False) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.remove()
+
+    @property
+    def removed(self) -> bool:
+        return self._removed
+
+
+class State(_Removable):
     """A registered hotplug state (Client.register_state() returns one).
 
     A context manager: leaving the block removes the state (teardown runs
@@ -103,17 +125,6 @@ class State:
     def __repr__(self) -> str:
         return (f'<cpuhp.State {self.name!r} id={self.id} priority={self.priority} '
                 f'{"removed" if self._removed else "registered"}>')
-
-    def __enter__(self) -> State:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.remove()
-
-    @property
-    def removed(self) -> bool:
-        return self._removed
 
     # On the state's thread.
     def _main(self, session, nocalls: bool, ms: int) -> None:
@@ -294,7 +305,7 @@ class State:
         return list(self._instances)
 
 
-class Instance:
+class Instance(_Removable):
     """An instance of a multi state (State.add_instance() returns one): its
     ``name``, its ``arg``, its ``state`` and the daemon's ``id``.  A
     context manager: leaving the block removes it."""
@@ -313,17 +324,6 @@ class Instance:
     def __repr__(self) -> str:
         return (f'<cpuhp.Instance {self.name!r} of {self.state.name!r} id={self.id} '
                 f'{"removed" if self._removed else "added"}>')
-
-    def __enter__(self) -> Instance:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.remove()
-
-    @property
-    def removed(self) -> bool:
-        return self._removed
 
     def remove(self, nocalls: bool = False) -> None:
         """Remove the instance: unless *nocalls*, its teardown runs (on the
