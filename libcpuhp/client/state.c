@@ -199,6 +199,20 @@ static int pump(struct cpuhp_client_state *s, uint64_t id, Cpuhp__Response__Body
 	}
 }
 
+/* Send @req on the state's connection and pump to its @expect answer (whose body says no more). */
+static int call_plain(struct cpuhp_client_state *s, Cpuhp__Request *req,
+                      Cpuhp__Response__BodyCase expect)
+{
+	Cpuhp__Response *r;
+	int ret = cpuhp__client_send_request(s->conn, req);
+
+	if (ret == 0)
+		ret = pump(s, req->id, expect, &r);
+	if (ret == 0)
+		cpuhp__response__free_unpacked(r, NULL);
+	return ret;
+}
+
 /*
  * Run the calls read already, without a system call: a call may have come
  * in the same read as a reply (the registration's), and poll() would not
@@ -406,7 +420,6 @@ int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
 {
 	Cpuhp__Request req = CPUHP__REQUEST__INIT;
 	Cpuhp__RemoveState rm = CPUHP__REMOVE_STATE__INIT;
-	Cpuhp__Response *r;
 	int ret;
 
 	if (!s)
@@ -429,11 +442,7 @@ int cpuhp_client_state_remove(struct cpuhp_client_state *s, bool nocalls)
 		rm.nocalls = nocalls;
 		req.body_case = CPUHP__REQUEST__BODY_REMOVE_STATE;
 		req.remove_state = &rm;
-		ret = cpuhp__client_send_request(s->conn, &req);
-		if (ret == 0)
-			ret = pump(s, req.id, CPUHP__RESPONSE__BODY_STATE_REMOVED, &r);
-		if (ret == 0)
-			cpuhp__response__free_unpacked(r, NULL);
+		ret = call_plain(s, &req, CPUHP__RESPONSE__BODY_STATE_REMOVED);
 	}
 	cpuhp_client_close(s->conn);
 	while (s->insts) {
@@ -659,7 +668,6 @@ int cpuhp_client_instance_remove(struct cpuhp_client_instance *inst, bool nocall
 	Cpuhp__RemoveInstance ri = CPUHP__REMOVE_INSTANCE__INIT;
 	struct cpuhp_client_state *s;
 	struct cpuhp_client_instance **pp;
-	Cpuhp__Response *r;
 	int ret, r2;
 
 	if (!inst)
@@ -673,11 +681,7 @@ int cpuhp_client_instance_remove(struct cpuhp_client_instance *inst, bool nocall
 		ri.nocalls = nocalls;
 		req.body_case = CPUHP__REQUEST__BODY_REMOVE_INSTANCE;
 		req.remove_instance = &ri;
-		ret = cpuhp__client_send_request(s->conn, &req);
-		if (ret == 0)
-			ret = pump(s, req.id, CPUHP__RESPONSE__BODY_INSTANCE_REMOVED, &r);
-		if (ret == 0)
-			cpuhp__response__free_unpacked(r, NULL);
+		ret = call_plain(s, &req, CPUHP__RESPONSE__BODY_INSTANCE_REMOVED);
 	}
 	for (pp = &s->insts; *pp; pp = &(*pp)->next) {
 		if (*pp == inst) {
